@@ -1,0 +1,425 @@
+// Package pool is the bookkeeping of holding a limited number of things, and
+// the runtime that does the waiting and the I/O around it.
+//
+// Pool is the state machine: it never blocks, opens, closes, waits, reads a
+// clock or draws a random number. Every method that depends on time takes
+// now, and every random decision takes a draw the caller made, so the same
+// calls give the same answers on every machine and a test can drive an hour
+// of traffic in a loop. Keeper is the runtime built on it: one mutex, a queue
+// of waiters, dials and closes outside the lock, one timer.
+package pool
+
+import (
+	"slices"
+	"time"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// Pool is the state machine of a resource pool: which resources are live,
+// which idle, which lent and since when, and which have sat or lived long
+// enough to be let go. It performs no I/O; the caller opens what Take says to
+// make, and closes what the pool hands back to close.
+//
+// A resource is recognised on its way back by identity (==), which is how
+// its birth survives every loan and Life retires a resource reused all along.
+// T should therefore be a handle such as a pointer; two resources that
+// compare equal are one resource to the pool.
+//
+// Time. The origin of now does not matter, only differences do. The pool
+// never sees time go backwards: an instant earlier than the latest one it
+// was given is read as that latest one, so a clock that steps back ages
+// nothing and shortens no loan.
+//
+// Nothing is lost. A resource leaves the pool only by being handed to the
+// caller to close (a Stale answer, Evict, Close, or false from Give or Made)
+// or by Drop.
+//
+// A Pool is not safe for concurrent use: it belongs to one goroutine, or to
+// several under one mutex that also covers what each does with an answer.
+// Keeper is that arrangement, ready made.
+type Pool[T comparable] struct {
+	limits Limits
+	ward   ward.Ward
+
+	z      seats[T]
+	making int // Make reservations not yet settled
+	closed bool
+
+	// The pool's clock: instants are nanoseconds since epoch, the first now
+	// it was given, and never go backwards (see the type's doc).
+	epoch   time.Time
+	started bool
+	last    int64
+	lastAt  time.Time
+
+	// Backoff after failed makes (used only with a ward Backoff).
+	failures  int   // failed makes in a row
+	holdUntil int64 // no Make before this instant
+	lastDelay time.Duration
+
+	books Books
+}
+
+// New returns an empty pool with limits l and the guards of w in front of
+// its backend; the zero ward.Ward has none. The pool takes w's guards as its
+// own: they must not be shared with another pool. New fails, with an error
+// wrapping ErrLimits, when l has a negative field.
+func New[T comparable](l Limits, w ward.Ward) (*Pool[T], error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Pool[T]{limits: l, ward: w}
+	capacity := l.Size
+	if capacity == 0 || capacity > 1024 {
+		capacity = 16
+	}
+	p.z.init(capacity, l.Life > 0)
+	return p, nil
+}
+
+// Limits returns the limits the pool holds itself to.
+func (p *Pool[T]) Limits() Limits { return p.limits }
+
+// clock turns now into the pool's instant, never earlier than the latest one.
+func (p *Pool[T]) clock(now time.Time) int64 {
+	if !p.started {
+		p.started = true
+		p.epoch, p.lastAt = now, now
+		return 0
+	}
+	t := int64(now.Sub(p.epoch))
+	if t <= p.last {
+		return p.last
+	}
+	p.last, p.lastAt = t, now
+	return t
+}
+
+// instant is the time.Time of one of the pool's instants.
+func (p *Pool[T]) instant(t int64) time.Time { return p.epoch.Add(time.Duration(t)) }
+
+// Why a seat is stale.
+const (
+	fresh = iota
+	pastKeep
+	pastLife
+)
+
+// stale says whether seat s, idle, is past Keep or Life at t. Both ages are
+// strict: a resource exactly Keep old is still fresh.
+func (p *Pool[T]) stale(s *seat[T], t int64) int {
+	if k := p.limits.Keep; k > 0 && t-s.since > int64(k) {
+		return pastKeep
+	}
+	if l := p.limits.Life; l > 0 && t-s.born > int64(l) {
+		return pastLife
+	}
+	return fresh
+}
+
+// Take asks for a resource at now. roll is a draw in [0, 1) for the ward's
+// breaker and cpu the host's CPU use in thousandths for its shedder; without
+// a ward neither is read. See Kind for the answers.
+//
+// The most recently given back resource is handed out first: a warm one is
+// likelier to be good, and handing out the newest lets the oldest age past
+// Keep and be evicted, which is how a pool shrinks after a burst. Only that
+// one is looked at: when it is past its age it is answered Stale (already off
+// the books) rather than skipped, so it is closed whether or not the eviction
+// timer has run.
+func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
+	if p.closed {
+		return Taken[T]{Kind: Closed}
+	}
+	t := p.clock(now)
+	if i := p.z.top; i != none {
+		s := &p.z.s[i]
+		if why := p.stale(s, t); why != fresh {
+			return Taken[T]{Kind: Stale, Item: p.retire(i, t, why)}
+		}
+		if refusal, ok := p.admit(t, roll, cpu, false); !ok {
+			return refusal
+		}
+		sat := time.Duration(t - s.since)
+		p.z.pull(i, t)
+		p.books.Loans++
+		p.books.Reused++
+		return Taken[T]{Kind: Ready, Item: s.item, Idle: sat}
+	}
+	if p.limits.Size > 0 && p.Live() >= p.limits.Size {
+		p.books.Waited++
+		return Taken[T]{Kind: Wait}
+	}
+	if refusal, ok := p.admit(t, roll, cpu, true); !ok {
+		return refusal
+	}
+	p.making++
+	return Taken[T]{Kind: Make}
+}
+
+// Made registers item, opened after Take answered Make, as lent and born at
+// now, and settles that reservation. It reports whether the pool holds item
+// afterwards; when false the caller closes it.
+//
+//   - A handle the pool already holds is not lent twice: the reservation is
+//     settled and the existing seat stands (true). One handle lent twice
+//     would be two loans to close with one give: a slot lost for good.
+//   - After Close the reservation is settled, the resource counted made and
+//     retired, and Made answers false.
+//   - With no reservation open (Made without Make), item is taken on as lent
+//     if there is room under Size, and refused (false) if there is not.
+func (p *Pool[T]) Made(item T, now time.Time) bool {
+	return p.MadeJitter(item, now, 0)
+}
+
+// MadeJitter is Made for a resource whose Life is longer by extra, so that
+// resources made together do not all retire together: a runtime draws extra
+// for each (Keeper does, from Config.LifeJitter). A negative extra shortens
+// the life. Without a Life limit extra has no effect.
+func (p *Pool[T]) MadeJitter(item T, now time.Time, extra time.Duration) bool {
+	t := p.clock(now)
+	reserved := p.making > 0
+	if reserved {
+		p.making--
+		p.onMade(t)
+	}
+	if p.closed {
+		if reserved {
+			p.unlease(t)
+			p.books.Made++
+			p.books.Retired++
+		}
+		return false
+	}
+	if _, held := p.z.index[item]; held {
+		if reserved {
+			p.unlease(t)
+		}
+		return true
+	}
+	if !reserved && p.limits.Size > 0 && p.Live() >= p.limits.Size {
+		return false
+	}
+	i := p.z.add(item, t)
+	p.z.s[i].born = t + int64(extra)
+	p.books.Made++
+	p.books.Loans++
+	return true
+}
+
+// Unmade gives back a reservation that did not become a resource: the make
+// failed. It is counted as failed; the ward's breaker counts the failure, its
+// backoff holds further makes back (roll draws the jitter), and its limiter
+// releases the lease without a sample. With no reservation open, Unmade does
+// nothing.
+func (p *Pool[T]) Unmade(now time.Time, roll float64) {
+	t := p.clock(now)
+	if p.making == 0 {
+		return
+	}
+	p.making--
+	p.books.Failed++
+	p.onUnmade(t, roll)
+}
+
+// Give hands a lent resource back at now, keeping the birth it was lent
+// with. It reports whether the pool kept it; false means the caller closes
+// it, and comes when:
+//
+//   - Idle resources are at the Idle ceiling already (counted retired);
+//   - the pool is closed (counted retired);
+//   - item is already idle: a double give. The pool cannot tell which holder
+//     is right, so it takes the handle out altogether (counted retired)
+//     rather than let one handle sit in two seats or be lent to two callers;
+//   - item is unknown and no reservation is open.
+//
+// An unknown item while a reservation is open is one made after a Make
+// without Made being called: it fills that reservation, born now, and is then
+// given back as any other. A resource given back past Life is kept: Take
+// answers it Stale, or Evict retires it, as the next look at it will.
+func (p *Pool[T]) Give(item T, now time.Time) bool {
+	t := p.clock(now)
+	i, held := p.z.index[item]
+	if !held {
+		if p.making == 0 || p.closed {
+			return false
+		}
+		p.making--
+		p.onMade(t)
+		i = p.z.add(item, t)
+		p.books.Made++
+		p.books.Loans++
+	}
+	s := &p.z.s[i]
+	if s.state == idle {
+		p.z.pull(i, t)
+		p.z.remove(i)
+		p.books.Retired++
+		return false
+	}
+	p.onLoanEnd(s.since, t, true)
+	if p.closed || (p.limits.Idle > 0 && p.z.idle >= p.limits.Idle) {
+		p.z.remove(i)
+		p.books.Retired++
+		return false
+	}
+	p.z.push(i, t)
+	return true
+}
+
+// Drop takes a broken resource off the books at once, lent or idle, and
+// reports whether the pool held it; the caller closes it either way. It is
+// what keeps Live honest: without it a failed connection would hold a slot
+// for ever. Dropping an unknown item does nothing and answers false.
+func (p *Pool[T]) Drop(item T, now time.Time) bool {
+	t := p.clock(now)
+	i, held := p.z.index[item]
+	if !held {
+		return false
+	}
+	s := &p.z.s[i]
+	if s.state == idle {
+		p.z.pull(i, t)
+	} else {
+		p.onLoanEnd(s.since, t, false)
+	}
+	p.z.remove(i)
+	p.books.Dropped++
+	return true
+}
+
+// Evict removes every idle resource past Keep or Life at now and returns
+// them for the caller to close; nil when there are none. Its cost is in
+// proportion to what it removes, not to how many are idle: a pool of 100k
+// idle resources with nothing expired answers in constant time (see
+// seats.go).
+func (p *Pool[T]) Evict(now time.Time) []T {
+	t := p.clock(now)
+	var out []T
+	if k := int64(p.limits.Keep); k > 0 {
+		for i := p.z.bottom; i != none && t-p.z.s[i].since > k; i = p.z.bottom {
+			out = append(out, p.retire(i, t, pastKeep))
+		}
+	}
+	if l := int64(p.limits.Life); l > 0 {
+		for i := p.z.oldest(); i != none && t-p.z.s[i].born > l; i = p.z.oldest() {
+			out = append(out, p.retire(i, t, pastLife))
+		}
+	}
+	return out
+}
+
+// retire takes idle seat i off the books for the caller to close, counting
+// it under why, and returns its item.
+func (p *Pool[T]) retire(i int32, t int64, why int) T {
+	item := p.z.s[i].item
+	p.z.pull(i, t)
+	p.z.remove(i)
+	p.books.Retired++
+	switch why {
+	case pastKeep:
+		p.books.IdleRetired++
+	case pastLife:
+		p.books.LifeRetired++
+	}
+	return item
+}
+
+// Next returns the instant at which the next idle resource will be past its
+// age, and false when none will (nothing idle, or no age limits). A runtime
+// sleeps until then and calls Evict: one timer for the whole pool.
+func (p *Pool[T]) Next() (time.Time, bool) {
+	next, ok := int64(0), false
+	consider := func(at int64) {
+		if !ok || at < next {
+			next, ok = at, true
+		}
+	}
+	if k := int64(p.limits.Keep); k > 0 && p.z.bottom != none {
+		consider(p.z.s[p.z.bottom].since + k + 1)
+	}
+	if l := int64(p.limits.Life); l > 0 {
+		if i := p.z.oldest(); i != none {
+			consider(p.z.s[i].born + l + 1)
+		}
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	return p.instant(next), true
+}
+
+// Close empties the pool of everything idle, for the caller to close, and
+// refuses every later Take with Closed. Lent resources are their borrowers'
+// to return: Give answers false for each (so it is closed then), Drop takes
+// it off as usual. Open reservations settle through Made (false) or Unmade.
+// Closing a closed pool returns nil.
+func (p *Pool[T]) Close() []T {
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	var out []T
+	for i := p.z.top; i != none; i = p.z.top {
+		out = append(out, p.retire(i, p.last, fresh))
+	}
+	return out
+}
+
+// IsClosed reports whether Close has been called.
+func (p *Pool[T]) IsClosed() bool { return p.closed }
+
+// Live is how many resources exist: idle, lent, and being made.
+func (p *Pool[T]) Live() int { return p.z.idle + p.z.lent + p.making }
+
+// Idle is how many resources sit in the pool.
+func (p *Pool[T]) Idle() int { return p.z.idle }
+
+// Busy is how many resources are lent or being made.
+func (p *Pool[T]) Busy() int { return p.z.lent + p.making }
+
+// Making is how many Make reservations are not yet settled.
+func (p *Pool[T]) Making() int { return p.making }
+
+// Books returns the gauges and counters as one reading.
+func (p *Pool[T]) Books() Books {
+	b := p.books
+	b.Live, b.Idle, b.Busy = p.Live(), p.Idle(), p.Busy()
+	return b
+}
+
+// Loans returns every resource out on loan with how long it has been out at
+// now, the longest held first. The pool cannot know which loan was
+// forgotten, only the caller knows how long its work may take: the caller
+// compares Held with its own threshold.
+func (p *Pool[T]) Loans(now time.Time) []Lent[T] {
+	return p.AppendLoans(nil, now)
+}
+
+// AppendLoans is Loans appending to dst, for a caller that reuses a buffer.
+func (p *Pool[T]) AppendLoans(dst []Lent[T], now time.Time) []Lent[T] {
+	t := p.clock(now)
+	start := len(dst)
+	for i := range p.z.s {
+		if s := &p.z.s[i]; s.state == lent {
+			dst = append(dst, Lent[T]{Item: s.item, Held: time.Duration(t - s.since)})
+		}
+	}
+	slices.SortStableFunc(dst[start:], func(a, b Lent[T]) int {
+		switch {
+		case a.Held > b.Held:
+			return -1
+		case a.Held < b.Held:
+			return 1
+		}
+		return 0
+	})
+	return dst
+}
+
+// Holds reports whether item is on the books, idle or lent.
+func (p *Pool[T]) Holds(item T) bool {
+	_, ok := p.z.index[item]
+	return ok
+}

@@ -1,0 +1,198 @@
+package pool
+
+// This file holds the pool's storage: an arena of seats, an intrusive
+// doubly-linked list of the idle ones in the order they were given back, and
+// a min-heap of the idle ones by birth (kept only when Life is set).
+//
+// The list gives LIFO reuse at its top and the oldest-returned at its bottom,
+// so expiry by Keep pops from the bottom and stops at the first seat still
+// fresh: O(expired). The heap gives the oldest-born idle seat in O(1) and
+// removes any seat in O(log n), so expiry by Life is O(expired × log n).
+// Seats are recycled through a free list and never shrink, so a pool in
+// steady state allocates nothing.
+
+const none int32 = -1
+
+type state uint8
+
+const (
+	free state = iota
+	idle
+	lent
+)
+
+// seat is one resource the pool holds, or a free place in the arena.
+type seat[T comparable] struct {
+	item  T
+	born  int64 // ns on the pool's clock when it was made
+	since int64 // idle: when it was given back; lent: when it was lent
+	state state
+	up    int32 // idle list: the seat given back after this one (toward the top)
+	down  int32 // idle list: the seat given back before this one
+	hi    int32 // index in the birth heap, or none
+}
+
+// seats is the storage behind a Pool. Not safe for concurrent use.
+type seats[T comparable] struct {
+	s     []seat[T]
+	free  []int32
+	index map[T]int32
+
+	top, bottom int32 // idle list ends; none when empty
+	idle        int
+	lent        int
+
+	heap  []int32 // idle seats by birth; used only when byBirth
+	birth bool
+}
+
+func (z *seats[T]) init(capacity int, byBirth bool) {
+	z.s = make([]seat[T], 0, capacity)
+	z.free = make([]int32, 0, capacity)
+	z.index = make(map[T]int32, capacity)
+	z.top, z.bottom = none, none
+	z.birth = byBirth
+	if byBirth {
+		z.heap = make([]int32, 0, capacity)
+	}
+}
+
+// add registers item as lent, born and lent at t, and returns its seat.
+func (z *seats[T]) add(item T, t int64) int32 {
+	var i int32
+	if n := len(z.free); n > 0 {
+		i = z.free[n-1]
+		z.free = z.free[:n-1]
+	} else {
+		z.s = append(z.s, seat[T]{})
+		i = int32(len(z.s) - 1)
+	}
+	z.s[i] = seat[T]{item: item, born: t, since: t, state: lent, up: none, down: none, hi: none}
+	z.index[item] = i
+	z.lent++
+	return i
+}
+
+// remove forgets seat i, which must be lent (idle seats are unlinked first).
+func (z *seats[T]) remove(i int32) {
+	s := &z.s[i]
+	delete(z.index, s.item)
+	var zero T
+	s.item = zero // let the garbage collector have it
+	s.state = free
+	z.lent--
+	z.free = append(z.free, i)
+}
+
+// push puts lent seat i on top of the idle list at t.
+func (z *seats[T]) push(i int32, t int64) {
+	s := &z.s[i]
+	s.state = idle
+	s.since = t
+	s.up = none
+	s.down = z.top
+	if z.top != none {
+		z.s[z.top].up = i
+	} else {
+		z.bottom = i
+	}
+	z.top = i
+	z.idle++
+	z.lent--
+	if z.birth {
+		z.heapPush(i)
+	}
+}
+
+// pull takes idle seat i out of the idle list and marks it lent at t.
+func (z *seats[T]) pull(i int32, t int64) {
+	s := &z.s[i]
+	if s.up != none {
+		z.s[s.up].down = s.down
+	} else {
+		z.top = s.down
+	}
+	if s.down != none {
+		z.s[s.down].up = s.up
+	} else {
+		z.bottom = s.up
+	}
+	s.up, s.down = none, none
+	s.state = lent
+	s.since = t
+	z.idle--
+	z.lent++
+	if z.birth {
+		z.heapRemove(i)
+	}
+}
+
+// The birth heap: a binary min-heap of seat indices keyed by born, each seat
+// knowing its place (hi) so that any one can leave in O(log n).
+
+func (z *seats[T]) less(a, b int) bool { return z.s[z.heap[a]].born < z.s[z.heap[b]].born }
+
+func (z *seats[T]) swap(a, b int) {
+	z.heap[a], z.heap[b] = z.heap[b], z.heap[a]
+	z.s[z.heap[a]].hi = int32(a)
+	z.s[z.heap[b]].hi = int32(b)
+}
+
+func (z *seats[T]) heapPush(i int32) {
+	z.heap = append(z.heap, i)
+	n := len(z.heap) - 1
+	z.s[i].hi = int32(n)
+	z.siftUp(n)
+}
+
+func (z *seats[T]) heapRemove(i int32) {
+	at := int(z.s[i].hi)
+	last := len(z.heap) - 1
+	if at != last {
+		z.swap(at, last)
+	}
+	z.heap = z.heap[:last]
+	z.s[i].hi = none
+	if at != last {
+		z.siftDown(at)
+		z.siftUp(at)
+	}
+}
+
+func (z *seats[T]) siftUp(j int) {
+	for j > 0 {
+		parent := (j - 1) / 2
+		if !z.less(j, parent) {
+			return
+		}
+		z.swap(j, parent)
+		j = parent
+	}
+}
+
+func (z *seats[T]) siftDown(j int) {
+	n := len(z.heap)
+	for {
+		l := 2*j + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && z.less(r, l) {
+			m = r
+		}
+		if !z.less(m, j) {
+			return
+		}
+		z.swap(j, m)
+		j = m
+	}
+}
+
+// oldest is the idle seat born first, or none (only when byBirth).
+func (z *seats[T]) oldest() int32 {
+	if len(z.heap) == 0 {
+		return none
+	}
+	return z.heap[0]
+}
