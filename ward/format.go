@@ -1,0 +1,5 @@
+package ward
+
+import "strconv"
+
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

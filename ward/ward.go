@@ -1,0 +1,61 @@
+package ward
+
+// Ward groups the optional guards in front of one pool's backend. Every field
+// may be nil. The zero Ward has none, and a pool with it answers exactly as a
+// pool without a ward.
+//
+// The Breaker, Bucket and Backoff are about a backend that misbehaves: the
+// breaker refuses new connections at the rate a failing one deserves, the
+// bucket spaces makes out, and the backoff (a policy only: the pool keeps the
+// failure count and the moment it may make again) holds makes after one
+// failed. The Shedder stops lending while the host is overloaded. The Limiter
+// is about the pool's own concurrency: a lease for every loan, its limit
+// moving with how long loans are held.
+//
+// A Ward is not safe for concurrent use: keep one per pool and use it under
+// the pool owner's lock.
+type Ward struct {
+	Breaker *Breaker
+	Bucket  *Bucket
+	Backoff *Backoff
+	Shedder *Shedder
+	Limiter *Limiter
+}
+
+// IsZero reports whether the ward has no guard at all.
+func (w Ward) IsZero() bool {
+	return w.Breaker == nil && w.Bucket == nil && w.Backoff == nil &&
+		w.Shedder == nil && w.Limiter == nil
+}
+
+// Guard names the guard behind a refusal, for errors and books.
+type Guard uint8
+
+const (
+	GuardNone Guard = iota
+	GuardBreaker
+	GuardShedder
+	GuardBucket
+	GuardBackoff
+	GuardLimiter
+)
+
+// String returns the guard's name in lower case: "breaker", "shedder",
+// "bucket", "backoff", "limiter", or "none".
+func (g Guard) String() string {
+	switch g {
+	case GuardBreaker:
+		return "breaker"
+	case GuardShedder:
+		return "shedder"
+	case GuardBucket:
+		return "bucket"
+	case GuardBackoff:
+		return "backoff"
+	case GuardLimiter:
+		return "limiter"
+	case GuardNone:
+		return "none"
+	}
+	return "guard(" + ftoa(float64(g)) + ")"
+}
