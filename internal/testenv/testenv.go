@@ -1,0 +1,76 @@
+// Package testenv tells tests where the servers that ./scripts/test starts
+// can be reached, and skips a test cleanly when they cannot.
+//
+// ./scripts/test starts a throw-away PostgreSQL and Redis on 127.0.0.1 and
+// exports their addresses in environment variables; a plain `go test ./...`
+// without those variables still passes, with the integration tests skipped
+// and one line saying why. Every function here reads the environment only,
+// so it is safe for concurrent use (as long as the test does not change the
+// variables it reads while other tests run).
+package testenv
+
+import (
+	"net"
+	"os"
+	"testing"
+)
+
+// Names of the environment variables that ./scripts/test sets.
+const (
+	// PostgresDSNVar holds a PostgreSQL URL with user and password, for
+	// example postgres://wardpool:secret@127.0.0.1:5432/wardpool?sslmode=disable.
+	PostgresDSNVar = "WARDPOOL_PG_DSN"
+	// RedisAddrVar holds a Redis host:port, for example 127.0.0.1:6379.
+	RedisAddrVar = "WARDPOOL_REDIS_ADDR"
+	// ReferenceVar is "1" when the reference runtimes of the conformance
+	// suite (Python with SQLAlchemy, Node with generic-pool) are installed.
+	ReferenceVar = "WARDPOOL_REFERENCE"
+	// PythonVar holds the path of the Python that can import SQLAlchemy.
+	PythonVar = "WARDPOOL_PYTHON"
+)
+
+// PostgresDSN returns the PostgreSQL connection URL in WARDPOOL_PG_DSN. When
+// the variable is unset or empty it skips the test with one line saying so.
+func PostgresDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(PostgresDSNVar)
+	if dsn == "" {
+		t.Skip(PostgresDSNVar + " not set: skipping PostgreSQL integration test (./scripts/test starts a server)")
+	}
+	return dsn
+}
+
+// RedisAddr returns the Redis host:port in WARDPOOL_REDIS_ADDR. When the
+// variable is unset or empty it skips the test with one line saying so; when
+// it is set but is not a host:port it fails the test, since that is a
+// mistake in the environment rather than a missing server.
+func RedisAddr(t testing.TB) string {
+	t.Helper()
+	addr := os.Getenv(RedisAddrVar)
+	if addr == "" {
+		t.Skip(RedisAddrVar + " not set: skipping Redis integration test (./scripts/test starts a server)")
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		t.Fatalf("%s=%q is not a host:port: %v", RedisAddrVar, addr, err)
+	}
+	return addr
+}
+
+// Reference skips the test unless WARDPOOL_REFERENCE is "1", that is unless
+// ./scripts/test has made sure the reference runtimes are installed.
+func Reference(t testing.TB) {
+	t.Helper()
+	if os.Getenv(ReferenceVar) != "1" {
+		t.Skip(ReferenceVar + " not 1: skipping reference-pool test (./scripts/test installs Python+SQLAlchemy and Node+generic-pool)")
+	}
+}
+
+// Python returns the path of the Python that can import SQLAlchemy, from
+// WARDPOOL_PYTHON, or "/usr/bin/python3" when that is unset. It does not
+// skip: call Reference first.
+func Python() string {
+	if p := os.Getenv(PythonVar); p != "" {
+		return p
+	}
+	return "/usr/bin/python3"
+}
