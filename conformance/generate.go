@@ -1,0 +1,185 @@
+package conformance
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+)
+
+// Families lists the kinds of trace Generate draws, in the order it returns
+// them.
+var Families = []string{"seats", "drops", "life", "idle"}
+
+// Moves is the number of takes and gives in a generated trace, not counting
+// the one ask past the ceiling (nor, in idle traces, the evicts).
+const Moves = 12
+
+// GenAgeMS is the age limit of generated timed traces, in milliseconds.
+// Their clock moves in whole seconds from 0 to 5, so ages often land exactly
+// on the limit, where a resource is not yet past it.
+const GenAgeMS = 10_000
+
+// Generate draws count traces of each family from seed. The same seed and
+// count give the same traces on every machine and every Go release
+// (math/rand/v2's PCG is a fixed algorithm).
+//
+// Every trace is a legal ordering of Moves takes and gives over one to four
+// seats (trace i has 1 + i%4 seats and a ceiling of as many), reaching the
+// ceiling at least once, with one ask by one more seat at a moment when all
+// seats hold a resource, so that a refusal is recorded. The families:
+//
+//   - seats: no clock, no age; compared with both references.
+//   - drops: as seats, with some gives (at least one) made drops; compared
+//     with generic-pool, because SQLAlchemy puts an empty record back on its
+//     queue for a broken connection (README.md).
+//   - life: a clock moving 0-5 s per move and a lifetime of GenAgeMS;
+//     compared with SQLAlchemy, the one that retires by lifetime.
+//   - idle: the same clock and an idle age of GenAgeMS, with an evict at
+//     every moment the clock has moved before a take; compared with
+//     generic-pool, the one that retires by idle time, and only through its
+//     evictor.
+func Generate(seed uint64, count int) map[string][]Trace {
+	out := make(map[string][]Trace, len(Families))
+	for f, family := range Families {
+		r := rand.New(rand.NewPCG(seed, uint64(f)+1))
+		for i := range count {
+			seats := 1 + i%4
+			t := Trace{
+				Name:   fmt.Sprintf("%s-%d-%03d", family, seed, i+1),
+				Policy: Policy{Size: seats},
+				Steps:  walk(r, seats),
+			}
+			switch family {
+			case "seats":
+				t.Compare = []string{SQLAlchemy, GenericPool}
+			case "drops":
+				t.Compare = []string{GenericPool}
+				dropSome(r, t.Steps)
+			case "life":
+				t.Compare = []string{SQLAlchemy}
+				t.Policy.Age, t.Policy.AgeMS = LifeAge, GenAgeMS
+				clock(r, t.Steps)
+			case "idle":
+				t.Compare = []string{GenericPool}
+				t.Policy.Age, t.Policy.AgeMS = IdleAge, GenAgeMS
+				clock(r, t.Steps)
+				t.Steps = evictBeforeTakes(t.Steps)
+			}
+			out[family] = append(out[family], t)
+		}
+	}
+	return out
+}
+
+// walk draws a legal ordering of Moves takes and gives over n seats that
+// fills every seat at least once, and adds one take by seat n+1 at a moment
+// when all n are held.
+func walk(r *rand.Rand, n int) []Step {
+	for {
+		var steps []Step
+		held := make([]bool, n+1) // held[s] for seat s in 1..n
+		count := 0
+		var full []int // indices after which every seat is held
+		for range Moves {
+			take := count == 0 || (count < n && r.IntN(2) == 0)
+			if take {
+				s := 1
+				for held[s] {
+					s++
+				}
+				held[s] = true
+				count++
+				steps = append(steps, Step{Verb: Take, Seat: s})
+			} else {
+				k := r.IntN(count)
+				s := 1
+				for ; ; s++ {
+					if held[s] {
+						if k == 0 {
+							break
+						}
+						k--
+					}
+				}
+				held[s] = false
+				count--
+				steps = append(steps, Step{Verb: Give, Seat: s})
+			}
+			if count == n {
+				full = append(full, len(steps))
+			}
+		}
+		if len(full) == 0 {
+			continue
+		}
+		at := full[r.IntN(len(full))]
+		return append(steps[:at], append([]Step{{Verb: Take, Seat: n + 1}}, steps[at:]...)...)
+	}
+}
+
+// dropSome turns about a third of the gives into drops, and at least one.
+func dropSome(r *rand.Rand, steps []Step) {
+	var gives []int
+	for i, s := range steps {
+		if s.Verb == Give {
+			gives = append(gives, i)
+			if r.IntN(3) == 0 {
+				steps[i].Verb = Drop
+			}
+		}
+	}
+	for _, i := range gives {
+		if steps[i].Verb == Drop {
+			return
+		}
+	}
+	steps[gives[r.IntN(len(gives))]].Verb = Drop
+}
+
+// clock moves the time forward by 0 to 5 whole seconds before each step
+// after the first.
+func clock(r *rand.Rand, steps []Step) {
+	var now int64
+	for i := range steps {
+		if i > 0 {
+			now += int64(r.IntN(6)) * 1000
+		}
+		steps[i].At = now
+	}
+}
+
+// evictBeforeTakes puts an evict before every take whose moment no evict has
+// yet swept, so that no take ever meets an idle resource past its idle age
+// (generic-pool looks at age only in its evictor).
+func evictBeforeTakes(steps []Step) []Step {
+	out := make([]Step, 0, 2*len(steps))
+	var swept int64 // at 0 nothing has sat idle yet
+	for _, s := range steps {
+		if s.Verb == Take && s.At > swept {
+			out = append(out, Step{Verb: Evict, At: s.At})
+			swept = s.At
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// WriteGenerated writes Generate(seed, count) into dir, one step file per
+// family (FAMILY.steps), each opening with a comment that says how to make
+// it again.
+func WriteGenerated(dir string, seed uint64, count int) error {
+	traces := Generate(seed, count)
+	for _, family := range Families {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "# %s traces drawn by: go run ./scripts/reference/gen -seed %d -count %d\n", family, seed, count)
+		if err := WriteSteps(&b, traces[family]); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, family+".steps"), b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
