@@ -8,14 +8,16 @@ import (
 // index maps a draw in [0, 1) to one of n places. NaN and draws below zero
 // read as 0, draws of 1 or more as the last place.
 func index(draw float64, n int) int {
-	if !(draw > 0) { // NaN too
+	switch {
+	case !(draw > 0): // NaN too
 		return 0
-	}
-	i := int(draw * float64(n))
-	if i >= n {
+	case draw >= 1:
 		return n - 1
 	}
-	return i
+	if i := int(draw * float64(n)); i < n {
+		return i
+	}
+	return n - 1
 }
 
 // Pick chooses which of several pools to one service to take from, by two

@@ -1,0 +1,613 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// t0 is an arbitrary origin: the pool only looks at differences.
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+// conn is a resource handle; pointers are what real pools hold.
+type conn struct{ n int }
+
+func (c *conn) String() string { return fmt.Sprintf("c%d", c.n) }
+
+func mustNew(t testing.TB, l Limits) *Pool[*conn] {
+	t.Helper()
+	p, err := New[*conn](l, ward.Ward{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// step is one call in a table: op names the method, the rest its inputs and
+// what it must answer.
+type step struct {
+	ms   int    // now, in ms after t0
+	op   string // take made unmade give drop evict close
+	c    int    // the conn for made/give/drop; the conn expected for Ready/Stale
+	want string // the answer: Kind name for take, true/false, or items for evict/close
+	live int    // Live after the step
+	idle int    // Idle after the step
+}
+
+func run(t *testing.T, p *Pool[*conn], steps []step) {
+	t.Helper()
+	conns := map[int]*conn{}
+	get := func(n int) *conn {
+		if conns[n] == nil {
+			conns[n] = &conn{n}
+		}
+		return conns[n]
+	}
+	names := func(cs []*conn) string {
+		var s []string
+		for _, c := range cs {
+			s = append(s, c.String())
+		}
+		return strings.Join(s, " ")
+	}
+	for i, s := range steps {
+		now := at(s.ms)
+		var got string
+		switch s.op {
+		case "take":
+			tk := p.Take(now, 0.5, 0)
+			got = tk.Kind.String()
+			if tk.Kind == Ready || tk.Kind == Stale {
+				got += " " + tk.Item.String()
+				if s.c != 0 && tk.Item != get(s.c) {
+					t.Fatalf("step %d %s: got item %v, want c%d", i, s.op, tk.Item, s.c)
+				}
+			}
+			if s.c != 0 {
+				got = strings.Fields(got)[0]
+			}
+		case "made":
+			got = fmt.Sprint(p.Made(get(s.c), now))
+		case "unmade":
+			p.Unmade(now, 0.5)
+			got = ""
+		case "give":
+			got = fmt.Sprint(p.Give(get(s.c), now))
+		case "drop":
+			got = fmt.Sprint(p.Drop(get(s.c), now))
+		case "evict":
+			got = names(p.Evict(now))
+		case "close":
+			got = names(p.Close())
+		default:
+			t.Fatalf("step %d: unknown op %q", i, s.op)
+		}
+		if got != s.want {
+			t.Fatalf("step %d %s at %dms: got %q, want %q", i, s.op, s.ms, got, s.want)
+		}
+		if p.Live() != s.live || p.Idle() != s.idle {
+			t.Fatalf("step %d %s at %dms: live %d idle %d, want live %d idle %d",
+				i, s.op, s.ms, p.Live(), p.Idle(), s.live, s.idle)
+		}
+		checkBooks(t, p)
+	}
+}
+
+// checkBooks asserts the identities Books documents.
+func checkBooks(t testing.TB, p *Pool[*conn]) {
+	t.Helper()
+	b := p.Books()
+	if b.Live != b.Idle+b.Busy {
+		t.Fatalf("live %d != idle %d + busy %d", b.Live, b.Idle, b.Busy)
+	}
+	if got := uint64(b.Live-p.Making()) + b.Retired + b.Dropped; got != b.Made {
+		t.Fatalf("made %d != live-making %d + retired %d + dropped %d", b.Made, b.Live-p.Making(), b.Retired, b.Dropped)
+	}
+	if b.Reused > b.Loans {
+		t.Fatalf("reused %d > loans %d", b.Reused, b.Loans)
+	}
+}
+
+func TestTakeMakeWaitReady(t *testing.T) {
+	p := mustNew(t, Limits{Size: 2})
+	run(t, p, []step{
+		{0, "take", 0, "Make", 1, 0},
+		{1, "made", 1, "true", 1, 0},
+		{2, "take", 0, "Make", 2, 0},
+		{3, "made", 2, "true", 2, 0},
+		{4, "take", 0, "Wait", 2, 0}, // ceiling: every live slot in use
+		{5, "give", 1, "true", 2, 1},
+		{6, "give", 2, "true", 2, 2},
+		{7, "take", 2, "Ready", 2, 1}, // LIFO: the last given back
+		{8, "take", 1, "Ready", 2, 0},
+		{9, "take", 0, "Wait", 2, 0},
+	})
+	b := p.Books()
+	want := Books{Live: 2, Busy: 2, Made: 2, Loans: 4, Reused: 2, Waited: 2}
+	if b != want {
+		t.Fatalf("books %+v, want %+v", b, want)
+	}
+}
+
+func TestReservationCountsAsLive(t *testing.T) {
+	p := mustNew(t, Limits{Size: 1})
+	run(t, p, []step{
+		{0, "take", 0, "Make", 1, 0},
+		{0, "take", 0, "Wait", 1, 0}, // the reservation holds the only slot
+		{1, "unmade", 0, "", 0, 0},
+		{2, "take", 0, "Make", 1, 0},
+	})
+	if b := p.Books(); b.Failed != 1 || b.Made != 0 {
+		t.Fatalf("books %+v, want failed 1 made 0", b)
+	}
+}
+
+func TestKeepRetiresIdleTooLong(t *testing.T) {
+	p := mustNew(t, Limits{Size: 3, Keep: 10 * time.Millisecond})
+	run(t, p, []step{
+		{0, "take", 0, "Make", 1, 0},
+		{0, "made", 1, "true", 1, 0},
+		{0, "give", 1, "true", 1, 1},
+		{10, "take", 1, "Ready", 1, 0}, // exactly Keep idle: still fresh
+		{10, "give", 1, "true", 1, 1},
+		{21, "take", 1, "Stale", 0, 0}, // 11 ms idle: past Keep, off the books
+		{21, "take", 0, "Make", 1, 0},
+	})
+	if b := p.Books(); b.Retired != 1 || b.IdleRetired != 1 || b.LifeRetired != 0 {
+		t.Fatalf("books %+v", b)
+	}
+}
+
+func TestLifeRetiresOldEvenIfBusy(t *testing.T) {
+	// Give keeps the birth: a resource reused all along still ages.
+	p := mustNew(t, Limits{Size: 1, Life: 100 * time.Millisecond})
+	run(t, p, []step{
+		{0, "take", 0, "Make", 1, 0},
+		{0, "made", 1, "true", 1, 0},
+		{40, "give", 1, "true", 1, 1},
+		{50, "take", 1, "Ready", 1, 0},
+		{90, "give", 1, "true", 1, 1},
+		{100, "take", 1, "Ready", 1, 0}, // exactly Life old: fresh
+		{101, "give", 1, "true", 1, 1},  // past Life but kept: the next look retires it
+		{101, "take", 1, "Stale", 0, 0},
+	})
+	if b := p.Books(); b.LifeRetired != 1 || b.IdleRetired != 0 {
+		t.Fatalf("books %+v", b)
+	}
+}
+
+func TestMadeJitterExtendsLife(t *testing.T) {
+	p := mustNew(t, Limits{Life: 100 * time.Millisecond})
+	a, b := &conn{1}, &conn{2}
+	p.Take(at(0), 0, 0)
+	p.MadeJitter(a, at(0), 50*time.Millisecond)
+	p.Take(at(0), 0, 0)
+	p.Made(b, at(0))
+	p.Give(a, at(1))
+	p.Give(b, at(1))
+	got := p.Evict(at(120))
+	if len(got) != 1 || got[0] != b {
+		t.Fatalf("evict at 120ms = %v, want only c2 (c1's life is 150ms)", got)
+	}
+	if next, ok := p.Next(); !ok || !next.Equal(at(150).Add(time.Nanosecond)) {
+		t.Fatalf("next = %v %v, want just after 150ms", next, ok)
+	}
+	if got := p.Evict(at(151)); len(got) != 1 || got[0] != a {
+		t.Fatalf("evict at 151ms = %v, want c1", got)
+	}
+}
+
+func TestOnlyTheTopIsLookedAt(t *testing.T) {
+	// Take examines the most recently returned resource only: an older one
+	// below it past Life waits for Evict (as SQLAlchemy's recycle does).
+	p := mustNew(t, Limits{Life: 100 * time.Millisecond})
+	run(t, p, []step{
+		{0, "take", 0, "Make", 1, 0},
+		{0, "made", 1, "true", 1, 0},
+		{50, "take", 0, "Make", 2, 0},
+		{50, "made", 2, "true", 2, 0},
+		{60, "give", 1, "true", 2, 1},
+		{61, "give", 2, "true", 2, 2},
+		{120, "take", 2, "Ready", 2, 1}, // c2 is 70 ms old; c1 (120 ms) sits below
+		{120, "evict", 0, "c1", 1, 0},
+	})
+}
+
+func TestIdleCeiling(t *testing.T) {
+	p := mustNew(t, Limits{Size: 3, Idle: 1})
+	run(t, p, []step{
+		{0, "take", 0, "Make", 1, 0},
+		{0, "made", 1, "true", 1, 0},
+		{0, "take", 0, "Make", 2, 0},
+		{0, "made", 2, "true", 2, 0},
+		{1, "give", 1, "true", 2, 1},
+		{2, "give", 2, "false", 1, 1}, // one idle already: the caller closes c2
+	})
+	if b := p.Books(); b.Retired != 1 {
+		t.Fatalf("retired %d, want 1", b.Retired)
+	}
+}
+
+func TestZeroMeansNoLimit(t *testing.T) {
+	p := mustNew(t, Limits{})
+	for i := 1; i <= 1000; i++ {
+		if k := p.Take(at(0), 0, 0).Kind; k != Make {
+			t.Fatalf("take %d = %v, want Make with no Size limit", i, k)
+		}
+		p.Made(&conn{i}, at(0))
+	}
+	if p.Live() != 1000 {
+		t.Fatalf("live %d", p.Live())
+	}
+	if got := p.Evict(at(1 << 30)); got != nil {
+		t.Fatalf("evict with no ages = %v", got)
+	}
+	if _, ok := p.Next(); ok {
+		t.Fatal("Next with no ages should say never")
+	}
+}
+
+func TestDoubleGiveNeverSeatsTwice(t *testing.T) {
+	p := mustNew(t, Limits{Size: 2})
+	run(t, p, []step{
+		{0, "take", 0, "Make", 1, 0},
+		{0, "made", 1, "true", 1, 0},
+		{1, "give", 1, "true", 1, 1},
+		// A second give of a handle already idle: the pool cannot tell which
+		// holder is right, so it lets go of it altogether for closing.
+		{2, "give", 1, "false", 0, 0},
+		{3, "take", 0, "Make", 1, 0}, // never hands out the doubled handle
+	})
+}
+
+func TestMadeTwiceKeepsOneLoan(t *testing.T) {
+	p := mustNew(t, Limits{Size: 3})
+	run(t, p, []step{
+		{0, "take", 0, "Make", 1, 0},
+		{0, "made", 1, "true", 1, 0},
+		{0, "take", 0, "Make", 2, 0},
+		{0, "made", 1, "true", 1, 0}, // same handle: reservation settled, one loan stands
+		{1, "give", 1, "true", 1, 1},
+		{2, "give", 1, "false", 0, 0},
+	})
+	if b := p.Books(); b.Made != 1 || b.Loans != 1 {
+		t.Fatalf("books %+v, want made 1 loans 1", b)
+	}
+}
+
+func TestMadeWithoutReservation(t *testing.T) {
+	p := mustNew(t, Limits{Size: 1})
+	run(t, p, []step{
+		{0, "made", 1, "true", 1, 0},  // room under Size: taken on as lent
+		{0, "made", 2, "false", 1, 0}, // no room: refused, the caller closes it
+		{1, "give", 1, "true", 1, 1},
+	})
+}
+
+func TestGiveUnknownFillsReservation(t *testing.T) {
+	p := mustNew(t, Limits{Size: 1, Life: 10 * time.Millisecond})
+	run(t, p, []step{
+		{0, "give", 9, "false", 0, 0}, // foreign, nothing reserved: not kept
+		{0, "take", 0, "Make", 1, 0},
+		{5, "give", 1, "true", 1, 1}, // made without Made: fills the reservation, born now
+		{15, "take", 1, "Ready", 1, 0}, // born at 5 ms, so 10 ms old: fresh
+	})
+	if b := p.Books(); b.Made != 1 || b.Loans != 2 || b.Reused != 1 {
+		t.Fatalf("books %+v", b)
+	}
+}
+
+func TestDrop(t *testing.T) {
+	p := mustNew(t, Limits{Size: 2})
+	run(t, p, []step{
+		{0, "take", 0, "Make", 1, 0},
+		{0, "made", 1, "true", 1, 0},
+		{0, "take", 0, "Make", 2, 0},
+		{0, "made", 2, "true", 2, 0},
+		{0, "take", 0, "Wait", 2, 0},
+		{1, "drop", 1, "true", 1, 0}, // broken: its slot is free again
+		{1, "take", 0, "Make", 2, 0},
+		{2, "drop", 7, "false", 2, 0}, // unknown: nothing happens
+		{3, "give", 2, "true", 2, 1},
+		{4, "drop", 2, "true", 1, 0}, // idle ones can be dropped too
+		{5, "drop", 2, "false", 1, 0},
+	})
+	if b := p.Books(); b.Dropped != 2 {
+		t.Fatalf("dropped %d", b.Dropped)
+	}
+}
+
+func TestUnmadeWithoutReservation(t *testing.T) {
+	p := mustNew(t, Limits{Size: 1})
+	p.Unmade(at(0), 0.5)
+	if b := p.Books(); b.Failed != 0 || b.Live != 0 {
+		t.Fatalf("books %+v, want nothing counted", b)
+	}
+}
+
+func TestEvictKeepAndLife(t *testing.T) {
+	p := mustNew(t, Limits{Keep: 30 * time.Millisecond, Life: 100 * time.Millisecond})
+	run(t, p, []step{
+		{0, "take", 0, "Make", 1, 0},
+		{0, "made", 1, "true", 1, 0},
+		{0, "take", 0, "Make", 2, 0},
+		{0, "made", 2, "true", 2, 0},
+		{0, "take", 0, "Make", 3, 0},
+		{0, "made", 3, "true", 3, 0},
+		{10, "give", 1, "true", 3, 1},
+		{20, "give", 2, "true", 3, 2},
+		{30, "give", 3, "true", 3, 3},
+		{40, "evict", 0, "", 3, 3},  // 30 ms idle exactly: nothing
+		{41, "evict", 0, "c1", 2, 2}, // oldest returned goes first
+		{55, "evict", 0, "c2", 1, 1},
+		{55, "take", 3, "Ready", 1, 0},
+		{95, "give", 3, "true", 1, 1},
+		{101, "evict", 0, "c3", 0, 0}, // 6 ms idle but 101 ms old
+	})
+	if b := p.Books(); b.IdleRetired != 2 || b.LifeRetired != 1 {
+		t.Fatalf("books %+v", b)
+	}
+}
+
+func TestNextSaysWhenToEvict(t *testing.T) {
+	p := mustNew(t, Limits{Keep: 30 * time.Millisecond})
+	if _, ok := p.Next(); ok {
+		t.Fatal("empty pool has nothing to expire")
+	}
+	p.Take(at(0), 0, 0)
+	p.Made(&conn{1}, at(0))
+	p.Give(&conn{1}, at(0)) // a different handle: unknown, no reservation
+	c := &conn{2}
+	p.Take(at(0), 0, 0)
+	p.Made(c, at(0))
+	p.Give(c, at(5))
+	next, ok := p.Next()
+	if !ok || !next.Equal(at(35).Add(time.Nanosecond)) {
+		t.Fatalf("next = %v, %v; want 35ms+1ns", next, ok)
+	}
+	if got := p.Evict(next.Add(-time.Nanosecond)); got != nil {
+		t.Fatalf("evict just before next = %v", got)
+	}
+	if got := p.Evict(next); len(got) != 1 {
+		t.Fatalf("evict at next = %v", got)
+	}
+}
+
+func TestClose(t *testing.T) {
+	p := mustNew(t, Limits{Size: 3})
+	run(t, p, []step{
+		{0, "take", 0, "Make", 1, 0},
+		{0, "made", 1, "true", 1, 0},
+		{0, "take", 0, "Make", 2, 0},
+		{0, "made", 2, "true", 2, 0},
+		{0, "take", 0, "Make", 3, 0},
+		{1, "give", 1, "true", 3, 1},
+		{2, "close", 0, "c1", 2, 0},
+		{3, "take", 0, "Closed", 2, 0},
+		{4, "give", 2, "false", 1, 0}, // a loan coming home is closed by its holder
+		{5, "made", 3, "false", 0, 0}, // the open reservation settles, refused
+		{6, "close", 0, "", 0, 0},
+		{7, "give", 9, "false", 0, 0},
+	})
+	if !p.IsClosed() {
+		t.Fatal("IsClosed false after Close")
+	}
+	if b := p.Books(); b.Retired != 3 || b.Made != 3 {
+		t.Fatalf("books %+v", b)
+	}
+}
+
+func TestClockGoingBackwardsAgesNothing(t *testing.T) {
+	p := mustNew(t, Limits{Keep: 10 * time.Millisecond})
+	c := &conn{1}
+	p.Take(at(100), 0, 0)
+	p.Made(c, at(100))
+	p.Give(c, at(100))
+	// The clock steps back 50 ms, then forward again: the pool reads every
+	// earlier instant as 100 ms, so c has sat idle 0 ms, then 10 ms.
+	if tk := p.Take(at(50), 0, 0); tk.Kind != Ready || tk.Idle != 0 {
+		t.Fatalf("take at 50ms = %+v", tk)
+	}
+	p.Give(c, at(40))
+	if got := p.Loans(at(0)); len(got) != 0 {
+		t.Fatalf("loans %v", got)
+	}
+	if tk := p.Take(at(110), 0, 0); tk.Kind != Ready || tk.Idle != 10*time.Millisecond {
+		t.Fatalf("take at 110ms = %+v (given back at 100ms as the clock read)", tk)
+	}
+}
+
+func TestLoansLongestFirst(t *testing.T) {
+	p := mustNew(t, Limits{Size: 3})
+	a, b := &conn{1}, &conn{2}
+	p.Take(at(0), 0, 0)
+	p.Made(a, at(0))
+	p.Take(at(200), 0, 0)
+	p.Made(b, at(200))
+	got := p.Loans(at(500))
+	want := []Lent[*conn]{{a, 500 * time.Millisecond}, {b, 300 * time.Millisecond}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("loans %v, want %v", got, want)
+	}
+	p.Give(a, at(600))
+	if got := p.AppendLoans(got[:0], at(700)); len(got) != 1 || got[0].Item != b || got[0].Held != 500*time.Millisecond {
+		t.Fatalf("loans after give %v", got)
+	}
+}
+
+func TestNegativeLimitsRefused(t *testing.T) {
+	for _, l := range []Limits{{Size: -1}, {Idle: -1}, {Keep: -1}, {Life: -time.Second}} {
+		p, err := New[int](l, ward.Ward{})
+		if p != nil || !errors.Is(err, ErrLimits) {
+			t.Errorf("New(%+v) = %v, %v; want ErrLimits", l, p, err)
+		}
+	}
+	if err := DefaultLimits.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDefaultLimits(t *testing.T) {
+	want := Limits{Size: 10, Idle: 10, Keep: 30 * time.Minute, Life: 0}
+	if DefaultLimits != want {
+		t.Fatalf("DefaultLimits = %+v", DefaultLimits)
+	}
+	l := DefaultLimits
+	l.Size = 32
+	if DefaultLimits.Size != 10 || l.Idle != 10 {
+		t.Fatal("a preset must be a value")
+	}
+}
+
+func TestKindString(t *testing.T) {
+	for k, want := range map[Kind]string{Ready: "Ready", Stale: "Stale", Make: "Make", Wait: "Wait", Later: "Later", Shed: "Shed", Closed: "Closed", 0: "Kind(0)", 99: "Kind(?)"} {
+		if k.String() != want {
+			t.Errorf("%d.String() = %q, want %q", k, k.String(), want)
+		}
+	}
+}
+
+func TestEvictLargeIdleIsProportionalToExpired(t *testing.T) {
+	// 100k idle, none expired: Evict answers from the bottom of the list and
+	// the top of the heap without walking the rest. Measured in allocations
+	// and in seats visited is not possible from outside, so the check is
+	// that nothing expired costs no allocation and that exactly the expired
+	// ones come out.
+	const n = 100_000
+	p := mustNew(t, Limits{Keep: time.Second, Life: time.Hour})
+	cs := make([]*conn, n)
+	for i := range cs {
+		cs[i] = &conn{i}
+		p.Take(at(0), 0, 0)
+		p.Made(cs[i], at(0))
+	}
+	for i, c := range cs {
+		p.Give(c, at(i/1000)) // 1000 given back each ms, over 100 ms
+	}
+	if a := testing.AllocsPerRun(100, func() { p.Evict(at(1000)) }); a != 0 {
+		t.Fatalf("evict with nothing expired allocates %v", a)
+	}
+	if got := p.Evict(at(1002)); len(got) != 2000 {
+		t.Fatalf("evict at 1002ms = %d, want the 2000 given back in the first 2 ms", len(got))
+	}
+}
+
+func TestTakeGiveAllocatesNothing(t *testing.T) {
+	p := mustNew(t, Limits{Size: 4, Keep: time.Minute, Life: time.Hour})
+	c := &conn{1}
+	p.Take(at(0), 0, 0)
+	p.Made(c, at(0))
+	p.Give(c, at(0))
+	now := at(1)
+	if a := testing.AllocsPerRun(1000, func() {
+		tk := p.Take(now, 0.5, 0)
+		p.Give(tk.Item, now)
+	}); a != 0 {
+		t.Fatalf("Take+Give allocates %v per run", a)
+	}
+}
+
+func TestPick(t *testing.T) {
+	mk := func(busy int) *Pool[*conn] {
+		p := mustNew(t, Limits{})
+		for i := 0; i < busy; i++ {
+			p.Take(at(0), 0, 0)
+		}
+		return p
+	}
+	pools := []*Pool[*conn]{mk(3), mk(1), mk(2)}
+	cases := []struct {
+		first, second float64
+		want          int
+	}{
+		{0, 0, 1},       // 0 and (0 → 1 after skipping 0): fewer busy wins
+		{0.5, 0.9, 1},   // 1 and 2
+		{0.9, 0, 0 + 2}, // 2 and 0: 2 has fewer busy
+		{math.NaN(), math.Inf(1), 2},
+		{-3, 7, 2},
+	}
+	for _, c := range cases {
+		if got := Pick(pools, at(0), c.first, c.second); got != c.want {
+			t.Errorf("Pick(%v, %v) = %d, want %d", c.first, c.second, got, c.want)
+		}
+	}
+	if got := Pick[*conn](nil, at(0), 0, 0); got != -1 {
+		t.Errorf("Pick(nil) = %d", got)
+	}
+	if got := Pick(pools[:1], at(0), 0.7, 0.7); got != 0 {
+		t.Errorf("Pick of one = %d", got)
+	}
+	closed := mk(0)
+	closed.Close()
+	if got := Pick([]*Pool[*conn]{closed, nil, pools[0]}, at(0), 0, 0.1); got != 2 {
+		t.Errorf("Pick with closed and nil drawn = %d, want the open one", got)
+	}
+	if got := Pick([]*Pool[*conn]{closed, nil}, at(0), 0, 0); got != -1 {
+		t.Errorf("Pick with none open = %d", got)
+	}
+}
+
+func TestRoundRobin(t *testing.T) {
+	var r RoundRobin
+	var got []int
+	for range 5 {
+		got = append(got, r.Pick(3))
+	}
+	got = append(got, r.Pick(2), r.Pick(2), r.Pick(0), r.Pick(-1), r.Pick(1))
+	want := []int{0, 1, 2, 0, 1, 0, 1, -1, -1, 0}
+	if !slices.Equal(got, want) {
+		t.Fatalf("picks %v, want %v", got, want)
+	}
+}
+
+func TestWeightedSmooth(t *testing.T) {
+	var w Weighted
+	targets := []Target{{"a", 5}, {"b", 1}, {"c", 1}}
+	var got string
+	for range 14 {
+		got += targets[w.Pick(targets)].Name
+	}
+	if want := "aabacaaaabacaa"; got != want { // nginx's interleaving, twice
+		t.Fatalf("sequence %q, want %q", got, want)
+	}
+}
+
+func TestWeightedEdges(t *testing.T) {
+	var w Weighted
+	if got := w.Pick(nil); got != -1 {
+		t.Fatalf("empty = %d", got)
+	}
+	if got := w.Pick([]Target{{"a", 0}, {"b", -4}}); got != -1 {
+		t.Fatalf("no positive weight = %d", got)
+	}
+	// Credit is by name: reordering the list does not change who is next.
+	w2 := Weighted{}
+	w2.Pick([]Target{{"a", 2}, {"b", 1}})
+	if got := w2.Pick([]Target{{"b", 1}, {"a", 2}}); got != 0 {
+		t.Fatalf("after reorder picked %d, want b (index 0)", got)
+	}
+	// A repeated name takes part once.
+	w3 := Weighted{}
+	counts := map[int]int{}
+	for range 30 {
+		counts[w3.Pick([]Target{{"a", 1}, {"a", 100}, {"b", 1}})]++
+	}
+	if counts[1] != 0 || counts[0] != 15 || counts[2] != 15 {
+		t.Fatalf("counts with repeated name %v", counts)
+	}
+	// A target that leaves loses its credit.
+	w4 := Weighted{}
+	w4.Pick([]Target{{"a", 1}, {"b", 1}})
+	w4.Pick([]Target{{"b", 1}})
+	if _, ok := w4.credit["a"]; ok {
+		t.Fatal("credit of a departed target kept")
+	}
+}
