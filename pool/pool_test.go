@@ -297,7 +297,7 @@ func TestGiveUnknownFillsReservation(t *testing.T) {
 	run(t, p, []step{
 		{0, "give", 9, "false", 0, 0}, // foreign, nothing reserved: not kept
 		{0, "take", 0, "Make", 1, 0},
-		{5, "give", 1, "true", 1, 1}, // made without Made: fills the reservation, born now
+		{5, "give", 1, "true", 1, 1},   // made without Made: fills the reservation, born now
 		{15, "take", 1, "Ready", 1, 0}, // born at 5 ms, so 10 ms old: fresh
 	})
 	if b := p.Books(); b.Made != 1 || b.Loans != 2 || b.Reused != 1 {
@@ -345,7 +345,7 @@ func TestEvictKeepAndLife(t *testing.T) {
 		{10, "give", 1, "true", 3, 1},
 		{20, "give", 2, "true", 3, 2},
 		{30, "give", 3, "true", 3, 3},
-		{40, "evict", 0, "", 3, 3},  // 30 ms idle exactly: nothing
+		{40, "evict", 0, "", 3, 3},   // 30 ms idle exactly: nothing
 		{41, "evict", 0, "c1", 2, 2}, // oldest returned goes first
 		{55, "evict", 0, "c2", 1, 1},
 		{55, "take", 3, "Ready", 1, 0},
