@@ -43,7 +43,8 @@ type Pool[T comparable] struct {
 	ward   ward.Ward
 
 	z      seats[T]
-	making int // Make reservations not yet settled
+	hint   int32 // the seat lent last: most often the next one given back
+	making int   // Make reservations not yet settled
 	closed bool
 
 	// The pool's clock: instants are nanoseconds since epoch, the first now
@@ -69,7 +70,7 @@ func New[T comparable](l Limits, w ward.Ward) (*Pool[T], error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Pool[T]{limits: l, ward: w}
+	p := &Pool[T]{limits: l, ward: w, hint: none}
 	capacity := l.Size
 	if capacity == 0 || capacity > 1024 {
 		capacity = 16
@@ -83,6 +84,12 @@ func (p *Pool[T]) Limits() Limits { return p.limits }
 
 // clock turns now into the pool's instant, never earlier than the latest one.
 func (p *Pool[T]) clock(now time.Time) int64 {
+	if now == p.lastAt && p.started {
+		// The same reading again, as a runtime's cached clock gives:
+		// skip the subtraction. (== compares the representation; a
+		// different representation of the same instant takes the long way.)
+		return p.last
+	}
 	if !p.started {
 		p.started = true
 		p.epoch, p.lastAt = now, now
@@ -143,6 +150,7 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 		}
 		sat := time.Duration(t - s.since)
 		p.z.pull(i, t)
+		p.hint = i
 		p.books.Loans++
 		p.books.Reused++
 		return Taken[T]{Kind: Ready, Item: s.item, Idle: sat}
@@ -240,7 +248,12 @@ func (p *Pool[T]) Unmade(now time.Time, roll float64) {
 // answers it Stale, or Evict retires it, as the next look at it will.
 func (p *Pool[T]) Give(item T, now time.Time) bool {
 	t := p.clock(now)
-	i, held := p.z.index[item]
+	i, held := p.hint, true
+	if i == none || p.z.s[i].state != lent || p.z.s[i].item != item {
+		// Not the one lent last (the common case of one caller at a
+		// time skips the map): look it up.
+		i, held = p.z.index[item]
+	}
 	if !held {
 		if p.making == 0 || p.closed {
 			return false
