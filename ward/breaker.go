@@ -123,10 +123,13 @@ func (t *Tally) runs(failing, working int) (int, int) {
 //	drop = (total − Protection − w × accepts) / (total + 1)
 //	drop = drop × (Size − working) / Size
 //
-// A drop at or below zero lets everything through: the healthy case. A bucket
-// is failing when it holds failures and no success, working when it holds
-// successes and no failure; buckets with neither (empty, or only refusals)
-// are passed over by both runs.
+// A drop at or below zero lets everything through: the healthy case. The sums
+// cover every bucket in the window; the runs cover whole buckets only, so the
+// bucket now falls in, which has seen only part of its time, neither starts
+// nor ends a run (one failure in a fresh bucket is not yet an outage). A
+// bucket is failing when it holds failures and no success, working when it
+// holds successes and no failure; buckets with neither (empty, or refusals
+// only) are passed over by both runs.
 //
 // The zero Breaker is not usable; build one with [NewBreaker]. A Breaker is
 // not safe for concurrent use. Allow, Pass and Fail allocate nothing.
@@ -187,8 +190,7 @@ func (b *Breaker) Allow(now time.Time, roll float64) (Call, bool) {
 		b.refresh()
 	}
 	head := &b.win.buckets[b.win.head]
-	f, w := head.runs(b.olderF, b.olderW)
-	d := b.p.drop(b.older.Total+head.Total, b.older.Success+head.Success, f, w)
+	d := b.p.drop(b.older.Total+head.Total, b.older.Success+head.Success, b.olderF, b.olderW)
 	if d > 0 && draw(roll) < d && !b.probeDue(now) {
 		head.Add(Drop)
 		return Call{}, false
@@ -234,11 +236,15 @@ func (b *Breaker) Fail(now time.Time) { b.win.Slot(now).Add(Failure) }
 func (b *Breaker) Ratio(now time.Time) float64 {
 	var sum Tally
 	var f, w int
-	b.win.Each(now, true, func(t *Tally) {
+	b.win.Each(now, false, func(t *Tally) {
 		sum.Total += t.Total
 		sum.Success += t.Success
 		f, w = t.runs(f, w)
 	})
+	if head := b.win.current(now); head != nil {
+		sum.Total += head.Total
+		sum.Success += head.Success
+	}
 	return max(b.p.drop(sum.Total, sum.Success, f, w), 0)
 }
 

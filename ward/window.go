@@ -91,6 +91,15 @@ func (w *Window[B]) restart(now time.Time) {
 	w.gen++
 }
 
+// current returns the newest bucket when now falls in it, nil otherwise. It
+// changes nothing.
+func (w *Window[B]) current(now time.Time) *B {
+	if d := now.Sub(w.start); d < w.width && d >= -w.span {
+		return &w.buckets[w.head]
+	}
+	return nil
+}
+
 // Each calls f with every bucket still inside the window at now, oldest
 // first. With current false the bucket now falls in is left out: it has seen
 // only part of its time, and a reading that takes the busiest or the fastest
