@@ -99,7 +99,11 @@ func TestBackoffHoldsMakesAfterAFailure(t *testing.T) {
 	if tk := p.Take(at(300), 0, 0); tk.Kind != Make {
 		t.Fatalf("take after a success = %v", tk.Kind)
 	}
-	if b := p.Books(); b.Deferred != 2 || b.Failed != 2 {
+	p.Unmade(at(300), 0.5) // the first failure of a new run: 100 ms again, not 400
+	if tk := p.Take(at(300), 0, 0); tk.Kind != Later || tk.Delay != 100*time.Millisecond {
+		t.Fatalf("take after a new failure = %+v, want Later 100ms", tk)
+	}
+	if b := p.Books(); b.Deferred != 3 || b.Failed != 3 {
 		t.Fatalf("books %+v", b)
 	}
 }
