@@ -25,7 +25,8 @@ import (
 // Unmade without a sample.
 
 // admit asks the ward whether a take at t may lend (forMake false) or
-// reserve a Make (forMake true). On refusal it returns the answer to give, counted.
+// reserve a Make (forMake true). On refusal it returns the answer to give,
+// not yet counted (see count).
 func (p *Pool[T]) admit(t int64, roll float64, cpu int, forMake bool) (Taken[T], bool) {
 	w := &p.ward
 	if w.IsZero() {
@@ -51,7 +52,6 @@ func (p *Pool[T]) admit(t int64, roll float64, cpu int, forMake bool) (Taken[T],
 		if w.Shedder != nil {
 			w.Shedder.Done(now, now, false)
 		}
-		p.books.Waited++
 		return Taken[T]{Kind: Wait, Guard: ward.GuardLimiter}, false
 	}
 	if forMake && w.Bucket != nil && !w.Bucket.Take(now, 1) {
@@ -67,14 +67,23 @@ func (p *Pool[T]) admit(t int64, roll float64, cpu int, forMake bool) (Taken[T],
 	return Taken[T]{}, true
 }
 
-func (p *Pool[T]) shed(g ward.Guard) Taken[T] {
-	p.books.Shed++
-	return Taken[T]{Kind: Shed, Guard: g}
-}
+func (p *Pool[T]) shed(g ward.Guard) Taken[T] { return Taken[T]{Kind: Shed, Guard: g} }
 
 func (p *Pool[T]) later(d time.Duration, g ward.Guard) Taken[T] {
-	p.books.Deferred++
 	return Taken[T]{Kind: Later, Delay: d, Guard: g}
+}
+
+// count counts a refusal under its own name and returns it.
+func (p *Pool[T]) count(r Taken[T]) Taken[T] {
+	switch r.Kind {
+	case Wait:
+		p.books.Waited++
+	case Later:
+		p.books.Deferred++
+	case Shed:
+		p.books.Shed++
+	}
+	return r
 }
 
 // onMade tells the ward a make succeeded at t.

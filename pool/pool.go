@@ -146,7 +146,7 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 			return Taken[T]{Kind: Stale, Item: p.retire(i, t, why)}
 		}
 		if refusal, ok := p.admit(t, roll, cpu, false); !ok {
-			return refusal
+			return p.count(refusal)
 		}
 		sat := time.Duration(t - s.since)
 		p.z.pull(i, t)
@@ -160,7 +160,7 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 		return Taken[T]{Kind: Wait}
 	}
 	if refusal, ok := p.admit(t, roll, cpu, true); !ok {
-		return refusal
+		return p.count(refusal)
 	}
 	p.making++
 	return Taken[T]{Kind: Make}
@@ -171,12 +171,14 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 // afterwards; when false the caller closes it.
 //
 //   - A handle the pool already holds is not lent twice: the reservation is
-//     settled and the existing seat stands (true). One handle lent twice
-//     would be two loans to close with one give: a slot lost for good.
+//     settled and the existing seat stands (true), before or after Close.
+//     One handle lent twice would be two loans to close with one give: a
+//     slot lost for good.
 //   - After Close the reservation is settled, the resource counted made and
 //     retired, and Made answers false.
 //   - With no reservation open (Made without Make), item is taken on as lent
-//     if there is room under Size, and refused (false) if there is not.
+//     if there is room under Size and the ward's limiter has a lease for it;
+//     otherwise it is refused (false) and nothing is counted.
 func (p *Pool[T]) Made(item T, now time.Time) bool {
 	return p.MadeJitter(item, now, 0)
 }
@@ -192,6 +194,14 @@ func (p *Pool[T]) MadeJitter(item T, now time.Time, extra time.Duration) bool {
 		p.making--
 		p.onMade(t)
 	}
+	if _, held := p.z.index[item]; held {
+		// Already on the books (lent or idle), closed pool or not: the
+		// reservation, if any, is settled and the existing seat stands.
+		if reserved {
+			p.unlease(t)
+		}
+		return true
+	}
 	if p.closed {
 		if reserved {
 			p.unlease(t)
@@ -200,14 +210,16 @@ func (p *Pool[T]) MadeJitter(item T, now time.Time, extra time.Duration) bool {
 		}
 		return false
 	}
-	if _, held := p.z.index[item]; held {
-		if reserved {
-			p.unlease(t)
+	if !reserved {
+		// A resource nobody asked for: it needs room under Size and the
+		// lease and flight every loan holds (asked with a cool CPU reading
+		// and no breaker: it is made already).
+		if p.limits.Size > 0 && p.Live() >= p.limits.Size {
+			return false
 		}
-		return true
-	}
-	if !reserved && p.limits.Size > 0 && p.Live() >= p.limits.Size {
-		return false
+		if _, ok := p.admit(t, 0, 0, false); !ok {
+			return false
+		}
 	}
 	i := p.z.add(item, t)
 	p.z.s[i].born = t + int64(extra)
