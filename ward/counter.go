@@ -33,6 +33,7 @@ type Counter struct {
 	window    int64 // nanoseconds
 	idx       int64 // which window current counts
 	cur, prev int
+	started   bool // whether idx has been set by an event
 }
 
 // NewCounter returns a counter admitting fewer than limit by its estimate per
@@ -47,6 +48,7 @@ func (c *Counter) roll(now time.Time) (idx int64, cur, prev int, overlap float64
 	ns := now.UnixNano()
 	idx, into := floorDiv(ns, c.window), floorMod(ns, c.window)
 	switch {
+	case !c.started: // the first event opens whatever window it falls in
 	case idx < c.idx: // an earlier window: count it at the current one's start
 		return c.idx, c.cur, c.prev, 1
 	case idx == c.idx:
@@ -69,7 +71,7 @@ func (c *Counter) Estimate(now time.Time) float64 {
 // not.
 func (c *Counter) Take(now time.Time) bool {
 	idx, cur, prev, overlap := c.roll(now)
-	c.idx, c.cur, c.prev = idx, cur, prev
+	c.idx, c.cur, c.prev, c.started = idx, cur, prev, true
 	if float64(cur)+float64(prev)*overlap >= float64(c.limit) {
 		return false
 	}
