@@ -12,20 +12,35 @@ import (
 	"strings"
 )
 
-// Row is one reference's line in a conformance table.
+// Row is one line of a conformance table: what was compared with one
+// reference in one step file, or in all of them (File "all").
 type Row struct {
 	Reference string
+	File      string
 	// Ran lists the versions that answered, as their recordings' ran lines
 	// say, without the reference's name.
 	Ran []string
-	// Files and Traces count the step files and traces compared with the
-	// reference.
+	// Files and Traces count the step files and traces compared.
 	Files, Traces int
 	// Handouts counts the takes that handed a resource out, Refusals the
 	// takes refused at the ceiling, Steps every step compared.
 	Handouts, Refusals, Steps int
-	// Differ counts the traces whose recordings differ.
-	Differ int
+	// Differ counts the traces whose recordings differ, and Same the
+	// hand-outs recorded identically (the same step answered with the same
+	// line) by both pools.
+	Differ, Same int
+}
+
+// Difference is the first place where a trace's recordings differ.
+type Difference struct {
+	File, Reference, Trace string
+	// Text names the step and shows both lines.
+	Text string
+}
+
+// String returns the difference as the tally command prints it.
+func (d Difference) String() string {
+	return fmt.Sprintf("%s against %s: %s", d.File, d.Reference, d.Text)
 }
 
 // Tally compares, in every step file of dir (*.steps), each trace with the
@@ -33,11 +48,11 @@ type Row struct {
 // NAME.REF.rec beside the step file, against wardpool's. wardpool's recording
 // is Replay's when replay is true, and NAME.wardpool.rec's otherwise.
 //
-// It returns one row per reference and, for each trace that differs, the
-// first difference. A trace that names a reference with no recording for it,
+// It returns a row for each step file and reference with something to
+// compare and, for each trace that differs, the first difference. A trace that names a reference with no recording for it,
 // or a recording with no trace, is an error: a comparison silently skipped is
 // not a comparison.
-func Tally(dir string, replay bool) ([]Row, []string, error) {
+func Tally(dir string, replay bool) ([]Row, []Difference, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.steps"))
 	if err != nil {
 		return nil, nil, err
@@ -45,11 +60,8 @@ func Tally(dir string, replay bool) ([]Row, []string, error) {
 	if len(files) == 0 {
 		return nil, nil, fmt.Errorf("%s: no step files", dir)
 	}
-	rows := make([]Row, len(References))
-	for i, ref := range References {
-		rows[i].Reference = ref
-	}
-	var diffs []string
+	var rows []Row
+	var diffs []Difference
 	for _, file := range files {
 		traces, err := readSteps(file)
 		if err != nil {
@@ -62,8 +74,8 @@ func Tally(dir string, replay bool) ([]Row, []string, error) {
 				return nil, nil, err
 			}
 		}
-		for i, ref := range References {
-			row := &rows[i]
+		for _, ref := range References {
+			row := &Row{Reference: ref, File: filepath.Base(file)}
 			name := base + "." + ref + ".rec"
 			theirs, err := readRecordings(name)
 			if errors.Is(err, fs.ErrNotExist) && !slices.ContainsFunc(traces, func(t Trace) bool { return t.ComparedWith(ref) }) {
@@ -72,7 +84,6 @@ func Tally(dir string, replay bool) ([]Row, []string, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			row.Files++
 			for _, t := range traces {
 				if !t.ComparedWith(ref) {
 					continue
@@ -99,31 +110,80 @@ func Tally(dir string, replay bool) ([]Row, []string, error) {
 				row.Handouts += n
 				row.Refusals += r
 				row.Steps += len(want.Entries)
+				row.Same += sameHandouts(want, got)
 				if d := Diff(want, got); d != "" {
 					row.Differ++
-					diffs = append(diffs, fmt.Sprintf("%s against %s: %s", filepath.Base(file), ref, d))
+					diffs = append(diffs, Difference{File: row.File, Reference: ref, Trace: t.Name, Text: d})
 				}
 			}
 			for name := range theirs {
 				return nil, nil, fmt.Errorf("%s.%s.rec: trace %s is not in the step file or not compared with %s", base, ref, name, ref)
+			}
+			if row.Traces > 0 {
+				row.Files = 1
+				rows = append(rows, *row)
 			}
 		}
 	}
 	return rows, diffs, nil
 }
 
+// Totals adds rows up into one row per reference, in the order of
+// References, with File "all".
+func Totals(rows []Row) []Row {
+	out := make([]Row, len(References))
+	for i, ref := range References {
+		t := &out[i]
+		t.Reference, t.File = ref, "all"
+		for _, r := range rows {
+			if r.Reference != ref {
+				continue
+			}
+			for _, v := range r.Ran {
+				if !slices.Contains(t.Ran, v) {
+					t.Ran = append(t.Ran, v)
+				}
+			}
+			t.Files += r.Files
+			t.Traces += r.Traces
+			t.Steps += r.Steps
+			t.Handouts += r.Handouts
+			t.Refusals += r.Refusals
+			t.Differ += r.Differ
+			t.Same += r.Same
+		}
+	}
+	return out
+}
+
+// sameHandouts counts the hand-outs of want that got records with the same
+// line at the same step.
+func sameHandouts(want, got Recording) int {
+	n := 0
+	for i, e := range want.Entries {
+		if e.Got > 0 && i < len(got.Entries) && e.String() == got.Entries[i].String() {
+			n++
+		}
+	}
+	return n
+}
+
 // WriteTable writes rows as a Markdown table.
 func WriteTable(w io.Writer, rows []Row) error {
 	var b bytes.Buffer
-	b.WriteString("| reference | version that ran | step files | traces | steps | hand-outs compared | refusals compared | result |\n")
+	b.WriteString("| reference | version that ran | step file | traces | steps | hand-outs compared | refusals compared | result |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rows {
 		result := "all identical"
 		if r.Differ > 0 {
-			result = fmt.Sprintf("%d of %d traces differ", r.Differ, r.Traces)
+			result = fmt.Sprintf("%d of %d traces differ; %d of %d hand-outs identical", r.Differ, r.Traces, r.Same, r.Handouts)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %s |\n",
-			r.Reference, strings.Join(r.Ran, "; "), r.Files, r.Traces, r.Steps, r.Handouts, r.Refusals, result)
+		file := r.File
+		if file == "all" {
+			file = fmt.Sprintf("all %d", r.Files)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %s |\n",
+			r.Reference, strings.Join(r.Ran, "; "), file, r.Traces, r.Steps, r.Handouts, r.Refusals, result)
 	}
 	_, err := w.Write(b.Bytes())
 	return err

@@ -25,7 +25,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: tally [-replay] DIR...")
 		os.Exit(2)
 	}
-	total := make([]conformance.Row, len(conformance.References))
+	var all []conformance.Row
 	failed := false
 	for _, dir := range flag.Args() {
 		rows, diffs, err := conformance.Tally(dir, *replay)
@@ -34,39 +34,17 @@ func main() {
 			os.Exit(1)
 		}
 		for _, d := range diffs {
-			fmt.Println(d)
+			fmt.Println(d.String())
 			failed = true
 		}
-		for i, r := range rows {
-			t := &total[i]
-			t.Reference = r.Reference
-			for _, v := range r.Ran {
-				if !contains(t.Ran, v) {
-					t.Ran = append(t.Ran, v)
-				}
-			}
-			t.Files += r.Files
-			t.Traces += r.Traces
-			t.Steps += r.Steps
-			t.Handouts += r.Handouts
-			t.Refusals += r.Refusals
-			t.Differ += r.Differ
-		}
+		all = append(all, rows...)
 	}
-	if err := conformance.WriteTable(os.Stdout, total); err != nil {
+	fmt.Println()
+	if err := conformance.WriteTable(os.Stdout, append(all, conformance.Totals(all)...)); err != nil {
 		fmt.Fprintln(os.Stderr, "tally:", err)
 		os.Exit(1)
 	}
 	if failed {
 		os.Exit(1)
 	}
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
