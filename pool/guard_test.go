@@ -210,3 +210,25 @@ func TestEmptyWardIsNoWard(t *testing.T) {
 		t.Fatalf("refusal without a breaker = %v", r)
 	}
 }
+
+func TestMadeWithoutReservationHoldsALease(t *testing.T) {
+	a := ward.DefaultAimd
+	a.Initial, a.Min, a.Max = 1, 1, 1
+	lim := ward.NewLimiter(a)
+	p := warded(t, Limits{}, ward.Ward{Limiter: lim})
+	if !p.Made(&conn{1}, at(0)) {
+		t.Fatal("unasked-for resource refused with a lease free")
+	}
+	if lim.Inflight() != 1 {
+		t.Fatalf("inflight %d, want the loan's lease", lim.Inflight())
+	}
+	if p.Made(&conn{2}, at(0)) {
+		t.Fatal("second unasked-for resource taken on with no lease left")
+	}
+	if b := p.Books(); b.Waited != 0 || b.Made != 1 || b.Live != 1 {
+		t.Fatalf("books %+v: a refused Made counts nothing", b)
+	}
+	if tk := p.Take(at(0), 0, 0); tk.Kind != Wait {
+		t.Fatalf("take with the only lease out = %v", tk.Kind)
+	}
+}
