@@ -617,7 +617,7 @@ func TestMadeOfAHeldHandleAfterClose(t *testing.T) {
 	run(t, p, []step{
 		{0, "made", 1, "true", 1, 0},
 		{0, "close", 0, "", 1, 0},
-		{0, "made", 1, "true", 1, 0}, // still held: the caller must not close it
+		{0, "made", 1, "true", 1, 0},  // still held: the caller must not close it
 		{0, "give", 1, "false", 0, 0}, // comes home to a closed pool: closed once, now
 	})
 }
