@@ -101,6 +101,12 @@ type Shedder struct {
 	average float64
 	hotAt   time.Time // the last reading at or over the CPU threshold
 	dropped bool      // whether it refused since that reading
+
+	// The whole buckets only change when the window moves, so the capacity
+	// they show is kept here and refreshed when win.gen changes.
+	gen   uint64
+	valid bool
+	cap   float64
 }
 
 // NewShedder returns a shedder with policy p (clamped as [Shed] documents)
@@ -188,8 +194,13 @@ func (s *Shedder) full(now time.Time, cpu int) bool {
 }
 
 // capacity is the busiest whole bucket's passes per nanosecond times the
-// fastest whole bucket's mean response time in nanoseconds.
+// fastest whole bucket's mean response time in nanoseconds. It moves the
+// window to now first, which clears only buckets a read would skip anyway.
 func (s *Shedder) capacity(now time.Time) float64 {
+	s.win.advance(now)
+	if s.valid && s.gen == s.win.gen {
+		return s.cap
+	}
 	busiest, fastest := 1.0, float64(s.p.Latency)
 	s.win.Each(now, false, func(t *Total) {
 		if t.Count <= 0 {
@@ -198,7 +209,9 @@ func (s *Shedder) capacity(now time.Time) float64 {
 		busiest = max(busiest, float64(t.Count))
 		fastest = min(fastest, float64(t.Sum)/float64(t.Count))
 	})
-	return busiest / float64(s.win.width) * fastest
+	s.cap = busiest / float64(s.win.width) * fastest
+	s.gen, s.valid = s.win.gen, true
+	return s.cap
 }
 
 // factor scales capacity down as the CPU nears 1000‰, never under Floor.
