@@ -45,14 +45,14 @@ func TestDecisionsAllocateNothing(t *testing.T) {
 				tk.Pass(now.Add(time.Millisecond))
 			}
 		},
-		"Bucket.Take":    func() { bu.Take(step(), 1) },
-		"Bucket.Next":    func() { bu.Next(step(), 5) },
-		"Sliding.Take":   func() { sl.Take(step()) },
-		"Counter.Take":   func() { co.Take(step()) },
-		"Period.Take":    func() { pe.Take(step()) },
-		"Backoff.Delay":  func() { bo.Delay(2, 0.3, 0) },
-		"Window.Slot":    func() { win.Slot(step()).Add(Success) },
-		"Window.Each":    func() { win.Each(step(), false, func(*Tally) {}) },
+		"Bucket.Take":   func() { bu.Take(step(), 1) },
+		"Bucket.Next":   func() { bu.Next(step(), 5) },
+		"Sliding.Take":  func() { sl.Take(step()) },
+		"Counter.Take":  func() { co.Take(step()) },
+		"Period.Take":   func() { pe.Take(step()) },
+		"Backoff.Delay": func() { bo.Delay(2, 0.3, 0) },
+		"Window.Slot":   func() { win.Slot(step()).Add(Success) },
+		"Window.Each":   func() { win.Each(step(), false, func(*Tally) {}) },
 		"Limiter.Cycle": func() {
 			now := step()
 			if li.Acquire(now) {
