@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -230,5 +231,40 @@ func TestMadeWithoutReservationHoldsALease(t *testing.T) {
 	}
 	if tk := p.Take(at(0), 0, 0); tk.Kind != Wait {
 		t.Fatalf("take with the only lease out = %v", tk.Kind)
+	}
+}
+
+func TestBadDrawsAndCPUReadingsAreClamped(t *testing.T) {
+	b := ward.DefaultBackoff
+	p := warded(t, Limits{Size: 4}, ward.Ward{
+		Breaker: ward.NewBreaker(ward.DefaultSre, at(0)),
+		Shedder: ward.NewShedder(ward.DefaultShed, at(0)),
+		Limiter: ward.NewLimiter(ward.DefaultAimd),
+		Bucket:  ward.NewBucket(1000, 10, at(0)),
+		Backoff: &b,
+	})
+	rolls := []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, 2, 0.999999}
+	cpus := []int{-5, 0, 1000, 5000, math.MaxInt, math.MinInt}
+	for i := range 200 {
+		now := at(i)
+		tk := p.Take(now, rolls[i%len(rolls)], cpus[i%len(cpus)])
+		switch tk.Kind {
+		case Make:
+			if i%3 == 0 {
+				p.Unmade(now, rolls[(i+1)%len(rolls)])
+			} else {
+				p.Made(&conn{i}, now)
+			}
+		case Ready:
+			p.Give(tk.Item, now)
+		case Later:
+			if tk.Delay < 0 {
+				t.Fatalf("take %d: negative delay %v", i, tk.Delay)
+			}
+		}
+		checkBooks(t, p)
+		if r := p.Refusal(now); !(r >= 0 && r <= 1) {
+			t.Fatalf("refusal %v", r)
+		}
 	}
 }
