@@ -1,0 +1,116 @@
+package conformance
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestGenerateIsDeterministic(t *testing.T) {
+	write := func(seed uint64) string {
+		var b bytes.Buffer
+		for _, f := range Families {
+			if err := WriteSteps(&b, Generate(seed, 12)[f]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b.String()
+	}
+	if write(3) != write(3) {
+		t.Error("the same seed drew different traces")
+	}
+	if write(3) == write(4) {
+		t.Error("two seeds drew the same traces")
+	}
+}
+
+// TestGenerateShape checks every promise Generate's doc makes about the
+// traces it draws.
+func TestGenerateShape(t *testing.T) {
+	const count = 40
+	all := Generate(9, count)
+	for _, family := range Families {
+		traces := all[family]
+		if len(traces) != count {
+			t.Fatalf("%s: %d traces, want %d", family, len(traces), count)
+		}
+		for i, tr := range traces {
+			seats := 1 + i%4
+			if tr.Policy.Size != seats {
+				t.Errorf("%s: size %d, want %d", tr.Name, tr.Policy.Size, seats)
+			}
+			moves, asks, drops, evicts := 0, 0, 0, 0
+			held := map[int]bool{}
+			full := false
+			var last int64
+			sweptAt := int64(0)
+			for _, s := range tr.Steps {
+				if s.At < last {
+					t.Errorf("%s: time goes back at %v", tr.Name, s)
+				}
+				last = s.At
+				switch s.Verb {
+				case Take:
+					if s.Seat == seats+1 {
+						asks++
+						if len(held) != seats {
+							t.Errorf("%s: the extra ask comes with %d of %d seats held", tr.Name, len(held), seats)
+						}
+						continue
+					}
+					moves++
+					if held[s.Seat] || s.Seat > seats {
+						t.Errorf("%s: %v: not a legal take", tr.Name, s)
+					}
+					held[s.Seat] = true
+					full = full || len(held) == seats
+					if family == "idle" && s.At > 0 && sweptAt != s.At {
+						t.Errorf("%s: %v: no evict at this moment before it", tr.Name, s)
+					}
+				case Give, Drop:
+					moves++
+					if !held[s.Seat] {
+						t.Errorf("%s: %v: the seat holds nothing", tr.Name, s)
+					}
+					delete(held, s.Seat)
+					if s.Verb == Drop {
+						drops++
+					}
+				case Evict:
+					evicts++
+					sweptAt = s.At
+				}
+			}
+			if moves != Moves || asks != 1 || !full {
+				t.Errorf("%s: %d moves, %d extra asks, full %v; want %d, 1, true", tr.Name, moves, asks, full, Moves)
+			}
+			if (family == "drops") != (drops > 0) {
+				t.Errorf("%s: %d drops", tr.Name, drops)
+			}
+			if (family == "idle") != (evicts > 0) {
+				t.Errorf("%s: %d evicts", tr.Name, evicts)
+			}
+			timed := family == "life" || family == "idle"
+			if timed != (last > 0) {
+				t.Errorf("%s: clock ends at %d", tr.Name, last)
+			}
+			wantAge := map[string]Age{"life": LifeAge, "idle": IdleAge}[family]
+			if tr.Policy.Age != wantAge {
+				t.Errorf("%s: age %v, want %v", tr.Name, tr.Policy.Age, wantAge)
+			}
+			for _, ref := range tr.Compare {
+				if why := cannot(ref, tr); why != "" {
+					t.Errorf("%s: compared with %s, which %s", tr.Name, ref, why)
+				}
+			}
+			// Every generated trace is legal for the pool, and its one extra
+			// ask is refused.
+			rec, err := Replay(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, refused := rec.Handouts(); refused != 1 {
+				t.Errorf("%s: %d refusals, want 1", tr.Name, refused)
+			}
+		}
+	}
+}
