@@ -1,0 +1,838 @@
+package pool_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
+)
+
+// This file holds the model-based property test of Pool: a plain reference
+// model (slices, linear scans, no cleverness) is driven with the same random
+// calls as a real Pool, and after every call the two must give the same
+// answers and the same books, and the real pool must keep its invariants.
+// The driver (run) takes its choices from a source, so the rapid test here
+// and the fuzz target in pool_fuzz_test.go share it.
+
+// model is the reference: what a Pool[int] should do, written from the
+// documentation and kept obviously correct rather than fast.
+type model struct {
+	lim    pool.Limits
+	closed bool
+
+	started bool
+	epoch   time.Time
+	last    int64 // ns since epoch, never falls
+
+	idle   []mseat // given back, oldest first: the top is the last
+	lent   []mseat // out on loan, in no order
+	making int     // open Make reservations
+
+	books pool.Books // counters only; gauges are computed
+}
+
+type mseat struct {
+	item        int
+	born, since int64
+}
+
+// clock is the pool's reading of now: the first now is the origin, and an
+// instant earlier than the latest reads as the latest.
+func (m *model) clock(now time.Time) int64 {
+	if !m.started {
+		m.started, m.epoch, m.last = true, now, 0
+		return 0
+	}
+	if t := int64(now.Sub(m.epoch)); t > m.last {
+		m.last = t
+	}
+	return m.last
+}
+
+func (m *model) at() time.Time { return m.epoch.Add(time.Duration(m.last)) }
+
+func (m *model) live() int { return len(m.idle) + len(m.lent) + m.making }
+
+// find says where item is: "idle", "lent" or "" and its index there.
+func (m *model) find(item int) (string, int) {
+	for i, s := range m.idle {
+		if s.item == item {
+			return "idle", i
+		}
+	}
+	for i, s := range m.lent {
+		if s.item == item {
+			return "lent", i
+		}
+	}
+	return "", -1
+}
+
+func (m *model) holds(item int) bool { w, _ := m.find(item); return w != "" }
+
+// age says why idle seat s is too old at t: "keep", "life" or "". Both are
+// strict: exactly Keep (or Life) old is still fresh.
+func (m *model) age(s mseat, t int64) string {
+	if m.lim.Keep > 0 && t-s.since > int64(m.lim.Keep) {
+		return "keep"
+	}
+	if m.lim.Life > 0 && t-s.born > int64(m.lim.Life) {
+		return "life"
+	}
+	return ""
+}
+
+func (m *model) retire(why string) {
+	m.books.Retired++
+	switch why {
+	case "keep":
+		m.books.IdleRetired++
+	case "life":
+		m.books.LifeRetired++
+	}
+}
+
+func (m *model) take(now time.Time) pool.Taken[int] {
+	if m.closed {
+		return pool.Taken[int]{Kind: pool.Closed}
+	}
+	t := m.clock(now)
+	if n := len(m.idle); n > 0 {
+		s := m.idle[n-1]
+		m.idle = m.idle[:n-1]
+		if why := m.age(s, t); why != "" {
+			m.retire(why)
+			return pool.Taken[int]{Kind: pool.Stale, Item: s.item}
+		}
+		m.lent = append(m.lent, mseat{item: s.item, born: s.born, since: t})
+		m.books.Loans++
+		m.books.Reused++
+		return pool.Taken[int]{Kind: pool.Ready, Item: s.item, Idle: time.Duration(t - s.since)}
+	}
+	if m.lim.Size > 0 && m.live() >= m.lim.Size {
+		m.books.Waited++
+		return pool.Taken[int]{Kind: pool.Wait}
+	}
+	m.making++
+	return pool.Taken[int]{Kind: pool.Make}
+}
+
+// made is Made (extra 0) and MadeJitter. It answers whether the pool holds
+// item afterwards, which is what Made's documentation promises.
+func (m *model) made(item int, now time.Time, extra time.Duration) bool {
+	t := m.clock(now)
+	reserved := m.making > 0
+	if reserved {
+		m.making--
+	}
+	if m.holds(item) {
+		return true // the existing seat stands; the reservation is settled
+	}
+	if m.closed {
+		if reserved {
+			m.books.Made++
+			m.books.Retired++
+		}
+		return false
+	}
+	if !reserved && m.lim.Size > 0 && m.live() >= m.lim.Size {
+		return false
+	}
+	m.lent = append(m.lent, mseat{item: item, born: t + int64(extra), since: t})
+	m.books.Made++
+	m.books.Loans++
+	return true
+}
+
+func (m *model) unmade(now time.Time) {
+	m.clock(now)
+	if m.making == 0 {
+		return
+	}
+	m.making--
+	m.books.Failed++
+}
+
+func (m *model) give(item int, now time.Time) bool {
+	t := m.clock(now)
+	where, i := m.find(item)
+	switch where {
+	case "":
+		if m.making == 0 || m.closed {
+			return false
+		}
+		m.making--
+		m.lent = append(m.lent, mseat{item: item, born: t, since: t})
+		m.books.Made++
+		m.books.Loans++
+		where, i = "lent", len(m.lent)-1
+	case "idle":
+		m.idle = slices.Delete(m.idle, i, i+1)
+		m.books.Retired++
+		return false
+	}
+	s := m.lent[i]
+	m.lent = slices.Delete(m.lent, i, i+1)
+	if m.closed || (m.lim.Idle > 0 && len(m.idle) >= m.lim.Idle) {
+		m.books.Retired++
+		return false
+	}
+	m.idle = append(m.idle, mseat{item: item, born: s.born, since: t})
+	return true
+}
+
+func (m *model) drop(item int, now time.Time) bool {
+	m.clock(now)
+	switch where, i := m.find(item); where {
+	case "idle":
+		m.idle = slices.Delete(m.idle, i, i+1)
+	case "lent":
+		m.lent = slices.Delete(m.lent, i, i+1)
+	default:
+		return false
+	}
+	m.books.Dropped++
+	return true
+}
+
+func (m *model) evict(now time.Time) []int {
+	t := m.clock(now)
+	var out []int
+	kept := m.idle[:0:0]
+	for _, s := range m.idle {
+		if why := m.age(s, t); why != "" {
+			m.retire(why)
+			out = append(out, s.item)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	m.idle = kept
+	return out
+}
+
+func (m *model) close() []int {
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	var out []int
+	for _, s := range m.idle {
+		out = append(out, s.item)
+		m.books.Retired++
+	}
+	m.idle = nil
+	return out
+}
+
+func (m *model) loans(now time.Time) []pool.Lent[int] {
+	t := m.clock(now)
+	var out []pool.Lent[int]
+	for _, s := range m.lent {
+		out = append(out, pool.Lent[int]{Item: s.item, Held: time.Duration(t - s.since)})
+	}
+	return out
+}
+
+// next is when the next idle seat will be too old, by linear scan.
+func (m *model) next() (time.Time, bool) {
+	var best int64
+	ok := false
+	for _, s := range m.idle {
+		if m.lim.Keep > 0 {
+			if at := s.since + int64(m.lim.Keep) + 1; !ok || at < best {
+				best, ok = at, true
+			}
+		}
+		if m.lim.Life > 0 {
+			if at := s.born + int64(m.lim.Life) + 1; !ok || at < best {
+				best, ok = at, true
+			}
+		}
+	}
+	if !ok {
+		return time.Time{}, false
+	}
+	return m.epoch.Add(time.Duration(best)), true
+}
+
+func (m *model) booksNow() pool.Books {
+	b := m.books
+	b.Live, b.Idle, b.Busy = m.live(), len(m.idle), len(m.lent)+m.making
+	return b
+}
+
+// heldSet is every item on the model's books.
+func (m *model) heldSet() map[int]bool {
+	h := make(map[int]bool, len(m.idle)+len(m.lent))
+	for _, s := range m.idle {
+		h[s.item] = true
+	}
+	for _, s := range m.lent {
+		h[s.item] = true
+	}
+	return h
+}
+
+// source is where the driver takes its choices from: rapid's generators or
+// the fuzzer's bytes.
+type source interface {
+	// intn returns a choice in [0, n).
+	intn(n int, label string) int
+	// done reports whether the source has run out of choices.
+	done() bool
+}
+
+type rapidSource struct{ t *rapid.T }
+
+func (r rapidSource) intn(n int, label string) int {
+	return rapid.IntRange(0, n-1).Draw(r.t, label)
+}
+func (rapidSource) done() bool { return false }
+
+// tb is what the driver needs of *testing.T and *rapid.T.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// wardKind is the ward a run puts in front of the pool.
+type wardKind int
+
+const (
+	noWard     wardKind = iota // the zero ward.Ward
+	emptyWard                  // ward.Ward{} spelled out
+	permissive                 // all five guards, each set so it never refuses
+)
+
+var base = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// permissiveWard has every guard, each configured so that it never refuses:
+// a pool behind it must answer exactly as a pool with none.
+func permissiveWard(now time.Time) ward.Ward {
+	br := ward.DefaultSre
+	br.Protection = math.MaxInt32
+	sh := ward.DefaultShed
+	sh.CPU = 1000 // never hot: the driver's CPU readings stay under 1000
+	return ward.Ward{
+		Breaker: ward.NewBreaker(br, now),
+		Bucket:  ward.NewBucket(1e15, 1e15, now),
+		Backoff: &ward.Backoff{Base: 0, Factor: 1, Attempts: 1},
+		Shedder: ward.NewShedder(sh, now),
+		Limiter: ward.NewLimiter(ward.Aimd{Initial: 1 << 30, Min: 1 << 30, Max: 1 << 30}),
+	}
+}
+
+// driver runs one pool and one model side by side.
+type driver struct {
+	t   tb
+	p   *pool.Pool[int]
+	m   *model
+	w   ward.Ward
+	lim pool.Limits
+
+	now      time.Time // the caller's clock: it may step back
+	fresh    int       // the last item minted
+	foreign  int       // the last foreign item used (negative)
+	handed   []int     // items handed to the caller to close, in order
+	universe []int     // every item ever seen, for Holds checks
+	seen     map[int]bool
+	log      []string
+	prev     pool.Books
+}
+
+func (d *driver) logf(format string, args ...any) {
+	d.log = append(d.log, fmt.Sprintf(format, args...))
+}
+
+func (d *driver) fail(format string, args ...any) {
+	d.t.Helper()
+	d.t.Fatalf("limits %+v\nsteps:\n  %s\n%s", d.lim, strings.Join(d.log, "\n  "), fmt.Sprintf(format, args...))
+}
+
+func (d *driver) see(item int) {
+	if !d.seen[item] {
+		d.seen[item] = true
+		d.universe = append(d.universe, item)
+	}
+}
+
+// pickDelay moves the caller's clock: mostly forward a few milliseconds,
+// sometimes not at all, sometimes back, sometimes a long way forward.
+func (d *driver) tick(s source) {
+	var delta time.Duration
+	switch c := s.intn(20, "clock"); {
+	case c < 5:
+		delta = 0
+	case c < 15:
+		delta = time.Duration(1+s.intn(20, "ms")) * time.Millisecond
+	case c < 18:
+		delta = -time.Duration(1+s.intn(40, "back")) * time.Millisecond
+	case c < 19:
+		delta = time.Duration(1+s.intn(3, "hours")) * time.Hour
+	default:
+		delta = time.Duration(1+s.intn(1000, "ns")) * time.Nanosecond
+	}
+	d.now = d.now.Add(delta)
+}
+
+// pickItem chooses an item for Made, Give or Drop.
+func (d *driver) pickItem(s source, label string, freshOK bool) (int, string) {
+	kinds := []string{"lent", "lent", "lent", "idle", "handed", "foreign"}
+	if freshOK {
+		kinds = append(kinds, "fresh", "fresh")
+	}
+	k := kinds[s.intn(len(kinds), label)]
+	switch k {
+	case "lent":
+		if n := len(d.m.lent); n > 0 {
+			return d.m.lent[s.intn(n, label+" lent")].item, k
+		}
+	case "idle":
+		if n := len(d.m.idle); n > 0 {
+			return d.m.idle[s.intn(n, label+" idle")].item, k
+		}
+	case "handed":
+		if n := len(d.handed); n > 0 {
+			return d.handed[s.intn(n, label+" handed")], k
+		}
+	case "foreign":
+		if d.foreign < 0 && s.intn(2, label+" reuse") == 0 {
+			return d.foreign, k // a foreign item seen before
+		}
+		d.foreign--
+		return d.foreign, k
+	}
+	d.fresh++
+	return d.fresh, "fresh"
+}
+
+func draw(s source) float64 {
+	switch s.intn(8, "roll") {
+	case 0:
+		return math.NaN()
+	case 1:
+		return -1
+	case 2:
+		return 1
+	}
+	return float64(s.intn(1000, "roll value")) / 1000
+}
+
+// run drives one pool through steps calls chosen by s.
+func run(t tb, s source, steps int, wk wardKind) {
+	t.Helper()
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	lim := pool.Limits{Size: s.intn(6, "size"), Idle: s.intn(6, "idle")}
+	if s.intn(3, "keep?") > 0 {
+		lim.Keep = ms(1 + s.intn(60, "keep"))
+	}
+	if s.intn(3, "life?") > 0 {
+		lim.Life = ms(1 + s.intn(120, "life"))
+	}
+	start := base.Add(time.Duration(s.intn(1000, "start")) * time.Millisecond)
+	var w ward.Ward
+	switch wk {
+	case emptyWard:
+		w = ward.Ward{}
+	case permissive:
+		w = permissiveWard(start)
+	}
+	p, err := pool.New[int](lim, w)
+	if err != nil {
+		t.Fatalf("New(%+v): %v", lim, err)
+	}
+	d := &driver{t: t, p: p, m: &model{lim: lim}, w: w, lim: lim, now: start, seen: map[int]bool{}}
+	for i := 0; i < steps && !s.done(); i++ {
+		d.step(s)
+	}
+	d.finish()
+}
+
+// step makes one call on both, compares, and checks the invariants.
+func (d *driver) step(s source) {
+	d.t.Helper()
+	before := d.m.heldSet()
+	var handed []int // what this call hands the caller to close
+	arg, hasArg := 0, false
+
+	d.tick(s)
+	now := d.now
+	at := now.Sub(base)
+	switch op := s.intn(200, "op"); {
+	case op < 60:
+		roll, cpu := draw(s), s.intn(1000, "cpu")
+		got, want := d.p.Take(now, roll, cpu), d.m.take(now)
+		d.logf("Take(%v) = %v %d", at, got.Kind, got.Item)
+		if got != want {
+			d.fail("Take(%v): got %+v, want %+v", at, got, want)
+		}
+		if got.Kind == pool.Stale {
+			handed = append(handed, got.Item)
+		}
+	case op < 90:
+		item, kind := d.pickItem(s, "made", true)
+		arg, hasArg = item, true
+		d.see(item)
+		got, want := d.p.Made(item, now), d.m.made(item, now, 0)
+		d.logf("Made(%d %s, %v) = %v", item, kind, at, got)
+		if got != want {
+			d.fail("Made(%d, %v): got %v, want %v", item, at, got, want)
+		}
+		if !got {
+			handed = append(handed, item)
+		}
+	case op < 100:
+		item, kind := d.pickItem(s, "made", true)
+		arg, hasArg = item, true
+		d.see(item)
+		extra := time.Duration(s.intn(201, "extra")-100) * time.Millisecond
+		got, want := d.p.MadeJitter(item, now, extra), d.m.made(item, now, extra)
+		d.logf("MadeJitter(%d %s, %v, %v) = %v", item, kind, at, extra, got)
+		if got != want {
+			d.fail("MadeJitter(%d, %v, %v): got %v, want %v", item, at, extra, got, want)
+		}
+		if !got {
+			handed = append(handed, item)
+		}
+	case op < 110:
+		roll := draw(s)
+		d.p.Unmade(now, roll)
+		d.m.unmade(now)
+		d.logf("Unmade(%v)", at)
+	case op < 150:
+		item, kind := d.pickItem(s, "give", true)
+		arg, hasArg = item, true
+		d.see(item)
+		got, want := d.p.Give(item, now), d.m.give(item, now)
+		d.logf("Give(%d %s, %v) = %v", item, kind, at, got)
+		if got != want {
+			d.fail("Give(%d, %v): got %v, want %v", item, at, got, want)
+		}
+		if !got {
+			handed = append(handed, item)
+		}
+	case op < 165:
+		item, kind := d.pickItem(s, "drop", false)
+		arg, hasArg = item, true
+		d.see(item)
+		got, want := d.p.Drop(item, now), d.m.drop(item, now)
+		d.logf("Drop(%d %s, %v) = %v", item, kind, at, got)
+		if got != want {
+			d.fail("Drop(%d, %v): got %v, want %v", item, at, got, want)
+		}
+		handed = append(handed, item) // the caller closes it either way
+	case op < 178:
+		got, want := d.p.Evict(now), d.m.evict(now)
+		d.logf("Evict(%v) = %v", at, got)
+		if !sameItems(got, want) {
+			d.fail("Evict(%v): got %v, want %v (in any order)", at, got, want)
+		}
+		handed = append(handed, got...)
+	case op < 186:
+		got, want := d.p.Loans(now), d.m.loans(now)
+		d.logf("Loans(%v) = %v", at, got)
+		d.checkLoans("Loans", got, want)
+	case op < 192:
+		got := d.p.Refusal(now)
+		d.m.clock(now)
+		d.logf("Refusal(%v) = %v", at, got)
+		if got != 0 {
+			d.fail("Refusal(%v) = %v, want 0 (no breaker refusing)", at, got)
+		}
+	case op < 197:
+		d.logf("(clock to %v)", at)
+	default:
+		got, want := d.p.Close(), d.m.close()
+		d.logf("Close() = %v", got)
+		if !sameItems(got, want) {
+			d.fail("Close(): got %v, want %v (in any order)", got, want)
+		}
+		handed = append(handed, got...)
+	}
+	for _, h := range handed {
+		d.see(h)
+	}
+	d.handed = append(d.handed, handed...)
+	d.checkFlow(before, handed, arg, hasArg)
+	d.check()
+}
+
+// checkFlow checks that nothing was lost or doubled by one call: every item
+// that left the books was handed to the caller exactly once, nothing handed
+// out is still on the books, and nothing joined the books but the call's own
+// item.
+func (d *driver) checkFlow(before map[int]bool, handed []int, arg int, hasArg bool) {
+	d.t.Helper()
+	after := d.m.heldSet()
+	count := map[int]int{}
+	for _, h := range handed {
+		count[h]++
+		if count[h] > 1 {
+			d.fail("item %d handed out to close twice by one call", h)
+		}
+		if after[h] {
+			d.fail("item %d handed out to close but still on the books", h)
+		}
+		if !before[h] && !(hasArg && h == arg) {
+			d.fail("item %d handed out to close but was never on the books", h)
+		}
+	}
+	for item := range before {
+		if !after[item] && count[item] != 1 {
+			d.fail("item %d left the books without being handed out to close", item)
+		}
+	}
+	for item := range after {
+		if !before[item] && !(hasArg && item == arg) {
+			d.fail("item %d joined the books from nowhere", item)
+		}
+	}
+}
+
+// check compares the books and checks the invariants after a call.
+func (d *driver) check() {
+	d.t.Helper()
+	p, m := d.p, d.m
+	b := p.Books()
+	if want := m.booksNow(); b != want {
+		d.fail("Books:\n got %+v\nwant %+v", b, want)
+	}
+	if b.Live != p.Live() || b.Idle != p.Idle() || b.Busy != p.Busy() {
+		d.fail("Books gauges %d/%d/%d differ from Live/Idle/Busy %d/%d/%d", b.Live, b.Idle, b.Busy, p.Live(), p.Idle(), p.Busy())
+	}
+	if b.Live != b.Idle+b.Busy {
+		d.fail("live %d != idle %d + busy %d", b.Live, b.Idle, b.Busy)
+	}
+	if d.lim.Size > 0 && b.Live > d.lim.Size {
+		d.fail("live %d > size %d", b.Live, d.lim.Size)
+	}
+	if d.lim.Idle > 0 && b.Idle > d.lim.Idle {
+		d.fail("idle %d > idle ceiling %d", b.Idle, d.lim.Idle)
+	}
+	if b.Idle < 0 || b.Busy < 0 || p.Making() < 0 || p.Making() > b.Busy {
+		d.fail("gauges out of range: %+v, making %d", b, p.Making())
+	}
+	if int(b.Made) != b.Live-p.Making()+int(b.Retired)+int(b.Dropped) {
+		d.fail("Made %d != Live %d - making %d + Retired %d + Dropped %d", b.Made, b.Live, p.Making(), b.Retired, b.Dropped)
+	}
+	if b.IdleRetired+b.LifeRetired > b.Retired || b.Reused > b.Loans {
+		d.fail("counters inconsistent: %+v", b)
+	}
+	pc, bc := counters(d.prev), counters(b)
+	for i := range pc {
+		if bc[i] < pc[i] {
+			d.fail("a counter fell: was %+v, now %+v", d.prev, b)
+		}
+	}
+	d.prev = b
+	if p.Making() != m.making {
+		d.fail("Making() = %d, want %d", p.Making(), m.making)
+	}
+	if p.IsClosed() != m.closed {
+		d.fail("IsClosed() = %v, want %v", p.IsClosed(), m.closed)
+	}
+	held := 0
+	for _, item := range d.universe {
+		if got, want := p.Holds(item), m.holds(item); got != want {
+			d.fail("Holds(%d) = %v, want %v", item, got, want)
+		}
+		if m.holds(item) {
+			held++
+		}
+	}
+	if held != b.Idle+b.Busy-p.Making() {
+		d.fail("%d items held, want idle %d + lent %d", held, b.Idle, b.Busy-p.Making())
+	}
+	gotAt, gotOK := p.Next()
+	wantAt, wantOK := m.next()
+	if gotOK != wantOK || !gotAt.Equal(wantAt) {
+		d.fail("Next() = %v %v, want %v %v", gotAt, gotOK, wantAt, wantOK)
+	}
+	if m.started {
+		// Loans at the latest instant: it moves nothing.
+		d.checkLoans("Loans at the latest instant", p.Loans(m.at()), m.loans(m.at()))
+		if err := d.checkLoansDisjoint(p.Loans(m.at())); err != "" {
+			d.fail("%s", err)
+		}
+	}
+	if d.w.Limiter != nil && d.w.Limiter.Inflight() != b.Busy {
+		d.fail("limiter has %d leases out, want one per busy resource: %d", d.w.Limiter.Inflight(), b.Busy)
+	}
+	if d.w.Shedder != nil && d.w.Shedder.Flying() != b.Busy {
+		d.fail("shedder has %d calls in flight, want one per busy resource: %d", d.w.Shedder.Flying(), b.Busy)
+	}
+}
+
+// checkLoans compares Loans with the model's: the same loans, the longest
+// held first.
+func (d *driver) checkLoans(what string, got, want []pool.Lent[int]) {
+	d.t.Helper()
+	for i := 1; i < len(got); i++ {
+		if got[i].Held > got[i-1].Held {
+			d.fail("%s not longest first: %v", what, got)
+		}
+	}
+	key := func(a, b pool.Lent[int]) int {
+		if a.Item != b.Item {
+			return a.Item - b.Item
+		}
+		return int(a.Held - b.Held)
+	}
+	g, w := slices.Clone(got), slices.Clone(want)
+	slices.SortFunc(g, key)
+	slices.SortFunc(w, key)
+	if !slices.Equal(g, w) {
+		d.fail("%s: got %v, want %v", what, got, want)
+	}
+}
+
+// checkLoansDisjoint checks no lent handle is also idle or lent twice.
+func (d *driver) checkLoansDisjoint(loans []pool.Lent[int]) string {
+	seen := map[int]bool{}
+	for _, l := range loans {
+		if seen[l.Item] {
+			return fmt.Sprintf("item %d lent twice: %v", l.Item, loans)
+		}
+		seen[l.Item] = true
+		if !d.p.Holds(l.Item) {
+			return fmt.Sprintf("item %d lent but not held", l.Item)
+		}
+	}
+	if idle := d.p.Live() - d.p.Making() - len(loans); idle != d.p.Idle() {
+		return fmt.Sprintf("held minus lent is %d, Idle() is %d", idle, d.p.Idle())
+	}
+	return ""
+}
+
+// finish winds the pool down: close it, bring every loan home, settle every
+// reservation; then nothing may be left and everything that entered must
+// have been handed out.
+func (d *driver) finish() {
+	d.t.Helper()
+	d.now = d.now.Add(time.Second)
+	before := d.m.heldSet()
+	got, want := d.p.Close(), d.m.close()
+	d.logf("Close() = %v", got)
+	if !sameItems(got, want) {
+		d.fail("final Close(): got %v, want %v", got, want)
+	}
+	d.checkFlow(before, got, 0, false)
+	for len(d.m.lent) > 0 {
+		item := d.m.lent[0].item
+		before := d.m.heldSet()
+		g, w := d.p.Give(item, d.now), d.m.give(item, d.now)
+		d.logf("Give(%d) = %v", item, g)
+		if g || w {
+			d.fail("Give(%d) after Close: got %v, want false", item, g)
+		}
+		d.checkFlow(before, []int{item}, item, true)
+		d.check()
+	}
+	for d.m.making > 0 {
+		d.p.Unmade(d.now, 0)
+		d.m.unmade(d.now)
+		d.logf("Unmade")
+		d.check()
+	}
+	if b := d.p.Books(); b.Live != 0 || b.Idle != 0 || b.Busy != 0 {
+		d.fail("after winding down: %+v", b)
+	}
+}
+
+func counters(b pool.Books) []uint64 {
+	return []uint64{b.Made, b.Failed, b.Loans, b.Reused, b.Retired, b.IdleRetired, b.LifeRetired, b.Dropped, b.Waited, b.Deferred, b.Shed}
+}
+
+func sameItems(a, b []int) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+func TestModel(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		run(rt, rapidSource{rt}, rapid.IntRange(1, 300).Draw(rt, "steps"), noWard)
+	})
+}
+
+// TestModelEmptyWard runs the model with ward.Ward{} passed explicitly: an
+// empty ward must answer exactly as none.
+func TestModelEmptyWard(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		run(rt, rapidSource{rt}, rapid.IntRange(1, 300).Draw(rt, "steps"), emptyWard)
+	})
+}
+
+// TestModelPermissiveWard runs the model behind a ward whose every guard is
+// set never to refuse: the answers must be those of a pool without a ward,
+// and the limiter and shedder must hold exactly one lease and one flight per
+// busy resource.
+func TestModelPermissiveWard(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		run(rt, rapidSource{rt}, rapid.IntRange(1, 300).Draw(rt, "steps"), permissive)
+	})
+}
+
+// TestModelLimits checks New against random limits, negative ones included.
+func TestModelLimits(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		l := pool.Limits{
+			Size: rapid.IntRange(-3, 3).Draw(rt, "size"),
+			Idle: rapid.IntRange(-3, 3).Draw(rt, "idle"),
+			Keep: time.Duration(rapid.Int64Range(-3, 3).Draw(rt, "keep")),
+			Life: time.Duration(rapid.Int64Range(-3, 3).Draw(rt, "life")),
+		}
+		bad := l.Size < 0 || l.Idle < 0 || l.Keep < 0 || l.Life < 0
+		p, err := pool.New[int](l, ward.Ward{})
+		if bad != (err != nil) {
+			rt.Fatalf("New(%+v) = %v, want an error: %v", l, err, bad)
+		}
+		if bad && (p != nil || !errors.Is(err, pool.ErrLimits)) {
+			rt.Fatalf("New(%+v) = %v, %v; want nil and an error wrapping ErrLimits", l, p, err)
+		}
+		if !bad && (p == nil || p.Limits() != l) {
+			rt.Fatalf("New(%+v) = %v, want a pool with those limits", l, p)
+		}
+		if (l.Validate() != nil) != bad {
+			rt.Fatalf("Validate(%+v) = %v", l, l.Validate())
+		}
+	})
+}
+
+// TestModelMadeAfterCloseHeld is the shortest sequence the model test found
+// for Made after Close: a handle the pool still holds must not be handed to
+// the caller to close while it stays on the books.
+func TestModelMadeAfterCloseHeld(t *testing.T) {
+	p, _ := pool.New[int](pool.Limits{}, ward.Ward{})
+	p.Made(1, base)
+	p.Close()
+	if got := p.Made(1, base); got != p.Holds(1) {
+		t.Errorf("Made(1) after Close = %v while Holds(1) = %v; the caller would close a handle the pool still lends", got, p.Holds(1))
+	}
+}
+
+// TestModelMadeUnreservedLease is the shortest sequence for a loan taken on
+// by Made without a Make: it must hold a lease like any other, or its Give
+// releases another loan's and the limiter lets more out than its limit.
+func TestModelMadeUnreservedLease(t *testing.T) {
+	lim := ward.NewLimiter(ward.Aimd{Initial: 1, Min: 1, Max: 1})
+	p, _ := pool.New[int](pool.Limits{}, ward.Ward{Limiter: lim})
+	p.Made(1, base)
+	first := p.Take(base, 0, 0)
+	p.Give(1, base)
+	second := p.Take(base, 0, 0)
+	if lim.Inflight() != p.Busy() {
+		t.Errorf("after Made(1) without Make, Take = %v, Give(1), Take = %v: limiter has %d leases for %d busy (limit 1)",
+			first.Kind, second.Kind, lim.Inflight(), p.Busy())
+	}
+}
