@@ -5,13 +5,13 @@
 REF=$(cd "$(dirname "$0")" && pwd)
 
 find_python() {
-	for p in ${PYTHON:-} python3 /usr/bin/python3; do
+	for p in ${PYTHON:-} ${WARDPOOL_PYTHON:-} python3 /usr/bin/python3; do
 		if "$p" -c 'import sqlalchemy.pool' >/dev/null 2>&1; then
 			PYTHON=$p
 			return 0
 		fi
 	done
-	echo "$(basename "$0"): no python3 with SQLAlchemy; on Debian: apt-get install python3-sqlalchemy (or set PYTHON)" >&2
+	echo "$(basename "$0"): no python3 with SQLAlchemy; on Debian: apt-get install python3-sqlalchemy (or set PYTHON to one)" >&2
 	return 1
 }
 
