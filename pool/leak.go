@@ -1,0 +1,121 @@
+package pool
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Leak is a report of the leak watch (Config.LeakAfter): a loan held longer
+// than the threshold, or, with Returned, such a loan that has now come back.
+type Leak[T comparable] struct {
+	// Item is the resource lent.
+	Item T
+	// Held is how long the loan had been out when the report was made.
+	Held time.Duration
+	// Stack is the call stack of the Acquire that took the loan, formatted
+	// one frame per two lines as runtime/debug.Stack does (function, then
+	// file:line).
+	Stack []byte
+	// Returned reports that the loan has ended: this is the second report
+	// of a loan already reported as held too long.
+	Returned bool
+}
+
+// stack is a recorded call stack. Stacks are recycled, so recording one
+// allocates nothing in steady state; they are formatted only when reported.
+type stack struct {
+	pcs [32]uintptr
+	n   int
+}
+
+var stacks = sync.Pool{New: func() any { return new(stack) }}
+
+// captureStack records the stack of its caller's caller (the Acquire).
+func captureStack() *stack {
+	s := stacks.Get().(*stack)
+	s.n = runtime.Callers(3, s.pcs[:])
+	return s
+}
+
+func putStack(s *stack) { stacks.Put(s) }
+
+// format writes pcs as text, one function and one file:line per frame.
+func format(pcs []uintptr) []byte {
+	var b bytes.Buffer
+	frames := runtime.CallersFrames(pcs)
+	for {
+		f, more := frames.Next()
+		if f.Function != "" || f.File != "" {
+			fmt.Fprintf(&b, "%s\n\t%s:%d\n", f.Function, f.File, f.Line)
+		}
+		if !more {
+			break
+		}
+	}
+	return b.Bytes()
+}
+
+// leakNote is a leak report not yet made: the stack is still raw.
+type leakNote[T comparable] struct {
+	Leak[T]
+	pcs []uintptr
+}
+
+// leakLocked builds a report of the loan in e. The stack is copied under the
+// lock (the record is reused by the next loan) and formatted by report,
+// outside it.
+func (k *Keeper[T]) leakLocked(e *entry, item T, now time.Time, returned bool) leakNote[T] {
+	n := leakNote[T]{Leak: Leak[T]{Item: item, Held: now.Sub(k.base) - time.Duration(e.at), Returned: returned}}
+	if e.stack != nil {
+		n.pcs = append([]uintptr(nil), e.stack.pcs[:e.stack.n]...)
+	}
+	return n
+}
+
+// watchLocked reports every loan held past LeakAfter and not yet reported,
+// and sets the timer for the next loan that will be.
+func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
+	limit := int64(k.leakAfter)
+	t := int64(now.Sub(k.base))
+	next, found := int64(0), false
+	for i := range k.ents {
+		e := &k.ents[i]
+		if e.reported || !k.p.lentAt(int32(i)) {
+			continue
+		}
+		if t-e.at >= limit {
+			e.reported = true
+			k.stats.leaks++
+			fx.leaks = append(fx.leaks, k.leakLocked(e, k.p.itemAt(int32(i)), now, false))
+			continue
+		}
+		if at := e.at + limit; !found || at < next {
+			next, found = at, true
+		}
+	}
+	if found {
+		k.armLocked(now, k.base.Add(time.Duration(next)))
+	}
+}
+
+// report formats l's stack and hands it to OnLeak, or logs it.
+func (k *Keeper[T]) report(n leakNote[T]) {
+	l := n.Leak
+	if n.pcs != nil {
+		l.Stack = format(n.pcs)
+	}
+	if k.onLeak != nil {
+		k.onLeak(l)
+		return
+	}
+	if l.Returned {
+		k.log.Warn("wardpool: a loan reported as held too long came back",
+			"held", l.Held, "stack", string(l.Stack))
+		return
+	}
+	k.log.Warn("wardpool: a loan is held longer than LeakAfter",
+		"held", l.Held, "leak_after", k.leakAfter, "stack", string(l.Stack))
+}

@@ -1,0 +1,186 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Loan is one lending of a resource by a Keeper. It is a small value:
+// returning it by value is what lets Acquire allocate nothing. Copies of a
+// loan are the same loan.
+//
+// A loan ends with the first Release, Destroy or Hijack called on it (or on
+// any copy). Every later call is a no-op, counted in Stats.DoubleReleases:
+// the loan knows which lending it was, so a late second Release cannot give
+// back the resource while it is lent to someone else. Value keeps returning
+// the resource after the loan ended; using it then is the caller's bug.
+//
+// The zero Loan is no loan: its methods do nothing and Valid reports false.
+// A Loan is safe for concurrent use.
+type Loan[T comparable] struct {
+	k    *Keeper[T]
+	item T
+	seat int32
+	gen  uint32
+	at   int64 // when lent, ns since k.base
+}
+
+// Value returns the resource lent.
+func (l Loan[T]) Value() T { return l.item }
+
+// Held returns how long ago the loan began, on the Keeper's clock.
+func (l Loan[T]) Held() time.Duration {
+	if l.k == nil {
+		return 0
+	}
+	return l.k.clock.Now().Sub(l.k.base) - time.Duration(l.at)
+}
+
+// Valid reports whether the loan is still out: not yet released, destroyed
+// or hijacked.
+func (l Loan[T]) Valid() bool {
+	if l.k == nil {
+		return false
+	}
+	l.k.mu.Lock()
+	defer l.k.mu.Unlock()
+	return l.k.ents[l.seat].gen == l.gen
+}
+
+// Release gives the resource back. The oldest caller waiting gets it at once
+// (directly, so the releaser cannot take it back first); otherwise it goes
+// idle, or is closed when the pool keeps enough idle already, when the
+// Keeper was Reset since it was made, or when the Keeper is closed. With
+// Config.Reset set, that runs first, outside the lock, and an error destroys
+// the resource instead.
+func (l Loan[T]) Release() {
+	k := l.k
+	if k == nil {
+		return
+	}
+	var fx effects[T]
+	k.mu.Lock()
+	if !k.endLocked(l, &fx) {
+		k.mu.Unlock()
+		return
+	}
+	if k.reset != nil {
+		k.mu.Unlock()
+		k.do(&fx)
+		fx = effects[T]{}
+		err := k.safeReset(l.item)
+		k.mu.Lock()
+		if err != nil {
+			k.dropLocked(l.item, true, &fx)
+			k.mu.Unlock()
+			k.do(&fx)
+			return
+		}
+	}
+	now := k.clock.Now()
+	if k.ents[l.seat].epoch != k.epoch {
+		k.p.retireLent(l.item, now)
+		fx.close = append(fx.close, l.item)
+	} else if !k.p.Give(l.item, now) {
+		fx.close = append(fx.close, l.item)
+	}
+	if k.q.live > 0 {
+		k.serveLocked(now, &fx)
+	}
+	if k.limits.Life > 0 || (!k.armed && k.limits.Keep > 0) {
+		k.armIdleLocked(now)
+	}
+	if k.closed {
+		k.drainedLocked()
+	}
+	k.mu.Unlock()
+	if fx.close != nil || fx.dials != nil || fx.leaks != nil {
+		k.do(&fx)
+	}
+}
+
+// Destroy ends the loan of a broken resource: it is taken off the books and
+// closed, and its room goes to the oldest waiter (who dials) or to MinIdle.
+func (l Loan[T]) Destroy() {
+	k := l.k
+	if k == nil {
+		return
+	}
+	var fx effects[T]
+	k.mu.Lock()
+	if !k.endLocked(l, &fx) {
+		k.mu.Unlock()
+		return
+	}
+	k.dropLocked(l.item, true, &fx)
+	k.mu.Unlock()
+	k.do(&fx)
+}
+
+// Hijack ends the loan by taking the resource out of the pool for good: it
+// is taken off the books but not closed; closing it is now the caller's
+// job. Its room goes to the oldest waiter or to MinIdle. On a loan that has
+// already ended, Hijack does nothing and returns the zero T.
+func (l Loan[T]) Hijack() T {
+	k := l.k
+	var zero T
+	if k == nil {
+		return zero
+	}
+	var fx effects[T]
+	k.mu.Lock()
+	if !k.endLocked(l, &fx) {
+		k.mu.Unlock()
+		return zero
+	}
+	k.dropLocked(l.item, false, &fx) // not closed: the caller's now
+	k.mu.Unlock()
+	k.do(&fx)
+	return l.item
+}
+
+// endLocked ends loan l, and reports whether it was still out; a loan that
+// had ended already is counted as a double release.
+func (k *Keeper[T]) endLocked(l Loan[T], fx *effects[T]) bool {
+	e := &k.ents[l.seat]
+	if e.gen != l.gen {
+		k.stats.doubles++
+		return false
+	}
+	e.gen++
+	if e.reported {
+		fx.leaks = append(fx.leaks, k.leakLocked(e, l.item, k.clock.Now(), true))
+		e.reported = false
+	}
+	if e.stack != nil {
+		putStack(e.stack)
+		e.stack = nil
+	}
+	return true
+}
+
+// dropLocked takes a lent item off the books (its loan already ended), to
+// be closed when closeIt, and lets waiters and MinIdle use the room.
+func (k *Keeper[T]) dropLocked(item T, closeIt bool, fx *effects[T]) {
+	now := k.clock.Now()
+	k.p.Drop(item, now)
+	if closeIt {
+		fx.close = append(fx.close, item)
+	}
+	k.serveLocked(now, fx)
+	k.topUpLocked(now, fx)
+	if k.closed {
+		k.drainedLocked()
+	}
+}
+
+func (k *Keeper[T]) safeReset(v T) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			k.countPanic("Reset", r)
+			err = fmt.Errorf("wardpool: Reset panicked: %v", r)
+		}
+	}()
+	return k.reset(context.Background(), v)
+}
