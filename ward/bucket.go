@@ -64,12 +64,13 @@ func (b *Bucket) Take(now time.Time, n float64) bool {
 		return false
 	}
 	t := b.level(now)
-	b.at = now
-	if t < n {
-		b.tokens = t
-		return false
+	if now.Before(b.at) {
+		b.at = now // the clock stepped back: count from here on
 	}
-	b.tokens = t - n
+	if t < n {
+		return false // nothing stored, so a wait from Next holds exactly
+	}
+	b.tokens, b.at = t-n, now
 	return true
 }
 
@@ -95,5 +96,14 @@ func (b *Bucket) Next(now time.Time, n float64) time.Duration {
 	if secs >= float64(Never/time.Second) {
 		return Never
 	}
-	return time.Duration(math.Ceil(secs * float64(time.Second)))
+	d := time.Duration(math.Ceil(secs * float64(time.Second)))
+	// Rounding can leave the level a hair under n at now+d; step past it so
+	// that a Take at the promised moment succeeds.
+	for step := time.Duration(1); b.level(now.Add(d)) < n; step *= 2 {
+		if d > Never-step {
+			return Never
+		}
+		d += step
+	}
+	return d
 }
