@@ -1,0 +1,282 @@
+package pgxward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// The defaults ParseConfig fills in, the same as pgxpool v5's.
+const (
+	// DefaultMinConns is pool_min_conns when the string does not set it.
+	DefaultMinConns = 0
+	// DefaultMinIdleConns is pool_min_idle_conns when the string does not set it.
+	DefaultMinIdleConns = 0
+	// DefaultMaxConnLifetime is pool_max_conn_lifetime when the string does not set it.
+	DefaultMaxConnLifetime = time.Hour
+	// DefaultMaxConnIdleTime is pool_max_conn_idle_time when the string does not set it.
+	DefaultMaxConnIdleTime = 30 * time.Minute
+	// DefaultHealthCheckPeriod is pool_health_check_period when the string does not set it.
+	DefaultHealthCheckPeriod = time.Minute
+	// DefaultPingIdle is how long a connection must have sat idle before it
+	// is pinged on Acquire when Config.ShouldPing is nil (pgxpool's rule).
+	DefaultPingIdle = time.Second
+)
+
+// DefaultMaxConns returns pool_max_conns when the string does not set it: the
+// greater of 4 and runtime.NumCPU(), as in pgxpool.
+func DefaultMaxConns() int32 { return int32(max(4, runtime.NumCPU())) }
+
+// ShouldPingParams is what Config.ShouldPing is given. It is pgxpool's type,
+// so a ShouldPing written for pgxpool is assigned here unchanged.
+type ShouldPingParams = pgxpool.ShouldPingParams
+
+// Leak is one report of the leak watch: a connection held longer than
+// Config.LeakAfter, with the stack of the goroutine that acquired it.
+type Leak struct {
+	// Conn is the connection out on loan. Read it only for its identity
+	// (for example Conn.PgConn().PID()): it belongs to its borrower.
+	Conn *pgx.Conn
+	// Held is how long it had been out when the report was made.
+	Held time.Duration
+	// Stack is the formatted stack of the Acquire (or Query, QueryRow, …)
+	// that took it.
+	Stack []byte
+	// Returned reports whether this is the follow-up report of a leaked
+	// connection that has since come back.
+	Returned bool
+}
+
+// Config is how a Pool is built. Make it with ParseConfig, which fills in
+// pgxpool's defaults, then change fields before NewWithConfig; a Config built
+// by hand is refused. Every field means what the field of the same name in
+// pgxpool.Config means, except where its comment says otherwise. A Config is
+// not safe for concurrent modification; Pool.Config returns a copy.
+type Config struct {
+	// ConnConfig is how each connection is opened (pgx.ParseConfig's result).
+	ConnConfig *pgx.ConnConfig
+
+	// BeforeConnect is called before each new connection is opened with a
+	// copy of ConnConfig that it may change for this connection only. An
+	// error fails the dial.
+	BeforeConnect func(context.Context, *pgx.ConnConfig) error
+	// AfterConnect is called once a connection is open, before it is lent.
+	// An error closes the connection and fails the dial.
+	AfterConnect func(context.Context, *pgx.Conn) error
+	// PrepareConn is called on every Acquire before the connection is
+	// handed out. (true, nil): hand it out. (false, nil): destroy it and try
+	// another, silently. (true, err): give it back and fail the Acquire with
+	// err. (false, err): destroy it and fail with err.
+	PrepareConn func(context.Context, *pgx.Conn) (bool, error)
+	// AfterRelease is called when a connection comes back in good order;
+	// false destroys it instead of keeping it. It runs in the goroutine that
+	// released the connection (pgxpool starts a goroutine for it).
+	AfterRelease func(*pgx.Conn) bool
+	// BeforeClose is called right before a connection is closed.
+	BeforeClose func(*pgx.Conn)
+	// ShouldPing decides, on Acquire of an idle connection, whether to ping
+	// it first; a failed ping destroys it and another is taken, without the
+	// caller seeing the error. Nil pings connections idle for longer than
+	// DefaultPingIdle.
+	ShouldPing func(context.Context, ShouldPingParams) bool
+
+	// MaxConnLifetime is how long a connection may live, counted from its
+	// dial. Zero or negative: no limit.
+	MaxConnLifetime time.Duration
+	// MaxConnLifetimeJitter extends each connection's lifetime by a random
+	// draw in [0, MaxConnLifetimeJitter), so that connections opened
+	// together do not all close together.
+	MaxConnLifetimeJitter time.Duration
+	// MaxConnIdleTime is how long a connection may sit idle before it is
+	// closed. Zero or negative: no limit. (pgxpool closes every idle
+	// connection at each health check when it is zero; here zero means no
+	// limit, as it does for every age in wardpool.)
+	MaxConnIdleTime time.Duration
+	// PingTimeout bounds each liveness ping on Acquire; zero leaves it to
+	// the caller's context.
+	PingTimeout time.Duration
+
+	// MaxConns is how many connections may be open at once: idle, lent and
+	// being dialled. At least 1.
+	MaxConns int32
+	// MinConns and MinIdleConns ask for connections kept open in the
+	// background. The Keeper keeps a number of idle connections warm, so
+	// the pool keeps max(MinConns, MinIdleConns) idle (never beyond
+	// MaxConns): it holds at least as many as pgxpool would.
+	MinConns     int32
+	MinIdleConns int32
+	// HealthCheckPeriod is accepted for compatibility and otherwise unused:
+	// the Keeper's timer closes an idle connection at the moment it passes
+	// MaxConnIdleTime or MaxConnLifetime, not at the next periodic sweep.
+	HealthCheckPeriod time.Duration
+
+	// Ward holds the guards in front of the server: a Breaker sheds new
+	// dials to a server that keeps failing them, a Bucket spaces dials out,
+	// a Backoff holds dials after a failure, a Shedder stops lending while
+	// the host is overloaded, a Limiter adapts how many connections are
+	// lent at once. The guards become this pool's own: do not share them.
+	// The zero Ward has none.
+	Ward ward.Ward
+	// LeakAfter, when positive, records the stack of every Acquire and
+	// reports each connection held longer than this through OnLeak. A
+	// QueryRow whose Row is never scanned and Rows never closed show up
+	// here. Zero turns the watch off and costs nothing.
+	LeakAfter time.Duration
+	// OnLeak receives the leak reports; nil logs a warning on Logger.
+	OnLeak func(Leak)
+	// Logger receives the pool's warnings; nil is slog.Default().
+	Logger *slog.Logger
+
+	createdByParseConfig bool
+}
+
+// Copy returns a copy of c with its own ConnConfig (pgx.ConnConfig.Copy;
+// the tls.Config inside is shared, as it must not be changed anyway). The
+// Ward's guards are shared with c.
+func (c *Config) Copy() *Config {
+	n := *c
+	if c.ConnConfig != nil {
+		n.ConnConfig = c.ConnConfig.Copy()
+	}
+	return &n
+}
+
+// ConnString returns the connection string ParseConfig was given.
+func (c *Config) ConnString() string { return c.ConnConfig.ConnString() }
+
+// The pool options ParseConfig takes out of the connection string.
+const (
+	optMaxConns       = "pool_max_conns"
+	optMinConns       = "pool_min_conns"
+	optMinIdleConns   = "pool_min_idle_conns"
+	optMaxLifetime    = "pool_max_conn_lifetime"
+	optLifetimeJitter = "pool_max_conn_lifetime_jitter"
+	optMaxIdleTime    = "pool_max_conn_idle_time"
+	optHealthCheck    = "pool_health_check_period"
+	optPingTimeout    = "pool_ping_timeout"
+)
+
+// ParseConfig reads connString as pgx.ParseConfig does (URL or keyword/value
+// form) and takes out the pool options pgxpool understands, with pgxpool's
+// defaults:
+//
+//   - pool_max_conns: integer, 1 or more (default DefaultMaxConns())
+//   - pool_min_conns: integer, 0 or more (default 0)
+//   - pool_min_idle_conns: integer, 0 or more (default 0)
+//   - pool_max_conn_lifetime: duration such as 1h30m (default 1h)
+//   - pool_max_conn_lifetime_jitter: duration (default 0)
+//   - pool_max_conn_idle_time: duration (default 30m)
+//   - pool_health_check_period: duration (default 1m; see Config)
+//   - pool_ping_timeout: duration (default 0, no separate timeout)
+//
+// Errors are *pgconn.ParseConfigError, as pgxpool's are; they never repeat
+// the password.
+//
+//	postgres://jack:secret@127.0.0.1:5432/mydb?sslmode=disable&pool_max_conns=10
+func ParseConfig(connString string) (*Config, error) {
+	cc, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{
+		ConnConfig:        cc,
+		MaxConns:          DefaultMaxConns(),
+		MinConns:          DefaultMinConns,
+		MinIdleConns:      DefaultMinIdleConns,
+		MaxConnLifetime:   DefaultMaxConnLifetime,
+		MaxConnIdleTime:   DefaultMaxConnIdleTime,
+		HealthCheckPeriod: DefaultHealthCheckPeriod,
+
+		createdByParseConfig: true,
+	}
+	params := cc.RuntimeParams
+	// take removes option name from the runtime parameters (they are not
+	// server settings) and reports its value.
+	take := func(name string) (string, bool) {
+		v, ok := params[name]
+		delete(params, name)
+		return v, ok
+	}
+	bad := func(name string, err error) error {
+		return pgconn.NewParseConfigError(connString, "cannot parse "+name, err)
+	}
+	count := func(name string, dst *int32, least int64) error {
+		v, ok := take(name)
+		if !ok {
+			return nil
+		}
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return bad(name, err)
+		}
+		if n < least {
+			return bad(name, fmt.Errorf("%d is less than %d", n, least))
+		}
+		*dst = int32(n)
+		return nil
+	}
+	span := func(name string, dst *time.Duration) error {
+		v, ok := take(name)
+		if !ok {
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return bad(name, err)
+		}
+		*dst = d
+		return nil
+	}
+	for _, err := range []error{
+		count(optMaxConns, &c.MaxConns, 1),
+		count(optMinConns, &c.MinConns, 0),
+		count(optMinIdleConns, &c.MinIdleConns, 0),
+		span(optMaxLifetime, &c.MaxConnLifetime),
+		span(optLifetimeJitter, &c.MaxConnLifetimeJitter),
+		span(optMaxIdleTime, &c.MaxConnIdleTime),
+		span(optHealthCheck, &c.HealthCheckPeriod),
+		span(optPingTimeout, &c.PingTimeout),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// ErrConfig is wrapped by the error NewWithConfig returns for a Config it
+// cannot use.
+var ErrConfig = errors.New("pgxward: invalid config")
+
+// validate reports why c cannot build a pool, or nil.
+func (c *Config) validate() error {
+	switch {
+	case c == nil:
+		return fmt.Errorf("%w: nil Config", ErrConfig)
+	case !c.createdByParseConfig:
+		return fmt.Errorf("%w: make the Config with ParseConfig, then change its fields", ErrConfig)
+	case c.ConnConfig == nil:
+		return fmt.Errorf("%w: ConnConfig is nil", ErrConfig)
+	case c.MaxConns < 1:
+		return fmt.Errorf("%w: MaxConns is %d, want 1 or more", ErrConfig, c.MaxConns)
+	case c.MinConns < 0:
+		return fmt.Errorf("%w: MinConns is %d, want 0 or more", ErrConfig, c.MinConns)
+	case c.MinIdleConns < 0:
+		return fmt.Errorf("%w: MinIdleConns is %d, want 0 or more", ErrConfig, c.MinIdleConns)
+	case c.MaxConnLifetimeJitter < 0:
+		return fmt.Errorf("%w: MaxConnLifetimeJitter is %v, want 0 or more", ErrConfig, c.MaxConnLifetimeJitter)
+	case c.LeakAfter < 0:
+		return fmt.Errorf("%w: LeakAfter is %v, want 0 (off) or more", ErrConfig, c.LeakAfter)
+	}
+	return nil
+}
