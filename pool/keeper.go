@@ -346,6 +346,7 @@ func (k *Keeper[T]) closeOne(v T) {
 // In steady state (a resource idle and fresh) Acquire allocates nothing.
 func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 	if err := ctx.Err(); err != nil {
+		k.countCanceled()
 		return Loan[T]{}, err
 	}
 	var st *stack
@@ -436,9 +437,7 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 		case Later:
 			k.mu.Unlock()
 			if err := k.sleep(ctx, t.Delay); err != nil {
-				k.mu.Lock()
-				k.stats.canceled++
-				k.mu.Unlock()
+				k.countCanceled()
 				return Loan[T]{}, err
 			}
 			now = k.clock.Now()
@@ -454,6 +453,12 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 			return Loan[T]{}, ErrClosed
 		}
 	}
+}
+
+func (k *Keeper[T]) countCanceled() {
+	k.mu.Lock()
+	k.stats.canceled++
+	k.mu.Unlock()
 }
 
 // due reports whether a resource idle for idle is checked before lending.
@@ -852,6 +857,7 @@ func (k *Keeper[T]) drainedLocked() {
 // when the ward refuses.
 func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 	if err := ctx.Err(); err != nil {
+		k.countCanceled()
 		return Loan[T]{}, err
 	}
 	var st *stack
