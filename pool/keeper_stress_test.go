@@ -147,4 +147,3 @@ func TestKeeperServesInArrivalOrderDespiteCancels(t *testing.T) {
 	}
 	checkBalanced(t, k, d)
 }
-
