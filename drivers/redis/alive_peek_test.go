@@ -1,0 +1,89 @@
+//go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
+
+package redisward
+
+import (
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// peekable reports whether data is waiting on c.
+func peekable(c net.Conn) bool {
+	rc, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		return false
+	}
+	var n int
+	_ = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, _ = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return true
+	})
+	return n > 0
+}
+
+// waitFor polls cond (for what only the kernel knows, such as a FIN on its
+// way through loopback) for up to five seconds.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestAlive checks the peek on a loopback TCP pair with no Redis: open and
+// quiet, open with data waiting (not consumed), and closed by the peer.
+func TestAlive(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := <-accepted
+	if s == nil {
+		t.Fatal("accept failed")
+	}
+	if err := alive(c); err != nil {
+		t.Fatalf("quiet open connection: %v", err)
+	}
+	if _, err := s.Write([]byte("+x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The byte is on its way through loopback; read it only after the peek.
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	waitFor(t, func() bool { return peekable(c) })
+	if err := alive(c); err != nil {
+		t.Fatalf("open connection with data waiting: %v", err)
+	}
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "+x\r\n" {
+		t.Fatalf("the peek consumed data: %q %v", buf, err)
+	}
+	s.Close()
+	waitFor(t, func() bool { return alive(c) != nil })
+	if err := alive(c); !errors.Is(err, io.EOF) {
+		t.Fatalf("closed by peer: %v, want io.EOF", err)
+	}
+}

@@ -1,0 +1,141 @@
+package redisward
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
+)
+
+// ErrConfig is wrapped by the error New returns for a Config it cannot use.
+var ErrConfig = errors.New("redisward: invalid config")
+
+// DefaultCheckIdle is Config.CheckIdle's default: every connection is
+// peeked at before it is lent (see Config.CheckIdle).
+const DefaultCheckIdle = -1
+
+// Leak is one report of the leak watch: a connection held longer than
+// Config.LeakAfter, with the stack of the goroutine that acquired it.
+type Leak struct {
+	// Client is the connection's client. Read it for its identity only: it
+	// belongs to its borrower.
+	Client *redis.Client
+	// Held is how long it had been out when the report was made.
+	Held time.Duration
+	// Stack is the formatted stack of the call that took it (Acquire, Do,
+	// Pipelined, …).
+	Stack []byte
+	// Returned reports whether this is the follow-up report of a leaked
+	// connection that has since come back.
+	Returned bool
+}
+
+// Config is how a Pool is built. Options is required; every other field has
+// a working zero value. FromOptions and ParseURL fill Limits from go-redis's
+// pool fields and defaults. New copies the Config; changing it afterwards
+// changes nothing.
+type Config struct {
+	// Options says how each connection is opened and used: Network, Addr,
+	// Dialer, TLSConfig, credentials, DB, Protocol, ClientName, OnConnect,
+	// timeouts and buffer sizes mean what they mean in go-redis. Its pool
+	// fields (PoolSize, MinIdleConns, MaxIdleConns, MaxActiveConns,
+	// ConnMaxIdleTime, ConnMaxLifetime, PoolTimeout) are not used: Limits,
+	// MinIdle and the context of each call replace them. MaxRetries is not
+	// used either: a command is retried only when it provably never reached
+	// the server (see Pool.Process). Client-side caching and maintenance
+	// notifications are turned off on pooled connections.
+	Options *redis.Options
+
+	// Limits bound the pool (see pool.Limits); the zero Limits has no bound
+	// at all, so use FromOptions or ParseURL, or set Size.
+	Limits pool.Limits
+	// Ward holds the guards in front of the server; the zero Ward has none.
+	// The pool takes the guards as its own: do not share them.
+	Ward ward.Ward
+	// MinIdle is how many idle connections are kept open, dialled in the
+	// background. It must not exceed Limits.Size or Limits.Idle when those
+	// are set.
+	MinIdle int
+	// CheckIdle is how long a connection may sit idle before it is peeked
+	// at on borrow: a non-blocking look at its socket, no round trip, that
+	// finds a connection the server closed (CLIENT KILL, timeout, restart)
+	// so that it is replaced before a command is lost on it. Zero means
+	// DefaultCheckIdle (every borrow); a positive span peeks only after
+	// that much idleness.
+	CheckIdle time.Duration
+	// LeakAfter, when positive, records the stack of every acquire and
+	// reports a connection held longer to OnLeak. Zero turns the watch off.
+	LeakAfter time.Duration
+	// OnLeak receives the leak reports; nil logs them on Logger.
+	OnLeak func(Leak)
+	// Logger is where the pool logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Clock is the pool's clock; nil means the Keeper's cached clock. For
+	// tests.
+	Clock pool.Clock
+	// Lazy makes New return without opening a connection. By default New
+	// opens one (and keeps it idle) so that a wrong address or password is
+	// reported by New rather than by the first command.
+	Lazy bool
+}
+
+// FromOptions returns a Config for o with Limits taken from o's pool fields,
+// with go-redis's defaults for those left zero: Size is PoolSize (10 per
+// GOMAXPROCS), Idle is MaxIdleConns (Size when zero), Keep is
+// ConnMaxIdleTime (30 minutes; none when negative), Life is ConnMaxLifetime
+// (none), and MinIdle is MinIdleConns.
+func FromOptions(o *redis.Options) Config {
+	size := o.PoolSize
+	if size <= 0 {
+		size = 10 * runtime.GOMAXPROCS(0)
+	}
+	if o.MaxActiveConns > 0 && o.MaxActiveConns < size {
+		size = o.MaxActiveConns
+	}
+	idle := o.MaxIdleConns
+	if idle <= 0 || idle > size {
+		idle = size
+	}
+	keep := o.ConnMaxIdleTime
+	switch {
+	case keep == 0:
+		keep = 30 * time.Minute
+	case keep < 0:
+		keep = 0
+	}
+	return Config{
+		Options: o,
+		Limits:  pool.Limits{Size: size, Idle: idle, Keep: keep, Life: max(o.ConnMaxLifetime, 0)},
+		MinIdle: min(max(o.MinIdleConns, 0), idle),
+	}
+}
+
+// ParseURL reads a redis:// or rediss:// URL with redis.ParseURL (pool_size,
+// max_idle_conns, conn_max_idle_time, … included) and returns
+// FromOptions of the result.
+func ParseURL(url string) (Config, error) {
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return FromOptions(o), nil
+}
+
+func (c *Config) validate() error {
+	if c.Options == nil {
+		return fmt.Errorf("%w: Options is nil", ErrConfig)
+	}
+	if c.MinIdle < 0 {
+		return fmt.Errorf("%w: MinIdle %d is negative", ErrConfig, c.MinIdle)
+	}
+	if c.LeakAfter < 0 {
+		return fmt.Errorf("%w: LeakAfter %v is negative", ErrConfig, c.LeakAfter)
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package redisward
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// errRedial is what a connection's client gets when it asks for a second
+// network connection. Each client owns the one connection the pool dialled
+// for it and may not open another behind the pool's back (the dial would
+// escape the ward and the books). A command failing with it never reached
+// the server, so it is safe to run again on another connection.
+var errRedial = errors.New("redisward: connection is gone and may not be redialled in place")
+
+// conn is what the Keeper holds for one connection: a go-redis client of
+// pool size one whose only network connection is nc. The Keeper recognises
+// it by its pointer.
+type conn struct {
+	cl *redis.Client
+	nc net.Conn // the client's network connection, for the liveness peek
+	// broken is set by the client's hook when a command fails in a way that
+	// leaves the connection unusable (anything but a reply from the
+	// server); a loan carrying it ends in Destroy, not Release.
+	broken atomic.Bool
+}
+
+// dialer opens network connections for cfg: its Options.Dialer, or a
+// net.Dialer (with TLS when Options.TLSConfig is set) as go-redis would.
+func dialer(o *redis.Options) func(ctx context.Context) (net.Conn, error) {
+	network := o.Network
+	if network == "" {
+		network = "tcp"
+	}
+	addr := o.Addr
+	if addr == "" {
+		addr = "localhost:6379"
+	}
+	if d := o.Dialer; d != nil {
+		return func(ctx context.Context) (net.Conn, error) { return d(ctx, network, addr) }
+	}
+	timeout := o.DialTimeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	nd := &net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}
+	if o.TLSConfig != nil {
+		td := &tls.Dialer{NetDialer: nd, Config: o.TLSConfig}
+		return func(ctx context.Context) (net.Conn, error) { return td.DialContext(ctx, network, addr) }
+	}
+	return func(ctx context.Context) (net.Conn, error) { return nd.DialContext(ctx, network, addr) }
+}
+
+// innerOptions returns the options every connection's client is built
+// from: the user's, with go-redis's own pooling turned into a single slot
+// that never dials on its own, never retries and never expires.
+func innerOptions(o *redis.Options) redis.Options {
+	in := *o
+	in.PoolSize = 1
+	in.MinIdleConns = 0
+	in.MaxIdleConns = 1
+	in.MaxActiveConns = 1
+	in.MaxConcurrentDials = 1
+	in.ConnMaxIdleTime = -1
+	in.ConnMaxLifetime = 0
+	in.ConnMaxLifetimeJitter = 0
+	in.MaxRetries = -1
+	in.DialerRetries = 1
+	in.PipelinePoolSize = -1
+	in.AutoPipelineOptions = nil
+	in.ClientSideCache = nil
+	in.ClientSideCacheConfig = nil
+	in.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	in.Dialer = nil
+	return in
+}
+
+// dial opens one connection: the network dial, then a client around it and
+// a PING, which runs go-redis's handshake (HELLO or AUTH, SELECT, OnConnect),
+// so a wrong password or database fails the dial rather than a later
+// command.
+func (p *Pool) dial(ctx context.Context) (*conn, error) {
+	dctx := ctx
+	if p.dialTimeout > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(ctx, p.dialTimeout)
+		defer cancel()
+	}
+	nc, err := p.netDial(dctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{nc: nc}
+	o := p.inner
+	var spent atomic.Bool
+	o.Dialer = func(context.Context, string, string) (net.Conn, error) {
+		if spent.Swap(true) {
+			return nil, errRedial
+		}
+		return nc, nil
+	}
+	c.cl = redis.NewClient(&o)
+	c.cl.AddHook(hook{c})
+	if err := c.cl.Ping(dctx).Err(); err != nil {
+		_ = c.cl.Close()
+		_ = nc.Close() // in case the client never took it
+		return nil, err
+	}
+	c.broken.Store(false)
+	return c, nil
+}
+
+// close closes the connection's client, and with it the connection.
+func (p *Pool) close(c *conn) error {
+	err := c.cl.Close()
+	if errors.Is(err, redis.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// check reports an error when the connection's peer has closed it or it
+// has failed (a killed client, a restarted server, an idle timeout), found
+// by a peek at the socket that sends nothing.
+func (p *Pool) check(_ context.Context, c *conn) error {
+	if c.broken.Load() {
+		return errRedial
+	}
+	return alive(c.nc)
+}
+
+// broken reports whether err, returned by a command, leaves the connection
+// unfit for the next one. A reply from the server (an error reply such as
+// WRONGTYPE, or redis.Nil) leaves it fit, except READONLY, which says the
+// server became a replica: go-redis drops those connections too, so that a
+// new one follows the address to the new primary. Anything else (a network
+// error, a timeout or cancelled context mid-command, a closed client) may
+// leave a reply unread on the wire, so the connection is not reused.
+func broken(err error) bool {
+	if err == nil {
+		return false
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		return strings.HasPrefix(re.Error(), "READONLY ")
+	}
+	return true
+}
+
+// hook watches every command and pipeline of one connection's client and
+// marks the connection broken when one fails as broken describes.
+type hook struct{ c *conn }
+
+func (h hook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && broken(err) {
+			h.c.broken.Store(true)
+		}
+		return err
+	}
+}
+
+func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if err != nil && broken(err) {
+			h.c.broken.Store(true)
+		}
+		return err
+	}
+}

@@ -1,0 +1,267 @@
+package redisward
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wardpool/wardpool/pool"
+)
+
+// maxTries bounds how many connections one command is tried on when each
+// turns out dead before the command reached the server (see Process).
+const maxTries = 3
+
+// Pool is a pool of Redis connections run by a pool.Keeper, each connection
+// a go-redis client of its own. It is safe for concurrent use by many
+// goroutines.
+type Pool struct {
+	k           *pool.Keeper[*conn]
+	inner       redis.Options // the template of every connection's client
+	netDial     func(ctx context.Context) (net.Conn, error)
+	dialTimeout time.Duration
+	addr        string
+}
+
+// New builds a pool from cfg. Unless cfg.Lazy is set it opens one connection
+// within ctx and keeps it idle, and fails (closing the pool) when that
+// connection cannot be opened; ctx is not used after New returns.
+func New(ctx context.Context, cfg Config) (*Pool, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	p := &Pool{
+		inner:   innerOptions(cfg.Options),
+		netDial: dialer(cfg.Options),
+		addr:    cfg.Options.Addr,
+	}
+	p.dialTimeout = cfg.Options.DialTimeout
+	if p.dialTimeout == 0 {
+		p.dialTimeout = 5 * time.Second
+	}
+	if p.dialTimeout < 0 {
+		p.dialTimeout = 0
+	}
+	// A dial takes a connect and a handshake; give the handshake go-redis's
+	// read timeout on top of the connect timeout.
+	if p.dialTimeout > 0 {
+		rt := cfg.Options.ReadTimeout
+		if rt == 0 {
+			rt = 3 * time.Second
+		}
+		p.dialTimeout += max(rt, 0)
+	}
+	checkIdle := cfg.CheckIdle
+	if checkIdle == 0 {
+		checkIdle = DefaultCheckIdle
+	}
+	kc := pool.Config[*conn]{
+		Limits:    cfg.Limits,
+		Ward:      cfg.Ward,
+		Dial:      p.dial,
+		Close:     p.close,
+		Check:     p.check,
+		CheckIdle: checkIdle,
+		MinIdle:   cfg.MinIdle,
+		LeakAfter: cfg.LeakAfter,
+		Logger:    cfg.Logger,
+		Clock:     cfg.Clock,
+	}
+	if on := cfg.OnLeak; on != nil {
+		kc.OnLeak = func(l pool.Leak[*conn]) {
+			on(Leak{Client: l.Item.cl, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
+		}
+	}
+	k, err := pool.NewKeeper(kc)
+	if err != nil {
+		return nil, err
+	}
+	p.k = k
+	if !cfg.Lazy {
+		l, err := k.Acquire(ctx)
+		if err != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = k.Close(cctx)
+			return nil, err
+		}
+		l.Release()
+	}
+	return p, nil
+}
+
+// Loan is one connection lent by Acquire, for many commands on the same
+// connection (a WATCH and its transaction, a SELECT'ed database, a blocking
+// pop, a script and its arguments…). End it exactly once with Release or
+// Destroy; later calls do nothing. A Loan is a small value: copies are the
+// same loan. The zero Loan is not usable.
+type Loan struct {
+	l pool.Loan[*conn]
+}
+
+// Client returns the loan's client: a *redis.Client (so a redis.Cmdable and
+// a redis.UniversalClient) whose every command, pipeline and transaction
+// runs on the one lent connection. It is safe for concurrent use, the
+// commands queueing for the connection. Use it only until the loan ends;
+// do not Close it, and do not Subscribe or call Conn on it: those need
+// connections of their own, which it cannot open.
+func (l Loan) Client() *redis.Client { return l.l.Value().cl }
+
+// Release gives the connection back to the pool, or drops and closes it
+// when a command on it failed in a way that may leave it out of step with
+// the server (a network error, a timeout, a cancelled context; not an error
+// reply such as WRONGTYPE, nor redis.Nil). Give it back as the server
+// should find it: a connection left inside MULTI, WATCH, SUBSCRIBE, CLIENT
+// TRACKING or another SELECT'ed database is to be destroyed instead.
+func (l Loan) Release() {
+	if l.l.Value().broken.Load() {
+		l.l.Destroy()
+		return
+	}
+	l.l.Release()
+}
+
+// Destroy drops the connection from the pool and closes it.
+func (l Loan) Destroy() { l.l.Destroy() }
+
+// Held returns how long the connection has been out on this loan.
+func (l Loan) Held() time.Duration { return l.l.Held() }
+
+// Valid reports whether the loan is still out.
+func (l Loan) Valid() bool { return l.l.Valid() }
+
+// Acquire lends one connection, waiting until one is idle, dialled, or ctx
+// ends. It returns ctx.Err() when ctx ends first, pool.ErrClosed after
+// Close, an error wrapping pool.ErrShed when the ward refuses, and the dial
+// error when the connection dialled for this caller cannot be opened.
+func (p *Pool) Acquire(ctx context.Context) (Loan, error) {
+	l, err := p.k.Acquire(ctx)
+	if err != nil {
+		return Loan{}, err
+	}
+	return Loan{l}, nil
+}
+
+// AcquireFunc lends a connection to f for the time of the call and ends
+// the loan as Loan.Release does. It returns f's error, or Acquire's.
+func (p *Pool) AcquireFunc(ctx context.Context, f func(*redis.Client) error) error {
+	l, err := p.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	return f(l.Client())
+}
+
+// Process runs cmd on a pooled connection and returns its error, which is
+// also in cmd. The connection goes back to the pool unless the command
+// broke it (see Loan.Release).
+//
+// A command is never run twice when it may have reached the server. It is
+// run again, on another connection, only when the one it was given turned
+// out to have been closed by the server before anything was sent: a
+// connection is peeked at before it is lent (Config.CheckIdle), and one
+// found closed then is replaced without the caller seeing it.
+func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
+	for try := 1; ; try++ {
+		l, err := p.k.Acquire(ctx)
+		if err != nil {
+			cmd.SetErr(err)
+			return err
+		}
+		c := l.Value()
+		err = c.cl.Process(ctx, cmd)
+		if !c.broken.Load() {
+			l.Release()
+			return err
+		}
+		l.Destroy()
+		if try >= maxTries || !errors.Is(err, errRedial) {
+			return err
+		}
+	}
+}
+
+// Do runs one command given as its arguments, as redis.Client.Do.
+func (p *Pool) Do(ctx context.Context, args ...any) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, args...)
+	_ = p.Process(ctx, cmd)
+	return cmd
+}
+
+// Pipelined runs the commands fn queues as one pipeline on one pooled
+// connection, as redis.Client.Pipelined: it returns every command and the
+// first error. A pipeline is retried as Process retries a command.
+func (p *Pool) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
+	return p.pipelined(ctx, fn, false)
+}
+
+// TxPipelined is Pipelined inside MULTI and EXEC, as
+// redis.Client.TxPipelined.
+func (p *Pool) TxPipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
+	return p.pipelined(ctx, fn, true)
+}
+
+func (p *Pool) pipelined(ctx context.Context, fn func(redis.Pipeliner) error, tx bool) ([]redis.Cmder, error) {
+	for try := 1; ; try++ {
+		l, err := p.k.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c := l.Value()
+		var cmds []redis.Cmder
+		if tx {
+			cmds, err = c.cl.TxPipelined(ctx, fn)
+		} else {
+			cmds, err = c.cl.Pipelined(ctx, fn)
+		}
+		if !c.broken.Load() {
+			l.Release()
+			return cmds, err
+		}
+		l.Destroy()
+		if try >= maxTries || !errors.Is(err, errRedial) {
+			return cmds, err
+		}
+	}
+}
+
+// Watch runs fn in an optimistic transaction watching keys on one pooled
+// connection, as redis.Client.Watch; redis.TxFailedErr says a watched key
+// changed. The connection is unwatched before it goes back.
+func (p *Pool) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...string) error {
+	l, err := p.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Release()
+	return l.Client().Watch(ctx, fn, keys...)
+}
+
+// Ping sends PING on a pooled connection.
+func (p *Pool) Ping(ctx context.Context) error {
+	return p.Process(ctx, redis.NewStatusCmd(ctx, "ping"))
+}
+
+// Stats returns a reading of the pool's books and figures (pool.Stats).
+func (p *Pool) Stats() pool.Stats { return p.k.Stats() }
+
+// Limits returns the bounds the pool runs with.
+func (p *Pool) Limits() pool.Limits { return p.k.Limits() }
+
+// Addr returns the address connections are dialled to.
+func (p *Pool) Addr() string { return p.addr }
+
+// Reset closes every idle connection now and every lent one when it comes
+// back: for after a failover, when every connection made before is
+// suspect.
+func (p *Pool) Reset() { p.k.Reset() }
+
+// Close shuts the pool: calls from now on fail with pool.ErrClosed and so
+// do those waiting; idle connections are closed; then it waits for every
+// loan to come home (closing each) until ctx ends, returning ctx.Err() if
+// it ends first. Calling it again waits again.
+func (p *Pool) Close(ctx context.Context) error { return p.k.Close(ctx) }

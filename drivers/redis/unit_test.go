@@ -1,0 +1,94 @@
+package redisward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wardpool/wardpool/pool"
+)
+
+func TestBroken(t *testing.T) {
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{redis.Nil, false},
+		{redis.TxFailedErr, false},
+		{fakeReply("WRONGTYPE Operation against a key holding the wrong kind of value"), false},
+		{fakeReply("ERR unknown command"), false},
+		{fakeReply("READONLY You can't write against a read only replica."), true},
+		{fmt.Errorf("wrapped: %w", fakeReply("NOSCRIPT No matching script")), false},
+		{io.EOF, true},
+		{io.ErrUnexpectedEOF, true},
+		{context.Canceled, true},
+		{context.DeadlineExceeded, true},
+		{&net.OpError{Op: "read", Err: errors.New("connection reset by peer")}, true},
+		{redis.ErrClosed, true},
+		{errRedial, true},
+	}
+	for _, c := range cases {
+		if got := broken(c.err); got != c.want {
+			t.Errorf("broken(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// fakeReply is an error reply as go-redis reports one: an error with a
+// RedisError method.
+type fakeReply string
+
+func (e fakeReply) Error() string { return string(e) }
+func (fakeReply) RedisError()     {}
+
+func TestFromOptions(t *testing.T) {
+	c := FromOptions(&redis.Options{PoolSize: 7, MaxIdleConns: 3, MinIdleConns: 9, ConnMaxIdleTime: -1, ConnMaxLifetime: time.Hour})
+	want := pool.Limits{Size: 7, Idle: 3, Life: time.Hour}
+	if c.Limits != want || c.MinIdle != 3 {
+		t.Errorf("FromOptions: Limits %+v MinIdle %d, want %+v and 3", c.Limits, c.MinIdle, want)
+	}
+	c = FromOptions(&redis.Options{})
+	if c.Limits.Size <= 0 || c.Limits.Idle != c.Limits.Size || c.Limits.Keep != 30*time.Minute || c.Limits.Life != 0 {
+		t.Errorf("FromOptions defaults: %+v", c.Limits)
+	}
+	c = FromOptions(&redis.Options{PoolSize: 20, MaxActiveConns: 5})
+	if c.Limits.Size != 5 || c.Limits.Idle != 5 {
+		t.Errorf("MaxActiveConns should cap Size: %+v", c.Limits)
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	c, err := ParseURL("redis://user:pw@127.0.0.1:6390/3?pool_size=4&conn_max_idle_time=10s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Options.Addr != "127.0.0.1:6390" || c.Options.DB != 3 || c.Options.Username != "user" || c.Options.Password != "pw" {
+		t.Errorf("options: %+v", c.Options)
+	}
+	if c.Limits != (pool.Limits{Size: 4, Idle: 4, Keep: 10 * time.Second}) {
+		t.Errorf("limits: %+v", c.Limits)
+	}
+	if _, err := ParseURL("http://nope"); !errors.Is(err, ErrConfig) {
+		t.Errorf("bad URL: %v, want ErrConfig", err)
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	ctx := context.Background()
+	if _, err := New(ctx, Config{}); !errors.Is(err, ErrConfig) {
+		t.Errorf("nil Options: %v", err)
+	}
+	if _, err := New(ctx, Config{Options: &redis.Options{}, MinIdle: -1}); !errors.Is(err, ErrConfig) {
+		t.Errorf("negative MinIdle: %v", err)
+	}
+	if _, err := New(ctx, Config{Options: &redis.Options{}, Limits: pool.Limits{Size: 1}, MinIdle: 2, Lazy: true}); !errors.Is(err, pool.ErrConfig) {
+		t.Errorf("MinIdle over Size: %v", err)
+	}
+}
