@@ -27,6 +27,12 @@ const (
 	ReferenceVar = "WARDPOOL_REFERENCE"
 	// PythonVar holds the path of the Python that can import SQLAlchemy.
 	PythonVar = "WARDPOOL_PYTHON"
+	// PostgresThrowawayVar is "1" when the server in WARDPOOL_PG_DSN was
+	// started by ./scripts/test for this run alone.
+	PostgresThrowawayVar = "WARDPOOL_PG_THROWAWAY"
+	// RedisThrowawayVar is "1" when the server in WARDPOOL_REDIS_ADDR was
+	// started by ./scripts/test for this run alone.
+	RedisThrowawayVar = "WARDPOOL_REDIS_THROWAWAY"
 )
 
 // PostgresDSN returns the PostgreSQL connection URL in WARDPOOL_PG_DSN. When
@@ -55,6 +61,18 @@ func RedisAddr(t testing.TB) string {
 	}
 	return addr
 }
+
+// PostgresThrowaway reports whether the PostgreSQL in WARDPOOL_PG_DSN is a
+// throw-away server that ./scripts/test started for this run (loopback only,
+// deleted afterwards), so a test may change server-wide settings or end other
+// sessions. It is false for a server a developer pointed the tests at.
+func PostgresThrowaway() bool { return os.Getenv(PostgresThrowawayVar) == "1" }
+
+// RedisThrowaway reports whether the Redis in WARDPOOL_REDIS_ADDR is a
+// throw-away server that ./scripts/test started for this run (loopback only,
+// no persistence), so a test may flush it or change its settings. It is false
+// for a server a developer pointed the tests at.
+func RedisThrowaway() bool { return os.Getenv(RedisThrowawayVar) == "1" }
 
 // Reference skips the test unless WARDPOOL_REFERENCE is "1", that is unless
 // ./scripts/test has made sure the reference runtimes are installed.

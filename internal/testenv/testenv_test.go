@@ -134,3 +134,20 @@ func TestPython(t *testing.T) {
 		t.Errorf("Python() = %q; want the variable's value", got)
 	}
 }
+
+func TestThrowaway(t *testing.T) {
+	for _, tc := range []struct {
+		env string
+		f   func() bool
+	}{
+		{PostgresThrowawayVar, PostgresThrowaway},
+		{RedisThrowawayVar, RedisThrowaway},
+	} {
+		for v, want := range map[string]bool{"": false, "0": false, "yes": false, "1": true} {
+			t.Setenv(tc.env, v)
+			if got := tc.f(); got != want {
+				t.Errorf("with %s=%q: %v; want %v", tc.env, v, got, want)
+			}
+		}
+	}
+}
