@@ -27,14 +27,6 @@ func finite(f float64) bool {
 	return !math.IsNaN(f) && !math.IsInf(f, 0)
 }
 
-// orDefault returns f when it is finite and at least lo, else def.
-func orDefault(f, lo, def float64) float64 {
-	if finite(f) && f >= lo {
-		return f
-	}
-	return def
-}
-
 // floorDiv and floorMod divide rounding towards minus infinity, so that a
 // negative Unix time still falls in the window that contains it. d > 0.
 func floorDiv(n, d int64) int64 {

@@ -301,7 +301,8 @@ func TestPeriod(t *testing.T) {
 
 func TestGate(t *testing.T) {
 	g := NewGate(2)
-	if !g.Enter() || !g.Enter() || g.Enter() {
+	first, second, third := g.Enter(), g.Enter(), g.Enter()
+	if !first || !second || third {
 		t.Fatal("a gate of 2 did not admit exactly two")
 	}
 	g.Leave()
