@@ -1,0 +1,153 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Collector is a prometheus.Collector for one pool. Each Collect takes one
+// reading from its Source (one lock acquisition for a Keeper) and exports
+// every series of it; see the package documentation for the list.
+//
+// The limits (max_resources, max_idle_resources) are read once, by
+// NewCollector: a Keeper's limits never change.
+//
+// A Collector is safe for concurrent use; register it with
+// prometheus.Registerer.Register or MustRegister.
+type Collector struct {
+	src    Source
+	series []series           // in exposition order, retired excluded
+	descs  []*prometheus.Desc // by series
+	labels [][]*dto.LabelPair // by series: the constant labels
+	fixed  []constSample      // the limits, values read once
+	ret    *prometheus.Desc   // retired_total
+	retLab [len(reasons)][]*dto.LabelPair
+}
+
+// constSample is a series whose value is fixed when the Collector is made.
+type constSample struct {
+	desc   *prometheus.Desc
+	labels []*dto.LabelPair
+	value  float64
+}
+
+// NewCollector returns a Collector reading src, naming its series after o.
+// It panics, as prometheus.NewDesc would fail, when o makes an invalid
+// metric or label name.
+func NewCollector(src Source, o Options) *Collector {
+	prefix := o.prefix("_")
+	var consts prometheus.Labels
+	if len(o.Labels) > 0 {
+		consts = make(prometheus.Labels, len(o.Labels))
+		for k, v := range o.Labels {
+			consts[k] = v
+		}
+	}
+	desc := func(s *series, variable ...string) *prometheus.Desc {
+		d := prometheus.NewDesc(prefix+"_"+s.prom, s.help, variable, consts)
+		// NewDesc defers its errors to registration and Collect; surface
+		// them now, where the mistake was made. NewConstMetric reports
+		// the Desc's error, and has none of its own for the right number
+		// of label values.
+		if _, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, 0, variable...); err != nil {
+			panic("metrics: " + err.Error())
+		}
+		return d
+	}
+	c := &Collector{src: src, series: chosen(src)}
+	c.descs = make([]*prometheus.Desc, len(c.series))
+	c.labels = make([][]*dto.LabelPair, len(c.series))
+	for i := range c.series {
+		c.descs[i] = desc(&c.series[i])
+		c.labels[i] = prometheus.MakeLabelPairs(c.descs[i], nil)
+	}
+	c.ret = desc(&retired, "reason")
+	for i, r := range reasons {
+		c.retLab[i] = prometheus.MakeLabelPairs(c.ret, []string{r})
+	}
+	ls, lv := limitsOf(src)
+	for i := range ls {
+		d := desc(&ls[i])
+		c.fixed = append(c.fixed, constSample{d, prometheus.MakeLabelPairs(d, nil), float64(lv[i])})
+	}
+	return c
+}
+
+// Describe sends the descriptors of every series the Collector exports.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+	ch <- c.ret
+	for i := range c.fixed {
+		ch <- c.fixed[i].desc
+	}
+}
+
+// Collect takes one reading from the Source and sends every series of it.
+// It allocates one block for all the samples of a scrape.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.src.Stats()
+	n := len(c.series)
+	buf := make([]sample, n+len(reasons))
+	for i := range c.series {
+		s := &c.series[i]
+		buf[i].set(c.descs[i], c.labels[i], s.float(s.field.of(&st)), s.kind == counter)
+		ch <- &buf[i]
+	}
+	by := retiredBy(&st)
+	for i := range reasons {
+		buf[n+i].set(c.ret, c.retLab[i], float64(by[i]), true)
+		ch <- &buf[n+i]
+	}
+	for i := range c.fixed {
+		ch <- &c.fixed[i]
+	}
+}
+
+// sample is one value of one scrape, with the protobuf messages Write hands
+// out already built, so that a scrape allocates one block for all its
+// samples. A sample is never changed after it is sent: Write only reads it,
+// and may be called any number of times, concurrently.
+type sample struct {
+	desc   *prometheus.Desc
+	labels []*dto.LabelPair // shared by every scrape; never modified
+	value  float64
+	gauge  *dto.Gauge   // points at g, or nil
+	count  *dto.Counter // points at c, or nil
+	g      dto.Gauge
+	c      dto.Counter
+}
+
+// set fills s, which must not have been sent yet.
+func (s *sample) set(d *prometheus.Desc, labels []*dto.LabelPair, v float64, isCounter bool) {
+	s.desc, s.labels, s.value = d, labels, v
+	if isCounter {
+		s.c.Value = &s.value
+		s.count = &s.c
+	} else {
+		s.g.Value = &s.value
+		s.gauge = &s.g
+	}
+}
+
+// Desc returns the sample's descriptor.
+func (s *sample) Desc() *prometheus.Desc { return s.desc }
+
+// Write fills m with the sample's labels and value.
+func (s *sample) Write(m *dto.Metric) error {
+	m.Label = s.labels
+	m.Counter = s.count
+	m.Gauge = s.gauge
+	return nil
+}
+
+// Desc returns the limit's descriptor.
+func (s *constSample) Desc() *prometheus.Desc { return s.desc }
+
+// Write fills m with the limit's labels and value.
+func (s *constSample) Write(m *dto.Metric) error {
+	m.Label = s.labels
+	m.Gauge = &dto.Gauge{Value: &s.value}
+	return nil
+}

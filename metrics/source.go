@@ -1,0 +1,323 @@
+package metrics
+
+import (
+	"sort"
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+)
+
+// Source is what the exporters read: anything that answers one Stats
+// reading, such as a *pool.Keeper of any type. An exporter calls Stats once
+// per scrape or collection, never once per series, so a Keeper's mutex is
+// taken once each time. Stats must be safe for concurrent use.
+type Source interface {
+	Stats() pool.Stats
+}
+
+// limited is the optional part of a Source: the limits it holds itself to.
+// *pool.Keeper has it.
+type limited interface {
+	Limits() pool.Limits
+}
+
+// FromBooks returns a Source for a pool.Pool run by the caller's own code
+// (a Pool has no lock of its own). books is called once per reading, from
+// the exporter's goroutine, so it must take whatever lock guards the Pool,
+// for example:
+//
+//	metrics.FromBooks(func() pool.Books { mu.Lock(); defer mu.Unlock(); return p.Books() })
+//
+// Only the series of pool.Books are exported for such a Source; the
+// runtime's (waiting, dialing, acquires, checks, leaks, …) belong to a
+// Keeper and are left out rather than reported as zeros.
+func FromBooks(books func() pool.Books) Source { return booksSource(books) }
+
+// booksSource is the Source FromBooks returns.
+type booksSource func() pool.Books
+
+// Stats returns the books in a Stats with the runtime's figures zero.
+func (f booksSource) Stats() pool.Stats { return pool.Stats{Books: f()} }
+
+// Options say how the exported series are named and labelled. The zero
+// Options name every series under the namespace "wardpool" with no labels.
+type Options struct {
+	// Namespace is the first part of every series name: "wardpool" when
+	// empty. Prometheus joins the parts with "_", OpenTelemetry with ".".
+	Namespace string
+	// Subsystem, when set, is the second part of every series name, e.g.
+	// the pool's role ("primary", "cache").
+	Subsystem string
+	// Labels are added to every series: constant labels in Prometheus,
+	// attributes in OpenTelemetry. Use them to tell pools apart, e.g.
+	// {"pool": "orders"}. The exporters copy the map.
+	Labels map[string]string
+}
+
+// prefix returns the namespace and subsystem joined by sep.
+func (o Options) prefix(sep string) string {
+	ns := o.Namespace
+	if ns == "" {
+		ns = "wardpool"
+	}
+	if o.Subsystem != "" {
+		return ns + sep + o.Subsystem
+	}
+	return ns
+}
+
+// labelKeys returns the keys of o.Labels in order.
+func (o Options) labelKeys() []string {
+	keys := make([]string, 0, len(o.Labels))
+	for k := range o.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// kind is how a series behaves.
+type kind uint8
+
+const (
+	gauge   kind = iota // goes up and down: a count of things now
+	counter             // only rises: a count of events since the start
+)
+
+// series is one exported figure. The same table drives Prometheus and
+// OpenTelemetry, so the two always export the same figures.
+type series struct {
+	prom    string // Prometheus name after the prefix, with _total for counters
+	otel    string // OpenTelemetry name after the prefix
+	unit    string // OpenTelemetry unit (UCUM): "s" or a {annotation}
+	help    string
+	kind    kind
+	runtime bool  // a Keeper figure, not in pool.Books
+	seconds bool  // value is a time.Duration, exported in seconds
+	field   field // the figure
+}
+
+// field names one figure of a Stats. (A switch rather than a func value per
+// series: a reading passed to a func value escapes to the heap.)
+type field uint8
+
+const (
+	fLive field = iota + 1
+	fIdle
+	fBusy
+	fWaiting
+	fDialing
+	fMade
+	fFailed
+	fLoans
+	fReused
+	fDropped
+	fWaited
+	fDeferred
+	fShed
+	fAcquires
+	fAcquireWait
+	fEmptyAcquires
+	fCanceled
+	fChecks
+	fCheckFailures
+	fLeaks
+	fDoubleReleases
+	fPanics
+)
+
+// of returns the figure f of s; a Duration in nanoseconds.
+func (f field) of(s *pool.Stats) int64 {
+	switch f {
+	case fLive:
+		return int64(s.Live)
+	case fIdle:
+		return int64(s.Idle)
+	case fBusy:
+		return int64(s.Busy)
+	case fWaiting:
+		return int64(s.Waiting)
+	case fDialing:
+		return int64(s.Dialing)
+	case fMade:
+		return int64(s.Made)
+	case fFailed:
+		return int64(s.Failed)
+	case fLoans:
+		return int64(s.Loans)
+	case fReused:
+		return int64(s.Reused)
+	case fDropped:
+		return int64(s.Dropped)
+	case fWaited:
+		return int64(s.Waited)
+	case fDeferred:
+		return int64(s.Deferred)
+	case fShed:
+		return int64(s.Shed)
+	case fAcquires:
+		return int64(s.Acquires)
+	case fAcquireWait:
+		return int64(s.AcquireWait)
+	case fEmptyAcquires:
+		return int64(s.EmptyAcquires)
+	case fCanceled:
+		return int64(s.Canceled)
+	case fChecks:
+		return int64(s.Checks)
+	case fCheckFailures:
+		return int64(s.CheckFailures)
+	case fLeaks:
+		return int64(s.Leaks)
+	case fDoubleReleases:
+		return int64(s.DoubleReleases)
+	case fPanics:
+		return int64(s.Panics)
+	}
+	panic("metrics: unknown field")
+}
+
+// The retired series carries a reason label; its three values are these.
+const (
+	reasonIdle  = "idle"  // sat idle longer than Limits.Keep
+	reasonLife  = "life"  // lived longer than Limits.Life
+	reasonOther = "other" // every other retirement: Close, Reset, Idle ceiling, a bad give
+)
+
+// reasons are the retired series' label values, in exposition order.
+var reasons = [...]string{reasonIdle, reasonLife, reasonOther}
+
+// retiredBy splits the retired count by reason; the three add up to Retired.
+func retiredBy(s *pool.Stats) [len(reasons)]int64 {
+	idle, life := s.IdleRetired, s.LifeRetired
+	other := s.Retired - idle - life
+	if idle+life > s.Retired { // never, with honest books; don't wrap around
+		other = 0
+	}
+	return [...]int64{int64(idle), int64(life), int64(other)}
+}
+
+// retired describes the retired series; its value comes from retiredBy.
+var retired = series{
+	prom: "retired_total", otel: "retired", unit: "{resource}", kind: counter,
+	help: "Resources the pool let go of and closed, by reason: idle (sat idle past Keep), life (lived past Life), other (Close, Reset, the Idle ceiling, a resource given back to a closed pool).",
+}
+
+// table lists every series but retired and the limits, in exposition order.
+var table = []series{
+	{prom: "live_resources", otel: "resources.live", unit: "{resource}", kind: gauge,
+		help:  "Resources that exist now: idle, lent, and being made (live = idle + busy).",
+		field: fLive},
+	{prom: "idle_resources", otel: "resources.idle", unit: "{resource}", kind: gauge,
+		help:  "Resources sitting in the pool now, ready to lend.",
+		field: fIdle},
+	{prom: "busy_resources", otel: "resources.busy", unit: "{resource}", kind: gauge,
+		help:  "Resources lent or being made now.",
+		field: fBusy},
+	{prom: "waiting_acquires", otel: "acquires.waiting", unit: "{acquire}", kind: gauge, runtime: true,
+		help:  "Callers queued for a resource now.",
+		field: fWaiting},
+	{prom: "dialing_resources", otel: "resources.dialing", unit: "{resource}", kind: gauge, runtime: true,
+		help:  "Dials in flight now.",
+		field: fDialing},
+
+	{prom: "made_total", otel: "made", unit: "{resource}", kind: counter,
+		help:  "Resources made (dialed) and taken into the pool.",
+		field: fMade},
+	{prom: "make_failures_total", otel: "make.failures", unit: "{resource}", kind: counter,
+		help:  "Makes (dials) that failed.",
+		field: fFailed},
+	{prom: "loans_total", otel: "loans", unit: "{loan}", kind: counter,
+		help:  "Resources lent to callers, fresh or reused.",
+		field: fLoans},
+	{prom: "reused_loans_total", otel: "loans.reused", unit: "{loan}", kind: counter,
+		help:  "Loans of a resource that was sitting idle (loans minus reused loans is the cold-start cost).",
+		field: fReused},
+	{prom: "dropped_total", otel: "dropped", unit: "{resource}", kind: counter,
+		help:  "Resources taken off the books without being retired: destroyed (by the borrower, or after a failed Check or Reset) or hijacked.",
+		field: fDropped},
+	{prom: "waited_total", otel: "waited", unit: "{acquire}", kind: counter,
+		help:  "Acquires that found the pool full and had to wait for a return.",
+		field: fWaited},
+	{prom: "deferred_total", otel: "deferred", unit: "{acquire}", kind: counter,
+		help:  "Acquires the ward told to try again later (backoff, rate limit).",
+		field: fDeferred},
+	{prom: "shed_total", otel: "shed", unit: "{acquire}", kind: counter,
+		help:  "Acquires the ward refused at once (breaker, shedder).",
+		field: fShed},
+
+	{prom: "acquires_total", otel: "acquires", unit: "{acquire}", kind: counter, runtime: true,
+		help:  "Successful acquires.",
+		field: fAcquires},
+	{prom: "acquire_wait_seconds_total", otel: "acquire.wait", unit: "s", kind: counter, runtime: true, seconds: true,
+		help:  "Total time successful acquires spent waiting (queued, dialing, held back), in seconds.",
+		field: fAcquireWait},
+	{prom: "empty_acquires_total", otel: "acquires.empty", unit: "{acquire}", kind: counter, runtime: true,
+		help:  "Successful acquires that found nothing idle and had to wait or dial.",
+		field: fEmptyAcquires},
+	{prom: "canceled_acquires_total", otel: "acquires.canceled", unit: "{acquire}", kind: counter, runtime: true,
+		help:  "Acquires that ended with their context before getting a resource.",
+		field: fCanceled},
+	{prom: "checks_total", otel: "checks", unit: "{check}", kind: counter, runtime: true,
+		help:  "Health checks run on resources about to be lent after sitting idle.",
+		field: fChecks},
+	{prom: "check_failures_total", otel: "check.failures", unit: "{check}", kind: counter, runtime: true,
+		help:  "Health checks that failed; the resource was closed and replaced unseen by the caller.",
+		field: fCheckFailures},
+	{prom: "leaks_total", otel: "leaks", unit: "{loan}", kind: counter, runtime: true,
+		help:  "Loans held longer than LeakAfter.",
+		field: fLeaks},
+	{prom: "double_releases_total", otel: "double_releases", unit: "{call}", kind: counter, runtime: true,
+		help:  "Release, Destroy or Hijack calls on a loan that had already ended (ignored).",
+		field: fDoubleReleases},
+	{prom: "panics_total", otel: "panics", unit: "{panic}", kind: counter, runtime: true,
+		help:  "Panics recovered in the Dial, Close, Check and Reset hooks.",
+		field: fPanics},
+}
+
+// The limit series, exported only when the Source has a Limits method and
+// the limit is set (a limit of zero means none, and a ratio to it would be
+// meaningless).
+var (
+	maxResources = series{prom: "max_resources", otel: "resources.max", unit: "{resource}", kind: gauge,
+		help: "The most resources the pool may hold (Limits.Size)."}
+	maxIdle = series{prom: "max_idle_resources", otel: "resources.idle.max", unit: "{resource}", kind: gauge,
+		help: "The most idle resources the pool keeps (Limits.Idle)."}
+)
+
+// limitsOf returns the limit series of src with their values, read once.
+func limitsOf(src Source) (s []series, v []int64) {
+	l, ok := src.(limited)
+	if !ok {
+		return nil, nil
+	}
+	lim := l.Limits()
+	if lim.Size > 0 {
+		s, v = append(s, maxResources), append(v, int64(lim.Size))
+	}
+	if lim.Idle > 0 {
+		s, v = append(s, maxIdle), append(v, int64(lim.Idle))
+	}
+	return s, v
+}
+
+// chosen returns the series of table to export for src.
+func chosen(src Source) []series {
+	_, booksOnly := src.(booksSource)
+	out := make([]series, 0, len(table))
+	for _, s := range table {
+		if s.runtime && booksOnly {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// float is v as exported: seconds for a duration, itself otherwise.
+func (s *series) float(v int64) float64 {
+	if s.seconds {
+		return time.Duration(v).Seconds()
+	}
+	return float64(v)
+}
