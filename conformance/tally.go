@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,10 +14,16 @@ import (
 )
 
 // Row is one line of a conformance table: what was compared with one
-// reference in one step file, or in all of them (File "all").
+// reference in one step file, or in all of them (File "all"); or, when
+// Reason is set, the traces of that file left out of the comparison with
+// that reference, and why.
 type Row struct {
 	Reference string
 	File      string
+	// Reason is empty for a row of compared traces. For a row of traces not
+	// compared it says why (see NotCompared); such a row counts Traces and
+	// Steps, and no hand-outs, refusals or differences.
+	Reason string
 	// Ran lists the versions that answered, as their recordings' ran lines
 	// say, without the reference's name.
 	Ran []string
@@ -49,9 +56,11 @@ func (d Difference) String() string {
 // is Replay's when replay is true, and NAME.wardpool.rec's otherwise.
 //
 // It returns a row for each step file and reference with something to
-// compare and, for each trace that differs, the first difference. A trace that names a reference with no recording for it,
-// or a recording with no trace, is an error: a comparison silently skipped is
-// not a comparison.
+// compare and, for each trace that differs, the first difference. A trace
+// that NotCompared leaves out is not compared but counted, in a row of its
+// own that carries the reason. A trace that names a reference with no
+// recording for it, or a recording with no trace, is an error: a comparison
+// silently skipped is not a comparison.
 func Tally(dir string, replay bool) ([]Row, []Difference, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.steps"))
 	if err != nil {
@@ -76,6 +85,7 @@ func Tally(dir string, replay bool) ([]Row, []Difference, error) {
 		}
 		for _, ref := range References {
 			row := &Row{Reference: ref, File: filepath.Base(file)}
+			left := map[string]*Row{} // rows of traces not compared, by reason
 			name := base + "." + ref + ".rec"
 			theirs, err := readRecordings(name)
 			if errors.Is(err, fs.ErrNotExist) && !slices.ContainsFunc(traces, func(t Trace) bool { return t.ComparedWith(ref) }) {
@@ -102,6 +112,19 @@ func Tally(dir string, replay bool) ([]Row, []Difference, error) {
 					return nil, nil, fmt.Errorf("%s.%s.rec: no recording of trace %s", base, Wardpool, t.Name)
 				}
 				ran := strings.TrimPrefix(want.Ran, ref+" ")
+				if why := NotCompared(ref, want); why != "" {
+					l := left[why]
+					if l == nil {
+						l = &Row{Reference: ref, File: row.File, Reason: why}
+						left[why] = l
+					}
+					if !slices.Contains(l.Ran, ran) {
+						l.Ran = append(l.Ran, ran)
+					}
+					l.Traces++
+					l.Steps += len(want.Entries)
+					continue
+				}
 				if !slices.Contains(row.Ran, ran) {
 					row.Ran = append(row.Ran, ran)
 				}
@@ -123,37 +146,102 @@ func Tally(dir string, replay bool) ([]Row, []Difference, error) {
 				row.Files = 1
 				rows = append(rows, *row)
 			}
+			for _, why := range slices.Sorted(maps.Keys(left)) {
+				left[why].Files = 1
+				rows = append(rows, *left[why])
+			}
 		}
 	}
 	return rows, diffs, nil
 }
 
+// InPlaceRecycle is the reason NotCompared gives for a lifetime trace that
+// SQLAlchemy recorded recycling a connection in place over other idle
+// records: deliberate difference 3 in README.md.
+const InPlaceRecycle = "not compared: in-place recycle over idle records (difference 3)"
+
+// NotCompared returns why the trace that ref recorded as rec is left out of
+// the comparison with ref, or "" when it is compared. The decision reads
+// only the reference's own recording, never wardpool's, so a trace drawn
+// from any seed is sorted the same way before anything is compared.
+//
+// One rule holds today: a lifetime trace is not compared with SQLAlchemy
+// when its recording shows a take that closes a resource (a recycle at
+// checkout) while two or more were idle after the step before it (at the
+// start of a trace none are). SQLAlchemy then replaces the connection inside
+// the record it popped and leaves the records below it idle; what it hands
+// out and counts from there on is its bookkeeping (README.md, deliberate
+// difference 3). A recycle with one idle, or none, is compared.
+func NotCompared(ref string, rec Recording) string {
+	if ref != SQLAlchemy || rec.Policy.Age != LifeAge {
+		return ""
+	}
+	idle := 0
+	for _, e := range rec.Entries {
+		if e.Step.Verb == Take && len(e.Closed) > 0 && idle >= 2 {
+			return InPlaceRecycle
+		}
+		idle = e.Idle
+	}
+	return ""
+}
+
 // Totals adds rows up into one row per reference, in the order of
-// References, with File "all".
+// References, with File "all": the compared rows into one, and after it the
+// rows of traces not compared into one for each reason, in the order the
+// reasons first appear.
 func Totals(rows []Row) []Row {
-	out := make([]Row, len(References))
-	for i, ref := range References {
-		t := &out[i]
-		t.Reference, t.File = ref, "all"
-		for _, r := range rows {
-			if r.Reference != ref {
-				continue
+	var reasons []string
+	for _, r := range rows {
+		if r.Reason != "" && !slices.Contains(reasons, r.Reason) {
+			reasons = append(reasons, r.Reason)
+		}
+	}
+	var out []Row
+	for _, ref := range References {
+		out = append(out, total(rows, ref, ""))
+		for _, why := range reasons {
+			if t := total(rows, ref, why); t.Traces > 0 {
+				out = append(out, t)
 			}
-			for _, v := range r.Ran {
-				if !slices.Contains(t.Ran, v) {
-					t.Ran = append(t.Ran, v)
-				}
-			}
-			t.Files += r.Files
-			t.Traces += r.Traces
-			t.Steps += r.Steps
-			t.Handouts += r.Handouts
-			t.Refusals += r.Refusals
-			t.Differ += r.Differ
-			t.Same += r.Same
 		}
 	}
 	return out
+}
+
+// Compared returns the rows of compared traces, leaving out the rows of
+// traces not compared.
+func Compared(rows []Row) []Row {
+	var out []Row
+	for _, r := range rows {
+		if r.Reason == "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// total adds up the rows of ref with the given reason ("" for compared).
+func total(rows []Row, ref, reason string) Row {
+	t := Row{Reference: ref, File: "all", Reason: reason}
+	for _, r := range rows {
+		if r.Reference != ref || r.Reason != reason {
+			continue
+		}
+		for _, v := range r.Ran {
+			if !slices.Contains(t.Ran, v) {
+				t.Ran = append(t.Ran, v)
+			}
+		}
+		t.Files += r.Files
+		t.Traces += r.Traces
+		t.Steps += r.Steps
+		t.Handouts += r.Handouts
+		t.Refusals += r.Refusals
+		t.Differ += r.Differ
+		t.Same += r.Same
+	}
+	return t
 }
 
 // sameHandouts counts the hand-outs of want that got records with the same
@@ -175,7 +263,10 @@ func WriteTable(w io.Writer, rows []Row) error {
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rows {
 		result := "all identical"
-		if r.Differ > 0 {
+		switch {
+		case r.Reason != "":
+			result = r.Reason
+		case r.Differ > 0:
 			result = fmt.Sprintf("%d of %d traces differ; %d of %d hand-outs identical", r.Differ, r.Traces, r.Same, r.Handouts)
 		}
 		file := r.File

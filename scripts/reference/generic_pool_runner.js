@@ -6,12 +6,16 @@
 // Reads a step file (format in conformance/README.md) and writes a recording
 // of what generic-pool decided at every step. By default only the traces
 // whose `compare` line names `generic-pool` are run; with --all every trace
-// generic-pool can express is run (no lifetime age).
+// generic-pool can express is run (a lifetime age only without evict steps).
 //
 // The pool is configured to wardpool's default policy: a hard ceiling that
-// refuses at once (maxWaitingClients 0), last-in-first-out reuse (fifo
-// false), and the idle age as idleTimeoutMillis, applied only by evict steps
-// (no eviction timer). Date.now is replaced by the trace's virtual clock.
+// refuses at once (maxWaitingClients 0) and last-in-first-out reuse (fifo
+// false). An idle age is idleTimeoutMillis, applied only by evict steps (no
+// eviction timer). A lifetime age is testOnBorrow with a factory.validate
+// that fails a resource older than the age (strictly: exactly the age is not
+// past it); generic-pool validates only at a borrow, destroys a resource that
+// fails and dispenses again: the next idle one, or a new one when none is
+// idle. Date.now is replaced by the trace's virtual clock.
 "use strict";
 
 const fs = require("fs");
@@ -92,7 +96,14 @@ function parse(file) {
 // expressible reports why generic-pool cannot run a trace, or null.
 function expressible(trace) {
   const kind = trace.age[0];
-  if (kind !== "none" && kind !== "idle") return `generic-pool has no ${kind} age`;
+  if (kind !== "none" && kind !== "idle" && kind !== "life") {
+    return `generic-pool has no ${kind} age`;
+  }
+  // Its evictor knows only idle time: an evict in a lifetime trace would
+  // retire nothing there.
+  if (kind === "life" && trace.steps.some(([verb]) => verb === "evict")) {
+    return "generic-pool evicts by idle time only, not by lifetime";
+  }
   return null;
 }
 
@@ -108,14 +119,17 @@ function settle() {
 async function run(trace, clock) {
   let made = 0;
   let closed = [];
+  const [kind, ms] = trace.age;
   const factory = {
-    // Distinct objects: generic-pool tracks loans by identity.
-    create: async () => ({ index: ++made }),
+    // Distinct objects: generic-pool tracks loans by identity. create runs
+    // synchronously inside acquire(), so born is the moment of the take.
+    create: async () => ({ index: ++made, born: Date.now() }),
     destroy: async res => {
       closed.push(res.index);
     },
+    // Called only at a borrow (testOnBorrow), and only for a lifetime age.
+    validate: async res => Date.now() - res.born <= ms,
   };
-  const [kind, ms] = trace.age;
   clock.ms = 0;
   const pool = genericPool.createPool(factory, {
     max: trace.size,
@@ -126,6 +140,7 @@ async function run(trace, clock) {
     idleTimeoutMillis: kind === "idle" ? ms : Number.POSITIVE_INFINITY,
     evictionRunIntervalMillis: 0,
     numTestsPerEvictionRun: Math.max(trace.size, 1),
+    testOnBorrow: kind === "life",
   });
   const seats = new Map();
   const out = [];
