@@ -1,0 +1,490 @@
+package redisward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wardpool/wardpool/internal/testenv"
+	"github.com/wardpool/wardpool/pool"
+)
+
+// newPool returns a pool of at most size connections to the test server,
+// closed when the test ends, and a key prefix of the test's own.
+func newPool(t *testing.T, size int, edit func(*Config)) (*Pool, string) {
+	t.Helper()
+	addr := testenv.RedisAddr(t)
+	cfg := FromOptions(&redis.Options{Addr: addr, PoolSize: size})
+	if edit != nil {
+		edit(&cfg)
+	}
+	p, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return p, "wardpool:test:" + t.Name() + ":" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
+}
+
+// admin returns a plain go-redis client for the test to look at and poke
+// the server with, closed when the test ends.
+func admin(t *testing.T) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t), PoolSize: 1})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// clientID returns the server's id of the connection behind l.
+func clientID(t *testing.T, l Loan) int64 {
+	t.Helper()
+	id, err := l.Client().ClientID(context.Background()).Result()
+	if err != nil {
+		t.Fatalf("CLIENT ID: %v", err)
+	}
+	return id
+}
+
+// kill closes the server side of connection id and waits until the server
+// no longer lists it, so that its end of the socket is closed.
+func kill(t *testing.T, a *redis.Client, id int64) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := a.ClientKillByFilter(ctx, "ID", strconv.FormatInt(id, 10)).Result()
+	if err != nil || n != 1 {
+		t.Fatalf("CLIENT KILL ID %d: %d %v", id, n, err)
+	}
+	waitFor(t, func() bool {
+		list, err := a.ClientList(ctx).Result()
+		return err == nil && !strings.Contains(list, "id="+strconv.FormatInt(id, 10)+" ")
+	})
+}
+
+func TestCommands(t *testing.T) {
+	p, k := newPool(t, 4, nil)
+	ctx := context.Background()
+	if err := p.Do(ctx, "SET", k+"a", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := p.Do(ctx, "GET", k+"a").Text(); err != nil || v != "1" {
+		t.Fatalf("GET = %q %v", v, err)
+	}
+	incr := redis.NewIntCmd(ctx, "INCRBY", k+"a", 41)
+	if err := p.Process(ctx, incr); err != nil || incr.Val() != 42 {
+		t.Fatalf("INCRBY = %d %v", incr.Val(), err)
+	}
+	// A missing key is redis.Nil, and an error reply is the server's error:
+	// neither costs the connection.
+	if err := p.Do(ctx, "GET", k+"missing").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET missing = %v, want redis.Nil", err)
+	}
+	if err := p.Do(ctx, "LPUSH", k+"a", "x").Err(); err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		t.Fatalf("LPUSH on a string = %v, want WRONGTYPE", err)
+	}
+	if err := p.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := p.Stats()
+	if s.Made != 1 || s.Live != 1 || s.Idle != 1 {
+		t.Fatalf("after errors that are replies, want one connection made and kept: %+v", s.Books)
+	}
+}
+
+func TestPipelines(t *testing.T) {
+	p, k := newPool(t, 2, nil)
+	ctx := context.Background()
+	cmds, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, k+"x", "1", 0)
+		pipe.Incr(ctx, k+"x")
+		pipe.Get(ctx, k+"x")
+		return nil
+	})
+	if err != nil || len(cmds) != 3 || cmds[2].(*redis.StringCmd).Val() != "2" {
+		t.Fatalf("Pipelined: %v %v", cmds, err)
+	}
+	var incr *redis.IntCmd
+	cmds, err = p.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Incr(ctx, k+"x")
+		incr = pipe.Incr(ctx, k+"x")
+		return nil
+	})
+	if err != nil || len(cmds) != 2 || incr.Val() != 4 {
+		t.Fatalf("TxPipelined: %v %v (incr %d)", cmds, err, incr.Val())
+	}
+	// A pipeline with an error reply in it reports it and keeps the connection.
+	_, err = p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.LPush(ctx, k+"x", "y")
+		pipe.Get(ctx, k+"x")
+		return nil
+	})
+	if err == nil || !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+		t.Fatalf("pipeline with WRONGTYPE: %v", err)
+	}
+	// Watch: a change made by another connection between WATCH and EXEC
+	// fails the transaction.
+	err = p.Watch(ctx, func(tx *redis.Tx) error {
+		if err := p.Do(ctx, "SET", k+"x", "other").Err(); err != nil {
+			return err
+		}
+		_, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.Set(ctx, k+"x", "mine", 0)
+			return nil
+		})
+		return err
+	}, k+"x")
+	if !errors.Is(err, redis.TxFailedErr) {
+		t.Fatalf("Watch with a concurrent change: %v, want TxFailedErr", err)
+	}
+	if s := p.Stats(); s.Made != 2 || s.Live != 2 {
+		t.Fatalf("want both connections kept: %+v", s.Books)
+	}
+}
+
+// TestLoan runs many commands on one lent connection through the full
+// redis.Cmdable, including a SELECT that only makes sense on one connection.
+func TestLoan(t *testing.T) {
+	p, k := newPool(t, 2, nil)
+	ctx := context.Background()
+	l, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c redis.Cmdable = l.Client()
+	id := clientID(t, l)
+	for i := range 5 {
+		if err := c.RPush(ctx, k+"list", i).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.LLen(ctx, k+"list").Val(); n != 5 {
+		t.Fatalf("LLEN = %d", n)
+	}
+	if got := clientID(t, l); got != id {
+		t.Fatalf("the loan moved from connection %d to %d", id, got)
+	}
+	if _, err := c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.LPop(ctx, k+"list")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	l.Release() // a second end is a no-op
+	if l.Valid() {
+		t.Fatal("loan still valid after Release")
+	}
+	if s := p.Stats(); s.DoubleReleases != 1 || s.Idle != 1 {
+		t.Fatalf("stats after a double release: %+v", s)
+	}
+	// The next borrower gets the same connection (LIFO, kept).
+	l, err = p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := clientID(t, l); got != id {
+		t.Fatalf("connection %d not reused (got %d)", id, got)
+	}
+	l.Destroy()
+	if s := p.Stats(); s.Live != 0 {
+		t.Fatalf("Destroy left %d live", s.Live)
+	}
+}
+
+// TestKilledIdle kills the server side of an idle connection: the next
+// command finds it closed before sending anything, and runs on a new one
+// without an error.
+func TestKilledIdle(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		checkIdle time.Duration
+	}{
+		// The default: the pool peeks at every connection before lending it.
+		{"peek", 0},
+		// No peek of our own: go-redis's look at the socket finds it closed,
+		// asks for a new connection, is refused, and the command runs again
+		// on another connection.
+		{"redial-refused", time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, k := newPool(t, 2, func(c *Config) { c.CheckIdle = tc.checkIdle })
+			a := admin(t)
+			ctx := context.Background()
+			l, err := p.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := clientID(t, l)
+			l.Release()
+			kill(t, a, id)
+
+			if err := p.Do(ctx, "SET", k+"after", "ok").Err(); err != nil {
+				t.Fatalf("the caller after the kill saw %v", err)
+			}
+			if v := a.Get(ctx, k+"after").Val(); v != "ok" {
+				t.Fatalf("SET did not reach the server: %q", v)
+			}
+			s := p.Stats()
+			if s.Made != 2 || s.Live != 1 {
+				t.Fatalf("want the killed connection replaced by one new one: %+v", s.Books)
+			}
+			if tc.checkIdle == 0 && s.CheckFailures != 1 {
+				t.Fatalf("want the peek to find it: %+v", s)
+			}
+			l, err = p.Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := clientID(t, l); got == id {
+				t.Fatal("still on the killed connection")
+			}
+			l.Release()
+		})
+	}
+	waitGoroutines(t)
+}
+
+// TestKilledOnLoan kills a connection while it is lent: the borrower's
+// command fails (it was sent), and Release drops the connection instead of
+// keeping it.
+func TestKilledOnLoan(t *testing.T) {
+	p, _ := newPool(t, 2, nil)
+	a := admin(t)
+	ctx := context.Background()
+	l, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kill(t, a, clientID(t, l))
+	if err := l.Client().Ping(ctx).Err(); err == nil {
+		t.Fatal("PING on a killed connection succeeded")
+	}
+	l.Release()
+	s := p.Stats()
+	if s.Live != 0 || s.Idle != 0 {
+		t.Fatalf("a broken connection was kept: %+v", s.Books)
+	}
+	if err := p.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitGoroutines(t)
+}
+
+func TestContext(t *testing.T) {
+	p, k := newPool(t, 1, func(c *Config) { c.Options.ContextTimeoutEnabled = true })
+	ctx := context.Background()
+
+	// A cancelled context fails at once and costs nothing.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := p.Do(cctx, "PING").Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+
+	// With the only connection lent, a caller waits until its deadline.
+	l, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := p.Do(tctx, "PING").Err(); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting for a lent connection: %v", err)
+	}
+	if s := p.Stats(); s.Canceled == 0 {
+		t.Fatalf("the wait was not counted: %+v", s)
+	}
+	// A waiter is served when the loan comes back.
+	done := make(chan error)
+	go func() { done <- p.Do(ctx, "PING").Err() }()
+	waitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	l.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+
+	// A deadline that ends a blocking command mid-flight leaves a reply
+	// owed on the wire: that connection is not reused.
+	tctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := p.Do(tctx, "BLPOP", k+"never", 5).Err(); err == nil {
+		t.Fatal("BLPOP past its deadline succeeded")
+	}
+	s := p.Stats()
+	if s.Live != 0 {
+		t.Fatalf("a connection cut mid-command was kept: %+v", s.Books)
+	}
+	if err := p.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloseWaitsForLoans(t *testing.T) {
+	addr := testenv.RedisAddr(t)
+	p, err := New(context.Background(), FromOptions(&redis.Options{Addr: addr, PoolSize: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if err := p.Close(tctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close with a loan out: %v, want DeadlineExceeded", err)
+	}
+	if err := p.Do(ctx, "PING").Err(); !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("Do after Close: %v, want ErrClosed", err)
+	}
+	// The loan still works until it comes home.
+	if err := l.Client().Ping(ctx).Err(); err != nil {
+		t.Fatalf("the loan after Close: %v", err)
+	}
+	closed := make(chan error)
+	go func() { closed <- p.Close(ctx) }()
+	l.Release()
+	if err := <-closed; err != nil {
+		t.Fatalf("Close after the loan came home: %v", err)
+	}
+	if s := p.Stats(); s.Live != 0 {
+		t.Fatalf("Close left %d live", s.Live)
+	}
+	if err := l.Client().Ping(ctx).Err(); !errors.Is(err, redis.ErrClosed) {
+		t.Fatalf("the connection after Close: %v, want it closed", err)
+	}
+}
+
+func TestNewFails(t *testing.T) {
+	addr := testenv.RedisAddr(t)
+	ctx := context.Background()
+	// Nothing listens on port 1.
+	if _, err := New(ctx, FromOptions(&redis.Options{Addr: "127.0.0.1:1", PoolSize: 1})); err == nil {
+		t.Fatal("New to a closed port succeeded")
+	}
+	// The handshake runs in the dial: a password the server does not take,
+	// or a database it does not have, fails New.
+	if _, err := New(ctx, FromOptions(&redis.Options{Addr: addr, PoolSize: 1, Username: "nosuchuser", Password: "wrong"})); err == nil {
+		t.Fatal("New with a wrong password succeeded")
+	}
+	if _, err := New(ctx, FromOptions(&redis.Options{Addr: addr, PoolSize: 1, DB: 100000})); err == nil {
+		t.Fatal("New with a missing database succeeded")
+	}
+	// Lazy: New dials nothing and the first command reports the failure,
+	// counted as a failed make.
+	p, err := New(ctx, Config{Options: &redis.Options{Addr: "127.0.0.1:1"}, Limits: pool.Limits{Size: 1}, Lazy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Ping(ctx); err == nil {
+		t.Fatal("PING to a closed port succeeded")
+	}
+	if s := p.Stats(); s.Failed != 1 || s.Live != 0 {
+		t.Fatalf("a failed dial should be a failed make: %+v", s.Books)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConcurrent runs 64 goroutines on 8 connections: every INCR counts,
+// and the pool never holds more than 8.
+func TestConcurrent(t *testing.T) {
+	const workers, each, size = 64, 50, 8
+	p, k := newPool(t, size, nil)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				var err error
+				switch (w + i) % 3 {
+				case 0:
+					err = p.Do(ctx, "INCR", k+"n").Err()
+				case 1:
+					_, err = p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+						pipe.Incr(ctx, k+"n")
+						return nil
+					})
+				default:
+					err = p.AcquireFunc(ctx, func(c *redis.Client) error { return c.Incr(ctx, k+"n").Err() })
+				}
+				if err != nil {
+					errs.Add(1)
+				}
+				if l := p.Stats().Live; l > size {
+					t.Errorf("%d live, over %d", l, size)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if errs.Load() != 0 {
+		t.Fatalf("%d commands failed", errs.Load())
+	}
+	n, err := p.Do(ctx, "GET", k+"n").Int()
+	if err != nil || n != workers*each {
+		t.Fatalf("counter = %d %v, want %d", n, err, workers*each)
+	}
+	s := p.Stats()
+	if s.Made > size || s.Live > size {
+		t.Fatalf("made %d, live %d, over %d", s.Made, s.Live, size)
+	}
+}
+
+func TestLeakWatch(t *testing.T) {
+	leaks := make(chan Leak, 2)
+	p, _ := newPool(t, 2, func(c *Config) {
+		c.LeakAfter = 10 * time.Millisecond
+		c.OnLeak = func(l Leak) { leaks <- l }
+	})
+	l, err := p.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := <-leaks
+	if got.Client != l.Client() || got.Returned || !strings.Contains(string(got.Stack), "TestLeakWatch") {
+		t.Fatalf("leak report: %+v", got)
+	}
+	l.Release()
+	if got := <-leaks; !got.Returned {
+		t.Fatalf("follow-up report: %+v", got)
+	}
+}
+
+// waitGoroutines waits for a go-redis goroutine that outlives its client
+// by up to a second (the redial prober of a client refused a second
+// connection) so that goleak does not see it.
+func waitGoroutines(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		if !strings.Contains(string(buf), "tryDial") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(fmt.Sprintf("go-redis prober still running after 3s:\n%s", buf))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
