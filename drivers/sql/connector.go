@@ -1,0 +1,278 @@
+// Package sqlward puts any database/sql driver behind wardpool's
+// pool.Keeper while the application keeps its *sql.DB.
+//
+//	base, _ := stdlib.GetDefaultDriver().(driver.DriverContext).OpenConnector(dsn)
+//	db, c, err := sqlward.OpenDB(base, sqlward.Config{Limits: pool.DefaultLimits})
+//	...
+//	defer db.Close()
+//	err = db.QueryRowContext(ctx, "SELECT 1").Scan(&n)
+//	fmt.Println(c.Stats().Live)
+//
+// # How the two pools share the work
+//
+// database/sql has a pool of its own. A Connector is a driver.Connector
+// whose Connect borrows a connection from the Keeper and whose connections'
+// Close gives it back, so the Keeper does the pooling: the size limit (a
+// Connect waits, bounded by the query's context, when Limits.Size are out),
+// idle and lifetime retirement, the Ward in front of the server, the books
+// and the leak watch.
+//
+// For that, database/sql must not keep idle connections itself, and OpenDB
+// sets db.SetMaxIdleConns(0). Were database/sql to park connections, the
+// Keeper would count each as lent the whole time: Limits.Keep and
+// Limits.Life could not retire them, the leak watch would report them, and
+// the two pools would each hold back connections the other could have
+// used. With no idle connections in database/sql, each query borrows from
+// the Keeper and gives back when done; a borrow of an idle connection is a
+// few hundred nanoseconds. Leave db.SetMaxOpenConns at 0 (no limit): the
+// Keeper's Limits.Size is the limit, and a second one in front of it would
+// queue callers where the Keeper cannot see them. database/sql's
+// SetConnMaxLifetime and SetConnMaxIdleTime have nothing to act on; use
+// Limits.Life and Limits.Keep.
+//
+// # What it asks of the driver
+//
+// A connection that reports driver.ErrBadConn from any call through this
+// package is destroyed when database/sql closes it, never lent again.
+// Optional interfaces are used when the driver's connection has them:
+//
+//   - driver.SessionResetter: ResetSession runs before a connection that
+//     was used before is lent again, as database/sql does; ErrBadConn
+//     destroys it and another is lent, other errors are ignored (as
+//     database/sql ignores them).
+//   - driver.Pinger: without a SessionResetter, a connection idle longer
+//     than Config.PingIdle is pinged before it is lent; a failed ping
+//     destroys it and another is lent.
+//   - driver.Validator: IsValid is asked as a connection comes back; false
+//     destroys it.
+//
+// The caller never sees a connection that failed these checks: the Keeper
+// replaces it. A Connector is safe for concurrent use.
+package sqlward
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
+)
+
+// DefaultPingIdle is Config.PingIdle when it is zero: a connection idle
+// for longer than this is pinged before it is lent (pgx and pgxpool use
+// the same second).
+const DefaultPingIdle = time.Second
+
+// Config is how a Connector pools. The zero Config has no limits at all:
+// start from pool.DefaultLimits, or set Limits.Size.
+type Config struct {
+	// Limits bounds the pool: Size connections at once, Idle of them idle,
+	// retired after Keep idle or Life alive. Zero fields mean no limit.
+	Limits pool.Limits
+	// Ward holds the guards in front of the server (see ward.Ward). They
+	// become this pool's own: do not share them. The zero Ward has none.
+	Ward ward.Ward
+	// MinIdle is how many idle connections are kept open in the background.
+	MinIdle int
+	// LifeJitter extends each connection's Life by a random draw in
+	// [0, LifeJitter), so that connections made together do not retire
+	// together.
+	LifeJitter time.Duration
+	// PingIdle is how long a connection must sit idle before it is pinged on
+	// borrow, for drivers with driver.Pinger and no driver.SessionResetter.
+	// Zero is DefaultPingIdle; negative pings on every borrow.
+	PingIdle time.Duration
+	// LeakAfter, when positive, reports every connection held longer than
+	// this through OnLeak, with the stack that borrowed it: Rows never
+	// closed, a Tx never ended, a *sql.Conn never closed. Zero turns the
+	// watch off and costs nothing.
+	LeakAfter time.Duration
+	// OnLeak receives the leak reports; nil logs a warning on Logger.
+	OnLeak func(Leak)
+	// Logger receives the pool's warnings; nil is slog.Default().
+	Logger *slog.Logger
+	// Clock is the Keeper's clock; nil is its default. Tests pass a fake.
+	Clock pool.Clock
+}
+
+// Leak is one report of the leak watch.
+type Leak struct {
+	// Conn is the driver's connection on loan. It belongs to its borrower.
+	Conn driver.Conn
+	// Held is how long it had been out when the report was made.
+	Held time.Duration
+	// Stack is the formatted stack of the goroutine that borrowed it (the
+	// query that made database/sql call Connect).
+	Stack []byte
+	// Returned reports whether this is the follow-up report of a leaked
+	// connection that has since come back.
+	Returned bool
+}
+
+// Connector is a driver.Connector whose connections come from a pool.Keeper
+// and go back to it when database/sql closes them. Make one with
+// NewConnector (or OpenDB); it is safe for concurrent use.
+type Connector struct {
+	base driver.Connector
+	k    *pool.Keeper[*conn]
+	ping time.Duration // PingIdle, resolved
+	now  func() time.Time
+}
+
+var (
+	_ driver.Connector = (*Connector)(nil)
+	_ io.Closer        = (*Connector)(nil)
+)
+
+// NewConnector returns a Connector drawing connections from base through a
+// Keeper configured by cfg. It opens nothing before returning (MinIdle
+// connections are opened in the background). Errors wrap pool.ErrConfig or
+// pool.ErrLimits.
+func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
+	if base == nil {
+		return nil, errors.New("sqlward: nil driver.Connector")
+	}
+	c := &Connector{base: base, ping: cfg.PingIdle}
+	if c.ping == 0 {
+		c.ping = DefaultPingIdle
+	}
+	clock := cfg.Clock
+	kc := pool.Config[*conn]{
+		Limits:     cfg.Limits,
+		Ward:       cfg.Ward,
+		Dial:       c.dial,
+		Close:      closeConn,
+		Check:      c.check,
+		CheckIdle:  -1, // every borrow: check decides, as database/sql would
+		Reset:      c.reset,
+		MinIdle:    cfg.MinIdle,
+		LifeJitter: cfg.LifeJitter,
+		LeakAfter:  cfg.LeakAfter,
+		Logger:     cfg.Logger,
+		Clock:      clock,
+	}
+	if cfg.OnLeak != nil {
+		onLeak := cfg.OnLeak
+		kc.OnLeak = func(l pool.Leak[*conn]) {
+			onLeak(Leak{Conn: l.Item.base, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
+		}
+	}
+	c.now = time.Now
+	if clock != nil {
+		c.now = clock.Now
+	}
+	k, err := pool.NewKeeper(kc)
+	if err != nil {
+		return nil, fmt.Errorf("sqlward: %w", err)
+	}
+	c.k = k
+	return c, nil
+}
+
+// OpenDB is NewConnector followed by sql.OpenDB, with database/sql's own
+// idle pool turned off (db.SetMaxIdleConns(0); see the package doc for
+// why). It returns the Connector too, for its Stats. db.Close closes the
+// Connector.
+func OpenDB(base driver.Connector, cfg Config) (*sql.DB, *Connector, error) {
+	c, err := NewConnector(base, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	db := sql.OpenDB(c)
+	db.SetMaxIdleConns(0)
+	return db, c, nil
+}
+
+// Connect borrows a connection from the Keeper for database/sql: an idle
+// one (checked as the package doc says) or a new one from the base
+// connector. It waits, bounded by ctx, when Limits.Size are out. It fails
+// with ctx's error, pool.ErrClosed after Close, an error wrapping
+// pool.ErrShed when the Ward refuses, or the base connector's error.
+func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
+	l, err := c.k.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cn := l.Value()
+	cn.loan = l
+	return cn, nil
+}
+
+// Driver returns the base connector's driver.
+func (c *Connector) Driver() driver.Driver { return c.base.Driver() }
+
+// Close closes the pool without waiting: later Connects fail with
+// pool.ErrClosed, idle connections are closed now and lent ones as
+// database/sql gives them back. database/sql's DB.Close calls it. When the
+// base connector is an io.Closer it is closed too.
+func (c *Connector) Close() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = c.k.Close(ctx) // ctx's error: loans are still out, and that is fine
+	if cl, ok := c.base.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
+}
+
+// CloseContext closes the pool as Close does and then waits, bounded by
+// ctx, for every lent connection to come back and be closed. It returns
+// ctx's error when ctx ends first. It does not close the base connector.
+func (c *Connector) CloseContext(ctx context.Context) error { return c.k.Close(ctx) }
+
+// Stats returns a reading of the Keeper's books.
+func (c *Connector) Stats() pool.Stats { return c.k.Stats() }
+
+// Reset closes every idle connection now and every lent one when it comes
+// back, keeping the pool open.
+func (c *Connector) Reset() { c.k.Reset() }
+
+// dial opens one connection with the base connector.
+func (c *Connector) dial(ctx context.Context) (*conn, error) {
+	dc, err := c.base.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlward: connect: %w", err)
+	}
+	return newConn(dc), nil
+}
+
+// closeConn closes one connection for the Keeper.
+func closeConn(cn *conn) error { return cn.base.Close() }
+
+// check runs before an idle connection is lent again. Its error makes the
+// Keeper destroy the connection and lend another.
+func (c *Connector) check(ctx context.Context, cn *conn) error {
+	if cn.resetter != nil {
+		if err := cn.resetter.ResetSession(ctx); errors.Is(err, driver.ErrBadConn) {
+			return err
+		}
+		return nil
+	}
+	if cn.pinger != nil && (c.ping < 0 || c.now().Sub(cn.back) > c.ping) {
+		// A failed ping is as good as ErrBadConn; pgx's stdlib answers
+		// ErrBadConn itself, others may not.
+		return cn.pinger.Ping(ctx)
+	}
+	return nil
+}
+
+// errInvalid tells the Keeper to destroy a connection the driver says is
+// no longer valid.
+var errInvalid = errors.New("sqlward: connection no longer valid")
+
+// reset runs as a connection goes back in good order.
+func (c *Connector) reset(_ context.Context, cn *conn) error {
+	if cn.validator != nil && !cn.validator.IsValid() {
+		return errInvalid
+	}
+	if cn.pinger != nil && cn.resetter == nil {
+		cn.back = c.now()
+	}
+	return nil
+}
