@@ -23,8 +23,10 @@ import "time"
 //
 // Windows sit on multiples of window since the Unix epoch (UnixNano), so this
 // is the one guard besides an aligned [Period] that reads the wall clock's
-// position rather than only elapsed time. A now in a window before the
-// current one is counted in the current one, at its start (overlap 1).
+// position rather than only elapsed time. A now in the window just before
+// the current one is counted in the current one, at its start (overlap 1). A
+// now further back means the clock was stepped back: the counter starts over
+// in that now's window, so it never waits for the clock to catch up.
 //
 // The zero Counter admits nothing; build one with [NewCounter]. A Counter is
 // not safe for concurrent use. Take allocates nothing.
@@ -48,8 +50,8 @@ func (c *Counter) roll(now time.Time) (idx int64, cur, prev int, overlap float64
 	ns := now.UnixNano()
 	idx, into := floorDiv(ns, c.window), floorMod(ns, c.window)
 	switch {
-	case !c.started: // the first event opens whatever window it falls in
-	case idx < c.idx: // an earlier window: count it at the current one's start
+	case !c.started, idx < c.idx-1: // the first event, or a clock stepped back: start over
+	case idx < c.idx: // the window before: count it at the current one's start
 		return c.idx, c.cur, c.prev, 1
 	case idx == c.idx:
 		cur, prev = c.cur, c.prev

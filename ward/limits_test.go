@@ -87,6 +87,13 @@ func TestCounterWindows(t *testing.T) {
 	if c.Take(tick(3)) {
 		t.Fatal("event stepped back admitted at an estimate of 3")
 	}
+	// Further back than the window before: the counter starts over there.
+	if got := c.Estimate(tick(-30)); got != 0 {
+		t.Fatalf("estimate stepped back three windows = %v, want 0", got)
+	}
+	if !c.Take(tick(-30)) || !c.Take(tick(-29)) || c.Take(tick(-28)) {
+		t.Fatal("after a big step back the counter did not count afresh to its limit")
+	}
 	// Before 1970 the windows still sit on multiples of the window.
 	c = NewCounter(1, 10*time.Second)
 	if !c.Take(tick(-5)) || c.Take(tick(-1)) {
@@ -235,10 +242,16 @@ func TestSlidingGrowsAndKeepsOrder(t *testing.T) {
 	if s.Take(at(time.Second + 49*time.Millisecond)) {
 		t.Fatal("event over the quota admitted after wrapping")
 	}
-	// A step back is stamped at the newest moment, so it leaves with it.
+	// A step back of a window or more starts the log over.
+	s = NewSliding(1, time.Second)
+	s.Take(at(time.Hour))
+	if s.Left(at(0)) != 1 || !s.Take(at(0)) {
+		t.Fatal("a clock stepped back an hour left the log full")
+	}
+	// A small step back is stamped at the newest moment, so it leaves with it.
 	s = NewSliding(2, time.Second)
 	s.Take(at(time.Second))
-	s.Take(at(0)) // stamped at 1 s
+	s.Take(at(ms(500))) // stamped at 1 s
 	if got := s.Left(at(1999 * time.Millisecond)); got != 0 {
 		t.Fatalf("Left = %d, want 0", got)
 	}

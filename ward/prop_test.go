@@ -448,3 +448,43 @@ func TestPropGateAndDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestPropNothingStallsOnAnyClock drives every windowed guard with a clock
+// that jumps both ways, and checks that two windows after the last reading
+// each admits again: none waits for the clock to catch up.
+func TestPropNothingStallsOnAnyClock(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		window := time.Duration(rapid.Int64Range(1, int64(10*time.Second)).Draw(t, "window"))
+		quota := rapid.IntRange(1, 5).Draw(t, "quota")
+		sl := NewSliding(quota, window)
+		co := NewCounter(quota, window)
+		pe := NewPeriod(quota, window, rapid.Bool().Draw(t, "align"))
+		bu := NewBucket(float64(quota)/window.Seconds(), float64(quota), t0)
+		sh := NewShedder(Shed{Size: 10, Window: window, CPU: 900, Latency: window, Beta: 0.9, Cool: window, Floor: 0.1}, t0)
+		now := t0
+		for range rapid.IntRange(1, 100).Draw(t, "ops") {
+			now = now.Add(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(time.Hour)).Draw(t, "step")))
+			sl.Take(now)
+			co.Take(now)
+			pe.Take(now)
+			bu.Take(now, 1)
+			sh.Allow(now, rapid.IntRange(0, 1000).Draw(t, "cpu"))
+		}
+		later := now.Add(2*window + 1)
+		if !sl.Take(later) {
+			t.Fatalf("Sliding stalled")
+		}
+		if !co.Take(later) {
+			t.Fatalf("Counter stalled at an estimate of %v", co.Estimate(later))
+		}
+		if pe.Take(later) == Over {
+			t.Fatalf("Period stalled")
+		}
+		if !bu.Take(later, 1) {
+			t.Fatalf("Bucket stalled with %v tokens", bu.Tokens(later))
+		}
+		if _, ok := sh.Allow(later, 0); !ok {
+			t.Fatalf("Shedder refused at an idle CPU")
+		}
+	})
+}

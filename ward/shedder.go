@@ -154,7 +154,10 @@ func (s *Shedder) Allow(now time.Time, cpu int) (Ticket, bool) {
 	if hot {
 		s.hotAt, s.dropped = now, false
 	} else if s.dropped {
-		hot = now.Sub(s.hotAt) < s.p.Cool
+		// A clock stepped back by more than Cool forgets the hot reading
+		// rather than staying hot until the clock catches up.
+		d := now.Sub(s.hotAt)
+		hot = d < s.p.Cool && d > -s.p.Cool
 		s.dropped = hot
 	}
 	if hot && s.full(now, cpu) {

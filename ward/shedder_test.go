@@ -79,6 +79,15 @@ func TestShedderHotAndFullSheds(t *testing.T) {
 	if _, ok := s.Allow(now.Add(time.Second), 300); !ok {
 		t.Fatalf("refused one second after the last hot reading: it should have cooled")
 	}
+	// Hot again and refusing; then the clock is stepped back an hour. The
+	// shedder must not stay hot until the clock catches up.
+	s.Allow(now.Add(2*time.Second), 950)
+	if _, ok := s.Allow(now.Add(2*time.Second), 950); ok {
+		t.Fatalf("admitted while hot and full")
+	}
+	if _, ok := s.Allow(now.Add(-time.Hour), 300); !ok {
+		t.Fatalf("still hot after the clock was stepped back an hour")
+	}
 }
 
 func TestShedderHotWithoutRefusingDoesNotLinger(t *testing.T) {

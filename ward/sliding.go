@@ -12,9 +12,10 @@ import "time"
 // and a bucket would let a client spend the whole day's allowance at once.
 //
 // An event is inside the window at now while now is less than one window
-// after it. A now earlier than the newest event counts as that event's
-// moment, so the log stays in order; the window never waits longer than one
-// window for the clock.
+// after it. A now earlier than the newest event, but by less than a window,
+// counts as that event's moment, so the log stays in order. A now a whole
+// window or more before the newest event means the clock was stepped back:
+// the log starts over, so it never waits for the clock to catch up.
 //
 // The zero Sliding admits nothing; build one with [NewSliding]. A Sliding is
 // not safe for concurrent use. Take allocates nothing once the log has grown
@@ -33,8 +34,20 @@ func NewSliding(quota int, window time.Duration) *Sliding {
 	return &Sliding{quota: max(quota, 0), window: max(window, 1)}
 }
 
+// newest returns the moment of the newest event; the log must not be empty.
+func (s *Sliding) newest() time.Time { return s.ring[(s.first+s.n-1)%len(s.ring)] }
+
+// stepped reports whether now is a window or more before the newest event.
+func (s *Sliding) stepped(now time.Time) bool {
+	return s.n > 0 && s.newest().Sub(now) >= s.window
+}
+
 // evict drops the events that have left the window at now.
 func (s *Sliding) evict(now time.Time) {
+	if s.stepped(now) {
+		s.first, s.n = 0, 0
+		return
+	}
 	for s.n > 0 && now.Sub(s.ring[s.first]) >= s.window {
 		s.first = (s.first + 1) % len(s.ring)
 		s.n--
@@ -43,6 +56,9 @@ func (s *Sliding) evict(now time.Time) {
 
 // live returns how many events are inside the window at now, changing nothing.
 func (s *Sliding) live(now time.Time) int {
+	if s.stepped(now) {
+		return 0
+	}
 	n := s.n
 	for i := 0; i < s.n && now.Sub(s.ring[(s.first+i)%len(s.ring)]) >= s.window; i++ {
 		n--
@@ -57,10 +73,8 @@ func (s *Sliding) Take(now time.Time) bool {
 	if s.n >= s.quota {
 		return false
 	}
-	if s.n > 0 {
-		if newest := s.ring[(s.first+s.n-1)%len(s.ring)]; now.Before(newest) {
-			now = newest
-		}
+	if s.n > 0 && now.Before(s.newest()) {
+		now = s.newest()
 	}
 	if s.n == len(s.ring) {
 		s.grow()
