@@ -106,7 +106,7 @@ type Shedder struct {
 	// they show is kept here and refreshed when win.gen changes.
 	gen   uint64
 	valid bool
-	cap   float64
+	shown float64
 }
 
 // NewShedder returns a shedder with policy p (clamped as [Shed] documents)
@@ -202,7 +202,7 @@ func (s *Shedder) full(now time.Time, cpu int) bool {
 func (s *Shedder) capacity(now time.Time) float64 {
 	s.win.advance(now)
 	if s.valid && s.gen == s.win.gen {
-		return s.cap
+		return s.shown
 	}
 	busiest, fastest := 1.0, float64(s.p.Latency)
 	s.win.Each(now, false, func(t *Total) {
@@ -212,9 +212,9 @@ func (s *Shedder) capacity(now time.Time) float64 {
 		busiest = max(busiest, float64(t.Count))
 		fastest = min(fastest, float64(t.Sum)/float64(t.Count))
 	})
-	s.cap = busiest / float64(s.win.width) * fastest
+	s.shown = busiest / float64(s.win.width) * fastest
 	s.gen, s.valid = s.win.gen, true
-	return s.cap
+	return s.shown
 }
 
 // factor scales capacity down as the CPU nears 1000‰, never under Floor.
