@@ -171,6 +171,10 @@ type Keeper[T comparable] struct {
 	cancel context.CancelFunc // ends ctx
 	spare  sync.Pool          // recycled *waiter[T]
 
+	// Keep the mutex, written by every Acquire and Release, off the cache
+	// line of the fields above, which every caller reads without it.
+	_ [64]byte
+
 	mu       sync.Mutex // guards every field below
 	p        *Pool[T]
 	ents     []entry // by seat index
@@ -376,7 +380,9 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 		case Ready:
 			l := k.lendLocked(seat, t.Item, now, st)
 			k.stats.acquires++
-			k.stats.wait += now.Sub(start)
+			if now != start {
+				k.stats.wait += now.Sub(start)
+			}
 			var fx effects[T]
 			if k.minIdle > 0 {
 				k.topUpLocked(now, &fx)
@@ -495,9 +501,15 @@ func (k *Keeper[T]) grantLocked(w *waiter[T], g grant[T]) {
 // through (a failed check) and the caller should ask again at the front.
 func (k *Keeper[T]) await(ctx context.Context, w *waiter[T]) (l Loan[T], again bool, err error) {
 	var g grant[T]
+	done := ctx.Done()
+	if done == nil {
+		// A context that never ends: a plain receive is cheaper than a select.
+		g = <-w.ch
+		goto granted
+	}
 	select {
 	case g = <-w.ch:
-	case <-ctx.Done():
+	case <-done:
 		k.mu.Lock()
 		if w.attached {
 			// Still waiting: leave, and nobody will send.
@@ -526,6 +538,7 @@ func (k *Keeper[T]) await(ctx context.Context, w *waiter[T]) (l Loan[T], again b
 		g.loan.Release() // to the next waiter, or idle
 		return Loan[T]{}, false, ctx.Err()
 	}
+granted:
 	check := w.checked
 	k.recycle(w)
 	if g.err != nil {
@@ -661,6 +674,9 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		fallthrough
 	case err != nil:
 		k.p.Unmade(now, k.roll())
+		if k.closed {
+			err = ErrClosed // the dial was cancelled by Close
+		}
 		if owner {
 			k.grantLocked(j.w, grant[T]{err: err})
 		} else {

@@ -77,7 +77,7 @@ func TestKeeperCloseCancelsDials(t *testing.T) {
 	if err := k.Close(bg); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-errc; !errors.Is(err, context.Canceled) {
+	if err := <-errc; !errors.Is(err, ErrClosed) {
 		t.Fatalf("Acquire during Close = %v", err)
 	}
 	if s := k.Stats(); s.Live != 0 || s.Dialing != 0 {

@@ -95,3 +95,22 @@ func (p *Pool[T]) lentAt(i int32) bool {
 
 // itemAt returns the resource in seat i.
 func (p *Pool[T]) itemAt(i int32) T { return p.z.s[i].item }
+
+// giveSeat is Give for an item the caller knows to sit in seat i, lent:
+// the Keeper's loans carry their seat, which spares the map lookup. Anything
+// else goes the long way through Give.
+func (p *Pool[T]) giveSeat(i int32, item T, now time.Time) bool {
+	if int(i) >= len(p.z.s) || p.z.s[i].state != lent || p.z.s[i].item != item || p.closed {
+		return p.Give(item, now)
+	}
+	t := p.clock(now)
+	s := &p.z.s[i]
+	p.onLoanEnd(s.since, t, true)
+	if p.limits.Idle > 0 && p.z.idle >= p.limits.Idle {
+		p.z.remove(i)
+		p.books.Retired++
+		return false
+	}
+	p.z.push(i, t)
+	return true
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
-	"sync"
 	"time"
 )
 
@@ -24,23 +23,20 @@ type Leak[T comparable] struct {
 	Returned bool
 }
 
-// stack is a recorded call stack. Stacks are recycled, so recording one
-// allocates nothing in steady state; they are formatted only when reported.
+// stack is a recorded call stack, formatted only when reported.
 type stack struct {
 	pcs [32]uintptr
 	n   int
 }
 
-var stacks = sync.Pool{New: func() any { return new(stack) }}
-
-// captureStack records the stack of its caller's caller (the Acquire).
+// captureStack records the stack of its caller's caller (the Acquire). It
+// allocates the record: the leak watch is for finding bugs, and a record
+// shared between loans could be overwritten while still reported.
 func captureStack() *stack {
-	s := stacks.Get().(*stack)
+	s := new(stack)
 	s.n = runtime.Callers(3, s.pcs[:])
 	return s
 }
-
-func putStack(s *stack) { stacks.Put(s) }
 
 // format writes pcs as text, one function and one file:line per frame.
 func format(pcs []uintptr) []byte {

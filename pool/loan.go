@@ -60,6 +60,7 @@ func (l Loan[T]) Release() {
 		return
 	}
 	var fx effects[T]
+	now := k.clock.Now() // read before locking: the lock is held for less
 	k.mu.Lock()
 	if !k.endLocked(l, &fx) {
 		k.mu.Unlock()
@@ -70,6 +71,7 @@ func (l Loan[T]) Release() {
 		k.do(&fx)
 		fx = effects[T]{}
 		err := k.safeReset(l.item)
+		now = k.clock.Now()
 		k.mu.Lock()
 		if err != nil {
 			k.dropLocked(l.item, true, &fx)
@@ -78,11 +80,10 @@ func (l Loan[T]) Release() {
 			return
 		}
 	}
-	now := k.clock.Now()
 	if k.ents[l.seat].epoch != k.epoch {
 		k.p.retireLent(l.item, now)
 		fx.close = append(fx.close, l.item)
-	} else if !k.p.Give(l.item, now) {
+	} else if !k.p.giveSeat(l.seat, l.item, now) {
 		fx.close = append(fx.close, l.item)
 	}
 	if k.q.live > 0 {
@@ -153,10 +154,7 @@ func (k *Keeper[T]) endLocked(l Loan[T], fx *effects[T]) bool {
 		fx.leaks = append(fx.leaks, k.leakLocked(e, l.item, k.clock.Now(), true))
 		e.reported = false
 	}
-	if e.stack != nil {
-		putStack(e.stack)
-		e.stack = nil
-	}
+	e.stack = nil
 	return true
 }
 
