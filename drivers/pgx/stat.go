@@ -14,7 +14,8 @@ type Stat struct {
 	newConns int64
 }
 
-// AcquireCount is how many acquires succeeded.
+// AcquireCount is how many acquires succeeded. Unlike pgxpool's, it counts
+// the connections AcquireAllIdle lent too.
 func (s *Stat) AcquireCount() int64 { return int64(s.s.Acquires) }
 
 // AcquireDuration is the total time successful acquires took.

@@ -30,6 +30,12 @@
 // SetConnMaxLifetime and SetConnMaxIdleTime have nothing to act on; use
 // Limits.Life and Limits.Keep.
 //
+// The price: database/sql gets a new driverConn for each borrow, so a
+// statement prepared on the *sql.DB (db.Prepare) is prepared again on every
+// borrow and closed on every return. Prepare on a *sql.Conn or *sql.Tx, or
+// use a driver that caches statements itself (pgx's stdlib does, by default,
+// for plain queries), rather than db.Prepare in a hot path.
+//
 // # What it asks of the driver
 //
 // A connection that reports driver.ErrBadConn from any call through this

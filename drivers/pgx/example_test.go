@@ -1,0 +1,58 @@
+package pgxward_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	pgxward "github.com/wardpool/wardpool/drivers/pgx"
+	"github.com/wardpool/wardpool/ward"
+)
+
+// A connection string written for pgxpool means the same here.
+func ExampleParseConfig() {
+	c, err := pgxward.ParseConfig("postgres://app:secret@127.0.0.1:5432/app?sslmode=disable" +
+		"&pool_max_conns=8&pool_max_conn_idle_time=5m&pool_max_conn_lifetime=1h")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(c.MaxConns, c.MaxConnIdleTime, c.MaxConnLifetime, c.ConnConfig.Database)
+
+	_, err = pgxward.ParseConfig("postgres://app:secret@127.0.0.1:5432/app?pool_max_conns=none")
+	fmt.Println(err != nil)
+	// Output:
+	// 8 5m0s 1h0m0s app
+	// true
+}
+
+// countUsers is written against the interface both pools satisfy.
+func countUsers(ctx context.Context, db pgxward.DB) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, "SELECT count(*) FROM users").Scan(&n)
+	return n, err
+}
+
+// Code written for pgxpool moves by changing the constructor; the pgxward
+// pool adds a breaker in front of the server and a leak watch.
+func ExampleNewWithConfig() {
+	ctx := context.Background()
+	dsn := "postgres://app:secret@127.0.0.1:5432/app?sslmode=disable&pool_max_conns=8"
+
+	// Before: p, err := pgxpool.New(ctx, dsn)
+	c, err := pgxward.ParseConfig(dsn)
+	if err != nil {
+		panic(err)
+	}
+	c.Ward = ward.Ward{Breaker: ward.NewBreaker(ward.DefaultSre, time.Now())}
+	c.LeakAfter = 30 * time.Second
+	p, err := pgxward.NewWithConfig(ctx, c)
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+
+	_, _ = countUsers(ctx, p) // the same function takes a *pgxpool.Pool
+	var _ pgxward.DB = (*pgxpool.Pool)(nil)
+}
