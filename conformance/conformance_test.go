@@ -199,3 +199,31 @@ func cannot(ref string, t Trace) string {
 	}
 	return ""
 }
+
+// TestCannot pins which traces each reference can stand for: generic-pool
+// takes a lifetime (a validate at a borrow) but not with an evict, whose
+// evictor knows idle time only; SQLAlchemy takes no idle age and no evict.
+func TestCannot(t *testing.T) {
+	life := Trace{Name: "t", Policy: Policy{Size: 1, Age: LifeAge, AgeMS: 10}, Steps: []Step{{Verb: Take, Seat: 1}}}
+	lifeEvict := life
+	lifeEvict.Steps = append([]Step{{Verb: Evict}}, life.Steps...)
+	idle := life
+	idle.Policy.Age = IdleAge
+	for _, c := range []struct {
+		ref  string
+		tr   Trace
+		want bool
+	}{
+		{GenericPool, life, true},
+		{GenericPool, lifeEvict, false},
+		{GenericPool, idle, true},
+		{SQLAlchemy, life, true},
+		{SQLAlchemy, lifeEvict, false},
+		{SQLAlchemy, idle, false},
+		{Wardpool, life, false},
+	} {
+		if got := cannot(c.ref, c.tr) == ""; got != c.want {
+			t.Errorf("%s with age %v and %d steps: can %v, want %v (%q)", c.ref, c.tr.Policy.Age, len(c.tr.Steps), got, c.want, cannot(c.ref, c.tr))
+		}
+	}
+}

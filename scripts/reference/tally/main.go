@@ -2,7 +2,10 @@
 // directories it is given — each reference's (NAME.sqlalchemy.rec,
 // NAME.generic-pool.rec) against wardpool's (NAME.wardpool.rec) for the
 // traces whose compare line names that reference — prints every difference
-// and the table, and exits 1 when anything differs.
+// and the table, and exits 1 when anything compared differs. A trace that
+// conformance.NotCompared leaves out, on the evidence of the reference's own
+// recording, is not compared but counted in a table row that gives the
+// reason.
 //
 //	go run ./scripts/reference/tally [-replay] DIR...
 //
