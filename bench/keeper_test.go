@@ -31,15 +31,7 @@ var made atomic.Int64
 func newThing(context.Context) (*thing, error) { return &thing{id: made.Add(1)}, nil }
 func closeThing(*thing) error                  { return nil }
 
-// A pool under test: acquire returns a release function's argument.
-type subject struct {
-	name    string
-	acquire func(ctx context.Context) (release func(), err error)
-	close   func()
-}
-
-// Pools of each kind, size n. The acquire closures are what a caller writes;
-// the ones below are the closure-free loops used in the timed sections.
+// Pools of each kind, n resources at most.
 
 func newKeeper(b *testing.B, n int) *pool.Keeper[*thing] {
 	k, err := pool.NewKeeper(pool.Config[*thing]{
@@ -302,7 +294,7 @@ func BenchmarkHandoff(b *testing.B) {
 type nopConnector struct{}
 
 func (nopConnector) Connect(context.Context) (driver.Conn, error) { return nopConn{}, nil }
-func (nopConnector) Driver() driver.Driver                       { return nopDriver{} }
+func (nopConnector) Driver() driver.Driver                        { return nopDriver{} }
 
 type nopDriver struct{}
 

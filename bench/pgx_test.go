@@ -19,14 +19,13 @@ import (
 // drivers/pgx and on pgxpool, on the same PostgreSQL (WARDPOOL_PG_DSN) in
 // the same run, at 1, 8 and 64 goroutines sharing pgxBenchConns
 // connections. The two pools alternate within each goroutine count, so
-// that drift in the machine or the server touches both alike, and which
-// goes first changes from one -count run to the next.
+// that drift in the machine or the server touches both alike.
 //
 // Besides ns/op (wall time over all goroutines, divided by operations) it
 // reports ops/s and the 50th and 99th percentiles of the latency of single
 // operations, recorded in a slice allocated before the timer starts.
 //
-//	./scripts/test -run '^$' -bench PgxQueryRow -count 5 ./bench/
+//	WARDPOOL_TEST_PKGS=./bench/ ./scripts/test -run '^$' -bench PgxQueryRow
 func BenchmarkPgxQueryRow(b *testing.B) {
 	dsn := testenv.PostgresDSN(b)
 	ctx := context.Background()
@@ -60,12 +59,18 @@ func BenchmarkPgxQueryRow(b *testing.B) {
 	for _, p := range pools {
 		warm(b, p.q)
 	}
-	// Each run of the benchmark (-count) swaps which pool goes first.
-	if pgxBenchRuns.Add(1)%2 == 0 {
-		slices.Reverse(pools)
-	}
+	// Which pool goes first alternates from one goroutine count to the
+	// next, starting with a coin toss. (-count repeats each sub-benchmark
+	// back to back; repeat whole runs of the process instead to get pairs
+	// measured side by side: see README.md.)
+	flip := time.Now().UnixNano()&1 == 1
 	for _, g := range []int{1, 8, 64} {
-		for _, p := range pools {
+		order := slices.Clone(pools)
+		if flip {
+			slices.Reverse(order)
+		}
+		flip = !flip
+		for _, p := range order {
 			b.Run(fmt.Sprintf("g=%d/%s", g, p.name), func(b *testing.B) {
 				queryRows(b, p.q, g)
 			})
@@ -75,9 +80,6 @@ func BenchmarkPgxQueryRow(b *testing.B) {
 
 // pgxBenchConns is the size of both pools.
 const pgxBenchConns = 8
-
-// pgxBenchRuns counts the runs of BenchmarkPgxQueryRow in this process.
-var pgxBenchRuns atomic.Int64
 
 // warm opens every connection of q, so that no dial lands in a timed run.
 func warm(b *testing.B, q pgxward.Querier) {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -257,21 +256,6 @@ func checkBalanced(t testing.TB, k *Keeper[*res], d *dialer) {
 	if open := d.open(); open != s.Live {
 		t.Fatalf("dialer holds %d open, books say %d live (%+v)", open, s.Live, s)
 	}
-}
-
-// ids lists the ids of rs in order.
-func ids(rs []*res) []int {
-	out := make([]int, len(rs))
-	for i, r := range rs {
-		out[i] = r.id
-	}
-	return out
-}
-
-func sortedInts(v []int) []int {
-	v = append([]int(nil), v...)
-	sort.Ints(v)
-	return v
 }
 
 // quietLogger discards what a test provokes on purpose.
