@@ -3,7 +3,6 @@ package redisward
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -483,7 +482,7 @@ func waitGoroutines(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal(fmt.Sprintf("go-redis prober still running after 3s:\n%s", buf))
+			t.Fatalf("go-redis prober still running after 3s:\n%s", buf)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
