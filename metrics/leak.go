@@ -1,0 +1,78 @@
+package metrics
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/wardpool/wardpool/pool"
+)
+
+// The messages of the leak reports, for filtering logs.
+const (
+	// LeakMessage is logged, at warning level, when a loan has been held
+	// longer than Config.LeakAfter.
+	LeakMessage = "wardpool: loan held too long"
+	// LeakReturnedMessage is logged, at info level, when a loan reported
+	// as a leak comes back after all.
+	LeakReturnedMessage = "wardpool: leaked loan returned"
+)
+
+// LeakLog is a leak report handler for pool.Config.OnLeak that logs with
+// log/slog. The zero LeakLog logs on slog.Default() and leaves the item out.
+//
+// A report of a loan still out is logged at warning level with the message
+// LeakMessage and the attributes
+//
+//	held   how long the loan has been out (a time.Duration)
+//	stack  the call stack of the Acquire that took it
+//
+// and a report of such a loan coming back at info level with the message
+// LeakReturnedMessage and the same attributes, held then being the whole
+// loan's length. Both carry any attributes of Attrs after those.
+type LeakLog[T comparable] struct {
+	// Logger is where reports go; nil means slog.Default() at the time of
+	// each report.
+	Logger *slog.Logger
+	// Item, when set, describes the leaked resource as the item attribute
+	// (for example its backend process id). Unset, the item is not logged:
+	// printing a connection may print its secrets.
+	Item func(T) slog.Value
+	// Attrs are added to every report, e.g. slog.String("pool", "orders").
+	Attrs []slog.Attr
+}
+
+// OnLeak returns a handler for pool.Config.OnLeak that logs each report on
+// logger (nil: slog.Default()) as LeakLog does.
+func OnLeak[T comparable](logger *slog.Logger) func(pool.Leak[T]) {
+	return LeakLog[T]{Logger: logger}.Handler()
+}
+
+// Handler returns the function to set as pool.Config.OnLeak. It is safe for
+// concurrent use if the Logger's handler is.
+func (c LeakLog[T]) Handler() func(pool.Leak[T]) {
+	attrs := append([]slog.Attr(nil), c.Attrs...)
+	return func(l pool.Leak[T]) { c.report(l, attrs) }
+}
+
+// report logs one leak report.
+func (c LeakLog[T]) report(l pool.Leak[T], extra []slog.Attr) {
+	log := c.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	level, msg := slog.LevelWarn, LeakMessage
+	if l.Returned {
+		level, msg = slog.LevelInfo, LeakReturnedMessage
+	}
+	ctx := context.Background()
+	if !log.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 3+len(extra))
+	attrs = append(attrs, slog.Duration("held", l.Held), slog.String("stack", string(l.Stack)))
+	if c.Item != nil {
+		attrs = append(attrs, slog.Any("item", c.Item(l.Item)))
+	}
+	attrs = append(attrs, extra...)
+	log.LogAttrs(ctx, level, msg, attrs...)
+}

@@ -1,0 +1,107 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Observe creates an observable instrument on meter for every series of
+// src, named after o with "." between the parts (wardpool.resources.idle,
+// wardpool.made, …; see the package documentation), and registers one
+// callback for all of them that takes one reading from src per collection.
+//
+// Gauges become Int64ObservableUpDownCounters, counters
+// Int64ObservableCounters, and acquire.wait, in seconds, a
+// Float64ObservableCounter. o.Labels become attributes of every
+// measurement; retired also carries a reason attribute (idle, life, other).
+//
+// Unregister the returned Registration to stop observing, for example when
+// the pool is closed. Observe fails, creating nothing it keeps, when meter
+// refuses an instrument or the callback.
+func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, error) {
+	prefix := o.prefix(".")
+	keys := o.labelKeys()
+	kvs := make([]attribute.KeyValue, 0, len(keys)+1)
+	for _, k := range keys {
+		kvs = append(kvs, attribute.String(k, o.Labels[k]))
+	}
+	base := []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(kvs...))}
+	var byReason [len(reasons)][]metric.ObserveOption
+	for i, r := range reasons {
+		set := attribute.NewSet(append(kvs[:len(kvs):len(kvs)], attribute.String("reason", r))...)
+		byReason[i] = []metric.ObserveOption{metric.WithAttributeSet(set)}
+	}
+
+	list := chosen(src)
+	ls, lv := limitsOf(src)
+	insts := make([]metric.Observable, 0, len(list)+1+len(ls))
+	ints := make([]metric.Int64Observable, len(list)) // nil for float series
+	floats := make([]metric.Float64Observable, len(list))
+	wrap := func(s *series, err error) error {
+		return fmt.Errorf("metrics: instrument %s.%s: %w", prefix, s.otel, err)
+	}
+	for i := range list {
+		s := &list[i]
+		name, desc, unit := prefix+"."+s.otel, metric.WithDescription(s.help), metric.WithUnit(s.unit)
+		var err error
+		switch {
+		case s.seconds:
+			floats[i], err = meter.Float64ObservableCounter(name, desc, unit)
+			insts = append(insts, floats[i])
+		case s.kind == counter:
+			ints[i], err = meter.Int64ObservableCounter(name, desc, unit)
+			insts = append(insts, ints[i])
+		default:
+			ints[i], err = meter.Int64ObservableUpDownCounter(name, desc, unit)
+			insts = append(insts, ints[i])
+		}
+		if err != nil {
+			return nil, wrap(s, err)
+		}
+	}
+	ret, err := meter.Int64ObservableCounter(prefix+"."+retired.otel,
+		metric.WithDescription(retired.help), metric.WithUnit(retired.unit))
+	if err != nil {
+		return nil, wrap(&retired, err)
+	}
+	insts = append(insts, ret)
+	limits := make([]metric.Int64Observable, len(ls))
+	for i := range ls {
+		s := &ls[i]
+		limits[i], err = meter.Int64ObservableUpDownCounter(prefix+"."+s.otel,
+			metric.WithDescription(s.help), metric.WithUnit(s.unit))
+		if err != nil {
+			return nil, wrap(s, err)
+		}
+		insts = append(insts, limits[i])
+	}
+
+	callback := func(_ context.Context, obs metric.Observer) error {
+		st := src.Stats()
+		for i := range list {
+			s := &list[i]
+			v := s.field.of(&st)
+			if floats[i] != nil {
+				obs.ObserveFloat64(floats[i], s.float(v), base...)
+			} else {
+				obs.ObserveInt64(ints[i], v, base...)
+			}
+		}
+		by := retiredBy(&st)
+		for i := range reasons {
+			obs.ObserveInt64(ret, by[i], byReason[i]...)
+		}
+		for i := range limits {
+			obs.ObserveInt64(limits[i], lv[i], base...)
+		}
+		return nil
+	}
+	reg, err := meter.RegisterCallback(callback, insts...)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: register callback: %w", err)
+	}
+	return reg, nil
+}
