@@ -360,7 +360,7 @@ func labelValue(m *dto.Metric, name string) string {
 
 func TestCollectorBadNamesPanic(t *testing.T) {
 	for _, o := range []Options{
-		{Namespace: "bad\xffname"}, // not UTF-8
+		{Namespace: "bad\xffname"},                 // not UTF-8
 		{Labels: map[string]string{"__pool": "a"}}, // reserved
 		{Labels: map[string]string{"": "a"}},
 		{Labels: map[string]string{"reason": "a"}}, // clashes with retired's own label
