@@ -47,9 +47,7 @@ const tickEvery = time.Millisecond
 // is at worst that much late. While no Keeper uses it, the goroutine stops and
 // Now falls back to time.Now.
 type cachedClock struct {
-	base time.Time    // carries a monotonic reading
-	off  atomic.Int64 // ns since base at the latest tick
-	on   atomic.Bool  // the ticking goroutine is running
+	now atomic.Pointer[time.Time] // the latest reading; nil while not ticking
 
 	mu    sync.Mutex // guards users and stop
 	users int
@@ -58,12 +56,12 @@ type cachedClock struct {
 }
 
 // defaultClock is shared by every Keeper with no Clock of its own.
-var defaultClock = &cachedClock{base: time.Now()}
+var defaultClock = &cachedClock{}
 
 // Now returns the cached reading, or time.Now while the clock is not ticking.
 func (c *cachedClock) Now() time.Time {
-	if c.on.Load() {
-		return c.base.Add(time.Duration(c.off.Load()))
+	if t := c.now.Load(); t != nil {
+		return *t
 	}
 	return time.Now()
 }
@@ -82,8 +80,8 @@ func (c *cachedClock) acquire() {
 		return
 	}
 	c.stop, c.done = make(chan struct{}), make(chan struct{})
-	c.off.Store(int64(time.Since(c.base)))
-	c.on.Store(true)
+	now := time.Now()
+	c.now.Store(&now)
 	go c.tick(c.stop, c.done)
 }
 
@@ -95,9 +93,9 @@ func (c *cachedClock) release() {
 	if c.users > 0 {
 		return
 	}
-	c.on.Store(false)
 	close(c.stop)
 	<-c.done
+	c.now.Store(nil)
 }
 
 func (c *cachedClock) tick(stop, done chan struct{}) {
@@ -109,11 +107,10 @@ func (c *cachedClock) tick(stop, done chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			// Never store a smaller reading than one already stored.
-			now := int64(time.Since(c.base))
-			if now > c.off.Load() {
-				c.off.Store(now)
-			}
+			// One small allocation a millisecond buys a Now that is one
+			// load and a copy. Monotonic readings never go backwards.
+			now := time.Now()
+			c.now.Store(&now)
 		}
 	}
 }
