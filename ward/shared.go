@@ -73,8 +73,11 @@ func (s Shared) clean() Shared {
 // success that is not a probe writes nothing: the count is of failures in a
 // window, which costs one round trip per failure and none per success.
 //
-// Replicas compare their own now with the opener's moment, so their clocks
-// should agree to well within Cooldown.
+// Each Allow costs one store round trip (Get) while closed or open, and a
+// second (SetIfAbsent) while half-open; each Fail one (Incr), plus one more
+// once the count is at the line. In front of a pool that is per dial, not per
+// loan. Replicas compare their own now with the opener's moment, so their
+// clocks should agree to well within Cooldown.
 //
 // When the store fails, the breaker fails open: Allow lets the call through
 // and returns the error beside it, and Fail and Pass return it. A store

@@ -20,7 +20,8 @@ import (
 type Store interface {
 	// Incr adds one to the integer at key and returns the new value. A key
 	// that did not exist is created at zero first and given ttl to live; an
-	// existing key keeps the expiry it had. (Redis: INCR, then EXPIRE NX.)
+	// existing key keeps the expiry it had. (Redis: INCR and EXPIRE NX in
+	// one MULTI, or a script, so that a key is never left without expiry.)
 	Incr(ctx context.Context, key string, ttl time.Duration) (int64, error)
 	// SetIfAbsent stores value at key with ttl to live unless key exists, and
 	// reports whether it stored. (Redis: SET key value NX PX ttl.)
