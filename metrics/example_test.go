@@ -1,0 +1,155 @@
+package metrics_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+	sdk "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/wardpool/wardpool/metrics"
+	"github.com/wardpool/wardpool/pool"
+)
+
+// Conn stands for a connection to some backend.
+type Conn struct{ PID int }
+
+// newKeeper returns a pool of up to four Conns.
+func newKeeper() *pool.Keeper[*Conn] {
+	pid := 100
+	k, err := pool.NewKeeper(pool.Config[*Conn]{
+		Limits: pool.Limits{Size: 4, Idle: 4},
+		Dial: func(context.Context) (*Conn, error) {
+			pid++ // dials run one at a time in this example
+			return &Conn{PID: pid}, nil
+		},
+		Close: func(*Conn) error { return nil },
+	})
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// use borrows n Conns at once and gives them back.
+func use(k *pool.Keeper[*Conn], n int) {
+	var loans []pool.Loan[*Conn]
+	for range n {
+		l, err := k.Acquire(context.Background())
+		if err != nil {
+			panic(err)
+		}
+		loans = append(loans, l)
+	}
+	for _, l := range loans {
+		l.Release()
+	}
+}
+
+// A Keeper exported to Prometheus: register one Collector per pool, with a
+// label to tell the pools apart, and serve the registry as usual
+// (promhttp.HandlerFor).
+func ExampleNewCollector() {
+	k := newKeeper()
+	defer k.Close(context.Background())
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(k, metrics.Options{
+		Labels: map[string]string{"pool": "orders"},
+	}))
+
+	use(k, 1) // one Conn made
+	use(k, 2) // one reused, one more made
+
+	text, err := testutil.GatherAndFormat(reg, expfmt.TypeTextPlain,
+		"wardpool_idle_resources", "wardpool_made_total", "wardpool_reused_loans_total", "wardpool_max_resources")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(string(text))
+	// Output:
+	// # HELP wardpool_idle_resources Resources sitting in the pool now, ready to lend.
+	// # TYPE wardpool_idle_resources gauge
+	// wardpool_idle_resources{pool="orders"} 2
+	// # HELP wardpool_made_total Resources made (dialed) and taken into the pool.
+	// # TYPE wardpool_made_total counter
+	// wardpool_made_total{pool="orders"} 2
+	// # HELP wardpool_max_resources The most resources the pool may hold (Limits.Size).
+	// # TYPE wardpool_max_resources gauge
+	// wardpool_max_resources{pool="orders"} 4
+	// # HELP wardpool_reused_loans_total Loans of a resource that was sitting idle (loans minus reused loans is the cold-start cost).
+	// # TYPE wardpool_reused_loans_total counter
+	// wardpool_reused_loans_total{pool="orders"} 1
+}
+
+// A Keeper exported to OpenTelemetry. A real program passes the Meter of
+// its MeterProvider; this one reads the figures back with a ManualReader.
+func ExampleObserve() {
+	k := newKeeper()
+	defer k.Close(context.Background())
+
+	reader := sdk.NewManualReader()
+	meter := sdk.NewMeterProvider(sdk.WithReader(reader)).Meter("orders")
+	reg, err := metrics.Observe(meter, k, metrics.Options{Labels: map[string]string{"pool": "orders"}})
+	if err != nil {
+		panic(err)
+	}
+	defer reg.Unregister() // when the pool goes away
+
+	use(k, 3)
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		panic(err)
+	}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		switch m.Name {
+		case "wardpool.made", "wardpool.resources.idle":
+			dp := m.Data.(metricdata.Sum[int64]).DataPoints[0]
+			pool, _ := dp.Attributes.Value("pool")
+			fmt.Printf("%s{pool=%s} = %d %s\n", m.Name, pool.AsString(), dp.Value, m.Unit)
+		}
+	}
+	// Output:
+	// wardpool.resources.idle{pool=orders} = 3 {resource}
+	// wardpool.made{pool=orders} = 3 {resource}
+}
+
+// A leak handler for a Keeper. The Keeper calls it when a loan has been out
+// longer than LeakAfter, and again when that loan comes back; here it is
+// called by hand with such reports.
+func ExampleLeakLog() {
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{} // for a stable output
+			}
+			return a
+		},
+	}))
+	onLeak := metrics.LeakLog[*Conn]{
+		Logger: logger,
+		Item:   func(c *Conn) slog.Value { return slog.IntValue(c.PID) },
+		Attrs:  []slog.Attr{slog.String("pool", "orders")},
+	}.Handler()
+
+	_ = pool.Config[*Conn]{
+		// Dial, Close, …
+		LeakAfter: time.Minute,
+		OnLeak:    onLeak,
+	}
+
+	c := &Conn{PID: 4242}
+	stack := []byte("example.com/shop.(*Server).checkout\n\tshop/server.go:118\n")
+	onLeak(pool.Leak[*Conn]{Item: c, Held: time.Minute, Stack: stack})
+	onLeak(pool.Leak[*Conn]{Item: c, Held: 95 * time.Second, Stack: stack, Returned: true})
+	// Output:
+	// level=WARN msg="wardpool: loan held too long" held=1m0s stack="example.com/shop.(*Server).checkout\n\tshop/server.go:118\n" item=4242 pool=orders
+	// level=INFO msg="wardpool: leaked loan returned" held=1m35s stack="example.com/shop.(*Server).checkout\n\tshop/server.go:118\n" item=4242 pool=orders
+}
