@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,43 +28,12 @@ import (
 //
 //	WARDPOOL_TEST_PKGS=./bench/ ./scripts/test -run '^$' -bench PgxQueryRow
 func BenchmarkPgxQueryRow(b *testing.B) {
-	dsn := testenv.PostgresDSN(b)
-	ctx := context.Background()
-
-	wc, err := pgxward.ParseConfig(dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	wc.MaxConns = pgxBenchConns
-	ward, err := pgxward.NewWithConfig(ctx, wc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ward.Close()
-
-	pc, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pc.MaxConns = pgxBenchConns
-	ref, err := pgxpool.NewWithConfig(ctx, pc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ref.Close()
-
-	pools := []struct {
-		name string
-		q    pgxward.Querier
-	}{{"pgxpool", ref}, {"pgxward", ward}}
-	for _, p := range pools {
-		warm(b, p.q)
-	}
+	pools := pgxBenchPools(b)
 	// Which pool goes first alternates from one goroutine count to the
 	// next, starting with a coin toss. (-count repeats each sub-benchmark
 	// back to back; repeat whole runs of the process instead to get pairs
 	// measured side by side: see README.md.)
-	flip := time.Now().UnixNano()&1 == 1
+	flip := rand.IntN(2) == 1
 	for _, g := range []int{1, 8, 64} {
 		order := slices.Clone(pools)
 		if flip {
@@ -97,15 +67,115 @@ func warm(b *testing.B, q pgxward.Querier) {
 
 // queryRows runs b.N QueryRow+Scan calls spread over g goroutines.
 func queryRows(b *testing.B, q pgxward.Querier, g int) {
-	ctx := context.Background()
 	lat := make([]time.Duration, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	elapsed := runRound(b, q, g, lat)
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(lat[(len(lat)*99)/100].Nanoseconds())/1e3, "p99-µs")
+}
+
+// Querier must cover what the benchmark calls on both pools.
+var _ pgxward.Querier = (*pgxpool.Pool)(nil)
+
+// benchPool is one of the two pools under comparison.
+type benchPool struct {
+	name string
+	q    pgxward.Querier
+}
+
+// pgxBenchPools opens both pools on the test server, warm, closed when the
+// benchmark ends: pgxpool first, then drivers/pgx.
+func pgxBenchPools(b *testing.B) []benchPool {
+	dsn := testenv.PostgresDSN(b)
+	ctx := context.Background()
+
+	wc, err := pgxward.ParseConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wc.MaxConns = pgxBenchConns
+	ward, err := pgxward.NewWithConfig(ctx, wc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(ward.Close)
+
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc.MaxConns = pgxBenchConns
+	ref, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(ref.Close)
+
+	pools := []benchPool{{"pgxpool", ref}, {"pgxward", ward}}
+	for _, p := range pools {
+		warm(b, p.q)
+	}
+	return pools
+}
+
+// BenchmarkPgxQueryRowPaired is BenchmarkPgxQueryRow measured so that a
+// busy or noisy machine cannot favour either pool: within one run, the two
+// pools take turns in rounds of pgxPairRound operations each (g goroutines
+// sharing the round's operations), pgxpool first in odd rounds and second
+// in even ones, and each pool's ops/s and latency percentiles are computed
+// over its own rounds only. b.N operations go to each pool. ns/op is the
+// wall time of both pools' operations divided by 2*b.N; read the named
+// metrics, and ratio (pgxward's ops/s over pgxpool's).
+func BenchmarkPgxQueryRowPaired(b *testing.B) {
+	pools := pgxBenchPools(b)
+	for _, g := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("g=%d", g), func(b *testing.B) {
+			lat := [2][]time.Duration{make([]time.Duration, b.N), make([]time.Duration, b.N)}
+			var spent [2]time.Duration
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done, round := 0, 0; done < b.N; round++ {
+				n := min(pgxPairRound, b.N-done)
+				for k := range 2 {
+					i := k
+					if round%2 == 1 {
+						i = 1 - k
+					}
+					spent[i] += runRound(b, pools[i].q, g, lat[i][done:done+n])
+				}
+				done += n
+			}
+			b.StopTimer()
+			var ops [2]float64
+			for i, p := range pools {
+				ops[i] = float64(b.N) / spent[i].Seconds()
+				slices.Sort(lat[i])
+				b.ReportMetric(ops[i], p.name+"-ops/s")
+				b.ReportMetric(float64(lat[i][len(lat[i])/2].Nanoseconds())/1e3, p.name+"-p50-µs")
+				b.ReportMetric(float64(lat[i][(len(lat[i])*99)/100].Nanoseconds())/1e3, p.name+"-p99-µs")
+			}
+			b.ReportMetric(ops[1]/ops[0], "ratio")
+		})
+	}
+}
+
+// pgxPairRound is how many operations one pool runs before the other takes
+// its turn.
+const pgxPairRound = 256
+
+// runRound runs len(lat) QueryRow+Scan calls on q over g goroutines,
+// recording each one's latency in lat, and returns the round's wall time.
+func runRound(b *testing.B, q pgxward.Querier, g int, lat []time.Duration) time.Duration {
+	ctx := context.Background()
 	var next atomic.Int64
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
-	b.ReportAllocs()
-	b.ResetTimer()
 	start := time.Now()
-	for range g {
+	for range min(g, len(lat)) {
 		wg.Go(func() {
 			var n int
 			for {
@@ -123,16 +193,9 @@ func queryRows(b *testing.B, q pgxward.Querier, g int) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
+	d := time.Since(start)
 	if e := failed.Load(); e != nil {
 		b.Fatal(*e)
 	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
-	b.ReportMetric(float64(lat[(len(lat)*99)/100].Nanoseconds())/1e3, "p99-µs")
+	return d
 }
-
-// Querier must cover what the benchmark calls on both pools.
-var _ pgxward.Querier = (*pgxpool.Pool)(nil)
