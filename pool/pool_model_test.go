@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -358,6 +359,16 @@ func (d *driver) fail(format string, args ...any) {
 	d.t.Fatalf("limits %+v\nsteps:\n  %s\n%s", d.lim, strings.Join(d.log, "\n  "), fmt.Sprintf(format, args...))
 }
 
+// reached counts what the driver has made the pool do, when not nil: see
+// TestModelReaches.
+var reached map[string]int
+
+func (d *driver) reach(what string) {
+	if reached != nil {
+		reached[what]++
+	}
+}
+
 func (d *driver) see(item int) {
 	if !d.seen[item] {
 		d.seen[item] = true
@@ -370,16 +381,24 @@ func (d *driver) see(item int) {
 func (d *driver) tick(s source) {
 	var delta time.Duration
 	switch c := s.intn(20, "clock"); {
-	case c < 5:
-		delta = 0
-	case c < 15:
+	case c < 10:
 		delta = time.Duration(1+s.intn(20, "ms")) * time.Millisecond
-	case c < 18:
+	case c < 13:
 		delta = -time.Duration(1+s.intn(40, "back")) * time.Millisecond
-	case c < 19:
+	case c < 14:
 		delta = time.Duration(1+s.intn(3, "hours")) * time.Hour
-	default:
+	case c < 15:
 		delta = time.Duration(1+s.intn(1000, "ns")) * time.Nanosecond
+	case c < 17:
+		// To the edge of the next expiry: exactly Keep or Life old (still
+		// fresh), or one nanosecond past it.
+		if at, ok := d.m.next(); ok {
+			d.now = at.Add(-time.Duration(s.intn(2, "edge")))
+			d.reach("clock to an edge")
+			return
+		}
+	default:
+		delta = 0
 	}
 	d.now = d.now.Add(delta)
 }
@@ -415,6 +434,13 @@ func (d *driver) pickItem(s source, label string, freshOK bool) (int, string) {
 	return d.fresh, "fresh"
 }
 
+// opTable weighs the calls the driver makes, one letter a call: t Take, m
+// Made, j MadeJitter, u Unmade, g Give, d Drop, e Evict, l Loans, r Refusal,
+// k a clock step alone, c Close (one time in five that it is drawn). Close
+// sits in the middle so that a source that favours the ends (rapid does)
+// does not close every pool at once.
+const opTable = "tttttgtmtgjmgutgmdtcgeltmgjrdugtktmegtgt"
+
 func draw(s source) float64 {
 	switch s.intn(8, "roll") {
 	case 0:
@@ -431,7 +457,7 @@ func draw(s source) float64 {
 func run(t tb, s source, steps int, wk wardKind) {
 	t.Helper()
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	lim := pool.Limits{Size: s.intn(6, "size"), Idle: s.intn(6, "idle")}
+	lim := pool.Limits{Size: s.intn(12, "size"), Idle: s.intn(12, "idle")}
 	if s.intn(3, "keep?") > 0 {
 		lim.Keep = ms(1 + s.intn(60, "keep"))
 	}
@@ -451,10 +477,113 @@ func run(t tb, s source, steps int, wk wardKind) {
 		t.Fatalf("New(%+v): %v", lim, err)
 	}
 	d := &driver{t: t, p: p, m: &model{lim: lim}, w: w, lim: lim, now: start, seen: map[int]bool{}}
+	if s.intn(3, "warm?") == 1 {
+		d.warm(s)
+	}
 	for i := 0; i < steps && !s.done(); i++ {
 		d.step(s)
 	}
 	d.finish()
+}
+
+// warm fills the pool with up to 44 resources born at scattered instants
+// (MadeJitter) and gives them back in a drawn order, so that the idle list
+// and the birth heap hold many seats in every arrangement before the random
+// calls start: the shapes a handful of random calls rarely build.
+func (d *driver) warm(s source) {
+	d.t.Helper()
+	var out []int
+	for range 4 + s.intn(41, "warm count") {
+		d.now = d.now.Add(time.Duration(s.intn(5, "warm ms")) * time.Millisecond)
+		item := d.warmMake(s)
+		if item == 0 {
+			break
+		}
+		out = append(out, item)
+	}
+	for len(out) > 0 {
+		i := s.intn(len(out), "warm give")
+		item := out[i]
+		out = slices.Delete(out, i, i+1)
+		d.warmGive(item)
+	}
+	// Churn: drop an idle one from anywhere in the heap and make and give
+	// back a new one born at another scattered instant, each call followed
+	// by the full check (Next reads the oldest-born idle seat). Removals
+	// from the middle of a heap are where a heap goes wrong.
+	for range s.intn(80, "churn") {
+		if len(d.m.idle) == 0 {
+			break
+		}
+		item := d.m.idle[s.intn(len(d.m.idle), "churn drop")].item
+		before := d.m.heldSet()
+		g, w := d.p.Drop(item, d.now), d.m.drop(item, d.now)
+		d.logf("Drop(%d, %v) = %v", item, d.now.Sub(base), g)
+		if g != w || !g {
+			d.fail("Drop(%d): got %v, want %v", item, g, w)
+		}
+		d.handed = append(d.handed, item)
+		d.checkFlow(before, []int{item}, item, true)
+		d.check()
+		if s.intn(3, "churn again") == 0 {
+			continue // the pool shrinks
+		}
+		if made := d.warmMake(s); made != 0 {
+			d.warmGive(made)
+		}
+	}
+}
+
+// warmMake takes, makes a fresh resource born at a scattered instant, and
+// returns it, or 0 when Take did not answer Make.
+func (d *driver) warmMake(s source) int {
+	d.t.Helper()
+	before := d.m.heldSet()
+	got, want := d.p.Take(d.now, 0, 0), d.m.take(d.now)
+	d.logf("Take(%v) = %v %d", d.now.Sub(base), got.Kind, got.Item)
+	if got != want {
+		d.fail("Take: got %+v, want %+v", got, want)
+	}
+	if got.Kind != pool.Make {
+		var handed []int
+		if got.Kind == pool.Stale {
+			handed = []int{got.Item}
+			d.handed = append(d.handed, got.Item)
+		}
+		d.checkFlow(before, handed, 0, false)
+		d.check()
+		return 0
+	}
+	d.fresh++
+	item := d.fresh
+	d.see(item)
+	extra := time.Duration(s.intn(201, "warm extra")-100) * time.Millisecond
+	g, w := d.p.MadeJitter(item, d.now, extra), d.m.made(item, d.now, extra)
+	d.logf("MadeJitter(%d, %v, %v) = %v", item, d.now.Sub(base), extra, g)
+	if g != w || !g {
+		d.fail("MadeJitter: got %v, want %v", g, w)
+	}
+	d.checkFlow(before, nil, item, true)
+	d.check()
+	return item
+}
+
+// warmGive gives item back, checked.
+func (d *driver) warmGive(item int) {
+	d.t.Helper()
+	before := d.m.heldSet()
+	g, w := d.p.Give(item, d.now), d.m.give(item, d.now)
+	d.logf("Give(%d, %v) = %v", item, d.now.Sub(base), g)
+	if g != w {
+		d.fail("Give(%d): got %v, want %v", item, g, w)
+	}
+	var handed []int
+	if !g {
+		handed = []int{item}
+		d.handed = append(d.handed, item)
+	}
+	d.checkFlow(before, handed, item, true)
+	d.check()
 }
 
 // step makes one call on both, compares, and checks the invariants.
@@ -467,96 +596,111 @@ func (d *driver) step(s source) {
 	d.tick(s)
 	now := d.now
 	at := now.Sub(base)
-	switch op := s.intn(200, "op"); {
-	case op < 60:
+	switch op := opTable[s.intn(len(opTable), "op")]; {
+	case op == 't':
 		roll, cpu := draw(s), s.intn(1000, "cpu")
 		got, want := d.p.Take(now, roll, cpu), d.m.take(now)
 		d.logf("Take(%v) = %v %d", at, got.Kind, got.Item)
+		d.reach("Take " + got.Kind.String())
 		if got != want {
 			d.fail("Take(%v): got %+v, want %+v", at, got, want)
 		}
 		if got.Kind == pool.Stale {
 			handed = append(handed, got.Item)
 		}
-	case op < 90:
+	case op == 'm':
 		item, kind := d.pickItem(s, "made", true)
 		arg, hasArg = item, true
 		d.see(item)
 		got, want := d.p.Made(item, now), d.m.made(item, now, 0)
 		d.logf("Made(%d %s, %v) = %v", item, kind, at, got)
+		d.reach(fmt.Sprint("Made ", kind, " ", got, d.m.closed))
 		if got != want {
 			d.fail("Made(%d, %v): got %v, want %v", item, at, got, want)
 		}
 		if !got {
 			handed = append(handed, item)
 		}
-	case op < 100:
+	case op == 'j':
 		item, kind := d.pickItem(s, "made", true)
 		arg, hasArg = item, true
 		d.see(item)
 		extra := time.Duration(s.intn(201, "extra")-100) * time.Millisecond
 		got, want := d.p.MadeJitter(item, now, extra), d.m.made(item, now, extra)
 		d.logf("MadeJitter(%d %s, %v, %v) = %v", item, kind, at, extra, got)
+		d.reach(fmt.Sprint("MadeJitter ", kind, " ", got))
 		if got != want {
 			d.fail("MadeJitter(%d, %v, %v): got %v, want %v", item, at, extra, got, want)
 		}
 		if !got {
 			handed = append(handed, item)
 		}
-	case op < 110:
+	case op == 'u':
 		roll := draw(s)
 		d.p.Unmade(now, roll)
 		d.m.unmade(now)
 		d.logf("Unmade(%v)", at)
-	case op < 150:
+	case op == 'g':
 		item, kind := d.pickItem(s, "give", true)
 		arg, hasArg = item, true
 		d.see(item)
 		got, want := d.p.Give(item, now), d.m.give(item, now)
 		d.logf("Give(%d %s, %v) = %v", item, kind, at, got)
+		d.reach(fmt.Sprint("Give ", kind, " ", got, d.m.closed))
 		if got != want {
 			d.fail("Give(%d, %v): got %v, want %v", item, at, got, want)
 		}
 		if !got {
 			handed = append(handed, item)
 		}
-	case op < 165:
+	case op == 'd':
 		item, kind := d.pickItem(s, "drop", false)
 		arg, hasArg = item, true
 		d.see(item)
 		got, want := d.p.Drop(item, now), d.m.drop(item, now)
 		d.logf("Drop(%d %s, %v) = %v", item, kind, at, got)
+		d.reach(fmt.Sprint("Drop ", kind, " ", got))
 		if got != want {
 			d.fail("Drop(%d, %v): got %v, want %v", item, at, got, want)
 		}
 		handed = append(handed, item) // the caller closes it either way
-	case op < 178:
+	case op == 'e':
+		edge := false
+		if at, ok := d.m.next(); ok && d.m.started && !d.m.at().After(at) {
+			edge = !now.Before(at.Add(-time.Nanosecond)) && !now.After(at)
+		}
 		got, want := d.p.Evict(now), d.m.evict(now)
+		if edge {
+			d.reach("Evict at an edge")
+		}
 		d.logf("Evict(%v) = %v", at, got)
+		d.reach(fmt.Sprint("Evict ", len(got) > 0))
 		if !sameItems(got, want) {
 			d.fail("Evict(%v): got %v, want %v (in any order)", at, got, want)
 		}
 		handed = append(handed, got...)
-	case op < 186:
+	case op == 'l':
 		got, want := d.p.Loans(now), d.m.loans(now)
 		d.logf("Loans(%v) = %v", at, got)
+		d.reach(fmt.Sprint("Loans ", len(got) > 0))
 		d.checkLoans("Loans", got, want)
-	case op < 192:
+	case op == 'r':
 		got := d.p.Refusal(now)
 		d.m.clock(now)
 		d.logf("Refusal(%v) = %v", at, got)
 		if got != 0 {
 			d.fail("Refusal(%v) = %v, want 0 (no breaker refusing)", at, got)
 		}
-	case op < 197:
-		d.logf("(clock to %v)", at)
-	default:
+	case op == 'c' && s.intn(5, "really close") == 2:
 		got, want := d.p.Close(), d.m.close()
 		d.logf("Close() = %v", got)
+		d.reach(fmt.Sprint("Close ", len(got) > 0))
 		if !sameItems(got, want) {
 			d.fail("Close(): got %v, want %v (in any order)", got, want)
 		}
 		handed = append(handed, got...)
+	default: // a clock step alone, or a Close not drawn
+		d.logf("(clock to %v)", at)
 	}
 	for _, h := range handed {
 		d.see(h)
@@ -834,5 +978,39 @@ func TestModelMadeUnreservedLease(t *testing.T) {
 	if lim.Inflight() != p.Busy() {
 		t.Errorf("after Made(1) without Make, Take = %v, Give(1), Take = %v: limiter has %d leases for %d busy (limit 1)",
 			first.Kind, second.Kind, lim.Inflight(), p.Busy())
+	}
+}
+
+// TestModelReaches drives the model from bytes drawn with a fixed seed, the
+// way FuzzPool does, and then checks that the driver made the pool do each
+// thing worth checking at least once: a driver that never reached a double
+// give or an expiry at its very edge would pass without testing it.
+func TestModelReaches(t *testing.T) {
+	reached = map[string]int{}
+	defer func() { reached = nil }()
+	r := rand.New(rand.NewPCG(2026, 11))
+	for range 400 {
+		data := make([]byte, 100+r.IntN(1500))
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		s := &byteSource{b: data}
+		run(t, s, len(data), wardKind(s.intn(3, "ward")))
+	}
+	for _, want := range []string{
+		"Take Ready", "Take Stale", "Take Make", "Take Wait", "Take Closed",
+		"Made fresh true false", "Made fresh false false", "Made lent true false", "Made idle true false",
+		"Made lent true true", "Made handed true false", "Made foreign false true",
+		"MadeJitter fresh true", "Give lent true false", "Give lent false false", "Give lent false true",
+		"Give idle false false", "Give fresh true false", "Give fresh false true", "Give handed true false",
+		"Give foreign false true", "Drop lent true", "Drop idle true", "Drop foreign false",
+		"Evict true", "Close true", "Loans true", "clock to an edge", "Evict at an edge",
+	} {
+		if reached[want] == 0 {
+			t.Errorf("the driver never reached %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("reached: %v", reached)
 	}
 }
