@@ -1,0 +1,55 @@
+// Package metrics exports a pool's figures to Prometheus and to
+// OpenTelemetry, and logs its leak reports with log/slog.
+//
+// Each exporter reads a Source — a *pool.Keeper of any type, or FromBooks
+// for a pool.Pool under the caller's own lock — once per scrape or
+// collection, and exports every figure of that one reading, so the figures
+// of a scrape agree with each other (live = idle + busy).
+//
+//	reg.MustRegister(metrics.NewCollector(keeper, metrics.Options{Labels: map[string]string{"pool": "orders"}}))
+//	registration, err := metrics.Observe(meter, keeper, metrics.Options{Labels: map[string]string{"pool": "orders"}})
+//	cfg.OnLeak = metrics.OnLeak[*pgx.Conn](logger)
+//
+// # Series
+//
+// Names below are with the default namespace, wardpool; Options.Namespace
+// and Options.Subsystem replace or extend it. Prometheus names come first,
+// the OpenTelemetry name after the slash. Gauges are counts at the moment of
+// the reading (OpenTelemetry: up-down counters); counters only rise from the
+// pool's start.
+//
+// Gauges:
+//
+//	wardpool_live_resources / wardpool.resources.live        resources that exist: idle, lent, being made
+//	wardpool_idle_resources / wardpool.resources.idle        resources in the pool, ready to lend
+//	wardpool_busy_resources / wardpool.resources.busy        resources lent or being made
+//	wardpool_waiting_acquires / wardpool.acquires.waiting    callers queued for a resource (Keeper only)
+//	wardpool_dialing_resources / wardpool.resources.dialing  dials in flight (Keeper only)
+//	wardpool_max_resources / wardpool.resources.max          Limits.Size, when set (Keeper only)
+//	wardpool_max_idle_resources / wardpool.resources.idle.max  Limits.Idle, when set (Keeper only)
+//
+// Counters:
+//
+//	wardpool_made_total / wardpool.made                      resources made and taken in
+//	wardpool_make_failures_total / wardpool.make.failures    makes (dials) that failed
+//	wardpool_loans_total / wardpool.loans                    resources lent
+//	wardpool_reused_loans_total / wardpool.loans.reused      loans of an idle resource
+//	wardpool_retired_total{reason} / wardpool.retired        resources let go and closed; reason is
+//	                                                         idle (past Keep), life (past Life) or other
+//	wardpool_dropped_total / wardpool.dropped                destroyed or hijacked resources
+//	wardpool_waited_total / wardpool.waited                  acquires that found the pool full
+//	wardpool_deferred_total / wardpool.deferred              acquires the ward told to come back later
+//	wardpool_shed_total / wardpool.shed                      acquires the ward refused
+//	wardpool_acquires_total / wardpool.acquires              successful acquires (Keeper only)
+//	wardpool_acquire_wait_seconds_total / wardpool.acquire.wait  their total wait, seconds (Keeper only)
+//	wardpool_empty_acquires_total / wardpool.acquires.empty  acquires that had to wait or dial (Keeper only)
+//	wardpool_canceled_acquires_total / wardpool.acquires.canceled  acquires ended by their context (Keeper only)
+//	wardpool_checks_total / wardpool.checks                  health checks on borrow (Keeper only)
+//	wardpool_check_failures_total / wardpool.check.failures  failed health checks (Keeper only)
+//	wardpool_leaks_total / wardpool.leaks                    loans held past LeakAfter (Keeper only)
+//	wardpool_double_releases_total / wardpool.double_releases  calls on an ended loan, ignored (Keeper only)
+//	wardpool_panics_total / wardpool.panics                  panics recovered in the hooks (Keeper only)
+//
+// The README beside this file has the same list with the questions each
+// series answers.
+package metrics
