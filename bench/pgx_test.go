@@ -199,3 +199,81 @@ func runRound(b *testing.B, q pgxward.Querier, g int, lat []time.Duration) time.
 	}
 	return d
 }
+
+// BenchmarkPgxAcquireRelease measures the pools' own cost, without a round
+// trip to the server: Acquire and Release of an idle connection, from 1
+// goroutine and from 8 (through b.SetParallelism on GOMAXPROCS), for both
+// pools on the same server in the same run.
+func BenchmarkPgxAcquireRelease(b *testing.B) {
+	dsn := testenv.PostgresDSN(b)
+	ctx := context.Background()
+	wc, err := pgxward.ParseConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wc.MaxConns = pgxBenchConns
+	ward, err := pgxward.NewWithConfig(ctx, wc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ward.Close()
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc.MaxConns = pgxBenchConns
+	ref, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ref.Close()
+	warm(b, ward)
+	warm(b, ref)
+
+	pools := []struct {
+		name string
+		f    func() error
+	}{
+		{"pgxpool", func() error {
+			c, err := ref.Acquire(ctx)
+			if err == nil {
+				c.Release()
+			}
+			return err
+		}},
+		{"pgxward", func() error {
+			c, err := ward.Acquire(ctx)
+			if err == nil {
+				c.Release()
+			}
+			return err
+		}},
+	}
+	for _, par := range []int{0, 1} {
+		for _, p := range pools {
+			if par == 0 {
+				b.Run("g=1/"+p.name, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if err := p.f(); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+				continue
+			}
+			b.Run("parallel/"+p.name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetParallelism(4) // 4 × GOMAXPROCS goroutines
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if err := p.f(); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -124,11 +125,16 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 	} else if p.afterRelease != nil {
 		kc.Reset = p.reset
 	}
-	if config.OnLeak != nil {
-		onLeak := config.OnLeak
+	if onLeak := config.OnLeak; onLeak != nil {
 		kc.OnLeak = func(l pool.Leak[*res]) {
 			onLeak(Leak{Conn: l.Item.conn, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
 		}
+	} else if config.LeakAfter > 0 {
+		log := config.Logger
+		if log == nil {
+			log = slog.Default()
+		}
+		kc.OnLeak = func(l pool.Leak[*res]) { logLeak(log, l, config.LeakAfter) }
 	}
 	k, err := pool.NewKeeper(kc)
 	if err != nil {
@@ -136,6 +142,19 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 	}
 	p.k = k
 	return p, nil
+}
+
+// logLeak is the default OnLeak: a warning naming the server process of the
+// connection, so that it can be found in pg_stat_activity.
+func logLeak(log *slog.Logger, l pool.Leak[*res], after time.Duration) {
+	pid := l.Item.conn.PgConn().PID()
+	if l.Returned {
+		log.Warn("pgxward: a connection reported as held too long came back",
+			"pid", pid, "held", l.Held, "stack", string(l.Stack))
+		return
+	}
+	log.Warn("pgxward: a connection is held longer than LeakAfter",
+		"pid", pid, "held", l.Held, "leak_after", after, "stack", string(l.Stack))
 }
 
 // dial opens one connection: BeforeConnect, pgx.ConnectConfig, AfterConnect.

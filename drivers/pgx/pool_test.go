@@ -1,9 +1,11 @@
 package pgxward
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -783,4 +785,44 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("acquires %d, total %d", s.AcquireCount(), s.TotalConns())
 	}
 	honest(t, p)
+}
+
+// TestLeakLoggedByDefault: without OnLeak the report is a warning on Logger
+// naming the backend.
+func TestLeakLoggedByDefault(t *testing.T) {
+	var buf syncBuffer
+	p := newPool(t, func(c *Config) {
+		c.LeakAfter = 30 * time.Millisecond
+		c.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+	})
+	ctx := ctxT(t)
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := c.Conn().PgConn().PID()
+	eventually(t, "a leak warning", func() bool { return strings.Contains(buf.String(), "held longer than LeakAfter") })
+	c.Release()
+	eventually(t, "a came-back warning", func() bool { return strings.Contains(buf.String(), "came back") })
+	if out := buf.String(); !strings.Contains(out, fmt.Sprintf("pid=%d", pid)) || !strings.Contains(out, "TestLeakLoggedByDefault") {
+		t.Errorf("log:\n%s", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
