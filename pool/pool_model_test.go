@@ -1014,3 +1014,26 @@ func TestModelReaches(t *testing.T) {
 		t.Logf("reached: %v", reached)
 	}
 }
+
+// TestModelJitterExtremes gives MadeJitter the most extreme extras: a life
+// shortened without bound is past Life at once, and one lengthened without
+// bound never is. Wrapping arithmetic would turn either into the other.
+func TestModelJitterExtremes(t *testing.T) {
+	for _, c := range []struct {
+		extra time.Duration
+		want  pool.Kind
+	}{
+		{math.MinInt64, pool.Stale},
+		{-time.Hour, pool.Stale},
+		{time.Hour, pool.Ready},
+		{math.MaxInt64, pool.Ready},
+	} {
+		p, _ := pool.New[int](pool.Limits{Life: time.Minute}, ward.Ward{})
+		p.Take(base, 0, 0)
+		p.MadeJitter(1, base.Add(time.Second), c.extra)
+		p.Give(1, base.Add(2*time.Second))
+		if got := p.Take(base.Add(3*time.Second), 0, 0); got.Kind != c.want {
+			t.Errorf("MadeJitter(extra %v), Give, Take = %v, want %v", c.extra, got.Kind, c.want)
+		}
+	}
+}
