@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -19,9 +20,13 @@ import (
 // measurement; retired also carries a reason attribute (idle, life, other).
 //
 // Unregister the returned Registration to stop observing, for example when
-// the pool is closed. Observe fails, creating nothing it keeps, when meter
-// refuses an instrument or the callback.
+// the pool is closed. Observe fails, registering no callback, when o.Labels
+// has a reason key (retired's own) or meter refuses an instrument or the
+// callback.
 func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, error) {
+	if _, ok := o.Labels["reason"]; ok {
+		return nil, errors.New(`metrics: Options.Labels has "reason", the retired series' own attribute`)
+	}
 	prefix := o.prefix(".")
 	keys := o.labelKeys()
 	kvs := make([]attribute.KeyValue, 0, len(keys)+1)

@@ -297,6 +297,10 @@ func TestObserveErrors(t *testing.T) {
 	if _, err := Observe(refusing{}, src, Options{}); err != nil {
 		t.Errorf("a meter refusing nothing: %v", err)
 	}
+	// A reason label would be overwritten on retired.
+	if reg, err := Observe(refusing{}, src, Options{Labels: map[string]string{"reason": "x"}}); err == nil || reg != nil {
+		t.Errorf("Observe with a reason label = %v, %v; want an error", reg, err)
+	}
 }
 
 func TestObserveCallbackAllocations(t *testing.T) {
