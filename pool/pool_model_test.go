@@ -1037,3 +1037,127 @@ func TestModelJitterExtremes(t *testing.T) {
 		}
 	}
 }
+
+// TestModelWeighted checks nginx's smooth weighted round-robin against what
+// it promises: over any stretch of as many picks as the weights add up to,
+// from a fresh balancer, every target is served exactly its weight; a weight
+// of zero or less is never served; -1 exactly when nothing can be; and a
+// repeated name takes part once, under its first entry that has a weight
+// (an entry of weight zero or less does not take part at all).
+func TestModelWeighted(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(0, 6).Draw(rt, "targets")
+		var targets []pool.Target
+		total := 0
+		first := map[string]int{}
+		for i := range n {
+			name := string(rune('a' + rapid.IntRange(0, 7).Draw(rt, "name")))
+			w := rapid.IntRange(-2, 6).Draw(rt, "weight")
+			targets = append(targets, pool.Target{Name: name, Weight: w})
+			if _, dup := first[name]; !dup && w > 0 {
+				first[name] = i
+				total += w
+			}
+		}
+		var b pool.Weighted
+		served := map[int]int{}
+		for range 3 * max(total, 1) {
+			i := b.Pick(targets)
+			if total == 0 {
+				if i != -1 {
+					rt.Fatalf("Pick(%v) = %d, want -1: no positive weight", targets, i)
+				}
+				continue
+			}
+			if i < 0 || i >= len(targets) || targets[i].Weight <= 0 || first[targets[i].Name] != i {
+				rt.Fatalf("Pick(%v) = %d: not a target that can be served", targets, i)
+			}
+			served[i]++
+		}
+		for i, tg := range targets {
+			if tg.Weight > 0 && first[tg.Name] == i && served[i] != 3*tg.Weight {
+				rt.Fatalf("over three cycles of %v, target %d was served %d times, want %d", targets, i, served[i], 3*tg.Weight)
+			}
+		}
+	})
+}
+
+// TestModelRoundRobin checks that any n turns over n targets serve each
+// once, whatever the counts asked before.
+func TestModelRoundRobin(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var r pool.RoundRobin
+		for range rapid.IntRange(0, 20).Draw(rt, "warm") {
+			r.Pick(rapid.IntRange(-1, 8).Draw(rt, "count"))
+		}
+		n := rapid.IntRange(-1, 8).Draw(rt, "n")
+		if n <= 0 {
+			if got := r.Pick(n); got != -1 {
+				rt.Fatalf("Pick(%d) = %d, want -1", n, got)
+			}
+			return
+		}
+		seen := map[int]bool{}
+		for range n {
+			i := r.Pick(n)
+			if i < 0 || i >= n || seen[i] {
+				rt.Fatalf("Pick(%d) = %d after %v", n, i, seen)
+			}
+			seen[i] = true
+		}
+	})
+}
+
+// TestModelPick checks Pick over pools some of which are nil or closed: it
+// answers an open pool whenever there is one, -1 only when there is none,
+// and between two open pools with no breaker the one with fewer busy.
+func TestModelPick(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(0, 5).Draw(rt, "pools")
+		pools := make([]*pool.Pool[int], n)
+		open := 0
+		for i := range pools {
+			switch rapid.IntRange(0, 2).Draw(rt, "kind") {
+			case 0:
+				continue // nil
+			case 1:
+				p, _ := pool.New[int](pool.Limits{}, ward.Ward{})
+				p.Close()
+				pools[i] = p
+			default:
+				p, _ := pool.New[int](pool.Limits{}, ward.Ward{})
+				for range rapid.IntRange(0, 3).Draw(rt, "busy") {
+					p.Take(base, 0, 0)
+				}
+				pools[i] = p
+				open++
+			}
+		}
+		a, b := draw01(rt, "first"), draw01(rt, "second")
+		got := pool.Pick(pools, base, a, b)
+		switch {
+		case open == 0 && got != -1:
+			rt.Fatalf("Pick(%d pools, none open, %v, %v) = %d, want -1", n, a, b, got)
+		case open > 0 && (got < 0 || got >= n || pools[got] == nil || pools[got].IsClosed()):
+			rt.Fatalf("Pick(%d pools, %d open, %v, %v) = %d, not an open pool", n, open, a, b, got)
+		}
+		if n == 2 && open == 2 {
+			other := 1 - got
+			if pools[other].Busy() < pools[got].Busy() {
+				rt.Fatalf("Pick of two open pools with %d and %d busy chose %d", pools[0].Busy(), pools[1].Busy(), got)
+			}
+		}
+	})
+}
+
+func draw01(rt *rapid.T, label string) float64 {
+	switch rapid.IntRange(0, 5).Draw(rt, label+" kind") {
+	case 0:
+		return math.NaN()
+	case 1:
+		return -0.5
+	case 2:
+		return 1.5
+	}
+	return rapid.Float64Range(0, 0.999999).Draw(rt, label)
+}
