@@ -186,7 +186,9 @@ func (p *Pool[T]) Made(item T, now time.Time) bool {
 // MadeJitter is Made for a resource whose Life is longer by extra, so that
 // resources made together do not all retire together: a runtime draws extra
 // for each (Keeper does, from Config.LifeJitter). A negative extra shortens
-// the life. Without a Life limit extra has no effect.
+// the life. Without a Life limit extra has no effect. Births are held within
+// about 73 years of the pool's first instant, so an extreme extra saturates
+// (stale at once, or never) instead of wrapping around.
 func (p *Pool[T]) MadeJitter(item T, now time.Time, extra time.Duration) bool {
 	t := p.clock(now)
 	reserved := p.making > 0
@@ -222,10 +224,26 @@ func (p *Pool[T]) MadeJitter(item T, now time.Time, extra time.Duration) bool {
 		}
 	}
 	i := p.z.add(item, t)
-	p.z.s[i].born = t + int64(extra)
+	p.z.s[i].born = shift(t, extra)
 	p.books.Made++
 	p.books.Loans++
 	return true
+}
+
+// bound keeps shifted births far enough from the ends of int64 that an age
+// (now minus birth) never wraps: ±73 years either side of the pool's epoch.
+const bound = int64(1) << 61
+
+// shift is t moved by d, saturating at ±bound: an extra beyond that reads as
+// "stale at once" or "never stale", never as its wrapped opposite.
+func shift(t int64, d time.Duration) int64 {
+	switch {
+	case d > 0 && t > bound-int64(d):
+		return bound
+	case d < 0 && t < -bound-int64(d):
+		return -bound
+	}
+	return min(max(t+int64(d), -bound), bound)
 }
 
 // Unmade gives back a reservation that did not become a resource: the make
