@@ -188,6 +188,7 @@ type Keeper[T comparable] struct {
 	timer    Timer         // the one timer: eviction, retries, leaks, MinIdle
 	timerAt  time.Time     // when timer fires, if armed
 	armed    bool
+	retry    bool // waiters were held back by a Later: the timer serves them
 	cpuTimer Timer
 	stats    counters
 }
@@ -766,6 +767,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 		case Wait:
 			return
 		case Later:
+			k.retry = true
 			k.armLocked(now, now.Add(t.Delay))
 			return
 		case Shed:
@@ -839,7 +841,13 @@ func (k *Keeper[T]) tick() {
 	k.armed = false
 	now := k.clock.Now()
 	fx.close = append(fx.close, k.p.Evict(now)...)
-	k.serveLocked(now, &fx)
+	if k.retry || len(fx.close) > 0 {
+		// Only ask for the waiters when something changed for them: a Later
+		// ran out, or eviction made room. Asking for nothing would count a
+		// Wait answer in the books each time.
+		k.retry = false
+		k.serveLocked(now, &fx)
+	}
 	if k.leakAfter > 0 {
 		k.watchLocked(now, &fx)
 	}
