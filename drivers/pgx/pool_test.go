@@ -826,3 +826,20 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestMinConnsKeptWarm: MinConns and MinIdleConns open connections in the
+// background, before any Acquire, and replace one that is destroyed.
+func TestMinConnsKeptWarm(t *testing.T) {
+	p := newPool(t, func(c *Config) { c.MinConns = 1; c.MinIdleConns = 2 })
+	eventually(t, "two idle connections", func() bool { return p.Stat().IdleConns() == 2 })
+	if s := p.Stat(); s.AcquireCount() != 0 || s.NewConnsCount() != 2 {
+		t.Errorf("warming: acquires %d, new %d", s.AcquireCount(), s.NewConnsCount())
+	}
+	c, err := p.Acquire(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := c.Hijack()
+	defer conn.Close(context.Background())
+	eventually(t, "two idle again", func() bool { return p.Stat().IdleConns() == 2 })
+}
