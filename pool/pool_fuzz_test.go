@@ -45,7 +45,7 @@ func FuzzPool(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0, 2, 2, 1, 10, 1, 40, 0, 0, 0, 10, 0, 10, 0, 60, 0, 70, 0, 10, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) > 1<<13 {
+		if len(data) > 1<<12 {
 			return // long enough to say anything a shorter one can
 		}
 		s := &byteSource{b: data}

@@ -340,14 +340,13 @@ type driver struct {
 	w   ward.Ward
 	lim pool.Limits
 
-	now      time.Time // the caller's clock: it may step back
-	fresh    int       // the last item minted
-	foreign  int       // the last foreign item used (negative)
-	handed   []int     // items handed to the caller to close, in order
-	universe []int     // every item ever seen, for Holds checks
-	seen     map[int]bool
-	log      []string
-	prev     pool.Books
+	now     time.Time // the caller's clock: it may step back
+	fresh   int       // the last item minted
+	foreign int       // the last foreign item used (negative)
+	handed  []int     // items handed to the caller to close, in order
+	touched []int     // items the last call took or handed out
+	log     []string
+	prev    pool.Books
 }
 
 func (d *driver) logf(format string, args ...any) {
@@ -369,12 +368,7 @@ func (d *driver) reach(what string) {
 	}
 }
 
-func (d *driver) see(item int) {
-	if !d.seen[item] {
-		d.seen[item] = true
-		d.universe = append(d.universe, item)
-	}
-}
+func (d *driver) see(item int) { d.touched = append(d.touched, item) }
 
 // pickDelay moves the caller's clock: mostly forward a few milliseconds,
 // sometimes not at all, sometimes back, sometimes a long way forward.
@@ -476,7 +470,7 @@ func run(t tb, s source, steps int, wk wardKind) {
 	if err != nil {
 		t.Fatalf("New(%+v): %v", lim, err)
 	}
-	d := &driver{t: t, p: p, m: &model{lim: lim}, w: w, lim: lim, now: start, seen: map[int]bool{}}
+	d := &driver{t: t, p: p, m: &model{lim: lim}, w: w, lim: lim, now: start}
 	if s.intn(3, "warm?") == 1 {
 		d.warm(s)
 	}
@@ -784,16 +778,26 @@ func (d *driver) check() {
 	if p.IsClosed() != m.closed {
 		d.fail("IsClosed() = %v, want %v", p.IsClosed(), m.closed)
 	}
-	held := 0
-	for _, item := range d.universe {
+	// Every item the model holds is held, and every item the last call
+	// touched is held exactly when the model holds it; with the counts
+	// equal, the real pool holds nothing else.
+	for _, s := range m.idle {
+		if !p.Holds(s.item) {
+			d.fail("Holds(%d) = false for an idle item", s.item)
+		}
+	}
+	for _, s := range m.lent {
+		if !p.Holds(s.item) {
+			d.fail("Holds(%d) = false for a lent item", s.item)
+		}
+	}
+	for _, item := range d.touched {
 		if got, want := p.Holds(item), m.holds(item); got != want {
 			d.fail("Holds(%d) = %v, want %v", item, got, want)
 		}
-		if m.holds(item) {
-			held++
-		}
 	}
-	if held != b.Idle+b.Busy-p.Making() {
+	d.touched = d.touched[:0]
+	if held := len(m.idle) + len(m.lent); held != b.Idle+b.Busy-p.Making() {
 		d.fail("%d items held, want idle %d + lent %d", held, b.Idle, b.Busy-p.Making())
 	}
 	gotAt, gotOK := p.Next()
