@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/wardpool/wardpool/metrics"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // Conn stands for a connection to some backend.
@@ -86,6 +89,44 @@ func ExampleNewCollector() {
 	// # HELP wardpool_reused_loans_total Loans of a resource that was sitting idle (loans minus reused loans is the cold-start cost).
 	// # TYPE wardpool_reused_loans_total counter
 	// wardpool_reused_loans_total{pool="orders"} 1
+}
+
+// A pool.Pool run by hand (as a simulation does) exported to Prometheus:
+// the books under the caller's own lock, without the Keeper's series.
+func ExampleFromBooks() {
+	var mu sync.Mutex
+	p, _ := pool.New[int](pool.Limits{Size: 2}, ward.Ward{})
+	src := metrics.FromBooks(func() pool.Books {
+		mu.Lock()
+		defer mu.Unlock()
+		return p.Books()
+	})
+	c := metrics.NewCollector(src, metrics.Options{Subsystem: "sim"})
+
+	mu.Lock()
+	now := time.Unix(0, 0)
+	for id := 1; id <= 2; id++ {
+		p.Take(now, 0, 0) // Make
+		p.Made(id, now)
+	}
+	p.Take(now, 0, 0) // Wait: both are out
+	p.Give(1, now)
+	mu.Unlock()
+
+	text, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain,
+		"wardpool_sim_live_resources", "wardpool_sim_idle_resources", "wardpool_sim_waited_total", "wardpool_sim_acquires_total")
+	if err != nil {
+		panic(err)
+	}
+	for _, line := range strings.Split(string(text), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			fmt.Println(line)
+		}
+	}
+	// Output:
+	// wardpool_sim_idle_resources 1
+	// wardpool_sim_live_resources 2
+	// wardpool_sim_waited_total 1
 }
 
 // A Keeper exported to OpenTelemetry. A real program passes the Meter of
