@@ -279,6 +279,15 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 // Limits returns the pool's limits.
 func (k *Keeper[T]) Limits() Limits { return k.limits }
 
+// now reads the Keeper's clock; the default clock is called directly, which
+// lets the compiler inline it on the hot paths.
+func (k *Keeper[T]) now() time.Time {
+	if k.cached != nil {
+		return k.cached.Now()
+	}
+	return k.clock.Now()
+}
+
 // roll draws for the ward, only when it has a guard that reads the draw.
 func (k *Keeper[T]) roll() float64 {
 	if k.needRoll {
@@ -358,7 +367,7 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 	if k.leakAfter > 0 {
 		st = captureStack()
 	}
-	start := k.clock.Now()
+	start := k.now()
 	now := start
 	front := false // re-queue at the front: this caller was already served once
 	for {

@@ -60,7 +60,7 @@ func (l Loan[T]) Release() {
 		return
 	}
 	var fx effects[T]
-	now := k.clock.Now() // read before locking: the lock is held for less
+	now := k.now() // read before locking: the lock is held for less
 	k.mu.Lock()
 	if !k.endLocked(l, &fx) {
 		k.mu.Unlock()
