@@ -297,6 +297,12 @@ func TestObserveErrors(t *testing.T) {
 	if _, err := Observe(refusing{}, src, Options{}); err != nil {
 		t.Errorf("a meter refusing nothing: %v", err)
 	}
+	// The SDK refuses a name with a space (and hands back a working
+	// instrument anyway); Observe passes the refusal on.
+	_, m := newMeter()
+	if reg, err := Observe(m, src, Options{Namespace: "my pool"}); err == nil || reg != nil {
+		t.Errorf("Observe with an invalid name = %v, %v; want an error", reg, err)
+	}
 	// A reason label would be overwritten on retired.
 	if reg, err := Observe(refusing{}, src, Options{Labels: map[string]string{"reason": "x"}}); err == nil || reg != nil {
 		t.Errorf("Observe with a reason label = %v, %v; want an error", reg, err)
