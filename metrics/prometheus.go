@@ -32,8 +32,9 @@ type constSample struct {
 }
 
 // NewCollector returns a Collector reading src, naming its series after o.
-// It panics, as prometheus.NewDesc would fail, when o makes an invalid
-// metric or label name.
+// It panics when o makes a metric or label name prometheus.NewDesc rejects,
+// or has a "reason" label, which the retired series has of its own: a
+// mistake in the program, better found at start than at the first scrape.
 func NewCollector(src Source, o Options) *Collector {
 	prefix := o.prefix("_")
 	var consts prometheus.Labels
