@@ -376,7 +376,7 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 			// Others are waiting: queue behind them, whatever Take would say.
 			w := k.attachLocked(ctx, start, st)
 			k.q.push(w)
-			k.stats.emptyAcquires++
+			k.countEmptyLocked(front)
 			k.mu.Unlock()
 			l, again, err := k.await(ctx, w)
 			if !again {
@@ -421,7 +421,7 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 		case Make:
 			w := k.attachLocked(ctx, start, st)
 			k.startDialLocked(w)
-			k.stats.emptyAcquires++
+			k.countEmptyLocked(front)
 			var fx effects[T]
 			fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: ctx})
 			k.mu.Unlock()
@@ -440,8 +440,8 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 			} else {
 				k.q.push(w)
 			}
+			k.countEmptyLocked(front)
 			front = false
-			k.stats.emptyAcquires++
 			k.mu.Unlock()
 			l, again, err := k.await(ctx, w)
 			if !again {
@@ -475,6 +475,14 @@ func (k *Keeper[T]) countCanceled() {
 	k.mu.Lock()
 	k.stats.canceled++
 	k.mu.Unlock()
+}
+
+// countEmptyLocked counts an acquire that has to wait or dial, once: not
+// again when it comes back to the front after a failed check.
+func (k *Keeper[T]) countEmptyLocked(again bool) {
+	if !again {
+		k.stats.emptyAcquires++
+	}
 }
 
 // due reports whether a resource idle for idle is checked before lending.
