@@ -94,6 +94,7 @@ func terminate(t *testing.T, pid uint32) {
 // pgxpool's caller sees no error, ours must not either, and either way the
 // next query works.
 func TestTerminatedBackend(t *testing.T) {
+	testenv.PostgresDSN(t)
 	type asker interface {
 		Querier
 		Close()

@@ -462,3 +462,36 @@ func TestResetterAndValidator(t *testing.T) {
 	}
 	honest(t, c)
 }
+
+// TestFallbacks: for a driver connection without the context methods,
+// database/sql's own fallbacks run (ErrSkip sends it to Prepare; Begin
+// without BeginTx refuses options it cannot honour), and the errors reach
+// the caller with the connection kept.
+func TestFallbacks(t *testing.T) {
+	fc := &fakeConnector{}
+	db, c, err := OpenDB(fc, one())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := ctxT(t)
+	if _, err := db.QueryContext(ctx, "SELECT 1"); err == nil || !strings.Contains(err.Error(), "fake: no prepare") {
+		t.Errorf("Query without QueryerContext = %v, want the driver's Prepare error", err)
+	}
+	if _, err := db.BeginTx(ctx, nil); err == nil || !strings.Contains(err.Error(), "fake: no tx") {
+		t.Errorf("Begin = %v, want the driver's Begin error", err)
+	}
+	if _, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Errorf("read-only Begin = %v", err)
+	}
+	if _, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable}); err == nil || !strings.Contains(err.Error(), "isolation") {
+		t.Errorf("serializable Begin = %v", err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		t.Errorf("Ping without a Pinger = %v", err)
+	}
+	if s := c.Stats(); s.Made != 1 || s.Dropped != 0 {
+		t.Errorf("books: %+v", s.Books)
+	}
+	honest(t, c)
+}
