@@ -907,6 +907,10 @@ func sameItems(a, b []int) bool {
 	return slices.Equal(a, b)
 }
 
+// TestModel runs random calls on a pool without a ward against the model.
+// rapid's default of 100 runs suits every test run; a long one is
+//
+//	go test -run 'Model' ./pool/ -rapid.checks=20000
 func TestModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		run(rt, rapidSource{rt}, rapid.IntRange(1, 300).Draw(rt, "steps"), noWard)
@@ -1164,4 +1168,26 @@ func draw01(rt *rapid.T, label string) float64 {
 		return 1.5
 	}
 	return rapid.Float64Range(0, 0.999999).Draw(rt, label)
+}
+
+// TestModelFarFirstInstant starts a pool's clock far from the instants that
+// follow: a caller's stray zero time.Time, or a reading decades off. Ages are
+// differences between later calls, so a resource idle for a second is still
+// fresh under a minute's Keep and Life, and one idle for an hour is not.
+func TestModelFarFirstInstant(t *testing.T) {
+	for _, first := range []time.Time{{}, base.AddDate(-80, 0, 0)} {
+		p, _ := pool.New[int](pool.Limits{Keep: time.Minute, Life: time.Minute}, ward.Ward{})
+		p.Evict(first)
+		p.Take(base, 0, 0)
+		p.Made(1, base)
+		p.Give(1, base.Add(time.Second))
+		if got := p.Take(base.Add(2*time.Second), 0, 0); got.Kind != pool.Ready {
+			t.Errorf("first instant %v: Take after 1s idle = %v, want Ready", first, got.Kind)
+			continue
+		}
+		p.Give(1, base.Add(3*time.Second))
+		if got := p.Take(base.Add(time.Hour), 0, 0); got.Kind != pool.Stale {
+			t.Errorf("first instant %v: Take after an hour idle = %v, want Stale", first, got.Kind)
+		}
+	}
 }
