@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -67,5 +68,35 @@ func TestKeeperLimiterWaitIsServedOnRelease(t *testing.T) {
 		t.Fatalf("waiter got %v, %v", r.l.Value(), r.err)
 	}
 	r.l.Release()
+	checkBalanced(t, k, d)
+}
+
+// TestKeeperWaiterHandedABadResourceGetsAnotherUnnoticed: a waiter handed a
+// resource that fails its check is not sent to the back of the queue, and
+// does not see the failure: the resource is dropped and one is dialed for it.
+func TestKeeperWaiterHandedABadResourceGetsAnotherUnnoticed(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{
+		Limits:    Limits{Size: 1},
+		CheckIdle: -1,
+		Check: func(_ context.Context, r *res) error {
+			if r.id == 1 {
+				return errors.New("broken")
+			}
+			return nil
+		},
+	})
+	a := mustAcquire(t, k) // r1, fresh from Dial: not checked
+	w := queued(t, k, bg, 1)
+	a.Release()
+	r := <-w
+	if r.err != nil || r.l.Value().id != 2 {
+		t.Fatalf("waiter got %v, %v; want r2", r.l.Value(), r.err)
+	}
+	r.l.Release()
+	s := k.Stats()
+	if s.CheckFailures != 1 || s.Dropped != 1 || s.Acquires != 2 || s.EmptyAcquires != 2 {
+		t.Fatalf("stats %+v", s)
+	}
 	checkBalanced(t, k, d)
 }
