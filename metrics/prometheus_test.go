@@ -464,3 +464,72 @@ func TestCollectAllocations(t *testing.T) {
 		t.Errorf("Collect allocated %v times, want at most 1 (one block for the samples)", allocs)
 	}
 }
+
+// TestCollectorConsistentUnderLoad scrapes a busy Keeper: every scrape is
+// one reading, so its gauges add up (live = idle + busy) and no counter is
+// lower than in the scrape before.
+func TestCollectorConsistentUnderLoad(t *testing.T) {
+	k := newKeeper(t, newClock(), pool.Limits{Size: 3, Idle: 1}, 0, nil)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(k, Options{}))
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				l, err := k.Acquire(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if (g+i)%5 == 0 {
+					l.Destroy()
+				} else {
+					l.Release()
+				}
+			}
+		})
+	}
+	last := map[string]float64{}
+	for range 200 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := map[string]float64{}
+		for _, mf := range mfs {
+			for _, m := range mf.Metric {
+				name := mf.GetName()
+				if r := labelValue(m, "reason"); r != "" {
+					name += "/" + r
+				}
+				if mf.GetType() == dto.MetricType_COUNTER {
+					v[name] = m.GetCounter().GetValue()
+					if v[name] < last[name] {
+						t.Errorf("%s fell from %v to %v", name, last[name], v[name])
+					}
+				} else {
+					v[name] = m.GetGauge().GetValue()
+				}
+			}
+		}
+		if live, idle, busy := v["wardpool_live_resources"], v["wardpool_idle_resources"], v["wardpool_busy_resources"]; live != idle+busy || live > 3 {
+			t.Fatalf("a scrape read live %v, idle %v, busy %v", live, idle, busy)
+		}
+		for name, x := range v {
+			if strings.HasSuffix(name, "_total") || strings.Contains(name, "_total/") {
+				last[name] = x
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if last["wardpool_made_total"] < 2 || last["wardpool_dropped_total"] < 1 {
+		t.Errorf("the load did little: %v", last)
+	}
+}
