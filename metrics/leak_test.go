@@ -67,7 +67,7 @@ func check(t *testing.T, rec map[string]any, want map[string]any) {
 func TestLeakLogReports(t *testing.T) {
 	var b logBuffer
 	h := OnLeak[*conn](b.logger(slog.LevelInfo))
-	stack := "main.handler\n\t/src/app/main.go:42\n"
+	stack := "main.handler\n\tapp/main.go:42\n"
 	h(pool.Leak[*conn]{Item: &conn{id: 7}, Held: 90 * time.Second, Stack: []byte(stack)})
 	h(pool.Leak[*conn]{Item: &conn{id: 7}, Held: 95 * time.Second, Stack: []byte(stack), Returned: true})
 	recs := b.records(t)
