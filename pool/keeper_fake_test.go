@@ -234,7 +234,10 @@ func newTestKeeper(t testing.TB, d *dialer, cfg Config[*res]) (*Keeper[*res], *f
 // test after a generous wall-clock bound. It stands in for the moment another
 // goroutine reaches a point the test cannot observe otherwise (parked in a
 // queue, a dial returned); nothing in the tests sleeps.
-func eventually(t testing.TB, what string, cond func() bool) {
+func eventually(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
