@@ -33,4 +33,27 @@
 // inside a transaction is destroyed, not reused; an idle one is pinged
 // before it is lent when it sat for more than a second, and one that fails
 // the ping is replaced without the caller seeing an error.
+//
+// # Where it differs from pgxpool
+//
+//   - Errors: Acquire on a closed pool fails with pool.ErrClosed; one the
+//     Ward refuses fails at once with a *pool.ShedError (errors.Is
+//     pool.ErrShed); a failed dial's error reads "pgxward: connect: …" and
+//     wraps pgx's *pgconn.ConnectError.
+//   - Close blocks until every loan is back, as pgxpool's does;
+//     CloseContext bounds the wait.
+//   - MaxConnIdleTime and MaxConnLifetime of zero mean no limit (pgxpool
+//     closes every idle connection at each health check when the idle
+//     time is zero). Idle and lifetime retirement happen when a connection
+//     passes its age, not at the next HealthCheckPeriod, which is unused.
+//   - MinConns and MinIdleConns both keep idle connections warm, as many as
+//     the larger of the two.
+//   - AfterRelease runs in the releasing goroutine, not a new one.
+//   - Stat.AcquireCount counts AcquireAllIdle's loans; Stat has no
+//     EmptyAcquireWaitTime. Stat.Keeper gives every figure of the Keeper.
+//   - Tracers: an AcquireTracer or ReleaseTracer on ConnConfig.Tracer is not
+//     called (their methods take a *pgxpool.Pool); the query tracers of pgx
+//     itself work as usual.
+//   - A Config must still come from ParseConfig; NewWithConfig returns an
+//     error wrapping ErrConfig where pgxpool panics.
 package pgxward

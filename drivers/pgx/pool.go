@@ -46,13 +46,8 @@ func (r *res) handle(p *Pool, l pool.Loan[*res]) *Conn {
 }
 
 // Pool is a pool of pgx connections run by a pool.Keeper. It has the
-// methods of *pgxpool.Pool with the same meaning, and is safe for concurrent
-// use by many goroutines.
-//
-// What differs from pgxpool: errors of a closed pool are pool.ErrClosed; an
-// Acquire refused by the Ward fails at once with an error wrapping
-// pool.ErrShed; Close has a bounded twin, CloseContext; and Stat answers
-// from the Keeper's books (Stat.Keeper has all of them).
+// methods of *pgxpool.Pool with the same meaning (the package doc lists
+// where they differ), and is safe for concurrent use by many goroutines.
 type Pool struct {
 	k      *pool.Keeper[*res]
 	config *Config
