@@ -26,19 +26,6 @@ func peekable(c net.Conn) bool {
 	return n > 0
 }
 
-// waitFor polls cond (for what only the kernel knows, such as a FIN on its
-// way through loopback) for up to five seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestAlive checks the peek on a loopback TCP pair with no Redis: open and
 // quiet, open with data waiting (not consumed), and closed by the peer.
 func TestAlive(t *testing.T) {

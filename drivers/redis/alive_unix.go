@@ -9,12 +9,22 @@ import (
 	"syscall"
 )
 
-// alive peeks at c's socket without blocking and without consuming
-// anything. It returns io.EOF when the peer has closed the connection, the
-// socket's error when it has failed, and nil when nothing is waiting or
-// something is (RESP3 push messages may arrive on an idle connection;
-// go-redis reads them before the next command).
-func alive(c net.Conn) error {
+// peeker looks at one connection's socket without blocking and without
+// consuming anything. It is built once per connection so that a look
+// allocates nothing; it is used by one goroutine at a time (the borrower's,
+// before the connection is lent).
+type peeker struct {
+	rc  syscall.RawConn // nil when the connection has no socket to look at
+	buf [1]byte
+	err error
+	fn  func(fd uintptr) bool // p.look, bound once
+}
+
+// newPeeker returns a peeker for c, unwrapping TLS (NetConn) to reach the
+// socket. A connection with no socket of its own gets a peeker that finds
+// every connection open.
+func newPeeker(c net.Conn) *peeker {
+	p := new(peeker)
 	for {
 		nc, ok := c.(interface{ NetConn() net.Conn })
 		if !ok {
@@ -22,32 +32,44 @@ func alive(c net.Conn) error {
 		}
 		c = nc.NetConn()
 	}
-	sc, ok := c.(syscall.Conn)
-	if !ok {
+	if sc, ok := c.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			p.rc = rc
+		}
+	}
+	p.fn = p.look
+	return p
+}
+
+// alive returns io.EOF when the peer has closed the connection, the
+// socket's error when it has failed, and nil when nothing is waiting or
+// something is (RESP3 push messages may arrive on an idle connection;
+// go-redis reads them before the next command).
+func (p *peeker) alive() error {
+	if p.rc == nil {
 		return nil
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	p.err = nil
+	if err := p.rc.Read(p.fn); err != nil {
 		return err
 	}
-	var buf [1]byte
-	var perr error
-	err = rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		switch {
-		case n == 0 && err == nil:
-			perr = io.EOF
-		case err == nil:
-			// Data is waiting: leave it to the client.
-		case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EWOULDBLOCK), errors.Is(err, syscall.EINTR):
-			// Nothing waiting: the connection is open.
-		default:
-			perr = err
-		}
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	return perr
+	return p.err
 }
+
+func (p *peeker) look(fd uintptr) bool {
+	n, _, err := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	switch {
+	case n == 0 && err == nil:
+		p.err = io.EOF
+	case err == nil:
+		// Data is waiting: leave it to the client.
+	case errors.Is(err, syscall.EAGAIN), errors.Is(err, syscall.EWOULDBLOCK), errors.Is(err, syscall.EINTR):
+		// Nothing waiting: the connection is open.
+	default:
+		p.err = err
+	}
+	return true
+}
+
+// alive is a one-off newPeeker(c).alive().
+func alive(c net.Conn) error { return newPeeker(c).alive() }

@@ -24,8 +24,8 @@ var errRedial = errors.New("redisward: connection is gone and may not be rediall
 // pool size one whose only network connection is nc. The Keeper recognises
 // it by its pointer.
 type conn struct {
-	cl *redis.Client
-	nc net.Conn // the client's network connection, for the liveness peek
+	cl   *redis.Client
+	peek *peeker // looks at the client's network connection
 	// broken is set by the client's hook when a command fails in a way that
 	// leaves the connection unusable (anything but a reply from the
 	// server); a loan carrying it ends in Destroy, not Release.
@@ -97,7 +97,7 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{nc: nc}
+	c := &conn{peek: newPeeker(nc)}
 	o := p.inner
 	var spent atomic.Bool
 	o.Dialer = func(context.Context, string, string) (net.Conn, error) {
@@ -133,7 +133,7 @@ func (p *Pool) check(_ context.Context, c *conn) error {
 	if c.broken.Load() {
 		return errRedial
 	}
-	return alive(c.nc)
+	return c.peek.alive()
 }
 
 // broken reports whether err, returned by a command, leaves the connection
@@ -144,14 +144,37 @@ func (p *Pool) check(_ context.Context, c *conn) error {
 // error, a timeout or cancelled context mid-command, a closed client) may
 // leave a reply unread on the wire, so the connection is not reused.
 func broken(err error) bool {
-	if err == nil {
+	if err == nil || err == redis.Nil {
 		return false
 	}
-	var re redis.Error
-	if errors.As(err, &re) {
+	if re, ok := replyError(err); ok {
 		return strings.HasPrefix(re.Error(), "READONLY ")
 	}
 	return true
+}
+
+// replyError finds an error reply from the server (a redis.Error) in err's
+// chain. It is errors.As without the allocation errors.As makes for an
+// interface target, since it runs after every failed command.
+func replyError(err error) (redis.Error, bool) {
+	for err != nil {
+		switch e := err.(type) {
+		case redis.Error:
+			return e, true
+		case interface{ Unwrap() []error }:
+			for _, w := range e.Unwrap() {
+				if re, ok := replyError(w); ok {
+					return re, true
+				}
+			}
+			return nil, false
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
 }
 
 // hook watches every command and pipeline of one connection's client and

@@ -92,3 +92,19 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Errorf("MinIdle over Size: %v", err)
 	}
 }
+
+func TestBrokenAllocatesNothing(t *testing.T) {
+	reply := fmt.Errorf("wrapped: %w", fakeReply("WRONGTYPE x"))
+	joined := errors.Join(io.EOF, fakeReply("ERR y"))
+	if broken(joined) {
+		t.Error("a joined error holding a reply is a reply")
+	}
+	n := testing.AllocsPerRun(100, func() {
+		_ = broken(redis.Nil)
+		_ = broken(reply)
+		_ = broken(io.EOF)
+	})
+	if n != 0 {
+		t.Errorf("broken allocates %v times per run", n)
+	}
+}
