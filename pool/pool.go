@@ -95,12 +95,40 @@ func (p *Pool[T]) clock(now time.Time) int64 {
 		p.epoch, p.lastAt = now, now
 		return 0
 	}
-	t := int64(now.Sub(p.epoch))
+	t := int64(now.Sub(p.epoch)) // saturates at ±292 years
 	if t <= p.last {
 		return p.last
 	}
+	if t > reanchor {
+		return p.rebase(now, t)
+	}
 	p.last, p.lastAt = t, now
 	return t
+}
+
+// reanchor is how far (about 36 years) the pool's instants may run from its
+// epoch before the epoch moves: instants stay small enough that no age, and
+// no shifted birth (see shift), can wrap around.
+const reanchor = int64(1) << 60
+
+// rebase moves the epoch to now, which is t past the old one, and every
+// instant the pool holds with it; it runs once a few decades of steady time,
+// or when a caller's clock jumps that far (a stray zero time.Time as the
+// first reading, say). A jump of more than reanchor is read as one of
+// reanchor: everything held is then decades old, past any sane age limit.
+func (p *Pool[T]) rebase(now time.Time, t int64) int64 {
+	d := p.last + min(t-p.last, reanchor) // where now falls on the old scale
+	move := func(x int64) int64 { return max(x-d, -bound) }
+	for i := range p.z.s {
+		if s := &p.z.s[i]; s.state != free {
+			s.born, s.since = move(s.born), move(s.since)
+		}
+	}
+	if p.holdUntil != 0 {
+		p.holdUntil = move(p.holdUntil)
+	}
+	p.epoch, p.last, p.lastAt = now, 0, now
+	return 0
 }
 
 // instant is the time.Time of one of the pool's instants.
