@@ -13,7 +13,6 @@ import (
 // take it for good with Hijack); after that no other method may be called.
 // A Conn is for one goroutine at a time, like the *pgx.Conn inside it.
 type Conn struct {
-	p    *Pool
 	r    *res // nil once released or hijacked
 	loan pool.Loan[*res]
 

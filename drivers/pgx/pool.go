@@ -34,14 +34,14 @@ type res struct {
 // handleBlock is how many handles res allocates at once.
 const handleBlock = 32
 
-// handle returns an unused Conn of r for loan l of pool p.
-func (r *res) handle(p *Pool, l pool.Loan[*res]) *Conn {
+// handle returns an unused Conn of r for loan l.
+func (r *res) handle(l pool.Loan[*res]) *Conn {
 	if len(r.spare) == 0 {
 		r.spare = make([]Conn, handleBlock)
 	}
 	c := &r.spare[0]
 	r.spare = r.spare[1:]
-	c.p, c.r, c.loan = p, r, l
+	c.r, c.loan = r, l
 	return c
 }
 
@@ -261,12 +261,12 @@ func (p *Pool) Acquire(ctx context.Context) (*Conn, error) {
 		}
 		r := l.Value()
 		if p.prepareConn == nil {
-			return r.handle(p, l), nil
+			return r.handle(l), nil
 		}
 		ok, err := p.prepareConn(ctx, r.conn)
 		switch {
 		case ok && err == nil:
-			return r.handle(p, l), nil
+			return r.handle(l), nil
 		case ok:
 			l.Release()
 			return nil, err
@@ -305,7 +305,7 @@ func (p *Pool) AcquireAllIdle(ctx context.Context) []*Conn {
 				continue
 			}
 		}
-		conns = append(conns, r.handle(p, l))
+		conns = append(conns, r.handle(l))
 	}
 	return conns
 }
