@@ -342,7 +342,7 @@ type driver struct {
 
 	now     time.Time // the caller's clock: it may step back
 	fresh   int       // the last item minted
-	foreign int       // the last foreign item used (negative)
+	foreign int       // the last foreign item: 0 (the zero int) first, then -1, -2, …
 	handed  []int     // items handed to the caller to close, in order
 	touched []int     // items the last call took or handed out
 	log     []string
@@ -418,7 +418,7 @@ func (d *driver) pickItem(s source, label string, freshOK bool) (int, string) {
 			return d.handed[s.intn(n, label+" handed")], k
 		}
 	case "foreign":
-		if d.foreign < 0 && s.intn(2, label+" reuse") == 0 {
+		if d.foreign < 1 && s.intn(2, label+" reuse") == 0 {
 			return d.foreign, k // a foreign item seen before
 		}
 		d.foreign--
@@ -470,7 +470,7 @@ func run(t tb, s source, steps int, wk wardKind) {
 	if err != nil {
 		t.Fatalf("New(%+v): %v", lim, err)
 	}
-	d := &driver{t: t, p: p, m: &model{lim: lim}, w: w, lim: lim, now: start}
+	d := &driver{t: t, p: p, m: &model{lim: lim}, w: w, lim: lim, now: start, foreign: 1}
 	if s.intn(3, "warm?") == 1 {
 		d.warm(s)
 	}
