@@ -1,0 +1,84 @@
+// Package redisward is a pool of go-redis v9 connections run by wardpool's
+// pool.Keeper, with a ward in front of the server, a leak watch behind it,
+// and a ward.Store on Redis (Store) through which replicas share breaker
+// and quota state.
+//
+// The package lives in the folder drivers/redis and is named redisward, so
+// that it never shadows go-redis in a file that imports both:
+//
+//	import redisward "github.com/wardpool/wardpool/drivers/redis"
+//
+//	cfg, err := redisward.ParseURL("redis://127.0.0.1:6379/0?pool_size=8")
+//	...
+//	p, err := redisward.New(ctx, cfg)
+//	...
+//	defer p.Close(ctx)
+//	v, err := p.Do(ctx, "GET", "key").Text()
+//
+// Single commands go through Do and Process, batches through Pipelined and
+// TxPipelined, optimistic transactions through Watch; Acquire lends one
+// connection as a *redis.Client (the whole redis.Cmdable) for work that
+// must stay on one connection.
+//
+// # How a Keeper carries go-redis
+//
+// go-redis keeps its connection pool inside *redis.Client and offers no way
+// to build a client around a connection from outside. So each resource the
+// Keeper holds is a *redis.Client of its own whose pool has a single slot,
+// and whose Dialer hands over the one network connection the Keeper's dial
+// opened, once: asked again, it refuses. The Keeper's dial is therefore the
+// only way a connection is ever opened, so every dial passes the ward (the
+// breaker, the bucket, the backoff) and shows in the books, and a
+// connection lives and dies by the Keeper's Limits (Size, Idle, Keep,
+// Life). A dial is the network connect followed by a PING, which runs
+// go-redis's whole handshake (HELLO or AUTH, SELECT, CLIENT SETINFO,
+// OnConnect): a wrong password is a failed dial, not a failed command.
+//
+// What the choice costs, against go-redis's own pool on the same server:
+//
+//   - Memory: a client's state beside each connection, about 1.8 KB over
+//     go-redis's 68.5 KB per connection (its 32 KiB read and write buffers
+//     dominate both). No goroutine per client.
+//   - Time: the Keeper's acquire and release around go-redis's own (a
+//     single-slot pool that never waits), and a look at the socket before
+//     each loan (below). See bench/README.md for GET at 1, 8 and 64
+//     goroutines; allocations per command are the same as go-redis's.
+//   - go-redis's retries are off (MaxRetries is not used): a command that
+//     may have reached the server is never sent twice. go-redis by default
+//     retries a command up to three times on network errors, writes
+//     included.
+//   - PubSub, client-side caching and maintenance notifications need
+//     connections of their own and are not pooled: use a separate
+//     *redis.Client for them.
+//
+// # Broken connections
+//
+// A command that fails with anything but a reply from the server (a
+// network error, a timeout or a context ending mid-command, a closed
+// client) marks its connection broken: the reply may still be on its way,
+// so the connection is destroyed when the loan ends rather than lent again.
+// An error reply (WRONGTYPE, NOSCRIPT, …) and redis.Nil leave the
+// connection in use; READONLY does not (the server became a replica, and a
+// new connection follows the address to the new primary).
+//
+// A connection the server closed while it sat idle (CLIENT KILL, the
+// server's timeout, a restart) is found before it is lent, by a
+// non-blocking peek at its socket that sends nothing (Config.CheckIdle;
+// on systems without the peek, by the command that fails on it). It is
+// replaced and the caller never sees it. Should one close between the peek
+// and the command, go-redis's own look at the socket finds it and asks for
+// a new connection, which is refused; since nothing was sent, Process runs
+// the command again on another connection. (go-redis logs one line when
+// that happens, and a goroutine of the refused client lingers for up to a
+// second after the connection is closed.)
+//
+// # Sharing guards between replicas
+//
+// Store is a ward.Store whose every method is one atomic command: INCR with
+// the expiry set when the INCR creates the key (one Lua script), SET NX PX,
+// GET and DEL. ward.SharedBreakers in several processes over Stores on the
+// same server and key act as one breaker: failures from all of them are
+// counted by atomic increment, the open marker keeps the moment of the
+// first opener, and exactly one probe goes out across them when the
+// cooldown ends.
+package redisward
