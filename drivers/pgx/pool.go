@@ -75,8 +75,9 @@ func New(ctx context.Context, connString string) (*Pool, error) {
 // (an error wrapping ErrConfig says why it cannot be used otherwise). It
 // connects to nothing before returning, as pgxpool: connections for
 // MinConns and MinIdleConns are opened in the background, and the first
-// Acquire reports whether the server can be reached. ctx is not used after
-// NewWithConfig returns.
+// Acquire reports whether the server can be reached. ctx is not used (in
+// pgxpool its values reach the first background dials; here a dial carries
+// the values of the Acquire it serves).
 func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 	if err := config.validate(); err != nil {
 		return nil, err
