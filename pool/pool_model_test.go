@@ -52,11 +52,30 @@ func (m *model) clock(now time.Time) int64 {
 		m.started, m.epoch, m.last = true, now, 0
 		return 0
 	}
-	if t := int64(now.Sub(m.epoch)); t > m.last {
-		m.last = t
+	t := int64(now.Sub(m.epoch))
+	if t <= m.last {
+		return m.last
 	}
-	return m.last
+	if t > farOff {
+		// Decades from the origin: now becomes the origin, and a jump of
+		// more than farOff reads as one of farOff.
+		d := m.last + min(t-m.last, farOff)
+		for _, seats := range [][]mseat{m.idle, m.lent} {
+			for i := range seats {
+				seats[i].born -= d
+				seats[i].since -= d
+			}
+		}
+		m.epoch, m.last = now, 0
+		return 0
+	}
+	m.last = t
+	return t
 }
+
+// farOff is how far from its origin a pool's clock may run before the
+// origin moves (about 36 years), as Pool documents.
+const farOff = int64(1) << 60
 
 func (m *model) at() time.Time { return m.epoch.Add(time.Duration(m.last)) }
 
@@ -345,6 +364,7 @@ type driver struct {
 	foreign int       // the last foreign item: 0 (the zero int) first, then -1, -2, …
 	handed  []int     // items handed to the caller to close, in order
 	touched []int     // items the last call took or handed out
+	far     bool      // whether the clock has jumped decades yet
 	log     []string
 	prev    pool.Books
 }
@@ -382,6 +402,17 @@ func (d *driver) tick(s source) {
 	case c < 14:
 		delta = time.Duration(1+s.intn(3, "hours")) * time.Hour
 	case c < 15:
+		if s.intn(8, "far?") == 5 && !d.far {
+			// Once a run, decades forward or back: a stray reading.
+			d.far = true
+			years := 40 + s.intn(60, "years")
+			if s.intn(2, "back?") == 1 {
+				years = -years
+			}
+			d.now = d.now.AddDate(years, 0, 0)
+			d.reach("clock decades away")
+			return
+		}
 		delta = time.Duration(1+s.intn(1000, "ns")) * time.Nanosecond
 	case c < 17:
 		// To the edge of the next expiry: exactly Keep or Life old (still
@@ -680,7 +711,9 @@ func (d *driver) step(s source) {
 		d.checkLoans("Loans", got, want)
 	case op == 'r':
 		got := d.p.Refusal(now)
-		d.m.clock(now)
+		if d.w.Breaker != nil {
+			d.m.clock(now) // only a breaker reads the clock
+		}
 		d.logf("Refusal(%v) = %v", at, got)
 		if got != 0 {
 			d.fail("Refusal(%v) = %v, want 0 (no breaker refusing)", at, got)
@@ -1013,6 +1046,7 @@ func TestModelReaches(t *testing.T) {
 		"Give idle false false", "Give fresh true false", "Give fresh false true", "Give handed true false",
 		"Give foreign false true", "Drop lent true", "Drop idle true", "Drop foreign false",
 		"Evict true", "Close true", "Loans true", "clock to an edge", "Evict at an edge",
+		"clock decades away",
 	} {
 		if reached[want] == 0 {
 			t.Errorf("the driver never reached %q", want)
