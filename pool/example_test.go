@@ -50,6 +50,10 @@ func ExamplePool_Take() {
 	shed := guarded.Take(at(0), 0.1, 0) // a draw under the refusal: fail fast
 	fmt.Println(shed.Kind, "by the", shed.Guard)
 
+	// And after Close, one answer only.
+	p.Close()
+	fmt.Println(p.Take(at(3*time.Minute), 0, 0).Kind)
+
 	// Output:
 	// Make
 	// Wait
@@ -58,6 +62,7 @@ func ExamplePool_Take() {
 	// Later 1s by the bucket
 	// refusing 0.5 of new connections
 	// Shed by the breaker
+	// Closed
 }
 
 // The books after one resource is made and then reused: two loans, one of
