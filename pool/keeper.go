@@ -677,6 +677,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 	cancel()
 
 	var fx effects[T]
+	var unseen error
 	k.mu.Lock()
 	now := k.clock.Now()
 	k.dialing--
@@ -698,7 +699,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		if owner {
 			k.grantLocked(j.w, grant[T]{err: err})
 		} else {
-			k.log.Debug("wardpool: dial failed", "err", err)
+			unseen = err // nobody will see it: log it, after unlocking
 		}
 		k.serveLocked(now, &fx)
 		k.armRetryLocked(now)
@@ -729,6 +730,9 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		}
 	}
 	k.mu.Unlock()
+	if unseen != nil {
+		k.log.Debug("wardpool: dial failed", "err", unseen)
+	}
 	k.do(&fx)
 	k.mu.Lock()
 	k.bg--
