@@ -202,3 +202,45 @@ func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 		return err
 	}
 }
+
+// ErrNotPooled is what Process, Do, Pipelined, TxPipelined and the client
+// of Pool.Client answer for a command that changes the state of the
+// connection it runs on for the commands after it (SELECT, WATCH, MULTI,
+// SUBSCRIBE, CLIENT TRACKING, AUTH, …): on a pooled connection that state
+// would pass to whoever borrows it next, while the caller's next command
+// runs elsewhere. Use Pool.Watch, Pool.TxPipelined, Config.Options.DB, an
+// Acquire'd connection that is destroyed afterwards, or a separate
+// *redis.Client for PubSub.
+var ErrNotPooled = errors.New("redisward: command changes its connection's state and needs a connection of its own: use Pool.Watch, Pool.Acquire, or a separate client")
+
+// sessionCmd reports whether cmd changes the state of its connection for
+// the commands after it (see ErrNotPooled).
+func sessionCmd(cmd redis.Cmder) bool {
+	switch cmd.Name() {
+	case "select", "auth", "hello", "reset", "quit", "monitor",
+		"watch", "unwatch", "multi", "exec", "discard",
+		"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe",
+		"readonly", "readwrite":
+		return true
+	case "client":
+		if args := cmd.Args(); len(args) > 1 {
+			if s, ok := args[1].(string); ok {
+				switch strings.ToLower(s) {
+				case "tracking", "reply", "setname", "no-evict", "no-touch", "caching":
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// anySessionCmd reports whether any of cmds is a sessionCmd.
+func anySessionCmd(cmds []redis.Cmder) bool {
+	for _, c := range cmds {
+		if sessionCmd(c) {
+			return true
+		}
+	}
+	return false
+}

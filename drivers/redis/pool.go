@@ -24,6 +24,8 @@ type Pool struct {
 	netDial     func(ctx context.Context) (net.Conn, error)
 	dialTimeout time.Duration
 	addr        string
+
+	front *redis.Client // see Client
 }
 
 // New builds a pool from cfg. Unless cfg.Lazy is set it opens one connection
@@ -80,6 +82,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p.k = k
+	p.front = p.newFront()
 	if !cfg.Lazy {
 		l, err := k.Acquire(ctx)
 		if err != nil {
@@ -157,7 +160,9 @@ func (p *Pool) AcquireFunc(ctx context.Context, f func(*redis.Client) error) err
 }
 
 // Process runs cmd on a pooled connection and returns its error, which is
-// also in cmd. The connection goes back to the pool unless the command
+// also in cmd. A command that would leave state on the connection for
+// whoever borrows it next (SELECT, WATCH, MULTI, SUBSCRIBE, …) is refused
+// with ErrNotPooled. The connection goes back to the pool unless the command
 // broke it (see Loan.Release).
 //
 // A command is never run twice when it may have reached the server. It is
@@ -166,6 +171,10 @@ func (p *Pool) AcquireFunc(ctx context.Context, f func(*redis.Client) error) err
 // connection is peeked at before it is lent (Config.CheckIdle), and one
 // found closed then is replaced without the caller seeing it.
 func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
+	if sessionCmd(cmd) {
+		cmd.SetErr(ErrNotPooled)
+		return ErrNotPooled
+	}
 	for try := 1; ; try++ {
 		l, err := p.k.Acquire(ctx)
 		if err != nil {
@@ -206,27 +215,62 @@ func (p *Pool) TxPipelined(ctx context.Context, fn func(redis.Pipeliner) error) 
 }
 
 func (p *Pool) pipelined(ctx context.Context, fn func(redis.Pipeliner) error, tx bool) ([]redis.Cmder, error) {
+	// The commands are queued before a connection is taken: fn runs once
+	// however often the pipeline is tried, and a command that would leave
+	// state behind is refused before anything is sent.
+	pipe := p.Client().Pipeline()
+	if err := fn(pipe); err != nil {
+		return nil, err
+	}
+	cmds := pipe.Cmds()
+	if len(cmds) == 0 {
+		return cmds, nil
+	}
+	return cmds, p.execPipeline(ctx, cmds, tx)
+}
+
+// execPipeline runs cmds as one pipeline, inside MULTI and EXEC when tx is
+// set, on one pooled connection, and returns the first error. It is tried
+// again on another connection only when the one it had was found gone
+// before anything was sent, as Process does.
+func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) error {
+	if len(cmds) == 0 {
+		return nil
+	}
+	if anySessionCmd(cmds) {
+		return setErrs(cmds, ErrNotPooled)
+	}
+	queue := func(pipe redis.Pipeliner) error {
+		return pipe.BatchProcess(ctx, cmds...)
+	}
 	for try := 1; ; try++ {
 		l, err := p.k.Acquire(ctx)
 		if err != nil {
-			return nil, err
+			return setErrs(cmds, err)
 		}
 		c := l.Value()
-		var cmds []redis.Cmder
 		if tx {
-			cmds, err = c.cl.TxPipelined(ctx, fn)
+			_, err = c.cl.TxPipelined(ctx, queue)
 		} else {
-			cmds, err = c.cl.Pipelined(ctx, fn)
+			_, err = c.cl.Pipelined(ctx, queue)
 		}
 		if !c.broken.Load() {
 			l.Release()
-			return cmds, err
+			return err
 		}
 		l.Destroy()
 		if try >= maxTries || !errors.Is(err, errRedial) {
-			return cmds, err
+			return err
 		}
 	}
+}
+
+// setErrs sets err on every command and returns it.
+func setErrs(cmds []redis.Cmder, err error) error {
+	for _, c := range cmds {
+		c.SetErr(err)
+	}
+	return err
 }
 
 // Watch runs fn in an optimistic transaction watching keys on one pooled
@@ -264,4 +308,7 @@ func (p *Pool) Reset() { p.k.Reset() }
 // do those waiting; idle connections are closed; then it waits for every
 // loan to come home (closing each) until ctx ends, returning ctx.Err() if
 // it ends first. Calling it again waits again.
-func (p *Pool) Close(ctx context.Context) error { return p.k.Close(ctx) }
+func (p *Pool) Close(ctx context.Context) error {
+	_ = p.front.Close() // it holds no connection: this only marks it closed
+	return p.k.Close(ctx)
+}

@@ -351,6 +351,15 @@ func TestCloseWaitsForLoans(t *testing.T) {
 	if err := p.Do(ctx, "PING").Err(); !errors.Is(err, pool.ErrClosed) {
 		t.Fatalf("Do after Close: %v, want ErrClosed", err)
 	}
+	if err := p.Client().Get(ctx, "k").Err(); !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("Client().Get after Close: %v, want ErrClosed", err)
+	}
+	if _, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Ping(ctx)
+		return nil
+	}); !errors.Is(err, pool.ErrClosed) {
+		t.Fatalf("Pipelined after Close: %v, want ErrClosed", err)
+	}
 	// The loan still works until it comes home.
 	if err := l.Client().Ping(ctx).Err(); err != nil {
 		t.Fatalf("the loan after Close: %v", err)

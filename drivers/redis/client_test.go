@@ -1,0 +1,101 @@
+package redisward
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestClient drives the pool through the *redis.Client that Client
+// returns, as code written for go-redis would.
+func TestClient(t *testing.T) {
+	p, k := newPool(t, 2, nil)
+	ctx := context.Background()
+	var rdb redis.UniversalClient = p.Client()
+	if p.Client() != rdb {
+		t.Fatal("Client returned a second client")
+	}
+	if err := rdb.Set(ctx, k+"a", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rdb.IncrBy(ctx, k+"a", 2).Result(); err != nil || n != 3 {
+		t.Fatalf("INCRBY = %d %v", n, err)
+	}
+	if err := rdb.Get(ctx, k+"missing").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("GET missing = %v", err)
+	}
+	var get *redis.StringCmd
+	cmds, err := rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Incr(ctx, k+"a")
+		get = pipe.Get(ctx, k+"a")
+		return nil
+	})
+	if err != nil || len(cmds) != 2 || get.Val() != "4" {
+		t.Fatalf("Pipelined: %v %v %q", cmds, err, get.Val())
+	}
+	var i1, i2 *redis.IntCmd
+	cmds, err = rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		i1 = pipe.Incr(ctx, k+"a")
+		i2 = pipe.Incr(ctx, k+"a")
+		return nil
+	})
+	if err != nil || len(cmds) != 2 || i1.Val() != 5 || i2.Val() != 6 {
+		t.Fatalf("TxPipelined: %v %v (%d, %d)", cmds, err, i1.Val(), i2.Val())
+	}
+	// A transaction with an error reply inside reports it.
+	_, err = rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.LPush(ctx, k+"a", "x")
+		return nil
+	})
+	if err == nil {
+		t.Fatal("LPUSH on a string inside MULTI succeeded")
+	}
+	// What needs a connection of its own is refused, plainly.
+	err = rdb.Watch(ctx, func(*redis.Tx) error { return nil }, k+"a")
+	if !errors.Is(err, ErrNotPooled) {
+		t.Fatalf("Watch on the client: %v, want ErrNotPooled", err)
+	}
+	if s := p.Stats(); s.Made != 1 || s.Live != 1 {
+		t.Fatalf("want one connection made and kept: %+v", s.Books)
+	}
+}
+
+// TestSessionCommandsRefused: a command that would leave state on a pooled
+// connection for its next borrower is refused before anything is sent, by
+// every path that lends a connection for one call.
+func TestSessionCommandsRefused(t *testing.T) {
+	p, k := newPool(t, 1, nil)
+	ctx := context.Background()
+	for _, args := range [][]any{
+		{"SELECT", 1}, {"select", 1}, {"WATCH", k + "a"}, {"MULTI"}, {"SUBSCRIBE", "ch"},
+		{"CLIENT", "TRACKING", "on"}, {"client", "reply", "off"}, {"AUTH", "x"}, {"HELLO", 2},
+	} {
+		if err := p.Do(ctx, args...).Err(); !errors.Is(err, ErrNotPooled) {
+			t.Errorf("Do%v = %v, want ErrNotPooled", args, err)
+		}
+		if err := p.Client().Do(ctx, args...).Err(); !errors.Is(err, ErrNotPooled) {
+			t.Errorf("Client().Do%v = %v, want ErrNotPooled", args, err)
+		}
+	}
+	cmds, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, k+"a", "1", 0)
+		pipe.Do(ctx, "select", 2)
+		return nil
+	})
+	if !errors.Is(err, ErrNotPooled) || len(cmds) != 2 || !errors.Is(cmds[0].Err(), ErrNotPooled) {
+		t.Fatalf("Pipelined with SELECT: %v %v", cmds, err)
+	}
+	if n := p.Do(ctx, "EXISTS", k+"a").Val(); n != int64(0) {
+		t.Fatalf("a refused pipeline sent something: EXISTS = %v", n)
+	}
+	// Harmless CLIENT subcommands go through.
+	if err := p.Do(ctx, "CLIENT", "ID").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The connection is still in database 0 and fit.
+	if s := p.Stats(); s.Made != 1 || s.Live != 1 {
+		t.Fatalf("%+v", s.Books)
+	}
+}
