@@ -18,10 +18,12 @@ import (
 // BenchmarkRedisGet runs GET of a short value on drivers/redis and on
 // go-redis's own pool (a *redis.Client), on the same Redis
 // (WARDPOOL_REDIS_ADDR) in the same run, at 1, 8 and 64 goroutines sharing
-// redisBenchConns connections. Both are driven through Process with a
-// *redis.StringCmd built per call, so the command costs the same on both
-// and what differs is the pool. The order of the two alternates between
-// goroutine counts, starting with a coin toss.
+// redisBenchConns connections. All are driven through Process with a
+// *redis.StringCmd built per call, so the command costs the same on each
+// and what differs is the pool: go-redis is a *redis.Client, redisward is
+// Pool.Process, and redisward.Client is the *redis.Client of Pool.Client,
+// which adds go-redis's hook dispatch in front of the pool. The order
+// reverses between goroutine counts, starting with a coin toss.
 //
 // Besides ns/op it reports ops/s and the 50th and 99th percentiles of the
 // latency of single operations.
@@ -47,7 +49,7 @@ func BenchmarkRedisGet(b *testing.B) {
 	pools := []struct {
 		name string
 		p    processor
-	}{{"go-redis", ref}, {"redisward", ward}}
+	}{{"go-redis", ref}, {"redisward", ward}, {"redisward.Client", ward.Client()}}
 	for _, p := range pools {
 		warmRedis(b, p.p, key)
 	}
@@ -131,4 +133,104 @@ func gets(b *testing.B, p processor, key string, g int) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "ops/s")
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
 	b.ReportMetric(float64(lat[(len(lat)*99)/100].Nanoseconds())/1e3, "p99-µs")
+}
+
+// BenchmarkRedisGetPaired is the comparison to read on a loaded machine: at
+// each goroutine count, the three pools of BenchmarkRedisGet take turns in
+// rounds of redisPairRound GETs (the order rotating round by round), g
+// goroutines sharing each round, and each pool's ops/s and latency
+// percentiles come from its own rounds only, so a busy second lands on all
+// alike. b.N GETs go to each pool. Metrics: <pool>-ops/s, <pool>-p50-µs,
+// <pool>-p99-µs, and the ratios of redisward's and redisward.Client's ops/s
+// to go-redis's.
+//
+//	WARDPOOL_TEST_PKGS=./bench/ ./scripts/test -run '^$' -bench RedisGetPaired -benchtime 30000x
+func BenchmarkRedisGetPaired(b *testing.B) {
+	addr := testenv.RedisAddr(b)
+	ctx := context.Background()
+	const key = "wardpool:bench:get"
+	opt := &redis.Options{Addr: addr, PoolSize: redisBenchConns}
+	ward, err := redisward.New(ctx, redisward.FromOptions(opt))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ward.Close(ctx)
+	ref := redis.NewClient(opt)
+	defer ref.Close()
+	if err := ref.Set(ctx, key, "value", 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+	pools := []struct {
+		name string
+		p    processor
+	}{{"go-redis", ref}, {"redisward", ward}, {"redisward.Client", ward.Client()}}
+	for _, p := range pools {
+		warmRedis(b, p.p, key)
+	}
+	for _, g := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("g=%d", g), func(b *testing.B) {
+			lat := make([][]time.Duration, len(pools))
+			for i := range lat {
+				lat[i] = make([]time.Duration, b.N)
+			}
+			spent := make([]time.Duration, len(pools))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done, round := 0, 0; done < b.N; round++ {
+				n := min(redisPairRound, b.N-done)
+				for k := range pools {
+					i := (k + round) % len(pools)
+					spent[i] += getRound(b, pools[i].p, key, g, lat[i][done:done+n])
+				}
+				done += n
+			}
+			b.StopTimer()
+			ops := make([]float64, len(pools))
+			for i, p := range pools {
+				ops[i] = float64(b.N) / spent[i].Seconds()
+				slices.Sort(lat[i])
+				b.ReportMetric(ops[i], p.name+"-ops/s")
+				b.ReportMetric(float64(lat[i][len(lat[i])/2].Nanoseconds())/1e3, p.name+"-p50-µs")
+				b.ReportMetric(float64(lat[i][(len(lat[i])*99)/100].Nanoseconds())/1e3, p.name+"-p99-µs")
+			}
+			b.ReportMetric(ops[1]/ops[0], "redisward-ratio")
+			b.ReportMetric(ops[2]/ops[0], "redisward.Client-ratio")
+		})
+	}
+}
+
+// redisPairRound is how many GETs one pool runs before the next takes its
+// turn.
+const redisPairRound = 256
+
+// getRound runs len(lat) GETs on p over g goroutines, recording each one's
+// latency in lat, and returns the round's wall time.
+func getRound(b *testing.B, p processor, key string, g int, lat []time.Duration) time.Duration {
+	ctx := context.Background()
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range min(g, len(lat)) {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(lat)) {
+					return
+				}
+				t0 := time.Now()
+				if err := p.Process(ctx, redis.NewStringCmd(ctx, "get", key)); err != nil {
+					failed.CompareAndSwap(nil, &err)
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	d := time.Since(start)
+	if e := failed.Load(); e != nil {
+		b.Fatal(*e)
+	}
+	return d
 }

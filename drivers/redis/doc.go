@@ -16,9 +16,13 @@
 //	v, err := p.Do(ctx, "GET", "key").Text()
 //
 // Single commands go through Do and Process, batches through Pipelined and
-// TxPipelined, optimistic transactions through Watch; Acquire lends one
-// connection as a *redis.Client (the whole redis.Cmdable) for work that
-// must stay on one connection.
+// TxPipelined, optimistic transactions through Watch. Client returns a
+// *redis.Client whose commands and pipelines run on the pool, for code
+// written against go-redis (redis.Cmdable, redis.UniversalClient). Acquire
+// lends one connection as a *redis.Client of its own for work that must
+// stay on one connection. A command that would leave state behind on a
+// pooled connection (SELECT, WATCH, MULTI, SUBSCRIBE, CLIENT TRACKING, …)
+// is refused with ErrNotPooled everywhere but on a loan.
 //
 // # How a Keeper carries go-redis
 //
