@@ -34,7 +34,8 @@ func (s *byteSource) done() bool { return s.pos >= len(s.b) }
 
 // FuzzPool drives a Pool and the reference model of pool_model_test.go with
 // the calls the bytes spell: the first byte picks the ward (none, the empty
-// ward spelled out, or every guard set never to refuse), the next ones the
+// ward spelled out, every guard set never to refuse, or every guard set
+// tight enough to refuse often), the next ones the
 // limits, and the rest one call each (Take, Made, MadeJitter, Unmade, Give,
 // Drop, Evict, Loans, Refusal, a clock step, Close) with the clock moving
 // forward, standing still or stepping back between them. After every call
@@ -49,7 +50,7 @@ func FuzzPool(f *testing.F) {
 			return // long enough to say anything a shorter one can
 		}
 		s := &byteSource{b: data}
-		wk := wardKind(s.intn(3, "ward"))
+		wk := wardKind(s.intn(4, "ward"))
 		run(t, s, len(data), wk)
 	})
 }

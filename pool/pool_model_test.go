@@ -120,18 +120,47 @@ func (m *model) retire(why string) {
 	}
 }
 
-func (m *model) take(now time.Time) pool.Taken[int] {
+func (m *model) take(now time.Time) pool.Taken[int] { return m.takeOr(now, nil) }
+
+// takeOr is Take when the ward may have refused: refused is the real pool's
+// answer when it is one only a ward gives (Later, Shed, a limiter's Wait).
+// The model cannot tell what a ward will say, so it accepts the refusal if
+// it comes where a ward is asked — a take that would lend an idle resource
+// (only the shedder and the limiter are asked then) or reserve a Make (any
+// guard) — and then nothing changes but the refusal's counter. Anywhere else
+// the model answers as without a ward, and the difference fails the test.
+func (m *model) takeOr(now time.Time, refused *pool.Taken[int]) pool.Taken[int] {
 	if m.closed {
 		return pool.Taken[int]{Kind: pool.Closed}
 	}
 	t := m.clock(now)
+	accept := func(guards ...ward.Guard) (pool.Taken[int], bool) {
+		if refused == nil || !slices.Contains(guards, refused.Guard) {
+			return pool.Taken[int]{}, false
+		}
+		switch r := *refused; {
+		case r.Kind == pool.Later && r.Delay > 0 && r.Item == 0 && r.Idle == 0:
+			m.books.Deferred++
+		case r.Kind == pool.Shed && r.Delay == 0 && r.Item == 0 && r.Idle == 0:
+			m.books.Shed++
+		case r.Kind == pool.Wait && r.Guard == ward.GuardLimiter && r.Delay == 0 && r.Item == 0 && r.Idle == 0:
+			m.books.Waited++
+		default:
+			return pool.Taken[int]{}, false
+		}
+		return *refused, true
+	}
 	if n := len(m.idle); n > 0 {
 		s := m.idle[n-1]
-		m.idle = m.idle[:n-1]
 		if why := m.age(s, t); why != "" {
+			m.idle = m.idle[:n-1]
 			m.retire(why)
 			return pool.Taken[int]{Kind: pool.Stale, Item: s.item}
 		}
+		if r, ok := accept(ward.GuardShedder, ward.GuardLimiter); ok {
+			return r
+		}
+		m.idle = m.idle[:n-1]
 		m.lent = append(m.lent, mseat{item: s.item, born: s.born, since: t})
 		m.books.Loans++
 		m.books.Reused++
@@ -140,6 +169,9 @@ func (m *model) take(now time.Time) pool.Taken[int] {
 	if m.lim.Size > 0 && m.live() >= m.lim.Size {
 		m.books.Waited++
 		return pool.Taken[int]{Kind: pool.Wait}
+	}
+	if r, ok := accept(ward.GuardBackoff, ward.GuardBreaker, ward.GuardShedder, ward.GuardLimiter, ward.GuardBucket); ok {
+		return r
 	}
 	m.making++
 	return pool.Taken[int]{Kind: pool.Make}
@@ -331,6 +363,7 @@ const (
 	noWard     wardKind = iota // the zero ward.Ward
 	emptyWard                  // ward.Ward{} spelled out
 	permissive                 // all five guards, each set so it never refuses
+	refusing                   // all five guards, tight enough to refuse often
 )
 
 var base = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -351,12 +384,34 @@ func permissiveWard(now time.Time) ward.Ward {
 	}
 }
 
+// refusingWard has every guard, set tight so that each refuses now and
+// then: a breaker with no free calls, a slow bucket, backoff after a failed
+// make, a shedder that runs hot above half the CPU, and a limiter of a few.
+func refusingWard(s source, now time.Time) ward.Ward {
+	br := ward.DefaultSre
+	br.Protection = float64(s.intn(3, "protection"))
+	br.Window = time.Second
+	sh := ward.DefaultShed
+	sh.CPU = 500
+	sh.Window = 100 * time.Millisecond
+	sh.Latency = time.Duration(1+s.intn(20, "latency")) * time.Millisecond
+	lim := 1 + s.intn(4, "limit")
+	return ward.Ward{
+		Breaker: ward.NewBreaker(br, now),
+		Bucket:  ward.NewBucket(float64(5+s.intn(100, "rate")), float64(1+s.intn(3, "burst")), now),
+		Backoff: &ward.Backoff{Base: time.Duration(1+s.intn(20, "backoff")) * time.Millisecond, Factor: 2, Cap: 50 * time.Millisecond, Attempts: 3, Jitter: ward.Spread(0.2)},
+		Shedder: ward.NewShedder(sh, now),
+		Limiter: ward.NewLimiter(ward.Aimd{Initial: lim, Min: 1, Max: lim + 2, Slow: 10 * time.Millisecond, Backoff: 0.5}),
+	}
+}
+
 // driver runs one pool and one model side by side.
 type driver struct {
 	t   tb
 	p   *pool.Pool[int]
 	m   *model
 	w   ward.Ward
+	wk  wardKind
 	lim pool.Limits
 
 	now     time.Time // the caller's clock: it may step back
@@ -496,12 +551,14 @@ func run(t tb, s source, steps int, wk wardKind) {
 		w = ward.Ward{}
 	case permissive:
 		w = permissiveWard(start)
+	case refusing:
+		w = refusingWard(s, start)
 	}
 	p, err := pool.New[int](lim, w)
 	if err != nil {
 		t.Fatalf("New(%+v): %v", lim, err)
 	}
-	d := &driver{t: t, p: p, m: &model{lim: lim}, w: w, lim: lim, now: start, foreign: 1}
+	d := &driver{t: t, p: p, m: &model{lim: lim}, w: w, wk: wk, lim: lim, now: start, foreign: 1}
 	if s.intn(3, "warm?") == 1 {
 		d.warm(s)
 	}
@@ -564,7 +621,7 @@ func (d *driver) warm(s source) {
 func (d *driver) warmMake(s source) int {
 	d.t.Helper()
 	before := d.m.heldSet()
-	got, want := d.p.Take(d.now, 0, 0), d.m.take(d.now)
+	got, want := d.take(d.now, 0, 0)
 	d.logf("Take(%v) = %v %d", d.now.Sub(base), got.Kind, got.Item)
 	if got != want {
 		d.fail("Take: got %+v, want %+v", got, want)
@@ -624,7 +681,7 @@ func (d *driver) step(s source) {
 	switch op := opTable[s.intn(len(opTable), "op")]; {
 	case op == 't':
 		roll, cpu := draw(s), s.intn(1000, "cpu")
-		got, want := d.p.Take(now, roll, cpu), d.m.take(now)
+		got, want := d.take(now, roll, cpu)
 		d.logf("Take(%v) = %v %d", at, got.Kind, got.Item)
 		d.reach("Take " + got.Kind.String())
 		if got != want {
@@ -637,7 +694,15 @@ func (d *driver) step(s source) {
 		item, kind := d.pickItem(s, "made", true)
 		arg, hasArg = item, true
 		d.see(item)
-		got, want := d.p.Made(item, now), d.m.made(item, now, 0)
+		mayRefuse := d.mayRefuseMade(item)
+		got := d.p.Made(item, now)
+		var want bool
+		if mayRefuse && !got {
+			d.m.clock(now) // the ward's shedder or limiter said no: nothing changes
+			d.reach("Made refused by the ward")
+		} else {
+			want = d.m.made(item, now, 0)
+		}
 		d.logf("Made(%d %s, %v) = %v", item, kind, at, got)
 		d.reach(fmt.Sprint("Made ", kind, " ", got, d.m.closed))
 		if got != want {
@@ -651,7 +716,15 @@ func (d *driver) step(s source) {
 		arg, hasArg = item, true
 		d.see(item)
 		extra := time.Duration(s.intn(201, "extra")-100) * time.Millisecond
-		got, want := d.p.MadeJitter(item, now, extra), d.m.made(item, now, extra)
+		mayRefuse := d.mayRefuseMade(item)
+		got := d.p.MadeJitter(item, now, extra)
+		var want bool
+		if mayRefuse && !got {
+			d.m.clock(now) // the ward's shedder or limiter said no: nothing changes
+			d.reach("Made refused by the ward")
+		} else {
+			want = d.m.made(item, now, extra)
+		}
 		d.logf("MadeJitter(%d %s, %v, %v) = %v", item, kind, at, extra, got)
 		d.reach(fmt.Sprint("MadeJitter ", kind, " ", got))
 		if got != want {
@@ -715,7 +788,11 @@ func (d *driver) step(s source) {
 			d.m.clock(now) // only a breaker reads the clock
 		}
 		d.logf("Refusal(%v) = %v", at, got)
-		if got != 0 {
+		if d.wk == refusing {
+			if !(got >= 0 && got <= 1) {
+				d.fail("Refusal(%v) = %v, want within [0, 1]", at, got)
+			}
+		} else if got != 0 {
 			d.fail("Refusal(%v) = %v, want 0 (no breaker refusing)", at, got)
 		}
 	case op == 'c' && s.intn(5, "really close") == 2:
@@ -735,6 +812,24 @@ func (d *driver) step(s source) {
 	d.handed = append(d.handed, handed...)
 	d.checkFlow(before, handed, arg, hasArg)
 	d.check()
+}
+
+// take calls Take on both, letting the model accept a ward's refusal.
+func (d *driver) take(now time.Time, roll float64, cpu int) (got, want pool.Taken[int]) {
+	got = d.p.Take(now, roll, cpu)
+	if d.wk == refusing && (got.Kind == pool.Later || got.Kind == pool.Shed || got.Kind == pool.Wait && got.Guard != ward.GuardNone) {
+		return got, d.m.takeOr(now, &got)
+	}
+	return got, d.m.take(now)
+}
+
+// mayRefuseMade reports whether the ward may refuse Made(item) now: with no
+// reservation open, an item not held and room under Size, the pool asks the
+// ward's shedder and limiter for the loan's flight and lease.
+func (d *driver) mayRefuseMade(item int) bool {
+	m := d.m
+	return d.wk == refusing && m.making == 0 && !m.holds(item) && !m.closed &&
+		(m.lim.Size == 0 || m.live() < m.lim.Size)
 }
 
 // checkFlow checks that nothing was lost or doubled by one call: every item
@@ -968,6 +1063,17 @@ func TestModelPermissiveWard(t *testing.T) {
 	})
 }
 
+// TestModelRefusingWard runs the model behind a ward whose guards refuse
+// often. The model cannot say when a guard refuses, so it accepts a ward's
+// answer where the pool asks its ward, and nowhere else; a refused take must
+// change nothing but its counter, and the limiter and shedder must still
+// hold exactly one lease and one flight per busy resource.
+func TestModelRefusingWard(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		run(rt, rapidSource{rt}, rapid.IntRange(1, 300).Draw(rt, "steps"), refusing)
+	})
+}
+
 // TestModelLimits checks New against random limits, negative ones included.
 func TestModelLimits(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
@@ -1036,7 +1142,7 @@ func TestModelReaches(t *testing.T) {
 			data[i] = byte(r.Uint32())
 		}
 		s := &byteSource{b: data}
-		run(t, s, len(data), wardKind(s.intn(3, "ward")))
+		run(t, s, len(data), wardKind(s.intn(4, "ward")))
 	}
 	for _, want := range []string{
 		"Take Ready", "Take Stale", "Take Make", "Take Wait", "Take Closed",
@@ -1046,7 +1152,7 @@ func TestModelReaches(t *testing.T) {
 		"Give idle false false", "Give fresh true false", "Give fresh false true", "Give handed true false",
 		"Give foreign false true", "Drop lent true", "Drop idle true", "Drop foreign false",
 		"Evict true", "Close true", "Loans true", "clock to an edge", "Evict at an edge",
-		"clock decades away",
+		"clock decades away", "Take Later", "Take Shed", "Made refused by the ward",
 	} {
 		if reached[want] == 0 {
 			t.Errorf("the driver never reached %q", want)
