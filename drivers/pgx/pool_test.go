@@ -374,11 +374,16 @@ func TestAcquireFuncAllIdleResetStat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
-	_, err = p.Acquire(short)
+	short, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Acquire(short)
+		errc <- err
+	}()
+	eventually(t, "the Acquire queued", func() bool { return p.Stat().Keeper().Waiting == 1 })
 	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Acquire on a full pool = %v, want DeadlineExceeded", err)
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("Acquire on a full pool = %v, want Canceled", err)
 	}
 	if p.Stat().CanceledAcquireCount() != 1 {
 		t.Errorf("CanceledAcquireCount = %d, want 1", p.Stat().CanceledAcquireCount())
