@@ -672,6 +672,9 @@ func TestRetirement(t *testing.T) {
 func TestQueryCanceledByContext(t *testing.T) {
 	p := newPool(t, nil)
 	ctx := ctxT(t)
+	if err := p.Ping(ctx); err != nil { // a connection ready, so the deadline falls in the query
+		t.Fatal(err)
+	}
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()

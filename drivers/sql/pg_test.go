@@ -126,32 +126,57 @@ func TestPGQueries(t *testing.T) {
 // where plain database/sql shows no error, sqlward must not either.
 func TestPGTerminatedBackend(t *testing.T) {
 	dsn := testenv.PostgresDSN(t)
-	for _, wait := range []time.Duration{0, 1200 * time.Millisecond} {
-		seen := map[string]error{}
-		plain := stdlib.OpenDB(*func() *pgx.ConnConfig { cc, _ := pgx.ParseConfig(dsn); return cc }())
-		plain.SetMaxOpenConns(1)
-		warded, c := openPG(t, sized(1))
-		for name, db := range map[string]*sql.DB{"database/sql": plain, "sqlward": warded} {
-			ctx := ctxT(t)
-			var pid uint32
-			if err := db.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ping := func(yes bool) stdlib.OptionOpenDB {
+		return stdlib.OptionShouldPing(func(context.Context, stdlib.ShouldPingParams) bool { return yes })
+	}
+	for _, sc := range []struct {
+		name string
+		opts []stdlib.OptionOpenDB
+		wait time.Duration
+	}{
+		// pgx's driver pings in ResetSession after a second idle.
+		{"default, idle 1.2s", nil, 1200 * time.Millisecond},
+		{"ping always", []stdlib.OptionOpenDB{ping(true)}, 0},
+		// Timing decides the default rule "at once" on a loaded machine;
+		// never pinging is the deterministic form of it.
+		{"never ping", []stdlib.OptionOpenDB{ping(false)}, 0},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			seen := map[string]error{}
+			plain := sql.OpenDB(stdlib.GetConnector(*cc, sc.opts...))
+			plain.SetMaxOpenConns(1)
+			defer plain.Close()
+			warded, c, err := OpenDB(stdlib.GetConnector(*cc, sc.opts...), sized(1))
+			if err != nil {
 				t.Fatal(err)
 			}
-			kill(t, dsn, pid)
-			time.Sleep(wait) // pgx's driver pings only after a second idle
-			var n int
-			seen[name] = db.QueryRowContext(ctx, "SELECT 1").Scan(&n)
-			var again uint32
-			if err := db.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&again); err != nil || again == pid {
-				t.Errorf("%s: the query after: %d, %v", name, again, err)
+			defer warded.Close()
+			for _, name := range []string{"database/sql", "sqlward"} {
+				db := map[string]*sql.DB{"database/sql": plain, "sqlward": warded}[name]
+				ctx := ctxT(t)
+				var pid uint32
+				if err := db.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+					t.Fatal(err)
+				}
+				kill(t, dsn, pid)
+				time.Sleep(sc.wait) // the driver's rule is about real idle time
+				var n int
+				seen[name] = db.QueryRowContext(ctx, "SELECT 1").Scan(&n)
+				var again uint32
+				if err := db.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&again); err != nil || again == pid {
+					t.Errorf("%s: the query after: %d, %v", name, again, err)
+				}
 			}
-		}
-		_ = plain.Close()
-		t.Logf("idle %v after the kill: database/sql %v; sqlward %v", wait, seen["database/sql"], seen["sqlward"])
-		if seen["database/sql"] == nil && seen["sqlward"] != nil {
-			t.Errorf("sqlward shows %v where database/sql shows none", seen["sqlward"])
-		}
-		honest(t, c)
+			t.Logf("database/sql: %v; sqlward: %v", seen["database/sql"], seen["sqlward"])
+			if seen["database/sql"] == nil && seen["sqlward"] != nil {
+				t.Errorf("sqlward shows %v where database/sql shows none", seen["sqlward"])
+			}
+			honest(t, c)
+		})
 	}
 }
 
@@ -273,6 +298,9 @@ func TestPGBadInput(t *testing.T) {
 	_ = db.Close()
 
 	db, c = openPG(t, sized(2))
+	if err := db.PingContext(ctx); err != nil { // a connection ready, so the deadline falls in the query
+		t.Fatal(err)
+	}
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	if _, err := db.ExecContext(short, "SELECT pg_sleep(30)"); !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
