@@ -132,10 +132,9 @@ type entry struct {
 
 // counters are the runtime's own figures, guarded by Keeper.mu.
 type counters struct {
-	acquires, emptyAcquires, canceled     uint64
+	emptyAcquires, canceled               uint64
 	checks, checkFailures, leaks, doubles uint64
 	panics                                uint64
-	wait                                  time.Duration
 }
 
 // Keeper is a resource pool ready to use: it holds a Pool behind one mutex,
@@ -174,6 +173,12 @@ type Keeper[T comparable] struct {
 	// Keep the mutex, written by every Acquire and Release, off the cache
 	// line of the fields above, which every caller reads without it.
 	_ [64]byte
+
+	// Successful acquires and their total wait, counted once an acquire is
+	// final (its caller has the loan, checked): atomics, so that a waiter
+	// handed a resource counts itself without taking the lock again.
+	acquired atomic.Uint64
+	waitNs   atomic.Int64
 
 	mu       sync.Mutex // guards every field below
 	p        *Pool[T]
@@ -389,10 +394,6 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 		switch t.Kind {
 		case Ready:
 			l := k.lendLocked(seat, t.Item, now, st)
-			k.stats.acquires++
-			if now != start {
-				k.stats.wait += now.Sub(start)
-			}
 			var fx effects[T]
 			if k.minIdle > 0 {
 				k.topUpLocked(now, &fx)
@@ -410,6 +411,7 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 					continue
 				}
 			}
+			k.counted(start, l)
 			return l, nil
 
 		case Stale:
@@ -551,13 +553,12 @@ func (k *Keeper[T]) await(ctx context.Context, w *waiter[T]) (l Loan[T], again b
 		}
 		k.mu.Lock()
 		k.stats.canceled++
-		k.stats.acquires--
 		k.mu.Unlock()
 		g.loan.Release() // to the next waiter, or idle
 		return Loan[T]{}, false, ctx.Err()
 	}
 granted:
-	check := w.checked
+	check, start := w.checked, w.start
 	k.recycle(w)
 	if g.err != nil {
 		return Loan[T]{}, false, g.err
@@ -571,7 +572,17 @@ granted:
 			return Loan[T]{}, true, nil
 		}
 	}
+	k.counted(start, g.loan)
 	return g.loan, false, nil
+}
+
+// counted records a successful acquire that began at start and ended with
+// the loan l: once, when it is final.
+func (k *Keeper[T]) counted(start time.Time, l Loan[T]) {
+	k.acquired.Add(1)
+	if w := l.at - int64(start.Sub(k.base)); w > 0 {
+		k.waitNs.Add(w)
+	}
 }
 
 // recycle returns a detached waiter to the spare pool.
@@ -605,7 +616,6 @@ func (k *Keeper[T]) checkLoan(ctx context.Context, l Loan[T]) (ok bool, err erro
 		k.mu.Unlock()
 		return true, nil
 	}
-	k.stats.acquires--
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		k.stats.canceled++
 		k.mu.Unlock()
@@ -717,8 +727,6 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		if owner {
 			w := j.w
 			l := k.lendLocked(seat, v, now, w.stack)
-			k.stats.acquires++
-			k.stats.wait += now.Sub(w.start)
 			k.grantLocked(w, grant[T]{loan: l})
 		} else {
 			// Nobody is waiting for this one now: hand it on like a return.
@@ -775,8 +783,6 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 		case Ready:
 			k.q.pop()
 			l := k.lendLocked(seat, t.Item, now, w.stack)
-			k.stats.acquires++
-			k.stats.wait += now.Sub(w.start)
 			w.checked = true
 			k.grantLocked(w, grant[T]{loan: l, idle: t.Idle})
 		case Stale:
@@ -924,7 +930,6 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 		switch t.Kind {
 		case Ready:
 			l := k.lendLocked(seat, t.Item, now, st)
-			k.stats.acquires++
 			var fx effects[T]
 			if k.minIdle > 0 {
 				k.topUpLocked(now, &fx)
@@ -939,6 +944,7 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 					continue
 				}
 			}
+			k.counted(now, l)
 			return l, nil
 		case Stale:
 			k.mu.Unlock()
@@ -1001,7 +1007,7 @@ func (k *Keeper[T]) AcquireAllIdle(ctx context.Context) []Loan[T] {
 			break
 		}
 		loans = append(loans, k.lendLocked(seat, t.Item, now, nil))
-		k.stats.acquires++
+		k.acquired.Add(1)
 	}
 	k.mu.Unlock()
 	k.do(&fx)
@@ -1049,8 +1055,8 @@ func (k *Keeper[T]) Stats() Stats {
 		Books:          k.p.Books(),
 		Waiting:        k.q.live,
 		Dialing:        k.dialing,
-		Acquires:       s.acquires,
-		AcquireWait:    s.wait,
+		Acquires:       k.acquired.Load(),
+		AcquireWait:    time.Duration(k.waitNs.Load()),
 		EmptyAcquires:  s.emptyAcquires,
 		Canceled:       s.canceled,
 		Checks:         s.checks,
