@@ -43,10 +43,8 @@ func (p *Pool[T]) reserve(now time.Time, roll float64, cpu int) bool {
 	if p.limits.Size > 0 && p.Live() >= p.limits.Size {
 		return false
 	}
-	books := p.books
 	if _, ok := p.admit(t, roll, cpu, true); !ok {
-		p.books = books
-		return false
+		return false // admit counts nothing: Take counts its own refusals
 	}
 	p.making++
 	return true
@@ -100,17 +98,8 @@ func (p *Pool[T]) itemAt(i int32) T { return p.z.s[i].item }
 // the Keeper's loans carry their seat, which spares the map lookup. Anything
 // else goes the long way through Give.
 func (p *Pool[T]) giveSeat(i int32, item T, now time.Time) bool {
-	if int(i) >= len(p.z.s) || p.z.s[i].state != lent || p.z.s[i].item != item || p.closed {
+	if int(i) >= len(p.z.s) || p.z.s[i].state != lent || p.z.s[i].item != item {
 		return p.Give(item, now)
 	}
-	t := p.clock(now)
-	s := &p.z.s[i]
-	p.onLoanEnd(s.since, t, true)
-	if p.limits.Idle > 0 && p.z.idle >= p.limits.Idle {
-		p.z.remove(i)
-		p.books.Retired++
-		return false
-	}
-	p.z.push(i, t)
-	return true
+	return p.giveLent(i, p.clock(now))
 }

@@ -41,6 +41,7 @@ import (
 type Pool[T comparable] struct {
 	limits Limits
 	ward   ward.Ward
+	warded bool // ward has a guard: the hot paths skip the ward without a call
 
 	z      seats[T]
 	hint   int32 // the seat lent last: most often the next one given back
@@ -70,7 +71,7 @@ func New[T comparable](l Limits, w ward.Ward) (*Pool[T], error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Pool[T]{limits: l, ward: w, hint: none}
+	p := &Pool[T]{limits: l, ward: w, warded: !w.IsZero(), hint: none}
 	capacity := l.Size
 	if capacity == 0 || capacity > 1024 {
 		capacity = 16
@@ -173,8 +174,10 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 		if why := p.stale(s, t); why != fresh {
 			return Taken[T]{Kind: Stale, Item: p.retire(i, t, why)}
 		}
-		if refusal, ok := p.admit(t, roll, cpu, false); !ok {
-			return p.count(refusal)
+		if p.warded {
+			if refusal, ok := p.admit(t, roll, cpu, false); !ok {
+				return p.count(refusal)
+			}
 		}
 		sat := time.Duration(t - s.since)
 		p.z.pull(i, t)
@@ -187,8 +190,10 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 		p.books.Waited++
 		return Taken[T]{Kind: Wait}
 	}
-	if refusal, ok := p.admit(t, roll, cpu, true); !ok {
-		return p.count(refusal)
+	if p.warded {
+		if refusal, ok := p.admit(t, roll, cpu, true); !ok {
+			return p.count(refusal)
+		}
 	}
 	p.making++
 	return Taken[T]{Kind: Make}
@@ -322,14 +327,21 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 		p.books.Made++
 		p.books.Loans++
 	}
-	s := &p.z.s[i]
-	if s.state == idle {
+	if p.z.s[i].state == idle {
 		p.z.pull(i, t)
 		p.z.remove(i)
 		p.books.Retired++
 		return false
 	}
-	p.onLoanEnd(s.since, t, true)
+	return p.giveLent(i, t)
+}
+
+// giveLent gives back the resource in seat i, which is lent, at t: the
+// branch of Give for a loan coming home, shared with the Keeper's giveSeat.
+func (p *Pool[T]) giveLent(i int32, t int64) bool {
+	if p.warded {
+		p.onLoanEnd(p.z.s[i].since, t, true)
+	}
 	if p.closed || (p.limits.Idle > 0 && p.z.idle >= p.limits.Idle) {
 		p.z.remove(i)
 		p.books.Retired++
