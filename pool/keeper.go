@@ -393,23 +393,13 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 		t, seat := k.p.takeSeat(now, k.roll(), k.cpuNow())
 		switch t.Kind {
 		case Ready:
-			l := k.lendLocked(seat, t.Item, now, st)
-			var fx effects[T]
-			if k.minIdle > 0 {
-				k.topUpLocked(now, &fx)
-			}
-			k.mu.Unlock()
-			if fx.dials != nil {
-				k.do(&fx)
-			}
-			if k.check != nil && k.due(t.Idle) {
-				if ok, err := k.checkLoan(ctx, l); !ok {
-					if err != nil {
-						return Loan[T]{}, err
-					}
-					now = k.clock.Now()
-					continue
+			l, ok, err := k.lendReadyLocked(ctx, seat, t, now, st)
+			if !ok {
+				if err != nil {
+					return Loan[T]{}, err
 				}
+				now = k.clock.Now()
+				continue
 			}
 			k.counted(start, l)
 			return l, nil
@@ -471,6 +461,29 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 			return Loan[T]{}, ErrClosed
 		}
 	}
+}
+
+// lendReadyLocked lends the Ready resource t from seat at now to the caller
+// itself (Acquire, TryAcquire), tops up MinIdle, unlocks k.mu (held on entry),
+// and runs Check when the resource sat idle long enough. ok false means the
+// resource failed its check and is gone: err is then ctx's error (give up) or
+// nil (ask again).
+func (k *Keeper[T]) lendReadyLocked(ctx context.Context, seat int32, t Taken[T], now time.Time, st *stack) (l Loan[T], ok bool, err error) {
+	l = k.lendLocked(seat, t.Item, now, st)
+	var fx effects[T]
+	if k.minIdle > 0 {
+		k.topUpLocked(now, &fx)
+	}
+	k.mu.Unlock()
+	if fx.dials != nil {
+		k.do(&fx)
+	}
+	if k.check != nil && k.due(t.Idle) {
+		if ok, err := k.checkLoan(ctx, l); !ok {
+			return Loan[T]{}, false, err
+		}
+	}
+	return l, true, nil
 }
 
 func (k *Keeper[T]) countCanceled() {
@@ -929,20 +942,12 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 		t, seat := k.p.takeSeat(now, k.roll(), k.cpuNow())
 		switch t.Kind {
 		case Ready:
-			l := k.lendLocked(seat, t.Item, now, st)
-			var fx effects[T]
-			if k.minIdle > 0 {
-				k.topUpLocked(now, &fx)
-			}
-			k.mu.Unlock()
-			k.do(&fx)
-			if k.check != nil && k.due(t.Idle) {
-				if ok, err := k.checkLoan(ctx, l); !ok {
-					if err != nil {
-						return Loan[T]{}, err
-					}
-					continue
+			l, ok, err := k.lendReadyLocked(ctx, seat, t, now, st)
+			if !ok {
+				if err != nil {
+					return Loan[T]{}, err
 				}
+				continue
 			}
 			k.counted(now, l)
 			return l, nil
