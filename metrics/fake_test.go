@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -66,86 +67,15 @@ func sampleStats() pool.Stats {
 	}
 }
 
-// clock is a pool.Clock whose time moves only by advance, which runs the
-// timers that came due on the caller's goroutine.
-type clock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*timer
-}
-
-type timer struct {
-	c  *clock
-	at time.Time
-	f  func()
-	on bool
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) AfterFunc(d time.Duration, f func()) pool.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &timer{c: c, at: c.now.Add(d), f: f, on: true}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *timer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := t.on
-	t.on = false
-	return was
-}
-
-func (t *timer) Reset(d time.Duration) bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := t.on
-	t.on, t.at = true, t.c.now.Add(d)
-	return was
-}
-
-// advance moves the time on by d, running every timer that comes due.
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	end := c.now.Add(d)
-	c.mu.Unlock()
-	for {
-		c.mu.Lock()
-		var due *timer
-		for _, t := range c.timers {
-			if t.on && !t.at.After(end) && (due == nil || t.at.Before(due.at)) {
-				due = t
-			}
-		}
-		if due == nil {
-			c.now = end
-			c.mu.Unlock()
-			return
-		}
-		due.on = false
-		if due.at.After(c.now) {
-			c.now = due.at
-		}
-		c.mu.Unlock()
-		due.f()
-	}
-}
-
 // conn is a fake connection.
 type conn struct{ id int }
 
+// clockStart is where the tests' fake clocks start.
+var clockStart = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
 // newKeeper returns a Keeper of conns on clk with limits l and leak watch
 // after leak (0: off), closed when the test ends.
-func newKeeper(t testing.TB, clk *clock, l pool.Limits, leak time.Duration, onLeak func(pool.Leak[*conn])) *pool.Keeper[*conn] {
+func newKeeper(t testing.TB, clk *clocktest.Clock, l pool.Limits, leak time.Duration, onLeak func(pool.Leak[*conn])) *pool.Keeper[*conn] {
 	t.Helper()
 	var next atomic.Int64
 	k, err := pool.NewKeeper(pool.Config[*conn]{

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -146,13 +147,13 @@ func TestLeakLogDefaultLogger(t *testing.T) {
 // when it comes back, and the Collector counts the leak.
 func TestLeakLogKeeper(t *testing.T) {
 	var b logBuffer
-	clk := newClock()
+	clk := clocktest.New(clockStart)
 	k := newKeeper(t, clk, pool.Limits{Size: 2}, time.Second, OnLeak[*conn](b.logger(slog.LevelInfo)))
 	l, err := acquireHere(k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.advance(1500 * time.Millisecond)
+	clk.Advance(1500 * time.Millisecond)
 	recs := b.records(t)
 	if len(recs) != 1 {
 		t.Fatalf("after the leak: %d records, want 1: %v", len(recs), recs)
@@ -165,7 +166,7 @@ func TestLeakLogKeeper(t *testing.T) {
 		t.Errorf("Stats.Leaks = %d, want 1", got)
 	}
 
-	clk.advance(500 * time.Millisecond)
+	clk.Advance(500 * time.Millisecond)
 	l.Release()
 	recs = b.records(t)
 	if len(recs) != 2 {

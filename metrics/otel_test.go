@@ -15,6 +15,7 @@ import (
 	sdk "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -226,7 +227,7 @@ func TestObserveUnregister(t *testing.T) {
 }
 
 func TestObserveKeeper(t *testing.T) {
-	k := newKeeper(t, newClock(), pool.Limits{Size: 2}, 0, nil)
+	k := newKeeper(t, clocktest.New(clockStart), pool.Limits{Size: 2}, 0, nil)
 	l, err := k.Acquire(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -286,7 +287,7 @@ func TestCollectorFromBooks(t *testing.T) {
 }
 
 func TestCollectorKeeper(t *testing.T) {
-	clk := newClock()
+	clk := clocktest.New(clockStart)
 	k := newKeeper(t, clk, pool.Limits{Size: 4, Idle: 2}, 0, nil)
 	ctx := context.Background()
 	var loans []pool.Loan[*conn]
@@ -469,7 +470,7 @@ func TestCollectAllocations(t *testing.T) {
 // one reading, so its gauges add up (live = idle + busy) and no counter is
 // lower than in the scrape before.
 func TestCollectorConsistentUnderLoad(t *testing.T) {
-	k := newKeeper(t, newClock(), pool.Limits{Size: 3, Idle: 1}, 0, nil)
+	k := newKeeper(t, clocktest.New(clockStart), pool.Limits{Size: 3, Idle: 1}, 0, nil)
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(k, Options{}))
 	stop := make(chan struct{})

@@ -1,104 +1,18 @@
 package sqlward
 
 import (
-	"sort"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
-
-// fakeClock is a pool.Clock that moves only when Advance is called; due
-// timers then run in the goroutine that called Advance.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c  *fakeClock
-	at time.Time
-	f  func()
-	on bool
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) pool.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f, on: true}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := t.on
-	t.on = false
-	return was
-}
-
-func (t *fakeTimer) Reset(d time.Duration) bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := t.on
-	t.on, t.at = true, t.c.now.Add(d)
-	if !was {
-		t.c.timers = append(t.c.timers, t)
-	}
-	return was
-}
-
-// Advance moves the clock by d, running every timer that falls due, in
-// order, outside the clock's lock.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	end := c.now.Add(d)
-	c.mu.Unlock()
-	for {
-		c.mu.Lock()
-		sort.SliceStable(c.timers, func(i, j int) bool { return c.timers[i].at.Before(c.timers[j].at) })
-		var due *fakeTimer
-		kept := c.timers[:0]
-		for _, t := range c.timers {
-			switch {
-			case !t.on:
-			case due == nil && !t.at.After(end):
-				due = t
-			default:
-				kept = append(kept, t)
-			}
-		}
-		c.timers = kept
-		if due == nil {
-			c.now = end
-			c.mu.Unlock()
-			return
-		}
-		if due.at.After(c.now) {
-			c.now = due.at
-		}
-		due.on = false
-		c.mu.Unlock()
-		due.f()
-	}
-}
 
 // TestRetirementOnAFakeClock: Limits.Keep closes a connection idle too long
 // and Limits.Life one alive too long, however busy, with the Keeper on a
 // clock the test moves.
 func TestRetirementOnAFakeClock(t *testing.T) {
-	clock := newFakeClock()
+	clock := clocktest.New(time.Unix(1_000_000, 0))
 	fc := &fakeConnector{}
 	db, c, err := OpenDB(fc, Config{
 		Limits: pool.Limits{Size: 2, Idle: 2, Keep: time.Minute, Life: time.Hour},
