@@ -30,6 +30,35 @@ type conn struct {
 	// leaves the connection unusable (anything but a reply from the
 	// server); a loan carrying it ends in Destroy, not Release.
 	broken atomic.Bool
+	// dirty is set by the hook when a command left state on the connection
+	// that the next borrower would inherit (see sessionCmd); watching while
+	// a WATCH has not been ended by EXEC, DISCARD or UNWATCH. Either makes
+	// the loan end in Destroy.
+	dirty, watching atomic.Bool
+}
+
+// unfit reports whether the connection must not be lent again.
+func (c *conn) unfit() bool {
+	return c.broken.Load() || c.dirty.Load() || c.watching.Load()
+}
+
+// track notes what cmd, sent on the connection, leaves behind.
+func (c *conn) track(cmd redis.Cmder) {
+	if !sessionCmd(cmd) {
+		return
+	}
+	switch cmd.Name() {
+	case "watch":
+		c.watching.Store(true)
+	case "unwatch", "exec", "discard":
+		c.watching.Store(false)
+	case "multi":
+		// Ended by its EXEC or DISCARD, which go-redis's TxPipelined sends
+		// in the same pipeline; a MULTI left open is caught by watching.
+		c.watching.Store(true)
+	default:
+		c.dirty.Store(true)
+	}
 }
 
 // dialer opens network connections for cfg: its Options.Dialer, or a
@@ -107,13 +136,14 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 		return nc, nil
 	}
 	c.cl = redis.NewClient(&o)
-	c.cl.AddHook(hook{c})
 	if err := c.cl.Ping(dctx).Err(); err != nil {
 		_ = c.cl.Close()
 		_ = nc.Close() // in case the client never took it
 		return nil, err
 	}
-	c.broken.Store(false)
+	// Only now: the handshake's HELLO, AUTH and SELECT are the state the
+	// connection is meant to have, not state a borrower left on it.
+	c.cl.AddHook(hook{c})
 	return c, nil
 }
 
@@ -185,6 +215,7 @@ func (h hook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.c.track(cmd)
 		err := next(ctx, cmd)
 		if err != nil && broken(err) {
 			h.c.broken.Store(true)
@@ -195,6 +226,9 @@ func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.c.track(cmd)
+		}
 		err := next(ctx, cmds)
 		if err != nil && broken(err) {
 			h.c.broken.Store(true)

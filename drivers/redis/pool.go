@@ -116,11 +116,14 @@ func (l Loan) Client() *redis.Client { return l.l.Value().cl }
 // Release gives the connection back to the pool, or drops and closes it
 // when a command on it failed in a way that may leave it out of step with
 // the server (a network error, a timeout, a cancelled context; not an error
-// reply such as WRONGTYPE, nor redis.Nil). Give it back as the server
-// should find it: a connection left inside MULTI, WATCH, SUBSCRIBE, CLIENT
-// TRACKING or another SELECT'ed database is to be destroyed instead.
+// reply such as WRONGTYPE, nor redis.Nil), or when a command on it left
+// state the next borrower would inherit: SELECT, AUTH, HELLO, CLIENT
+// TRACKING, REPLY or SETNAME, a SUBSCRIBE, READONLY, or a WATCH or MULTI
+// not ended by EXEC, DISCARD or UNWATCH (go-redis's Watch and TxPipelined
+// end theirs). State changed by other means (a Lua script's SELECT, say)
+// is not seen: Destroy such a loan.
 func (l Loan) Release() {
-	if l.l.Value().broken.Load() {
+	if l.l.Value().unfit() {
 		l.l.Destroy()
 		return
 	}
@@ -183,7 +186,7 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 		}
 		c := l.Value()
 		err = c.cl.Process(ctx, cmd)
-		if !c.broken.Load() {
+		if !c.unfit() {
 			l.Release()
 			return err
 		}
@@ -254,7 +257,7 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 		} else {
 			_, err = c.cl.Pipelined(ctx, queue)
 		}
-		if !c.broken.Load() {
+		if !c.unfit() {
 			l.Release()
 			return err
 		}

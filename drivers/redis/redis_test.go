@@ -509,3 +509,75 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestLoanStateNotInherited: a loan that changed its connection's state
+// for the commands after it ends in Destroy, so the next borrower never
+// inherits it; go-redis's own Watch and TxPipelined, which end what they
+// start, keep the connection.
+func TestLoanStateNotInherited(t *testing.T) {
+	p, k := newPool(t, 1, nil)
+	ctx := context.Background()
+	use := func(f func(c *redis.Client) error) {
+		t.Helper()
+		l, err := p.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f(l.Client()); err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
+	}
+	made := func() uint64 { return p.Stats().Made }
+
+	// Kept: go-redis's Watch (WATCH … EXEC, then UNWATCH) and TxPipelined.
+	use(func(c *redis.Client) error {
+		return c.Watch(ctx, func(tx *redis.Tx) error {
+			_, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+				pipe.Set(ctx, k+"w", "1", 0)
+				return nil
+			})
+			return err
+		}, k+"w")
+	})
+	use(func(c *redis.Client) error {
+		_, err := c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.Incr(ctx, k+"n")
+			return nil
+		})
+		return err
+	})
+	if made() != 1 {
+		t.Fatalf("Watch or TxPipelined cost the connection: made %d", made())
+	}
+
+	// Dropped: another database, a WATCH left open, a MULTI left open.
+	for i, f := range []func(c *redis.Client) error{
+		func(c *redis.Client) error { return c.Do(ctx, "SELECT", 1).Err() },
+		func(c *redis.Client) error { return c.Do(ctx, "WATCH", k+"w").Err() },
+		func(c *redis.Client) error { return c.Do(ctx, "MULTI").Err() },
+	} {
+		use(f)
+		if s := p.Stats(); s.Live != 0 {
+			t.Fatalf("case %d: a connection with state left on it was kept: %+v", i, s.Books)
+		}
+		// The next borrower is in database 0 with nothing watched.
+		if err := p.Do(ctx, "SET", k+"db0", i).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n := admin(t).Exists(ctx, k+"db0").Val(); n != 1 {
+			t.Fatalf("case %d: the next command ran in another database", i)
+		}
+	}
+	// Ended in the same loan: kept.
+	before := made()
+	use(func(c *redis.Client) error {
+		if err := c.Do(ctx, "WATCH", k+"w").Err(); err != nil {
+			return err
+		}
+		return c.Do(ctx, "UNWATCH").Err()
+	})
+	if made() != before || p.Stats().Live != 1 {
+		t.Fatalf("WATCH then UNWATCH cost the connection: %+v", p.Stats().Books)
+	}
+}
