@@ -45,11 +45,12 @@
 //     dominate both). No goroutine per client.
 //   - Time: the Keeper's acquire and release around go-redis's own (a
 //     single-slot pool that never waits), and a look at the socket before
-//     each loan (below). On a loaded two-CPU machine with the server beside
-//     it, that was about 9 % fewer GETs per second than go-redis's pool at
-//     8 and 64 goroutines (bench/README.md); allocations per command are
-//     the same as go-redis's. A CheckIdle of a second (peek only after a
-//     second idle) likely gives back part of it.
+//     each loan (below). On a two-CPU machine with the server beside it,
+//     GET ran level with go-redis's pool from one goroutine and 5 to 8 %
+//     slower from 8 and 64, with a p99 14 to 20 % longer; allocations per
+//     command are the same as go-redis's. Most of the difference is the
+//     peek: with Config.CheckIdle at a second, 0.99 of go-redis's rate at
+//     8 and 64 goroutines (bench/README.md).
 //   - go-redis's retries are off (MaxRetries is not used): a command that
 //     may have reached the server is never sent twice. go-redis by default
 //     retries a command up to three times on network errors, writes

@@ -89,6 +89,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			_ = k.Close(cctx)
+			_ = p.front.Close()
 			return nil, err
 		}
 		l.Release()
@@ -97,8 +98,9 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 }
 
 // Loan is one connection lent by Acquire, for many commands on the same
-// connection (a WATCH and its transaction, a SELECT'ed database, a blocking
-// pop, a script and its arguments…). End it exactly once with Release or
+// connection (a WATCH and its transaction, a blocking pop, a script and the
+// commands around it, or another database, after which the connection is
+// dropped: see Release). End it exactly once with Release or
 // Destroy; later calls do nothing. A Loan is a small value: copies are the
 // same loan. The zero Loan is not usable.
 type Loan struct {
