@@ -581,3 +581,29 @@ func TestLoanStateNotInherited(t *testing.T) {
 		t.Fatalf("WATCH then UNWATCH cost the connection: %+v", p.Stats().Books)
 	}
 }
+
+// TestMinIdleAndReset: MinIdle connections are opened in the background;
+// Reset closes the idle ones, and MinIdle opens new ones.
+func TestMinIdleAndReset(t *testing.T) {
+	p, _ := newPool(t, 4, func(c *Config) { c.MinIdle = 2 })
+	// Two kept warm beside the one New opened (lent while they were made).
+	waitFor(t, func() bool { return p.Stats().Idle >= 2 })
+	ctx := context.Background()
+	l, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := clientID(t, l)
+	l.Release()
+	before := p.Stats()
+	p.Reset()
+	waitFor(t, func() bool { s := p.Stats(); return s.Idle == 2 && s.Made == before.Made+2 })
+	l, err = p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clientID(t, l) == old {
+		t.Fatal("a connection from before Reset was lent")
+	}
+	l.Release()
+}
