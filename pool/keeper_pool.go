@@ -77,14 +77,7 @@ func (p *Pool[T]) retireLent(item T, now time.Time) bool {
 
 // retireIdle takes every idle resource off the books, counted retired, and
 // returns them for the caller to close (Keeper.Reset).
-func (p *Pool[T]) retireIdle(now time.Time) []T {
-	t := p.clock(now)
-	var out []T
-	for i := p.z.top; i != none; i = p.z.top {
-		out = append(out, p.retire(i, t, fresh))
-	}
-	return out
-}
+func (p *Pool[T]) retireIdle(now time.Time) []T { return p.drainIdle(p.clock(now)) }
 
 // lentAt reports whether seat i holds a resource out on loan.
 func (p *Pool[T]) lentAt(i int32) bool {

@@ -443,9 +443,14 @@ func (p *Pool[T]) Close() []T {
 		return nil
 	}
 	p.closed = true
+	return p.drainIdle(p.last)
+}
+
+// drainIdle retires every idle resource at t and returns them for closing.
+func (p *Pool[T]) drainIdle(t int64) []T {
 	var out []T
 	for i := p.z.top; i != none; i = p.z.top {
-		out = append(out, p.retire(i, p.last, fresh))
+		out = append(out, p.retire(i, t, fresh))
 	}
 	return out
 }
