@@ -364,13 +364,9 @@ func (k *Keeper[T]) closeOne(v T) {
 //
 // In steady state (a resource idle and fresh) Acquire allocates nothing.
 func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
-	if err := ctx.Err(); err != nil {
-		k.countCanceled()
+	st, err := k.enter(ctx)
+	if err != nil {
 		return Loan[T]{}, err
-	}
-	var st *stack
-	if k.leakAfter > 0 {
-		st = captureStack()
 	}
 	start := k.now()
 	now := start
@@ -484,6 +480,19 @@ func (k *Keeper[T]) lendReadyLocked(ctx context.Context, seat int32, t Taken[T],
 		}
 	}
 	return l, true, nil
+}
+
+// enter begins an acquire: ctx's error (counted as canceled) when it has
+// ended already, and the caller's stack when the leak watch is on.
+func (k *Keeper[T]) enter(ctx context.Context) (*stack, error) {
+	if err := ctx.Err(); err != nil {
+		k.countCanceled()
+		return nil, err
+	}
+	if k.leakAfter > 0 {
+		return captureStack(), nil
+	}
+	return nil, nil
 }
 
 func (k *Keeper[T]) countCanceled() {
@@ -920,13 +929,9 @@ func (k *Keeper[T]) drainedLocked() {
 // TryAcquire may find it. It returns ErrClosed after Close and a *ShedError
 // when the ward refuses.
 func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
-	if err := ctx.Err(); err != nil {
-		k.countCanceled()
+	st, err := k.enter(ctx)
+	if err != nil {
 		return Loan[T]{}, err
-	}
-	var st *stack
-	if k.leakAfter > 0 {
-		st = captureStack()
 	}
 	for {
 		now := k.clock.Now()
