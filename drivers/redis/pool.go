@@ -186,17 +186,23 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 			cmd.SetErr(err)
 			return err
 		}
-		c := l.Value()
-		err = c.cl.Process(ctx, cmd)
-		if !c.unfit() {
-			l.Release()
-			return err
-		}
-		l.Destroy()
-		if try >= maxTries || !errors.Is(err, errRedial) {
+		err = l.Value().cl.Process(ctx, cmd)
+		if !settle(l, err, try) {
 			return err
 		}
 	}
+}
+
+// settle ends loan l after try number try ended with err, and reports
+// whether to try again: only when the connection was found unfit and gone
+// before anything was sent (errRedial), within maxTries.
+func settle(l pool.Loan[*conn], err error, try int) bool {
+	if !l.Value().unfit() {
+		l.Release()
+		return false
+	}
+	l.Destroy()
+	return try < maxTries && errors.Is(err, errRedial)
 }
 
 // Do runs one command given as its arguments, as redis.Client.Do.
@@ -259,12 +265,7 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 		} else {
 			_, err = c.cl.Pipelined(ctx, queue)
 		}
-		if !c.unfit() {
-			l.Release()
-			return err
-		}
-		l.Destroy()
-		if try >= maxTries || !errors.Is(err, errRedial) {
+		if !settle(l, err, try) {
 			return err
 		}
 	}
