@@ -1,11 +1,13 @@
 package pool
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,15 +123,6 @@ type Config[T comparable] struct {
 	CPU func() int
 }
 
-// entry is the Keeper's record of one of the pool's seats, kept beside it.
-type entry struct {
-	gen      uint32 // the generation of the seat's current (or next) loan
-	epoch    uint32 // Keeper's reset epoch when the resource was made
-	at       int64  // when the current loan began, ns since Keeper.base
-	stack    *stack // the current loan's Acquire stack, with LeakAfter only
-	reported bool   // the current loan was reported as a leak
-}
-
 // counters are the runtime's own figures, guarded by Keeper.mu.
 type counters struct {
 	emptyAcquires, canceled               uint64
@@ -164,6 +157,8 @@ type Keeper[T comparable] struct {
 	limits    Limits
 	needRoll  bool // the ward has a breaker or a backoff
 	shedder   bool // the ward has a shedder
+	hotable   bool // the hot slots may be used (see hot.go)
+	sweep     time.Duration // how often the timer cools the hot slots; 0: never needed
 
 	cpu    atomic.Int64       // latest CPU reading, thousandths
 	ctx    context.Context    // ends at Close: dials watch it
@@ -174,19 +169,30 @@ type Keeper[T comparable] struct {
 	// line of the fields above, which every caller reads without it.
 	_ [64]byte
 
+	// The hot slots and their gate (see hot.go), on lines of their own:
+	// read by every acquire and release, written by those that park.
+	gate atomic.Uint32
+	_    [60]byte
+	hot  [hotSlots]atomic.Pointer[entry[T]]
+	_    [64 - 8*hotSlots%64]byte
+
 	// Successful acquires and their total wait, counted once an acquire is
 	// final (its caller has the loan, checked): atomics, so that a waiter
-	// handed a resource counts itself without taking the lock again.
-	acquired atomic.Uint64
-	waitNs   atomic.Int64
+	// handed a resource counts itself without taking the lock again. Loans
+	// from the hot slots are counted apart, in the pool's books too;
+	// hotUnlent are those of them that failed their check.
+	acquired  atomic.Uint64
+	waitNs    atomic.Int64
+	hotLoans  atomic.Uint64
+	hotUnlent atomic.Uint64
+	epoch     atomic.Uint32 // bumped by Reset, under mu
 
 	mu       sync.Mutex // guards every field below
 	p        *Pool[T]
-	ents     []entry // by seat index
+	ents     []*entry[T] // by seat index
 	q        waiters[T]
-	dialing  int    // dials in flight
-	warming  int    // of which for MinIdle (no caller waiting)
-	epoch    uint32 // bumped by Reset
+	dialing  int // dials in flight
+	warming  int // of which for MinIdle (no caller waiting)
 	closed   bool
 	bg       int           // timer callbacks and dial goroutines still running
 	drained  chan struct{} // closed once closed, nothing busy, no bg work
@@ -265,6 +271,21 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	if k.shedder && k.cpuRead == nil {
 		k.cpuRead = newCPUReader().read
 	}
+	k.q.gate = &k.gate
+	if hotOff(cfg) {
+		k.gate.Store(gateOff)
+	} else {
+		k.hotable = true
+		for _, d := range []time.Duration{l.Keep, l.Life} {
+			if d > 0 && (k.sweep == 0 || d < k.sweep) {
+				k.sweep = d
+			}
+		}
+		if k.sweep > 0 {
+			k.sweep = min(k.sweep, sweepEvery)
+			k.gate.Store(gateSweep)
+		}
+	}
 	k.spare.New = func() any { return &waiter[T]{ch: make(chan grant[T], 1)} }
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	k.base = k.clock.Now()
@@ -309,13 +330,34 @@ func (k *Keeper[T]) cpuNow() int {
 	return 0
 }
 
-// effects is what a decision under the lock leaves to do after it: resources
-// to close, dials to start, leaks to report. The zero value is empty and
-// costs nothing; its slices are allocated only when something is to be done.
+// effects is what a decision under the lock leaves to do after it: grants
+// to send, resources to close, dials to start, leaks to report. The zero
+// value is empty and costs nothing; its slices are allocated only when
+// something is to be done, and the first grant (the common case: a release
+// handing its resource to the oldest waiter) has a place of its own.
+//
+// Grants are sent after the lock is let go: waking a parked goroutine can
+// cost a system call, which would otherwise lengthen the critical section
+// every other caller is queued on. The waiter is detached under the lock, so
+// nobody else sends to it, and its channel has room for the one grant.
 type effects[T comparable] struct {
-	close []T
-	dials []dialJob[T]
-	leaks []leakNote[T]
+	first  *waiter[T] // the first grant's waiter
+	grant  grant[T]   // and its grant
+	grants []sent[T]  // any further ones
+	close  []T
+	dials  []dialJob[T]
+	leaks  []leakNote[T]
+}
+
+// sent is a grant to send to w.
+type sent[T comparable] struct {
+	w *waiter[T]
+	g grant[T]
+}
+
+// pending reports whether fx has anything to do.
+func (fx *effects[T]) pending() bool {
+	return fx.first != nil || fx.close != nil || fx.dials != nil || fx.leaks != nil
 }
 
 // dialJob is a dial to start: for waiter w under ticket, or for MinIdle
@@ -328,6 +370,12 @@ type dialJob[T comparable] struct {
 
 // do carries out fx, outside the lock.
 func (k *Keeper[T]) do(fx *effects[T]) {
+	if fx.first != nil {
+		fx.first.ch <- fx.grant
+		for _, s := range fx.grants {
+			s.w.ch <- s.g
+		}
+	}
 	for _, j := range fx.dials {
 		go k.runDial(j)
 	}
@@ -368,6 +416,14 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 	if err != nil {
 		return Loan[T]{}, err
 	}
+	if k.gate.Load() == 0 {
+		if l, ok, err := k.acquireHot(ctx); ok || err != nil {
+			return l, err
+		}
+	}
+	if k.hotable && k.hotCount() > 0 {
+		k.coolAll()
+	}
 	start := k.now()
 	now := start
 	front := false // re-queue at the front: this caller was already served once
@@ -378,7 +434,7 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 			w := k.attachLocked(ctx, start, st)
 			k.q.push(w)
 			k.countEmptyLocked(front)
-			k.mu.Unlock()
+			k.queuedLocked(now)
 			l, again, err := k.await(ctx, w)
 			if !again {
 				return l, err
@@ -430,7 +486,7 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 			}
 			k.countEmptyLocked(front)
 			front = false
-			k.mu.Unlock()
+			k.queuedLocked(now)
 			l, again, err := k.await(ctx, w)
 			if !again {
 				return l, err
@@ -480,6 +536,36 @@ func (k *Keeper[T]) lendReadyLocked(ctx context.Context, seat int32, t Taken[T],
 		}
 	}
 	return l, true, nil
+}
+
+// queuedLocked follows a caller's joining the queue, and unlocks k.mu (held
+// on entry). A release may have parked a resource in a hot slot just before
+// the gate closed: it is cooled and served to the queue, oldest first.
+func (k *Keeper[T]) queuedLocked(now time.Time) {
+	if !k.hotable {
+		k.mu.Unlock()
+		return
+	}
+	var fx effects[T]
+	if k.coolAllLocked(now, &fx) {
+		k.serveLocked(now, &fx)
+	}
+	k.mu.Unlock()
+	if fx.pending() {
+		k.do(&fx)
+	}
+}
+
+// coolAll gives every resource in the hot slots to the Pool, under the lock.
+func (k *Keeper[T]) coolAll() {
+	var fx effects[T]
+	k.mu.Lock()
+	now := k.clock.Now()
+	if k.coolAllLocked(now, &fx) {
+		k.settledLocked(now, &fx)
+	}
+	k.mu.Unlock()
+	k.do(&fx)
 }
 
 // enter begins an acquire: ctx's error (counted as canceled) when it has
@@ -532,11 +618,16 @@ func (k *Keeper[T]) attachLocked(ctx context.Context, start time.Time, st *stack
 	return w
 }
 
-// grantLocked detaches w and sends it g. w must be attached and not queued.
-func (k *Keeper[T]) grantLocked(w *waiter[T], g grant[T]) {
+// grantLocked detaches w and leaves g in fx, to be sent once the lock is let
+// go. w must be attached and not queued.
+func (k *Keeper[T]) grantLocked(w *waiter[T], g grant[T], fx *effects[T]) {
 	w.attached = false
 	w.ticket++
-	w.ch <- g
+	if fx.first == nil {
+		fx.first, fx.grant = w, g
+		return
+	}
+	fx.grants = append(fx.grants, sent[T]{w, g})
 }
 
 // await waits for w's grant or ctx's end. again reports that the grant fell
@@ -669,21 +760,21 @@ func (k *Keeper[T]) countPanic(what string, r any) {
 
 // lendLocked records a new loan of the resource at seat, lent at now.
 func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loan[T] {
-	e := &k.ents[seat]
-	at := int64(now.Sub(k.base))
-	e.at = at
+	e := k.ents[seat]
+	at := k.ns(now)
+	e.at.Store(at)
 	e.reported = false
 	if k.leakAfter > 0 {
 		e.stack = st
 		k.armLocked(now, now.Add(k.leakAfter))
 	}
-	return Loan[T]{k: k, item: item, seat: seat, gen: e.gen, at: at}
+	return Loan[T]{k: k, e: e, item: item, gen: e.gen.Load(), at: at}
 }
 
 // growLocked makes room in ents for every seat the pool has.
 func (k *Keeper[T]) growLocked() {
-	if n := k.p.seatCount(); n > len(k.ents) {
-		k.ents = append(k.ents, make([]entry, n-len(k.ents))...)
+	for i := len(k.ents); i < k.p.seatCount(); i++ {
+		k.ents = append(k.ents, &entry[T]{seat: int32(i)})
 	}
 }
 
@@ -729,7 +820,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 			err = ErrClosed // the dial was cancelled by Close
 		}
 		if owner {
-			k.grantLocked(j.w, grant[T]{err: err})
+			k.grantLocked(j.w, grant[T]{err: err}, &fx)
 		} else {
 			unseen = err // nobody will see it: log it, after unlocking
 		}
@@ -739,17 +830,20 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		// Closed while dialing.
 		fx.close = append(fx.close, v)
 		if owner {
-			k.grantLocked(j.w, grant[T]{err: ErrClosed})
+			k.grantLocked(j.w, grant[T]{err: ErrClosed}, &fx)
 		}
 	default:
 		seat := k.p.seatOf(v)
 		k.growLocked()
-		e := &k.ents[seat]
-		e.epoch = k.epoch
+		e := k.ents[seat]
+		e.item, e.epoch, e.dies = v, k.epoch.Load(), 0
+		if dies, ok := k.p.diesAt(seat); ok {
+			e.dies = k.ns(dies)
+		}
 		if owner {
 			w := j.w
 			l := k.lendLocked(seat, v, now, w.stack)
-			k.grantLocked(w, grant[T]{loan: l})
+			k.grantLocked(w, grant[T]{loan: l}, &fx)
 		} else {
 			// Nobody is waiting for this one now: hand it on like a return.
 			if !k.p.Give(v, now) {
@@ -797,7 +891,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 		if err := w.ctx.Err(); err != nil {
 			k.q.pop()
 			k.stats.canceled++
-			k.grantLocked(w, grant[T]{err: err})
+			k.grantLocked(w, grant[T]{err: err}, fx)
 			continue
 		}
 		t, seat := k.p.takeSeat(now, k.roll(), k.cpuNow())
@@ -806,7 +900,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			k.q.pop()
 			l := k.lendLocked(seat, t.Item, now, w.stack)
 			w.checked = true
-			k.grantLocked(w, grant[T]{loan: l, idle: t.Idle})
+			k.grantLocked(w, grant[T]{loan: l, idle: t.Idle}, fx)
 		case Stale:
 			fx.close = append(fx.close, t.Item)
 		case Make:
@@ -821,10 +915,10 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			return
 		case Shed:
 			k.q.pop()
-			k.grantLocked(w, grant[T]{err: k.shedErrorLocked(t.Guard, now)})
+			k.grantLocked(w, grant[T]{err: k.shedErrorLocked(t.Guard, now)}, fx)
 		default: // Closed
 			k.q.pop()
-			k.grantLocked(w, grant[T]{err: ErrClosed})
+			k.grantLocked(w, grant[T]{err: ErrClosed}, fx)
 		}
 	}
 }
@@ -832,7 +926,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 // topUpLocked starts background dials until idle and warming resources
 // reach MinIdle, as far as the pool lets it.
 func (k *Keeper[T]) topUpLocked(now time.Time, fx *effects[T]) {
-	for k.p.Idle()+k.warming < k.minIdle && !k.closed {
+	for k.p.Idle()+k.hotCount()+k.warming < k.minIdle && !k.closed {
 		if !k.p.reserve(now, k.roll(), k.cpuNow()) {
 			k.armRetryLocked(now)
 			return
@@ -845,7 +939,7 @@ func (k *Keeper[T]) topUpLocked(now time.Time, fx *effects[T]) {
 // armRetryLocked sets the timer for when MinIdle can be topped up again,
 // if it is short.
 func (k *Keeper[T]) armRetryLocked(now time.Time) {
-	if k.p.Idle()+k.warming >= k.minIdle || k.closed {
+	if k.p.Idle()+k.hotCount()+k.warming >= k.minIdle || k.closed {
 		return
 	}
 	at := now.Add(time.Second)
@@ -889,6 +983,14 @@ func (k *Keeper[T]) tick() {
 	k.bg++
 	k.armed = false
 	now := k.clock.Now()
+	if k.sweep > 0 {
+		// Close the gate on the hot slots until a release arms the next
+		// sweep, then cool them: nothing stays hot past a sweep.
+		k.gate.Or(gateSweep)
+	}
+	if k.hotable {
+		k.coolAllLocked(now, &fx)
+	}
 	fx.close = append(fx.close, k.p.Evict(now)...)
 	if k.retry || len(fx.close) > 0 {
 		// Only ask for the waiters when something changed for them: a Later
@@ -932,6 +1034,14 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 	st, err := k.enter(ctx)
 	if err != nil {
 		return Loan[T]{}, err
+	}
+	if k.gate.Load() == 0 {
+		if l, ok, err := k.acquireHot(ctx); ok || err != nil {
+			return l, err
+		}
+	}
+	if k.hotable && k.hotCount() > 0 {
+		k.coolAll()
 	}
 	for {
 		now := k.clock.Now()
@@ -1007,6 +1117,7 @@ func (k *Keeper[T]) AcquireAllIdle(ctx context.Context) []Loan[T] {
 	var fx effects[T]
 	k.mu.Lock()
 	now := k.clock.Now()
+	k.coolAllLocked(now, &fx)
 	for k.p.Idle() > 0 && k.q.live == 0 {
 		t, seat := k.p.takeSeat(now, k.roll(), k.cpuNow())
 		if t.Kind == Stale {
@@ -1058,14 +1169,23 @@ type Stats struct {
 
 // Stats returns a reading of the pool's figures.
 func (k *Keeper[T]) Stats() Stats {
+	var fx effects[T]
 	k.mu.Lock()
+	defer k.do(&fx)
 	defer k.mu.Unlock()
+	if k.coolAllLocked(k.clock.Now(), &fx) {
+		k.settledLocked(k.clock.Now(), &fx)
+	}
 	s := k.stats
+	b := k.p.Books()
+	hot := k.hotLoans.Load()
+	b.Loans += hot
+	b.Reused += hot
 	return Stats{
-		Books:          k.p.Books(),
+		Books:          b,
 		Waiting:        k.q.live,
 		Dialing:        k.dialing,
-		Acquires:       k.acquired.Load(),
+		Acquires:       k.acquired.Load() + hot - k.hotUnlent.Load(),
 		AcquireWait:    time.Duration(k.waitNs.Load()),
 		EmptyAcquires:  s.emptyAcquires,
 		Canceled:       s.canceled,
@@ -1080,9 +1200,25 @@ func (k *Keeper[T]) Stats() Stats {
 // Loans returns every resource out on loan and how long it has been out,
 // the longest first.
 func (k *Keeper[T]) Loans() []Lent[T] {
+	var fx effects[T]
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.p.Loans(k.clock.Now())
+	now := k.clock.Now()
+	if k.coolAllLocked(now, &fx) {
+		k.settledLocked(now, &fx)
+	}
+	// The pool knows which seats are lent; the Keeper knows when each loan
+	// began (a loan from the hot slots began without the pool).
+	t := k.ns(now)
+	var out []Lent[T]
+	for i, e := range k.ents {
+		if k.p.lentAt(int32(i)) {
+			out = append(out, Lent[T]{Item: k.p.itemAt(int32(i)), Held: time.Duration(t - e.at.Load())})
+		}
+	}
+	k.mu.Unlock()
+	k.do(&fx)
+	slices.SortStableFunc(out, func(a, b Lent[T]) int { return cmp.Compare(b.Held, a.Held) })
+	return out
 }
 
 // Reset closes every idle resource now, and retires every resource lent
@@ -1093,8 +1229,9 @@ func (k *Keeper[T]) Reset() {
 	var fx effects[T]
 	k.mu.Lock()
 	now := k.clock.Now()
-	k.epoch++
-	fx.close = k.p.retireIdle(now)
+	k.epoch.Add(1)
+	k.coolAllLocked(now, &fx) // made before: retired
+	fx.close = append(fx.close, k.p.retireIdle(now)...)
 	k.serveLocked(now, &fx)
 	k.topUpLocked(now, &fx)
 	k.mu.Unlock()
@@ -1111,7 +1248,9 @@ func (k *Keeper[T]) Close(ctx context.Context) error {
 	k.mu.Lock()
 	first := !k.closed
 	if first {
-		fx.close = k.p.Close()
+		k.gate.Or(gateClosed)
+		k.coolAllLocked(k.clock.Now(), &fx)
+		fx.close = append(fx.close, k.p.Close()...)
 		k.closed = true
 		now := k.clock.Now()
 		k.serveLocked(now, &fx) // every waiter gets ErrClosed

@@ -179,7 +179,7 @@ func TestKeeperNoLeakWatchRecordsNoStack(t *testing.T) {
 	l := mustAcquire(t, k)
 	c.Advance(time.Hour)
 	k.mu.Lock()
-	st := k.ents[l.seat].stack
+	st := l.e.stack
 	k.mu.Unlock()
 	if st != nil || k.Stats().Leaks != 0 || c.pending() != 0 {
 		t.Fatal("the leak watch ran while off")

@@ -96,3 +96,30 @@ func (p *Pool[T]) giveSeat(i int32, item T, now time.Time) bool {
 	}
 	return p.giveLent(i, p.clock(now))
 }
+
+// giveSeatAt is giveSeat for a resource that came back at at, before now,
+// and sat in the Keeper's hot slots since (see hot.go). It joins the idle
+// list where a Give at that instant would have put it, below the seats given
+// back after it: Keep counts from when it really came back, and the list
+// stays in return order, oldest at the bottom, as eviction needs.
+func (p *Pool[T]) giveSeatAt(i int32, item T, at, now time.Time) bool {
+	t := p.clock(now)
+	if int(i) >= len(p.z.s) || p.z.s[i].state != lent || p.z.s[i].item != item {
+		return p.Give(item, now)
+	}
+	since := min(max(int64(at.Sub(p.epoch)), p.z.s[i].since), t)
+	if !p.giveLent(i, t) {
+		return false
+	}
+	p.z.sink(i, since)
+	return true
+}
+
+// diesAt returns when the resource in seat i will be past Life, and false
+// without a Life limit.
+func (p *Pool[T]) diesAt(i int32) (time.Time, bool) {
+	if p.limits.Life <= 0 {
+		return time.Time{}, false
+	}
+	return p.instant(shift(p.z.s[i].born, p.limits.Life)), true
+}

@@ -63,8 +63,8 @@ type leakNote[T comparable] struct {
 // leakLocked builds a report of the loan in e. The stack is copied under the
 // lock (the record is reused by the next loan) and formatted by report,
 // outside it.
-func (k *Keeper[T]) leakLocked(e *entry, item T, now time.Time, returned bool) leakNote[T] {
-	n := leakNote[T]{Leak: Leak[T]{Item: item, Held: now.Sub(k.base) - time.Duration(e.at), Returned: returned}}
+func (k *Keeper[T]) leakLocked(e *entry[T], item T, now time.Time, returned bool) leakNote[T] {
+	n := leakNote[T]{Leak: Leak[T]{Item: item, Held: now.Sub(k.base) - time.Duration(e.at.Load()), Returned: returned}}
 	if e.stack != nil {
 		n.pcs = append([]uintptr(nil), e.stack.pcs[:e.stack.n]...)
 	}
@@ -77,18 +77,18 @@ func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
 	limit := int64(k.leakAfter)
 	t := int64(now.Sub(k.base))
 	next, found := int64(0), false
-	for i := range k.ents {
-		e := &k.ents[i]
+	for i, e := range k.ents {
 		if e.reported || !k.p.lentAt(int32(i)) {
 			continue
 		}
-		if t-e.at >= limit {
+		at := e.at.Load()
+		if t-at >= limit {
 			e.reported = true
 			k.stats.leaks++
 			fx.leaks = append(fx.leaks, k.leakLocked(e, k.p.itemAt(int32(i)), now, false))
 			continue
 		}
-		if at := e.at + limit; !found || at < next {
+		if at := at + limit; !found || at < next {
 			next, found = at, true
 		}
 	}

@@ -20,8 +20,8 @@ import (
 // A Loan is safe for concurrent use.
 type Loan[T comparable] struct {
 	k    *Keeper[T]
+	e    *entry[T] // the seat's record
 	item T
-	seat int32
 	gen  uint32
 	at   int64 // when lent, ns since k.base
 }
@@ -43,9 +43,7 @@ func (l Loan[T]) Valid() bool {
 	if l.k == nil {
 		return false
 	}
-	l.k.mu.Lock()
-	defer l.k.mu.Unlock()
-	return l.k.ents[l.seat].gen == l.gen
+	return l.e.gen.Load() == l.gen
 }
 
 // Release gives the resource back. The oldest caller waiting gets it at once
@@ -59,6 +57,9 @@ func (l Loan[T]) Release() {
 	if k == nil {
 		return
 	}
+	if k.gate.Load() == 0 && k.releaseHot(l) {
+		return
+	}
 	var fx effects[T]
 	now := k.now() // read before locking: the lock is held for less
 	k.mu.Lock()
@@ -69,25 +70,52 @@ func (l Loan[T]) Release() {
 	if k.reset != nil {
 		k.mu.Unlock()
 		k.do(&fx)
-		fx = effects[T]{}
-		err := k.safeReset(l.item)
-		now = k.clock.Now()
-		k.mu.Lock()
-		if err != nil {
-			k.dropLocked(l.item, true, &fx)
-			k.mu.Unlock()
-			k.do(&fx)
+		if err := k.safeReset(l.item); err != nil {
+			k.destroyEnded(l.item)
 			return
 		}
+		fx = effects[T]{}
+		now = k.clock.Now()
+		k.mu.Lock()
 	}
-	if k.ents[l.seat].epoch != k.epoch {
+	k.giveEndedLocked(l, now, &fx)
+	k.mu.Unlock()
+	if fx.pending() {
+		k.do(&fx)
+	}
+}
+
+// giveEnded gives back the resource of loan l, ended already, at now.
+func (k *Keeper[T]) giveEnded(l Loan[T], now time.Time) {
+	var fx effects[T]
+	k.mu.Lock()
+	k.giveEndedLocked(l, now, &fx)
+	k.mu.Unlock()
+	if fx.pending() {
+		k.do(&fx)
+	}
+}
+
+// giveEndedLocked gives back the resource of loan l, ended already, at now:
+// to the oldest waiter, to idle, or to be closed (made before a Reset, past
+// the Idle ceiling, or the Keeper closed).
+func (k *Keeper[T]) giveEndedLocked(l Loan[T], now time.Time, fx *effects[T]) {
+	if l.e.epoch != k.epoch.Load() {
 		k.p.retireLent(l.item, now)
 		fx.close = append(fx.close, l.item)
-	} else if !k.p.giveSeat(l.seat, l.item, now) {
+	} else if !k.p.giveSeat(l.e.seat, l.item, now) {
 		fx.close = append(fx.close, l.item)
 	}
+	k.armSweepLocked(now)
+	k.settledLocked(now, fx)
+}
+
+// settledLocked follows a resource's coming back to the pool (or its room
+// freed): waiters are served, the timer set for the next expiry, and a
+// closed Keeper told when the last loan is home.
+func (k *Keeper[T]) settledLocked(now time.Time, fx *effects[T]) {
 	if k.q.live > 0 {
-		k.serveLocked(now, &fx)
+		k.serveLocked(now, fx)
 	}
 	if k.limits.Life > 0 || (!k.armed && k.limits.Keep > 0) {
 		k.armIdleLocked(now)
@@ -95,10 +123,15 @@ func (l Loan[T]) Release() {
 	if k.closed {
 		k.drainedLocked()
 	}
+}
+
+// destroyEnded drops and closes the resource of a loan ended already.
+func (k *Keeper[T]) destroyEnded(item T) {
+	var fx effects[T]
+	k.mu.Lock()
+	k.dropLocked(item, true, &fx)
 	k.mu.Unlock()
-	if fx.close != nil || fx.dials != nil || fx.leaks != nil {
-		k.do(&fx)
-	}
+	k.do(&fx)
 }
 
 // Destroy ends the loan of a broken resource: it is taken off the books and
@@ -144,12 +177,11 @@ func (l Loan[T]) Hijack() T {
 // endLocked ends loan l, and reports whether it was still out; a loan that
 // had ended already is counted as a double release.
 func (k *Keeper[T]) endLocked(l Loan[T], fx *effects[T]) bool {
-	e := &k.ents[l.seat]
-	if e.gen != l.gen {
+	e := l.e
+	if !e.gen.CompareAndSwap(l.gen, l.gen+1) {
 		k.stats.doubles++
 		return false
 	}
-	e.gen++
 	if e.reported {
 		fx.leaks = append(fx.leaks, k.leakLocked(e, l.item, k.clock.Now(), true))
 		e.reported = false

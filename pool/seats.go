@@ -127,6 +127,35 @@ func (z *seats[T]) pull(i int32, t int64) {
 	}
 }
 
+// sink sets the return time of idle seat i, which is on top of the list, to
+// an earlier t, and moves it down past every seat given back after t, so the
+// list stays in return order. Its cost is the number of seats it passes.
+func (z *seats[T]) sink(i int32, t int64) {
+	s := &z.s[i]
+	s.since = t
+	below := s.down
+	for below != none && z.s[below].since > t {
+		below = z.s[below].down
+	}
+	if below == s.down {
+		return // already in place
+	}
+	// Unlink i from the top.
+	z.top = s.down
+	z.s[z.top].up = none
+	// Link it above below (or at the bottom when none).
+	var above int32
+	if below == none {
+		above = z.bottom
+		z.bottom = i
+	} else {
+		above = z.s[below].up
+		z.s[below].up = i
+	}
+	s.down, s.up = below, above
+	z.s[above].down = i
+}
+
 // The birth heap: a binary min-heap of seat indices keyed by born, each seat
 // knowing its place (hi) so that any one can leave in O(log n).
 

@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -10,9 +11,10 @@ import (
 // in the Keeper), so a blocked Acquire allocates nothing in steady state.
 //
 // The Keeper's mutex guards every field but ch. The channel holds one grant:
-// a grant is sent only by whoever detaches the waiter, under the mutex, and
-// only while the waiter is attached, so the send never blocks and a detached
-// waiter never receives a second one.
+// a grant is sent only by whoever detached the waiter under the mutex (just
+// after letting the mutex go), and a waiter is detached once per attachment,
+// so the send never blocks and a detached waiter never receives a second
+// one.
 type waiter[T comparable] struct {
 	ch chan grant[T]
 
@@ -49,6 +51,24 @@ type waiters[T comparable] struct {
 	head int       // index of the front slot
 	n    int       // slots in use, dead ones included
 	live int       // slots whose waiter is still queued under that ticket
+
+	// gate, when set, has its gateWaiters bit set while live > 0, for the
+	// Keeper's hot slots, which read it without the lock.
+	gate *atomic.Uint32
+}
+
+// counted moves live by d and keeps the gate's bit in step.
+func (q *waiters[T]) counted(d int) {
+	q.live += d
+	if q.gate == nil {
+		return
+	}
+	switch {
+	case d > 0 && q.live == d:
+		q.gate.Or(gateWaiters)
+	case d < 0 && q.live == 0:
+		q.gate.And(^gateWaiters)
+	}
 }
 
 type slot[T comparable] struct {
@@ -66,7 +86,7 @@ func (q *waiters[T]) push(w *waiter[T]) {
 	q.grow()
 	q.ring[(q.head+q.n)&(len(q.ring)-1)] = slot[T]{w: w, ticket: w.ticket}
 	q.n++
-	q.live++
+	q.counted(1)
 	w.queued = true
 }
 
@@ -77,7 +97,7 @@ func (q *waiters[T]) pushFront(w *waiter[T]) {
 	q.head = (q.head - 1) & (len(q.ring) - 1)
 	q.ring[q.head] = slot[T]{w: w, ticket: w.ticket}
 	q.n++
-	q.live++
+	q.counted(1)
 	w.queued = true
 }
 
@@ -102,7 +122,7 @@ func (q *waiters[T]) pop() *waiter[T] {
 		return nil
 	}
 	q.drop()
-	q.live--
+	q.counted(-1)
 	w.queued = false
 	return w
 }
@@ -112,7 +132,7 @@ func (q *waiters[T]) pop() *waiter[T] {
 func (q *waiters[T]) remove(w *waiter[T]) {
 	w.queued = false
 	w.ticket++
-	q.live--
+	q.counted(-1)
 	if dead := q.n - q.live; dead > 32 && dead > q.live {
 		q.compact()
 	}

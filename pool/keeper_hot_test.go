@@ -1,0 +1,341 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// The hot slots (hot.go): a release with nobody waiting parks its resource
+// without the lock, and an acquire takes it back without the lock. These
+// tests pin down that the slots change nothing anyone can see but speed:
+// the books, Keep, Life, Check, Reset, Close, FIFO and Loans all read as
+// if the slots did not exist.
+
+// makeHot acquires and releases until a resource sits in a hot slot (the
+// first release after the Keeper starts, or after a sweep, goes through the
+// lock to arm the sweep), and returns it.
+func makeHot(t *testing.T, k *Keeper[*res]) *res {
+	t.Helper()
+	for range 3 {
+		l := mustAcquire(t, k)
+		l.Release()
+		if k.hotCount() == 1 {
+			return l.Value()
+		}
+	}
+	t.Fatalf("no resource in the hot slots (gate %b)", k.gate.Load())
+	return nil
+}
+
+func TestHotBooksStayHonest(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 4}})
+	a := mustAcquire(t, k) // dialed
+	a.Release()
+	if k.hotCount() != 1 {
+		t.Fatalf("release with nobody waiting left %d hot, want 1", k.hotCount())
+	}
+	s := k.Stats() // cools: the hot resource is idle on the books
+	if s.Live != 1 || s.Idle != 1 || s.Busy != 0 || k.hotCount() != 0 {
+		t.Fatalf("books with a hot resource: %+v (hot %d)", s.Books, k.hotCount())
+	}
+	a.Value() // still the same resource
+	for range 3 {
+		l := mustAcquire(t, k)
+		if l.Value() != a.Value() {
+			t.Fatal("LIFO: the hot resource was not the one lent")
+		}
+		l.Release()
+	}
+	s = k.Stats()
+	if s.Loans != 4 || s.Reused != 3 || s.Acquires != 4 || s.Made != 1 {
+		t.Fatalf("counters after 4 acquires, 3 of them from idle: %+v", s)
+	}
+	checkBalanced(t, k, d)
+}
+
+func TestHotKeepIsExact(t *testing.T) {
+	d := &dialer{}
+	keep := 10 * time.Second
+	k, c := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2, Keep: keep}})
+	r := makeHot(t, k)
+	parked := c.Now()
+	// Nobody asks for it: the sweep cools it into the pool with the instant
+	// it came back, and the eviction timer retires it at Keep, not later.
+	c.Advance(keep)
+	if r.closed.Load() {
+		t.Fatal("retired at exactly Keep idle; Keep is strict")
+	}
+	c.Advance(time.Millisecond)
+	if !r.closed.Load() {
+		t.Fatalf("still open %v after it came back, Keep %v", c.Now().Sub(parked), keep)
+	}
+	if s := k.Stats(); s.IdleRetired != 1 || s.Live != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	checkBalanced(t, k, d)
+}
+
+func TestHotPastKeepOrLifeIsNotLent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limits Limits
+		field  func(Stats) uint64
+	}{
+		{"keep", Limits{Size: 2, Keep: 10 * time.Second}, func(s Stats) uint64 { return s.IdleRetired }},
+		{"life", Limits{Size: 2, Life: time.Minute}, func(s Stats) uint64 { return s.LifeRetired }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &dialer{}
+			k, c := newTestKeeper(t, d, Config[*res]{Limits: tc.limits})
+			r := makeHot(t, k)
+			c.now = c.now.Add(2 * time.Minute) // no timer runs: it is still hot
+			l := mustAcquire(t, k)
+			if l.Value() == r || !r.closed.Load() {
+				t.Fatal("a hot resource past its age was lent")
+			}
+			l.Release()
+			if s := k.Stats(); tc.field(s) != 1 {
+				t.Fatalf("stats %+v", s)
+			}
+			checkBalanced(t, k, d)
+		})
+	}
+}
+
+func TestHotReleaseGoesToAWaiterNotToTheSlots(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 1}})
+	a := mustAcquire(t, k)
+	got := make(chan *res)
+	go func() {
+		l := mustAcquire(t, k)
+		got <- l.Value()
+		l.Release()
+	}()
+	eventually(t, "the waiter to queue", func() bool { return k.Stats().Waiting == 1 })
+	if k.gate.Load()&gateWaiters == 0 {
+		t.Fatal("the gate is open with a caller waiting")
+	}
+	a.Release()
+	if r := <-got; r != a.Value() {
+		t.Fatal("the waiter was not handed the released resource")
+	}
+	eventually(t, "the gate to open", func() bool { return k.gate.Load() == 0 })
+	checkBalanced(t, k, d)
+}
+
+func TestHotResourceLeftParkedBehindAShutGateIsLent(t *testing.T) {
+	// A release parks a resource just as the gate shuts (the race the
+	// two-sided check covers): an acquire that cannot use the hot path must
+	// still find it, by cooling the slots before it asks the pool.
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 1}})
+	a := mustAcquire(t, k)
+	a.e.gen.Add(1) // end the loan as releaseHot does, and park by hand
+	a.e.parked = k.ns(k.clock.Now())
+	k.hot[0].Store(a.e)
+	k.gate.Or(gateSweep)
+	l := mustAcquire(t, k)
+	if l.Value() != a.Value() {
+		t.Fatal("the parked resource was not lent; Size 1 would have made the caller wait for ever")
+	}
+	l.Release()
+	checkBalanced(t, k, d)
+}
+
+func TestHotResetAndCloseRetireParkedResources(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
+	r := makeHot(t, k)
+	k.Reset()
+	if !r.closed.Load() || k.hotCount() != 0 {
+		t.Fatal("Reset left a hot resource open")
+	}
+	l := mustAcquire(t, k)
+	if l.Value() == r {
+		t.Fatal("a resource made before Reset was lent after it")
+	}
+	l.Release()
+	r2 := makeHot(t, k)
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	if err := k.Close(ctx); err != nil {
+		t.Fatalf("Close waited on a hot resource as if it were lent: %v", err)
+	}
+	if !r2.closed.Load() {
+		t.Fatal("Close left a hot resource open")
+	}
+	if s := k.Stats(); s.Live != 0 {
+		t.Fatalf("stats after Close %+v", s)
+	}
+}
+
+func TestHotDoubleReleaseIsANoOp(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
+	makeHot(t, k)
+	a := mustAcquire(t, k) // from the slots
+	a.Release()
+	a.Release() // double: a no-op, even on the lock-free path
+	b := mustAcquire(t, k)
+	if b.Value() != a.Value() {
+		t.Fatal("want the same resource back")
+	}
+	a.Release() // late, while b holds it
+	if !b.Valid() || k.hotCount() != 0 {
+		t.Fatal("a stale loan gave back a resource lent to someone else")
+	}
+	b.Release()
+	if s := k.Stats(); s.DoubleReleases != 2 {
+		t.Fatalf("double releases %d, want 2", s.DoubleReleases)
+	}
+	checkBalanced(t, k, d)
+}
+
+func TestHotCheckRunsAfterCheckIdle(t *testing.T) {
+	d := &dialer{}
+	checks := 0
+	k, c := newTestKeeper(t, d, Config[*res]{
+		Limits:    Limits{Size: 2},
+		CheckIdle: 5 * time.Second,
+		Check:     func(context.Context, *res) error { checks++; return errors.New("gone") },
+	})
+	r := makeHot(t, k)
+	if checks != 0 {
+		t.Fatalf("%d checks on resources fresh from use", checks)
+	}
+	c.now = c.now.Add(6 * time.Second)
+	l := mustAcquire(t, k)
+	if checks != 1 || l.Value() == r || !r.closed.Load() {
+		t.Fatalf("checks %d; the failed hot resource was lent or left open", checks)
+	}
+	l.Release()
+	if s := k.Stats(); s.CheckFailures != 1 || s.Acquires != 2 || s.Loans != 3 {
+		// makeHot's acquire, then this one, which met the failed hot
+		// resource (a loan on the books, not an acquire) and a new one.
+		t.Fatalf("stats %+v", s)
+	}
+	checkBalanced(t, k, d)
+}
+
+func TestHotLoansHeldFromTheirOwnStart(t *testing.T) {
+	d := &dialer{}
+	k, c := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
+	makeHot(t, k)
+	c.now = c.now.Add(5 * time.Second)
+	l := mustAcquire(t, k) // from the slots, without the pool seeing it
+	c.now = c.now.Add(2 * time.Second)
+	loans := k.Loans()
+	if len(loans) != 1 || loans[0].Item != l.Value() || loans[0].Held != 2*time.Second {
+		t.Fatalf("loans %+v, want one held 2s", loans)
+	}
+	if k.hotCount() != 0 {
+		t.Fatal("a lent resource reads as hot")
+	}
+	l.Release()
+	if len(k.Loans()) != 0 {
+		t.Fatal("a parked resource listed as a loan")
+	}
+}
+
+func TestHotSlotsStayShutWhereEveryLoanNeedsTheLock(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config[*res]
+	}{
+		{"LeakAfter", Config[*res]{Limits: Limits{Size: 2}, LeakAfter: time.Minute, OnLeak: func(Leak[*res]) {}}},
+		{"Idle below Size", Config[*res]{Limits: Limits{Size: 4, Idle: 1}}},
+		{"Idle without Size", Config[*res]{Limits: Limits{Idle: 1}}},
+		{"limiter", Config[*res]{Limits: Limits{Size: 2}, Ward: ward.Ward{Limiter: ward.NewLimiter(ward.DefaultAimd)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &dialer{}
+			k, _ := newTestKeeper(t, d, tc.cfg)
+			for range 3 {
+				mustAcquire(t, k).Release()
+				if k.hotCount() != 0 {
+					t.Fatal("a resource was parked hot")
+				}
+			}
+			checkBalanced(t, k, d)
+		})
+	}
+}
+
+func TestHotMinIdleIsKept(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 3}, MinIdle: 1})
+	dialing := func() int { k.mu.Lock(); defer k.mu.Unlock(); return k.dialing }
+	opened := func() int { n, _, _ := d.counts(); return n }
+	eventually(t, "MinIdle warm", func() bool { return opened() == 1 && dialing() == 0 })
+	a := mustAcquire(t, k) // the warm one; one more is dialed to stay at one idle
+	eventually(t, "top-up", func() bool { return opened() == 2 && dialing() == 0 })
+	b := mustAcquire(t, k)
+	eventually(t, "top-up", func() bool { return opened() == 3 && dialing() == 0 })
+	c := mustAcquire(t, k) // Size reached: nothing dialed
+	a.Release()
+	if k.hotCount() != 1 {
+		t.Fatal("want a parked")
+	}
+	b.Destroy() // room for one more, but the parked one is idle: no dial
+	if n := dialing(); n != 0 {
+		t.Fatalf("%d dials with a resource idle in the hot slots and MinIdle 1", n)
+	}
+	l := mustAcquire(t, k) // from the slots: none idle now, so one is dialed
+	if l.Value() != a.Value() {
+		t.Fatal("want the parked resource")
+	}
+	eventually(t, "top-up after an acquire from the hot slots", func() bool { return opened() == 4 })
+	l.Release()
+	c.Release()
+	eventually(t, "dials to settle", func() bool { return dialing() == 0 })
+	checkBalanced(t, k, d)
+}
+
+func TestHotReleaseRunsTheResetHook(t *testing.T) {
+	d := &dialer{}
+	resets := 0
+	fail := false
+	k, _ := newTestKeeper(t, d, Config[*res]{
+		Limits: Limits{Size: 2},
+		Reset: func(context.Context, *res) error {
+			resets++
+			if fail {
+				return errors.New("dirty")
+			}
+			return nil
+		},
+	})
+	r := makeHot(t, k)
+	fail = true
+	l := mustAcquire(t, k)
+	l.Release()
+	if resets < 2 || !r.closed.Load() || k.hotCount() != 0 {
+		t.Fatalf("resets %d; a resource that failed Reset was parked or left open", resets)
+	}
+	if s := k.Stats(); s.Dropped != 1 || s.Live != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	checkBalanced(t, k, d)
+}
+
+func TestHotZeroAllocs(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: DefaultLimits})
+	makeHot(t, k)
+	allocs := testing.AllocsPerRun(1000, func() {
+		l, err := k.Acquire(bg)
+		if err != nil {
+			panic(err)
+		}
+		l.Release()
+	})
+	if allocs != 0 {
+		t.Fatalf("Acquire+Release through the hot slots allocates %v times", allocs)
+	}
+}
