@@ -95,7 +95,7 @@ func (k *Keeper[T]) acquireHot(ctx context.Context) (l Loan[T], ok bool, err err
 		now := k.now()
 		t := k.ns(now)
 		if !k.fresh(e, t) {
-			k.coolOne(e, now)
+			k.coolOne(e)
 			continue
 		}
 		e.at.Store(t)
@@ -187,11 +187,12 @@ func (k *Keeper[T]) releaseHot(l Loan[T]) bool {
 	return true
 }
 
-// coolOne gives the hot resource e, taken out of its slot, to the Pool.
-func (k *Keeper[T]) coolOne(e *entry[T], now time.Time) {
+// coolOne gives the hot resource e, taken out of its slot, to the Pool,
+// which retires it when it is past its age.
+func (k *Keeper[T]) coolOne(e *entry[T]) {
 	var fx effects[T]
 	k.mu.Lock()
-	now = k.clock.Now()
+	now := k.clock.Now()
 	k.coolLocked(e, now, &fx)
 	fx.close = append(fx.close, k.p.Evict(now)...)
 	k.settledLocked(now, &fx)

@@ -155,9 +155,9 @@ type Keeper[T comparable] struct {
 	cpuRead   func() int
 	base      time.Time // origin of entry.at and Loan.at
 	limits    Limits
-	needRoll  bool // the ward has a breaker or a backoff
-	shedder   bool // the ward has a shedder
-	hotable   bool // the hot slots may be used (see hot.go)
+	needRoll  bool          // the ward has a breaker or a backoff
+	shedder   bool          // the ward has a shedder
+	hotable   bool          // the hot slots may be used (see hot.go)
 	sweep     time.Duration // how often the timer cools the hot slots; 0: never needed
 
 	cpu    atomic.Int64       // latest CPU reading, thousandths
