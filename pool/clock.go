@@ -47,12 +47,22 @@ const tickEvery = time.Millisecond
 // is at worst that much late. While no Keeper uses it, the goroutine stops and
 // Now falls back to time.Now.
 type cachedClock struct {
-	now atomic.Pointer[time.Time] // the latest reading; nil while not ticking
+	now  atomic.Pointer[time.Time] // the latest reading; nil while not ticking
+	mono atomic.Int64              // the same reading, in ns since clockOrigin
 
 	mu    sync.Mutex // guards users and stop
 	users int
 	stop  chan struct{}
 	done  chan struct{}
+}
+
+// clockOrigin is where the cached clock's nanosecond readings count from.
+var clockOrigin = time.Now()
+
+// store publishes the reading now.
+func (c *cachedClock) store(now time.Time) {
+	c.mono.Store(int64(now.Sub(clockOrigin)))
+	c.now.Store(&now)
 }
 
 // defaultClock is shared by every Keeper with no Clock of its own.
@@ -80,8 +90,7 @@ func (c *cachedClock) acquire() {
 		return
 	}
 	c.stop, c.done = make(chan struct{}), make(chan struct{})
-	now := time.Now()
-	c.now.Store(&now)
+	c.store(time.Now())
 	go c.tick(c.stop, c.done)
 }
 
@@ -109,8 +118,7 @@ func (c *cachedClock) tick(stop, done chan struct{}) {
 		case <-t.C:
 			// One small allocation a millisecond buys a Now that is one
 			// load and a copy. Monotonic readings never go backwards.
-			now := time.Now()
-			c.now.Store(&now)
+			c.store(time.Now())
 		}
 	}
 }

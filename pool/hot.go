@@ -84,6 +84,15 @@ func hotOff[T comparable](cfg Config[T]) bool {
 // ns is now on the Keeper's scale: nanoseconds since base.
 func (k *Keeper[T]) ns(now time.Time) int64 { return int64(now.Sub(k.base)) }
 
+// nanos reads the Keeper's clock on its own scale; with the default clock
+// that is one load, no time.Time to build and subtract.
+func (k *Keeper[T]) nanos() int64 {
+	if k.cached != nil {
+		return k.cached.mono.Load() - k.baseMono
+	}
+	return k.ns(k.clock.Now())
+}
+
 // acquireHot lends a resource from the hot slots, when one is there and
 // fit to lend. ok false with a nil error means none was: ask the pool.
 func (k *Keeper[T]) acquireHot(ctx context.Context) (l Loan[T], ok bool, err error) {
@@ -92,8 +101,7 @@ func (k *Keeper[T]) acquireHot(ctx context.Context) (l Loan[T], ok bool, err err
 		if e == nil {
 			return Loan[T]{}, false, nil
 		}
-		now := k.now()
-		t := k.ns(now)
+		t := k.nanos()
 		if !k.fresh(e, t) {
 			k.coolOne(e)
 			continue
@@ -167,9 +175,8 @@ func (k *Keeper[T]) releaseHot(l Loan[T]) bool {
 			return true
 		}
 	}
-	now := k.now()
 	if e.epoch == k.epoch.Load() {
-		e.parked = k.ns(now)
+		e.parked = k.nanos()
 		for i := range k.hot {
 			s := &k.hot[i]
 			if s.CompareAndSwap(nil, e) {
@@ -183,7 +190,7 @@ func (k *Keeper[T]) releaseHot(l Loan[T]) bool {
 			}
 		}
 	}
-	k.giveEnded(l, now)
+	k.giveEnded(l)
 	return true
 }
 

@@ -154,6 +154,7 @@ type Keeper[T comparable] struct {
 	rand      func() float64
 	cpuRead   func() int
 	base      time.Time // origin of entry.at and Loan.at
+	baseMono  int64     // base on the cached clock's scale, with the default clock
 	limits    Limits
 	needRoll  bool          // the ward has a breaker or a backoff
 	shedder   bool          // the ward has a shedder
@@ -289,6 +290,9 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	k.spare.New = func() any { return &waiter[T]{ch: make(chan grant[T], 1)} }
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	k.base = k.clock.Now()
+	if k.cached != nil {
+		k.baseMono = int64(k.base.Sub(clockOrigin))
+	}
 
 	var fx effects[T]
 	k.mu.Lock()

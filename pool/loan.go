@@ -85,11 +85,11 @@ func (l Loan[T]) Release() {
 	}
 }
 
-// giveEnded gives back the resource of loan l, ended already, at now.
-func (k *Keeper[T]) giveEnded(l Loan[T], now time.Time) {
+// giveEnded gives back the resource of loan l, ended already.
+func (k *Keeper[T]) giveEnded(l Loan[T]) {
 	var fx effects[T]
 	k.mu.Lock()
-	k.giveEndedLocked(l, now, &fx)
+	k.giveEndedLocked(l, k.clock.Now(), &fx)
 	k.mu.Unlock()
 	if fx.pending() {
 		k.do(&fx)
