@@ -31,10 +31,10 @@ import (
 //     (Each side publishes first and looks second; one of them sees the
 //     other.)
 //   - Keep and Life are kept: a hot resource past either is not lent, and
-//     when Keep or Life is set, the timer cools the slots at least every
-//     sweepEvery, so a hot resource nobody takes reaches the Pool (and its
-//     eviction) in time. Keep is exact, Life late by at most sweepEvery for
-//     a resource nobody asks for.
+//     the timer cools the slots at least every sweepEvery (or Keep, or
+//     Life, when shorter), so a hot resource nobody takes reaches the Pool
+//     (and its eviction) in time. Keep is exact, Life late by at most
+//     sweepEvery for a resource nobody asks for.
 //   - Check runs on a hot resource as on any other (it sat idle since it
 //     was parked), Config.Reset runs before a resource is parked, and with
 //     MinIdle set an acquire from the slots takes the lock once to top up.
@@ -42,8 +42,19 @@ import (
 // hotSlots is how many resources can sit in the hot slots.
 const hotSlots = 4
 
-// sweepEvery is the longest a resource stays in a hot slot, when Keep or
-// Life is set, before the timer cools it into the Pool.
+// A hot slot is one word: the low seatBits hold the parked resource's seat
+// plus one (zero: empty), the rest count the resources taken from the slot,
+// so that taking one and counting it are one compare-and-swap. The counts
+// wrap; the Keeper folds them into its books at each sweep and each
+// Stats, long before a wrap could be missed (2^40 takes in between).
+const (
+	seatBits = 24
+	seatMask = 1<<seatBits - 1
+	takeOne  = 1 << seatBits
+)
+
+// sweepEvery is the longest a resource stays in a hot slot before the
+// timer cools it into the Pool.
 const sweepEvery = time.Second
 
 // The gate's bits: the hot slots are open when none is set.
@@ -103,12 +114,12 @@ func (k *Keeper[T]) acquireHot(ctx context.Context) (l Loan[T], ok bool, err err
 		}
 		t := k.nanos()
 		if !k.fresh(e, t) {
+			k.hotStale.Add(1) // taken, but not lent: no loan on the books
 			k.coolOne(e)
 			continue
 		}
 		e.at.Store(t)
 		l = Loan[T]{k: k, e: e, item: e.item, gen: e.gen.Load(), at: t}
-		k.hotLoans.Add(1)
 		if k.check != nil && k.due(time.Duration(t-e.parked)) {
 			if ok, err := k.checkLoan(ctx, l); !ok {
 				k.hotUnlent.Add(1)
@@ -137,12 +148,12 @@ func (k *Keeper[T]) topUp() {
 	}
 }
 
-// popHot takes a resource out of the hot slots, or returns nil.
+// popHot takes a resource out of the hot slots, counting it, or returns nil.
 func (k *Keeper[T]) popHot() *entry[T] {
 	for i := range k.hot {
 		s := &k.hot[i]
-		if e := s.Load(); e != nil && s.CompareAndSwap(e, nil) {
-			return e
+		if w := s.Load(); w&seatMask != 0 && s.CompareAndSwap(w, w&^seatMask+takeOne) {
+			return (*k.table.Load())[w&seatMask-1]
 		}
 	}
 	return nil
@@ -175,15 +186,16 @@ func (k *Keeper[T]) releaseHot(l Loan[T]) bool {
 			return true
 		}
 	}
-	if e.epoch == k.epoch.Load() {
+	if e.epoch == k.epoch.Load() && e.seat < seatMask {
 		e.parked = k.nanos()
+		me := uint64(e.seat + 1)
 		for i := range k.hot {
 			s := &k.hot[i]
-			if s.CompareAndSwap(nil, e) {
+			if w := s.Load(); w&seatMask == 0 && s.CompareAndSwap(w, w|me) {
 				// Parked. If the gate closed meanwhile (a caller queued, the
 				// Keeper closed, a sweep began), take it back to the lock,
 				// unless whoever closed it already took it.
-				if k.gate.Load() != 0 && s.CompareAndSwap(e, nil) {
+				if k.gate.Load() != 0 && s.CompareAndSwap(w|me, w) {
 					break
 				}
 				return true
@@ -212,11 +224,20 @@ func (k *Keeper[T]) coolOne(e *entry[T]) {
 func (k *Keeper[T]) coolAllLocked(now time.Time, fx *effects[T]) bool {
 	found := false
 	for i := range k.hot {
-		if e := k.hot[i].Swap(nil); e != nil {
-			k.coolLocked(e, now, fx)
-			found = true
+		s := &k.hot[i]
+		for {
+			w := s.Load()
+			if w&seatMask == 0 {
+				break
+			}
+			if s.CompareAndSwap(w, w&^seatMask) {
+				k.coolLocked(k.ents[w&seatMask-1], now, fx)
+				found = true
+				break
+			}
 		}
 	}
+	k.foldLocked()
 	return found
 }
 
@@ -238,11 +259,28 @@ func (k *Keeper[T]) coolLocked(e *entry[T], now time.Time, fx *effects[T]) {
 func (k *Keeper[T]) hotCount() int {
 	n := 0
 	for i := range k.hot {
-		if k.hot[i].Load() != nil {
+		if k.hot[i].Load()&seatMask != 0 {
 			n++
 		}
 	}
 	return n
+}
+
+// foldLocked adds what was taken from each hot slot since the last fold to
+// hotTaken.
+func (k *Keeper[T]) foldLocked() {
+	for i := range k.hot {
+		n := k.hot[i].Load() >> seatBits
+		k.hotTaken += (n - k.hotSeen[i]) & (1<<(64-seatBits) - 1)
+		k.hotSeen[i] = n
+	}
+}
+
+// hotLoansLocked is how many loans the hot slots made: taken, less those
+// found past their age (closed, not lent).
+func (k *Keeper[T]) hotLoansLocked() uint64 {
+	k.foldLocked()
+	return k.hotTaken - k.hotStale.Load()
 }
 
 // armSweepLocked arms the sweep, if it is due, and opens that bit of the

@@ -174,17 +174,21 @@ type Keeper[T comparable] struct {
 	// read by every acquire and release, written by those that park.
 	gate atomic.Uint32
 	_    [60]byte
-	hot  [hotSlots]atomic.Pointer[entry[T]]
+	hot  [hotSlots]atomic.Uint64
 	_    [64 - 8*hotSlots%64]byte
+	// table is ents as the hot path reads it, without the lock: replaced,
+	// never changed in place, when a seat is added.
+	table atomic.Pointer[[]*entry[T]]
 
 	// Successful acquires and their total wait, counted once an acquire is
 	// final (its caller has the loan, checked): atomics, so that a waiter
-	// handed a resource counts itself without taking the lock again. Loans
-	// from the hot slots are counted apart, in the pool's books too;
-	// hotUnlent are those of them that failed their check.
+	// handed a resource counts itself without taking the lock again. What
+	// the hot slots lend is counted by the slots (see hot.go); hotStale are
+	// the resources taken from them past their age (not lent), hotUnlent
+	// the loans from them that failed their check (not acquires).
 	acquired  atomic.Uint64
 	waitNs    atomic.Int64
-	hotLoans  atomic.Uint64
+	hotStale  atomic.Uint64
 	hotUnlent atomic.Uint64
 	epoch     atomic.Uint32 // bumped by Reset, under mu
 
@@ -203,6 +207,8 @@ type Keeper[T comparable] struct {
 	retry    bool // waiters were held back by a Later: the timer serves them
 	cpuTimer Timer
 	stats    counters
+	hotSeen  [hotSlots]uint64 // each slot's take count at the last fold
+	hotTaken uint64           // resources taken from the hot slots, folded
 }
 
 // NewKeeper returns a Keeper running with cfg. It fails, with an error
@@ -282,10 +288,10 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 				k.sweep = d
 			}
 		}
-		if k.sweep > 0 {
-			k.sweep = min(k.sweep, sweepEvery)
-			k.gate.Store(gateSweep)
-		}
+		// The sweep bounds how long a resource stays hot, and folds the
+		// slots' take counts: it runs even without Keep or Life.
+		k.sweep = min(cmp.Or(k.sweep, sweepEvery), sweepEvery)
+		k.gate.Store(gateSweep)
 	}
 	k.spare.New = func() any { return &waiter[T]{ch: make(chan grant[T], 1)} }
 	k.ctx, k.cancel = context.WithCancel(context.Background())
@@ -777,9 +783,14 @@ func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loa
 
 // growLocked makes room in ents for every seat the pool has.
 func (k *Keeper[T]) growLocked() {
+	if len(k.ents) == k.p.seatCount() {
+		return
+	}
 	for i := len(k.ents); i < k.p.seatCount(); i++ {
 		k.ents = append(k.ents, &entry[T]{seat: int32(i)})
 	}
+	table := k.ents
+	k.table.Store(&table)
 }
 
 // startDialLocked counts a dial about to start, for a caller or for MinIdle.
@@ -1182,7 +1193,7 @@ func (k *Keeper[T]) Stats() Stats {
 	}
 	s := k.stats
 	b := k.p.Books()
-	hot := k.hotLoans.Load()
+	hot := k.hotLoansLocked()
 	b.Loans += hot
 	b.Reused += hot
 	return Stats{

@@ -34,26 +34,21 @@ func makeHot(t *testing.T, k *Keeper[*res]) *res {
 func TestHotBooksStayHonest(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 4}})
-	a := mustAcquire(t, k) // dialed
-	a.Release()
-	if k.hotCount() != 1 {
-		t.Fatalf("release with nobody waiting left %d hot, want 1", k.hotCount())
-	}
-	s := k.Stats() // cools: the hot resource is idle on the books
+	r := makeHot(t, k) // dialed, given back (arming the sweep), lent again, parked
+	s := k.Stats()     // cools: the hot resource is idle on the books
 	if s.Live != 1 || s.Idle != 1 || s.Busy != 0 || k.hotCount() != 0 {
 		t.Fatalf("books with a hot resource: %+v (hot %d)", s.Books, k.hotCount())
 	}
-	a.Value() // still the same resource
 	for range 3 {
 		l := mustAcquire(t, k)
-		if l.Value() != a.Value() {
+		if l.Value() != r {
 			t.Fatal("LIFO: the hot resource was not the one lent")
 		}
 		l.Release()
 	}
 	s = k.Stats()
-	if s.Loans != 4 || s.Reused != 3 || s.Acquires != 4 || s.Made != 1 {
-		t.Fatalf("counters after 4 acquires, 3 of them from idle: %+v", s)
+	if s.Loans != 5 || s.Reused != 4 || s.Acquires != 5 || s.Made != 1 {
+		t.Fatalf("counters after 5 acquires, 4 of them from idle: %+v", s)
 	}
 	checkBalanced(t, k, d)
 }
@@ -138,7 +133,7 @@ func TestHotResourceLeftParkedBehindAShutGateIsLent(t *testing.T) {
 	a := mustAcquire(t, k)
 	a.e.gen.Add(1) // end the loan as releaseHot does, and park by hand
 	a.e.parked = k.ns(k.clock.Now())
-	k.hot[0].Store(a.e)
+	k.hot[0].Store(uint64(a.e.seat + 1))
 	k.gate.Or(gateSweep)
 	l := mustAcquire(t, k)
 	if l.Value() != a.Value() {
@@ -215,8 +210,8 @@ func TestHotCheckRunsAfterCheckIdle(t *testing.T) {
 		t.Fatalf("checks %d; the failed hot resource was lent or left open", checks)
 	}
 	l.Release()
-	if s := k.Stats(); s.CheckFailures != 1 || s.Acquires != 2 || s.Loans != 3 {
-		// makeHot's acquire, then this one, which met the failed hot
+	if s := k.Stats(); s.CheckFailures != 1 || s.Acquires != 3 || s.Loans != 4 {
+		// makeHot's two acquires, then this one, which met the failed hot
 		// resource (a loan on the books, not an acquire) and a new one.
 		t.Fatalf("stats %+v", s)
 	}
@@ -273,9 +268,11 @@ func TestHotMinIdleIsKept(t *testing.T) {
 	dialing := func() int { k.mu.Lock(); defer k.mu.Unlock(); return k.dialing }
 	opened := func() int { n, _, _ := d.counts(); return n }
 	eventually(t, "MinIdle warm", func() bool { return opened() == 1 && dialing() == 0 })
-	a := mustAcquire(t, k) // the warm one; one more is dialed to stay at one idle
+	x := mustAcquire(t, k) // the warm one; one more is dialed to stay at one idle
 	eventually(t, "top-up", func() bool { return opened() == 2 && dialing() == 0 })
-	b := mustAcquire(t, k)
+	x.Release()            // through the lock: it arms the sweep
+	a := mustAcquire(t, k) // x again: one idle left, nothing dialed
+	b := mustAcquire(t, k) // none idle: one dialed
 	eventually(t, "top-up", func() bool { return opened() == 3 && dialing() == 0 })
 	c := mustAcquire(t, k) // Size reached: nothing dialed
 	a.Release()
@@ -337,5 +334,22 @@ func TestHotZeroAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("Acquire+Release through the hot slots allocates %v times", allocs)
+	}
+}
+
+func TestHotTakeCountsFoldAcrossAWrap(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
+	const wrap = 1 << (64 - seatBits)
+	k.mu.Lock()
+	k.hotSeen[0] = wrap - 2
+	k.hotTaken = 100
+	k.hot[0].Store(1 << seatBits) // the slot's count went on past the wrap to 1
+	got := k.hotLoansLocked()
+	k.hot[0].Store(0)
+	k.hotSeen[0] = 0
+	k.mu.Unlock()
+	if got != 103 {
+		t.Fatalf("folded %d, want 103: three takes across the wrap", got)
 	}
 }
