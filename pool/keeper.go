@@ -422,14 +422,19 @@ func (k *Keeper[T]) closeOne(v T) {
 //
 // In steady state (a resource idle and fresh) Acquire allocates nothing.
 func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
-	st, err := k.enter(ctx)
-	if err != nil {
-		return Loan[T]{}, err
-	}
-	if k.gate.Load() == 0 {
+	if k.gate.Load() == 0 && ctx.Err() == nil {
 		if l, ok, err := k.acquireHot(ctx); ok || err != nil {
 			return l, err
 		}
+	}
+	return k.acquire(ctx)
+}
+
+// acquire is Acquire through the lock.
+func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
+	st, err := k.enter(ctx)
+	if err != nil {
+		return Loan[T]{}, err
 	}
 	if k.hotable && k.hotCount() > 0 {
 		k.coolAll()

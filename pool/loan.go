@@ -60,6 +60,11 @@ func (l Loan[T]) Release() {
 	if k.gate.Load() == 0 && k.releaseHot(l) {
 		return
 	}
+	k.release(l)
+}
+
+// release is Release through the lock.
+func (k *Keeper[T]) release(l Loan[T]) {
 	var fx effects[T]
 	now := k.now() // read before locking: the lock is held for less
 	k.mu.Lock()
