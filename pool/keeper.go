@@ -783,7 +783,7 @@ func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loa
 		e.stack = st
 		k.armLocked(now, now.Add(k.leakAfter))
 	}
-	return Loan[T]{k: k, e: e, item: item, gen: e.gen.Load(), at: at}
+	return Loan[T]{e: e, item: item, gen: e.gen.Load(), at: at}
 }
 
 // growLocked makes room in ents for every seat the pool has.
@@ -792,7 +792,7 @@ func (k *Keeper[T]) growLocked() {
 		return
 	}
 	for i := len(k.ents); i < k.p.seatCount(); i++ {
-		k.ents = append(k.ents, &entry[T]{seat: int32(i)})
+		k.ents = append(k.ents, &entry[T]{k: k, seat: int32(i)})
 	}
 	table := k.ents
 	k.table.Store(&table)

@@ -353,3 +353,28 @@ func TestHotTakeCountsFoldAcrossAWrap(t *testing.T) {
 		t.Fatalf("folded %d, want 103: three takes across the wrap", got)
 	}
 }
+
+func TestHotLoansWithinAtSlackOfARelend(t *testing.T) {
+	// A resource lent again within atSlack of its previous loan's start
+	// keeps that start for Loans: read long by less than atSlack.
+	d := &dialer{}
+	k, c := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
+	makeHot(t, k)
+	c.now = c.now.Add(time.Second)
+	l := mustAcquire(t, k) // a second after: the start is recorded
+	l.Release()
+	c.now = c.now.Add(atSlack / 2)
+	l = mustAcquire(t, k) // within the slack: the earlier start stands
+	c.now = c.now.Add(3 * time.Second)
+	loans := k.Loans()
+	if len(loans) != 1 {
+		t.Fatalf("loans %+v", loans)
+	}
+	if held, want := loans[0].Held, 3*time.Second; held < want || held >= want+atSlack {
+		t.Fatalf("held %v, want %v to %v", held, want, want+atSlack)
+	}
+	if l.Held() != 3*time.Second {
+		t.Fatalf("the loan's own Held %v, want exactly 3s", l.Held())
+	}
+	l.Release()
+}

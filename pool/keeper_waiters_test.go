@@ -180,7 +180,7 @@ func TestKeeperSkipsExpiredWaiters(t *testing.T) {
 		t.Fatalf("the live waiter got %v, %v", r.l.Value(), r.err)
 	}
 	g := <-stale.ch
-	if !errors.Is(g.err, context.Canceled) || g.loan.k != nil {
+	if !errors.Is(g.err, context.Canceled) || g.loan.e != nil {
 		t.Fatalf("the expired waiter was handed %+v", g)
 	}
 	if s := k.Stats(); s.Canceled != 1 || s.Waiting != 0 {

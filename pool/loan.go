@@ -19,8 +19,7 @@ import (
 // The zero Loan is no loan: its methods do nothing and Valid reports false.
 // A Loan is safe for concurrent use.
 type Loan[T comparable] struct {
-	k    *Keeper[T]
-	e    *entry[T] // the seat's record
+	e    *entry[T] // the seat's record, and through it the Keeper; nil: no loan
 	item T
 	gen  uint32
 	at   int64 // when lent, ns since k.base
@@ -31,16 +30,17 @@ func (l Loan[T]) Value() T { return l.item }
 
 // Held returns how long ago the loan began, on the Keeper's clock.
 func (l Loan[T]) Held() time.Duration {
-	if l.k == nil {
+	if l.e == nil {
 		return 0
 	}
-	return l.k.clock.Now().Sub(l.k.base) - time.Duration(l.at)
+	k := l.e.k
+	return k.clock.Now().Sub(k.base) - time.Duration(l.at)
 }
 
 // Valid reports whether the loan is still out: not yet released, destroyed
 // or hijacked.
 func (l Loan[T]) Valid() bool {
-	if l.k == nil {
+	if l.e == nil {
 		return false
 	}
 	return l.e.gen.Load() == l.gen
@@ -53,10 +53,10 @@ func (l Loan[T]) Valid() bool {
 // Config.Reset set, that runs first, outside the lock, and an error destroys
 // the resource instead.
 func (l Loan[T]) Release() {
-	k := l.k
-	if k == nil {
+	if l.e == nil {
 		return
 	}
+	k := l.e.k
 	if k.gate.Load() == 0 && k.releaseHot(l) {
 		return
 	}
@@ -142,10 +142,10 @@ func (k *Keeper[T]) destroyEnded(item T) {
 // Destroy ends the loan of a broken resource: it is taken off the books and
 // closed, and its room goes to the oldest waiter (who dials) or to MinIdle.
 func (l Loan[T]) Destroy() {
-	k := l.k
-	if k == nil {
+	if l.e == nil {
 		return
 	}
+	k := l.e.k
 	var fx effects[T]
 	k.mu.Lock()
 	if !k.endLocked(l, &fx) {
@@ -162,11 +162,11 @@ func (l Loan[T]) Destroy() {
 // job. Its room goes to the oldest waiter or to MinIdle. On a loan that has
 // already ended, Hijack does nothing and returns the zero T.
 func (l Loan[T]) Hijack() T {
-	k := l.k
 	var zero T
-	if k == nil {
+	if l.e == nil {
 		return zero
 	}
+	k := l.e.k
 	var fx effects[T]
 	k.mu.Lock()
 	if !k.endLocked(l, &fx) {
