@@ -493,6 +493,9 @@ func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
 			continue
 
 		case Wait:
+			if hookWait != nil {
+				hookWait()
+			}
 			w := k.attachLocked(ctx, start, st)
 			if front {
 				k.q.pushFront(w)
@@ -552,6 +555,11 @@ func (k *Keeper[T]) lendReadyLocked(ctx context.Context, seat int32, t Taken[T],
 	}
 	return l, true, nil
 }
+
+// hookWait, set by tests only, runs when Acquire is answered Wait, under
+// the lock, before the caller queues: a test plays a lock-free release into
+// that moment.
+var hookWait func()
 
 // queuedLocked follows a caller's joining the queue, and unlocks k.mu (held
 // on entry). A release may have parked a resource in a hot slot just before

@@ -3,6 +3,10 @@ package pool
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -377,4 +381,176 @@ func TestHotLoansWithinAtSlackOfARelend(t *testing.T) {
 		t.Fatalf("the loan's own Held %v, want exactly 3s", l.Held())
 	}
 	l.Release()
+}
+
+// TestHotStressNeverLendsOneResourceTwice hammers the hot slots and the
+// gate from every side at once: acquires and try-acquires, releases (some
+// twice, from two goroutines at once), destroys, cancellations, and, beside
+// them, Stats, Loans, Reset and the sweep. Each resource carries a flag that
+// its borrower sets and clears: finding it set means it was lent twice. At
+// the end nothing is lost and Close closes everything once.
+func TestHotStressNeverLendsOneResourceTwice(t *testing.T) {
+	d := &dialer{}
+	k, err := NewKeeper(Config[*res]{Limits: Limits{Size: 3, Keep: time.Millisecond}, Dial: d.Dial, Close: d.Close})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lent sync.Map // *res → *atomic.Bool
+	flag := func(r *res) *atomic.Bool {
+		f, _ := lent.LoadOrStore(r, new(atomic.Bool))
+		return f.(*atomic.Bool)
+	}
+	const workers, rounds = 16, 400
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var side sync.WaitGroup
+	side.Add(1)
+	go func() { // readers and resetters beside the traffic
+		defer side.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s := k.Stats()
+			if s.Live != s.Idle+s.Busy {
+				t.Errorf("books: %+v", s.Books)
+			}
+			_ = k.Loans()
+			if i%50 == 0 {
+				k.Reset()
+			}
+			runtime.Gosched()
+		}
+	}()
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 7))
+			for range rounds {
+				ctx, cancel := context.WithCancel(bg)
+				if r.IntN(8) == 0 {
+					cancel()
+				}
+				var l Loan[*res]
+				var err error
+				if r.IntN(4) == 0 {
+					l, err = k.TryAcquire(ctx)
+				} else {
+					l, err = k.Acquire(ctx)
+				}
+				cancel()
+				if err != nil {
+					continue
+				}
+				f := flag(l.Value())
+				if f.Swap(true) {
+					t.Errorf("resource %d lent twice at once", l.Value().id)
+				}
+				if l.Value().closed.Load() {
+					t.Errorf("resource %d lent after it was closed", l.Value().id)
+				}
+				runtime.Gosched()
+				f.Store(false)
+				switch r.IntN(10) {
+				case 0:
+					l.Destroy()
+				case 1: // two releases racing: one counts, one is a no-op
+					var both sync.WaitGroup
+					both.Add(2)
+					go func() { defer both.Done(); l.Release() }()
+					go func() { defer both.Done(); l.Release() }()
+					both.Wait()
+				default:
+					l.Release()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	side.Wait()
+	s := k.Stats()
+	if s.Busy != 0 || s.Waiting != 0 || s.Live != s.Idle+s.Busy || d.open() != s.Live {
+		t.Errorf("at rest: %+v, dialer holds %d open", s, d.open())
+	}
+	if err := k.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	if open := d.open(); open != 0 || d.double != 0 {
+		t.Errorf("after Close %d open, %d closed twice", open, d.double)
+	}
+	t.Logf("%d acquires, %d made, %d double releases", s.Acquires, s.Made, s.DoubleReleases)
+}
+
+func TestHotReleaseParkedAsACallerQueuesIsHandedToIt(t *testing.T) {
+	// The race the gate's two-sided check covers, played in order: a
+	// caller is answered Wait; before it queues (and shuts the gate) a
+	// release parks the only resource. Queueing, the caller cools the
+	// slots and is served it, with no other traffic and no timer to rescue
+	// it.
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 1}})
+	mustAcquire(t, k).Release() // arms the sweep; the fake clock never fires it
+	a := mustAcquire(t, k)
+	hookWait = func() {
+		hookWait = nil
+		a.Release() // lock-free: the gate is still open
+		if k.hotCount() != 1 {
+			t.Error("the release did not park")
+		}
+	}
+	defer func() { hookWait = nil }()
+	done := make(chan *res)
+	go func() {
+		l, err := k.Acquire(bg)
+		if err != nil {
+			t.Error(err)
+			close(done)
+			return
+		}
+		done <- l.Value()
+		l.Release()
+	}()
+	select {
+	case r := <-done:
+		if r != a.Value() {
+			t.Fatal("served something else")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the caller was left waiting beside a parked resource")
+	}
+}
+
+func TestHotRacingReleasesOfOneLoanLendItOnce(t *testing.T) {
+	// Two goroutines release the same loan at once, many times over: on one
+	// resource, two try-acquires after each race must not both succeed.
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 1}})
+	mustAcquire(t, k).Release()
+	for i := range 5000 {
+		l, err := k.TryAcquire(bg)
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		start := make(chan struct{})
+		var both sync.WaitGroup
+		both.Add(2)
+		for range 2 {
+			go func() { defer both.Done(); <-start; l.Release() }()
+		}
+		close(start)
+		both.Wait()
+		x, err1 := k.TryAcquire(bg)
+		_, err2 := k.TryAcquire(bg)
+		if err1 != nil || err2 == nil {
+			t.Fatalf("round %d: after a doubled release, try-acquires answered %v and %v: want one resource, once", i, err1, err2)
+		}
+		x.Release()
+	}
+	if s := k.Stats(); s.DoubleReleases != 5000 {
+		t.Fatalf("%d double releases counted, want 5000", s.DoubleReleases)
+	}
 }
