@@ -134,7 +134,9 @@ type counters struct {
 // dials and closes resources outside that mutex, queues callers in strict
 // arrival order when every resource is out, hands a returned resource straight
 // to the oldest waiter, and runs one timer for eviction, MinIdle and the leak
-// watch.
+// watch. While nobody waits, a release parks its resource in a few lock-free
+// hot slots and an acquire takes it from there, without the mutex; the
+// slots are idle resources on the books, within every limit (see hot.go).
 //
 // A Keeper is safe for concurrent use. Build one with NewKeeper and end it
 // with Close.
