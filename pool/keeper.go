@@ -125,9 +125,9 @@ type Config[T comparable] struct {
 
 // counters are the runtime's own figures, guarded by Keeper.mu.
 type counters struct {
-	emptyAcquires, canceled               uint64
+	emptyAcquires, canceled       uint64
 	checkFailures, leaks, doubles uint64
-	panics                                uint64
+	panics                        uint64
 }
 
 // Keeper is a resource pool ready to use: it holds a Pool behind one mutex,
