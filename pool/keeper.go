@@ -1228,7 +1228,9 @@ func (k *Keeper[T]) Stats() Stats {
 }
 
 // Loans returns every resource out on loan and how long it has been out,
-// the longest first.
+// the longest first. A resource lent again from the hot slots within a
+// millisecond of its previous loan's start may read up to that millisecond
+// long (see atSlack); Loan.Held is exact.
 func (k *Keeper[T]) Loans() []Lent[T] {
 	var fx effects[T]
 	k.mu.Lock()
