@@ -140,8 +140,8 @@ func (k *Keeper[T]) acquireHot(ctx context.Context) (l Loan[T], ok bool, err err
 				continue
 			}
 		}
-		if k.minIdle > 0 {
-			k.topUp()
+		if k.minIdle > 0 && k.hotCount() < k.minIdle {
+			k.topUp() // the lock, unless the slots alone hold MinIdle
 		}
 		return l, true, nil
 	}
