@@ -719,7 +719,7 @@ granted:
 // the loan l: once, when it is final.
 func (k *Keeper[T]) counted(start time.Time, l Loan[T]) {
 	k.acquired.Add(1)
-	if w := l.at - int64(start.Sub(k.base)); w > 0 {
+	if w := l.at - k.ns(start); w > 0 {
 		k.waitNs.Add(w)
 	}
 }
@@ -1203,8 +1203,8 @@ func (k *Keeper[T]) Stats() Stats {
 	k.mu.Lock()
 	defer k.do(&fx)
 	defer k.mu.Unlock()
-	if k.coolAllLocked(k.clock.Now(), &fx) {
-		k.settledLocked(k.clock.Now(), &fx)
+	if now := k.clock.Now(); k.coolAllLocked(now, &fx) {
+		k.settledLocked(now, &fx)
 	}
 	s := k.stats
 	b := k.p.Books()

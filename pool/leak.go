@@ -75,7 +75,7 @@ func (k *Keeper[T]) leakLocked(e *entry[T], item T, now time.Time, returned bool
 // and sets the timer for the next loan that will be.
 func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
 	limit := int64(k.leakAfter)
-	t := int64(now.Sub(k.base))
+	t := k.ns(now)
 	next, found := int64(0), false
 	for i, e := range k.ents {
 		if e.reported || !k.p.lentAt(int32(i)) {
