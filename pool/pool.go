@@ -6,7 +6,8 @@
 // now, and every random decision takes a draw the caller made, so the same
 // calls give the same answers on every machine and a test can drive an hour
 // of traffic in a loop. Keeper is the runtime built on it: one mutex, a queue
-// of waiters, dials and closes outside the lock, one timer.
+// of waiters, dials and closes outside the lock, one timer, and a few
+// lock-free hot slots through which resources pass while nobody waits.
 package pool
 
 import (
