@@ -212,6 +212,8 @@ type Keeper[T comparable] struct {
 	stats    counters
 	hotSeen  [hotSlots]uint64 // each slot's take count at the last fold
 	hotTaken uint64           // resources taken from the hot slots, folded
+	hotShown uint64           // the hot loans the last Stats reported
+	acqShown uint64           // the Acquires the last Stats reported
 }
 
 // NewKeeper returns a Keeper running with cfg. It fails, with an error
@@ -1208,14 +1210,20 @@ func (k *Keeper[T]) Stats() Stats {
 	}
 	s := k.stats
 	b := k.p.Books()
-	hot := k.hotLoansLocked()
+	// A resource taken from the hot slots is counted as it is taken; one
+	// found past its age, or failing its check, is taken off the count a
+	// moment later. A reading in that moment would count it, and the next
+	// one not: the readings are held from going down, so counters only rise.
+	hot := max(k.hotLoansLocked(), k.hotShown)
+	acquires := max(k.acquired.Load()+hot-k.hotUnlent.Load(), k.acqShown)
+	k.hotShown, k.acqShown = hot, acquires
 	b.Loans += hot
 	b.Reused += hot
 	return Stats{
 		Books:          b,
 		Waiting:        k.q.live,
 		Dialing:        k.dialing,
-		Acquires:       k.acquired.Load() + hot - k.hotUnlent.Load(),
+		Acquires:       acquires,
 		AcquireWait:    time.Duration(k.waitNs.Load()),
 		EmptyAcquires:  s.emptyAcquires,
 		Canceled:       s.canceled,

@@ -407,6 +407,7 @@ func TestHotStressNeverLendsOneResourceTwice(t *testing.T) {
 	side.Add(1)
 	go func() { // readers and resetters beside the traffic
 		defer side.Done()
+		var last Stats
 		for i := 0; ; i++ {
 			select {
 			case <-stop:
@@ -417,6 +418,11 @@ func TestHotStressNeverLendsOneResourceTwice(t *testing.T) {
 			if s.Live != s.Idle+s.Busy {
 				t.Errorf("books: %+v", s.Books)
 			}
+			if s.Loans < last.Loans || s.Reused < last.Reused || s.Acquires < last.Acquires {
+				t.Errorf("counters went down: loans %d → %d, reused %d → %d, acquires %d → %d",
+					last.Loans, s.Loans, last.Reused, s.Reused, last.Acquires, s.Acquires)
+			}
+			last = s
 			_ = k.Loans()
 			if i%50 == 0 {
 				k.Reset()
@@ -553,4 +559,26 @@ func TestHotRacingReleasesOfOneLoanLendItOnce(t *testing.T) {
 	if s := k.Stats(); s.DoubleReleases != 5000 {
 		t.Fatalf("%d double releases counted, want 5000", s.DoubleReleases)
 	}
+}
+
+func TestHotCountersNeverGoDown(t *testing.T) {
+	// A resource taken from a slot is counted as it is taken; found past its
+	// age, it is taken off the count a moment later. A Stats in that moment
+	// must not make the next one read lower.
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
+	makeHot(t, k)
+	e := k.popHot() // what acquireHot does first
+	if e == nil {
+		t.Fatal("nothing hot")
+	}
+	s1 := k.Stats()
+	k.hotStale.Add(1) // ...and then, the resource being past its age
+	k.coolOne(e)
+	s2 := k.Stats()
+	if s2.Loans < s1.Loans || s2.Reused < s1.Reused || s2.Acquires < s1.Acquires {
+		t.Fatalf("counters went down: loans %d → %d, reused %d → %d, acquires %d → %d",
+			s1.Loans, s2.Loans, s1.Reused, s2.Reused, s1.Acquires, s2.Acquires)
+	}
+	checkBalanced(t, k, d)
 }
