@@ -88,5 +88,6 @@
 // same server and key act as one breaker: failures from all of them are
 // counted by atomic increment, the open marker keeps the moment of the
 // first opener, and exactly one probe goes out across them when the
-// cooldown ends.
+// cooldown ends. ward.SharedPeriods over the same server and key spend one
+// quota per period between them, each take one INCR.
 package redisward

@@ -334,3 +334,60 @@ func TestSharedBreakerFailsOpen(t *testing.T) {
 		t.Fatalf("Allow with the store down: %v %v, want through with an error", ok, err)
 	}
 }
+
+// TestSharedPeriodOnRedis: replicas, each with its own pool on the same
+// Redis, taking at once from one shared quota admit exactly the quota, and
+// the period's count carries an expiry.
+func TestSharedPeriodOnRedis(t *testing.T) {
+	const nrep, g, each, quota = 4, 8, 10, 137
+	ctx := context.Background()
+	var ps []*ward.SharedPeriod
+	var key string
+	for range nrep {
+		p, k := newPool(t, 4, nil)
+		if key == "" {
+			key = k + "quota"
+		}
+		ps = append(ps, ward.NewSharedPeriod(NewStore(p, ""), key, quota, time.Hour))
+	}
+	now := time.Now()
+	var admitted, hits, errs atomic.Int64
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for _, p := range ps {
+		for range g {
+			done.Add(1)
+			go func() {
+				defer done.Done()
+				start.Wait()
+				for range each {
+					q, err := p.Take(ctx, now)
+					switch {
+					case err != nil:
+						errs.Add(1)
+					case q == ward.Hit:
+						hits.Add(1)
+						admitted.Add(1)
+					case q == ward.Under:
+						admitted.Add(1)
+					}
+				}
+			}()
+		}
+	}
+	start.Done()
+	done.Wait()
+	if errs.Load() != 0 || admitted.Load() != quota || hits.Load() != 1 {
+		t.Fatalf("admitted %d (%d hits, %d errors) of %d takes, want exactly %d and one hit",
+			admitted.Load(), hits.Load(), errs.Load(), nrep*g*each, quota)
+	}
+	if left, err := ps[0].Left(ctx, now); left != 0 || err != nil {
+		t.Fatalf("Left = %d %v, want 0", left, err)
+	}
+	a := admin(t)
+	start0 := now.UnixNano() - now.UnixNano()%int64(time.Hour)
+	ttl := a.PTTL(ctx, key+":"+strconv.FormatInt(start0, 10)).Val()
+	if ttl <= 0 || ttl > 2*time.Hour {
+		t.Fatalf("the period's count has PTTL %v, want an expiry within two hours", ttl)
+	}
+}
