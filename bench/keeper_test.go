@@ -34,8 +34,15 @@ func closeThing(*thing) error                  { return nil }
 // Pools of each kind, n resources at most.
 
 func newKeeper(b *testing.B, n int) *pool.Keeper[*thing] {
+	return newKeeperIdle(b, n, n)
+}
+
+// newKeeperIdle is newKeeper with an Idle ceiling of idle. Below n, it shuts
+// the Keeper's hot slots (see pool/hot.go): every acquire and release goes
+// through the mutex, as with LeakAfter or a ward with a shedder or limiter.
+func newKeeperIdle(b *testing.B, n, idle int) *pool.Keeper[*thing] {
 	k, err := pool.NewKeeper(pool.Config[*thing]{
-		Limits: pool.Limits{Size: n, Idle: n},
+		Limits: pool.Limits{Size: n, Idle: idle},
 		Dial:   newThing,
 		Close:  closeThing,
 	})
@@ -126,6 +133,18 @@ func BenchmarkUncontended(b *testing.B) {
 			l.Release()
 		}
 	})
+	b.Run("pool=wardpool-locked", func(b *testing.B) {
+		k := newKeeperIdle(b, 10, 9)
+		warmKeeper(b, k, 1)
+		b.ReportAllocs()
+		for b.Loop() {
+			l, err := k.Acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			l.Release()
+		}
+	})
 	b.Run("pool=puddle", func(b *testing.B) {
 		p := newPuddle(b, 10)
 		warmPuddle(b, p, 1)
@@ -160,6 +179,23 @@ func BenchmarkContended(b *testing.B) {
 		ctx := context.Background()
 		b.Run(sizeName(n)+"/pool=wardpool", func(b *testing.B) {
 			k := newKeeper(b, n)
+			warmKeeper(b, k, n)
+			b.ReportAllocs()
+			b.SetParallelism(16)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					l, err := k.Acquire(ctx)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					l.Release()
+				}
+			})
+		})
+		b.Run(sizeName(n)+"/pool=wardpool-locked", func(b *testing.B) {
+			k := newKeeperIdle(b, n, n-1)
 			warmKeeper(b, k, n)
 			b.ReportAllocs()
 			b.SetParallelism(16)

@@ -345,34 +345,21 @@ func (k *Keeper[T]) cpuNow() int {
 	return 0
 }
 
-// effects is what a decision under the lock leaves to do after it: grants
-// to send, resources to close, dials to start, leaks to report. The zero
-// value is empty and costs nothing; its slices are allocated only when
-// something is to be done, and the first grant (the common case: a release
-// handing its resource to the oldest waiter) has a place of its own.
+// effects is what a decision under the lock leaves to do after it: resources
+// to close, dials to start, leaks to report. The zero value is empty and
+// costs nothing; its slices are allocated only when something is to be done.
 //
-// Grants are sent after the lock is let go: waking a parked goroutine can
-// cost a system call, which would otherwise lengthen the critical section
-// every other caller is queued on. The waiter is detached under the lock, so
-// nobody else sends to it, and its channel has room for the one grant.
+// Grants to waiters are not among them: they are sent under the lock (see
+// grantLocked).
 type effects[T comparable] struct {
-	first  *waiter[T] // the first grant's waiter
-	grant  grant[T]   // and its grant
-	grants []sent[T]  // any further ones
-	close  []T
-	dials  []dialJob[T]
-	leaks  []leakNote[T]
-}
-
-// sent is a grant to send to w.
-type sent[T comparable] struct {
-	w *waiter[T]
-	g grant[T]
+	close []T
+	dials []dialJob[T]
+	leaks []leakNote[T]
 }
 
 // pending reports whether fx has anything to do.
 func (fx *effects[T]) pending() bool {
-	return fx.first != nil || fx.close != nil || fx.dials != nil || fx.leaks != nil
+	return fx.close != nil || fx.dials != nil || fx.leaks != nil
 }
 
 // dialJob is a dial to start: for waiter w under ticket, or for MinIdle
@@ -385,12 +372,6 @@ type dialJob[T comparable] struct {
 
 // do carries out fx, outside the lock.
 func (k *Keeper[T]) do(fx *effects[T]) {
-	if fx.first != nil {
-		fx.first.ch <- fx.grant
-		for _, s := range fx.grants {
-			s.w.ch <- s.g
-		}
-	}
 	for _, j := range fx.dials {
 		go k.runDial(j)
 	}
@@ -646,16 +627,15 @@ func (k *Keeper[T]) attachLocked(ctx context.Context, start time.Time, st *stack
 	return w
 }
 
-// grantLocked detaches w and leaves g in fx, to be sent once the lock is let
-// go. w must be attached and not queued.
-func (k *Keeper[T]) grantLocked(w *waiter[T], g grant[T], fx *effects[T]) {
+// grantLocked detaches w and sends it g. w must be attached and not queued.
+// The send never blocks (the channel has room for the one grant) and is
+// made under the lock: measured against sending after unlocking, it keeps a
+// saturated queue (every op a handoff) about a third faster here, as the
+// woken waiter is readied before the releaser can come back for the lock.
+func (k *Keeper[T]) grantLocked(w *waiter[T], g grant[T]) {
 	w.attached = false
 	w.ticket++
-	if fx.first == nil {
-		fx.first, fx.grant = w, g
-		return
-	}
-	fx.grants = append(fx.grants, sent[T]{w, g})
+	w.ch <- g
 }
 
 // await waits for w's grant or ctx's end. again reports that the grant fell
@@ -852,7 +832,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 			err = ErrClosed // the dial was cancelled by Close
 		}
 		if owner {
-			k.grantLocked(j.w, grant[T]{err: err}, &fx)
+			k.grantLocked(j.w, grant[T]{err: err})
 		} else {
 			unseen = err // nobody will see it: log it, after unlocking
 		}
@@ -862,7 +842,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		// Closed while dialing.
 		fx.close = append(fx.close, v)
 		if owner {
-			k.grantLocked(j.w, grant[T]{err: ErrClosed}, &fx)
+			k.grantLocked(j.w, grant[T]{err: ErrClosed})
 		}
 	default:
 		seat := k.p.seatOf(v)
@@ -875,7 +855,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		if owner {
 			w := j.w
 			l := k.lendLocked(seat, v, now, w.stack)
-			k.grantLocked(w, grant[T]{loan: l}, &fx)
+			k.grantLocked(w, grant[T]{loan: l})
 		} else {
 			// Nobody is waiting for this one now: hand it on like a return.
 			if !k.p.Give(v, now) {
@@ -923,7 +903,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 		if err := w.ctx.Err(); err != nil {
 			k.q.pop()
 			k.stats.canceled++
-			k.grantLocked(w, grant[T]{err: err}, fx)
+			k.grantLocked(w, grant[T]{err: err})
 			continue
 		}
 		t, seat := k.p.takeSeat(now, k.roll(), k.cpuNow())
@@ -932,7 +912,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			k.q.pop()
 			l := k.lendLocked(seat, t.Item, now, w.stack)
 			w.checked = true
-			k.grantLocked(w, grant[T]{loan: l, idle: t.Idle}, fx)
+			k.grantLocked(w, grant[T]{loan: l, idle: t.Idle})
 		case Stale:
 			fx.close = append(fx.close, t.Item)
 		case Make:
@@ -947,10 +927,10 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			return
 		case Shed:
 			k.q.pop()
-			k.grantLocked(w, grant[T]{err: k.shedErrorLocked(t.Guard, now)}, fx)
+			k.grantLocked(w, grant[T]{err: k.shedErrorLocked(t.Guard, now)})
 		default: // Closed
 			k.q.pop()
-			k.grantLocked(w, grant[T]{err: ErrClosed}, fx)
+			k.grantLocked(w, grant[T]{err: ErrClosed})
 		}
 	}
 }

@@ -11,10 +11,9 @@ import (
 // in the Keeper), so a blocked Acquire allocates nothing in steady state.
 //
 // The Keeper's mutex guards every field but ch. The channel holds one grant:
-// a grant is sent only by whoever detached the waiter under the mutex (just
-// after letting the mutex go), and a waiter is detached once per attachment,
-// so the send never blocks and a detached waiter never receives a second
-// one.
+// a grant is sent only by whoever detaches the waiter, under the mutex, and
+// only while the waiter is attached, so the send never blocks and a detached
+// waiter never receives a second one.
 type waiter[T comparable] struct {
 	ch chan grant[T]
 
