@@ -37,7 +37,11 @@ import (
 //     sweepEvery for a resource nobody asks for.
 //   - Check runs on a hot resource as on any other (it sat idle since it
 //     was parked), Config.Reset runs before a resource is parked, and with
-//     MinIdle set an acquire from the slots takes the lock once to top up.
+//     MinIdle set an acquire from the slots takes the lock once to top up
+//     (unless the slots alone still hold MinIdle).
+//   - Loans are counted by the slots themselves (see seatBits) and folded
+//     into the books under the lock; Keeper.Loans may read a loan from the
+//     slots up to atSlack long.
 
 // hotSlots is how many resources can sit in the hot slots.
 const hotSlots = 4
