@@ -37,6 +37,18 @@ func newKeeper(b *testing.B, n int) *pool.Keeper[*thing] {
 	return newKeeperIdle(b, n, n)
 }
 
+// keepers are the two Keepers measured on n slots: as configured by
+// default, and with the hot slots shut.
+func keepers(n int) []struct {
+	name string
+	idle int
+} {
+	return []struct {
+		name string
+		idle int
+	}{{"wardpool", n}, {"wardpool-locked", n - 1}}
+}
+
 // newKeeperIdle is newKeeper with an Idle ceiling of idle. Below n, it shuts
 // the Keeper's hot slots (see pool/hot.go): every acquire and release goes
 // through the mutex, as with LeakAfter or a ward with a shedder or limiter.
@@ -121,30 +133,20 @@ func warmSQL(b *testing.B, db *sql.DB, n int) {
 // pool of 10.
 func BenchmarkUncontended(b *testing.B) {
 	ctx := context.Background()
-	b.Run("pool=wardpool", func(b *testing.B) {
-		k := newKeeper(b, 10)
-		warmKeeper(b, k, 1)
-		b.ReportAllocs()
-		for b.Loop() {
-			l, err := k.Acquire(ctx)
-			if err != nil {
-				b.Fatal(err)
+	for _, v := range keepers(10) {
+		b.Run("pool="+v.name, func(b *testing.B) {
+			k := newKeeperIdle(b, 10, v.idle)
+			warmKeeper(b, k, 1)
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := k.Acquire(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				l.Release()
 			}
-			l.Release()
-		}
-	})
-	b.Run("pool=wardpool-locked", func(b *testing.B) {
-		k := newKeeperIdle(b, 10, 9)
-		warmKeeper(b, k, 1)
-		b.ReportAllocs()
-		for b.Loop() {
-			l, err := k.Acquire(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			l.Release()
-		}
-	})
+		})
+	}
 	b.Run("pool=puddle", func(b *testing.B) {
 		p := newPuddle(b, 10)
 		warmPuddle(b, p, 1)
@@ -177,40 +179,25 @@ func BenchmarkUncontended(b *testing.B) {
 func BenchmarkContended(b *testing.B) {
 	for _, n := range []int{4, 64} {
 		ctx := context.Background()
-		b.Run(sizeName(n)+"/pool=wardpool", func(b *testing.B) {
-			k := newKeeper(b, n)
-			warmKeeper(b, k, n)
-			b.ReportAllocs()
-			b.SetParallelism(16)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					l, err := k.Acquire(ctx)
-					if err != nil {
-						b.Error(err)
-						return
+		for _, v := range keepers(n) {
+			b.Run(sizeName(n)+"/pool="+v.name, func(b *testing.B) {
+				k := newKeeperIdle(b, n, v.idle)
+				warmKeeper(b, k, n)
+				b.ReportAllocs()
+				b.SetParallelism(16)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						l, err := k.Acquire(ctx)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						l.Release()
 					}
-					l.Release()
-				}
+				})
 			})
-		})
-		b.Run(sizeName(n)+"/pool=wardpool-locked", func(b *testing.B) {
-			k := newKeeperIdle(b, n, n-1)
-			warmKeeper(b, k, n)
-			b.ReportAllocs()
-			b.SetParallelism(16)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					l, err := k.Acquire(ctx)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					l.Release()
-				}
-			})
-		})
+		}
 		b.Run(sizeName(n)+"/pool=puddle", func(b *testing.B) {
 			p := newPuddle(b, n)
 			warmPuddle(b, p, n)
