@@ -248,6 +248,14 @@ func eventually(t interface {
 	}
 }
 
+// settled reports whether the Keeper's background work (dial goroutines,
+// timer callbacks) has all finished.
+func settled(k *Keeper[*res]) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.bg == 0
+}
+
 // checkBalanced asserts the books balance and match what the dialer holds
 // open, once nothing is in flight.
 func checkBalanced(t testing.TB, k *Keeper[*res], d *dialer) {

@@ -43,11 +43,7 @@ func TestKeeperRandomOperations(t *testing.T) {
 		var loans, ended []Loan[*res]
 		hijacked := 0
 		settle := func() { // until every dial goroutine has finished its work
-			eventually(rt, "dials to land", func() bool {
-				k.mu.Lock()
-				defer k.mu.Unlock()
-				return k.bg == 0
-			})
+			eventually(rt, "dials to land", func() bool { return settled(k) })
 		}
 		settle()
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")

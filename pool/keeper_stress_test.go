@@ -66,11 +66,7 @@ func TestKeeper64On4WithRandomCancels(t *testing.T) {
 	}
 	wg.Wait()
 	// A dial for a caller who gave up may still be landing: it goes idle.
-	eventually(t, "dials to land", func() bool {
-		k.mu.Lock()
-		defer k.mu.Unlock()
-		return k.bg == 0
-	})
+	eventually(t, "dials to land", func() bool { return settled(k) })
 	s := k.Stats()
 	if most.Load() > 4 {
 		t.Errorf("%d loans out at once on 4 slots", most.Load())
