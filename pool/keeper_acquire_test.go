@@ -116,11 +116,11 @@ func TestKeeperDestroyAndHijack(t *testing.T) {
 	a := mustAcquire(t, k)
 	b := mustAcquire(t, k)
 	a.Destroy()
-	if !a.Value().closed.Load() {
+	if !closedSoon(t, k, a.Value()) {
 		t.Fatal("destroyed resource not closed")
 	}
 	v := b.Hijack()
-	if v != b.Value() || v.closed.Load() {
+	if v != b.Value() || closedSoon(t, k, v) {
 		t.Fatal("hijacked resource closed or wrong")
 	}
 	s := k.Stats()
@@ -196,7 +196,7 @@ func TestKeeperStaleOnBorrowIsClosedAndReplaced(t *testing.T) {
 	c.now = c.now.Add(2 * time.Minute) // past Life while lent; no timer runs
 	a.Release()
 	b := mustAcquire(t, k)
-	if b.Value() == a.Value() || !a.Value().closed.Load() {
+	if b.Value() == a.Value() || !closedSoon(t, k, a.Value()) {
 		t.Fatal("a resource past Life was lent again")
 	}
 	s := k.Stats()
@@ -236,7 +236,7 @@ func TestKeeperFailedCheckIsReplacedUnnoticed(t *testing.T) {
 	if s.Checks != 1 || s.CheckFailures != 1 || s.Dropped != 1 || s.Acquires != 3 {
 		t.Fatalf("stats %+v", s)
 	}
-	if !d.opened[0].closed.Load() {
+	if !closedSoon(t, k, d.opened[0]) {
 		t.Fatal("the resource that failed its check was not closed")
 	}
 	checkBalanced(t, k, d)
@@ -272,7 +272,7 @@ func TestKeeperResetHookDestroysOnError(t *testing.T) {
 	a.Release()
 	b.Release()
 	s := k.Stats()
-	if s.Idle != 1 || s.Dropped != 1 || !a.Value().closed.Load() {
+	if s.Idle != 1 || s.Dropped != 1 || !closedSoon(t, k, a.Value()) {
 		t.Fatalf("stats %+v", s)
 	}
 	checkBalanced(t, k, d)
@@ -284,16 +284,16 @@ func TestKeeperResetClosesIdleAndRetiresLent(t *testing.T) {
 	a, b := mustAcquire(t, k), mustAcquire(t, k)
 	a.Release()
 	k.Reset()
-	if !a.Value().closed.Load() {
+	if !closedSoon(t, k, a.Value()) {
 		t.Fatal("idle resource not closed by Reset")
 	}
 	b.Release()
-	if !b.Value().closed.Load() {
+	if !closedSoon(t, k, b.Value()) {
 		t.Fatal("resource lent before Reset kept on return")
 	}
 	c := mustAcquire(t, k)
 	c.Release()
-	if c.Value().closed.Load() || k.Stats().Idle != 1 {
+	if closedSoon(t, k, c.Value()) || k.Stats().Idle != 1 {
 		t.Fatal("resource made after Reset not kept")
 	}
 	checkBalanced(t, k, d)
@@ -315,6 +315,7 @@ func TestKeeperPanickingDialAndClose(t *testing.T) {
 	l := mustAcquire(t, k) // the room came back
 	k.close = func(*res) error { panic("close exploded") }
 	l.Destroy()
+	eventually(t, "the closers to finish", func() bool { return closesDone(k) })
 	s = k.Stats()
 	if s.Live != 0 || s.Panics != 2 || s.Dropped != 1 {
 		t.Fatalf("stats after a panicking close %+v", s)

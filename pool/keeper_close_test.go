@@ -30,7 +30,7 @@ func TestKeeperCloseWithLoansOut(t *testing.T) {
 		t.Fatalf("TryAcquire after Close = %v", err)
 	}
 	back.Release()
-	if !back.Value().closed.Load() {
+	if !closedSoon(t, k, back.Value()) {
 		t.Fatal("a loan returned after Close was not closed")
 	}
 	cancel()
@@ -45,7 +45,7 @@ func TestKeeperCloseWithLoansOut(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if !out.Value().closed.Load() {
+	if !closedSoon(t, k, out.Value()) {
 		t.Fatal("the returning loan was not closed")
 	}
 	if s := k.Stats(); s.Live != 0 {
@@ -63,7 +63,7 @@ func TestKeeperCloseClosesIdle(t *testing.T) {
 	if err := k.Close(bg); err != nil {
 		t.Fatal(err)
 	}
-	if !a.Value().closed.Load() || !b.Value().closed.Load() || d.open() != 0 {
+	if !closedSoon(t, k, a.Value()) || !closedSoon(t, k, b.Value()) || d.open() != 0 {
 		t.Fatal("idle resources left open by Close")
 	}
 }

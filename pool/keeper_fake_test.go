@@ -258,8 +258,24 @@ func settled(k *Keeper[*res]) bool {
 
 // checkBalanced asserts the books balance and match what the dialer holds
 // open, once nothing is in flight.
+// closesDone reports whether k's closers have closed everything queued.
+func closesDone(k *Keeper[*res]) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.closing) == 0 && k.closerN == 0
+}
+
+// closedSoon reports whether r is closed once k's closers have closed
+// everything queued so far: closing runs in the background (Config.Close).
+func closedSoon(t testing.TB, k *Keeper[*res], r *res) bool {
+	t.Helper()
+	eventually(t, "the closers to finish", func() bool { return closesDone(k) })
+	return r.closed.Load()
+}
+
 func checkBalanced(t testing.TB, k *Keeper[*res], d *dialer) {
 	t.Helper()
+	eventually(t, "the closers to finish", func() bool { return closesDone(k) })
 	s := k.Stats()
 	if s.Live != s.Idle+s.Busy {
 		t.Fatalf("live %d != idle %d + busy %d", s.Live, s.Idle, s.Busy)

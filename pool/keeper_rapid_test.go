@@ -144,7 +144,7 @@ func TestKeeperRandomOperations(t *testing.T) {
 func booksAsTheyStand(k *Keeper[*res]) (live, idle, busy int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	h := k.hotCount()
+	h := k.laneCount()
 	return k.p.Live(), k.p.Idle() + h, k.p.Busy() - h
 }
 
@@ -153,10 +153,8 @@ func parkedNow(k *Keeper[*res]) map[*res]bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	out := map[*res]bool{}
-	for i := range k.hot {
-		if w := k.hot[i].Load(); w&seatMask != 0 {
-			out[k.ents[w&seatMask-1].item] = true
-		}
+	if w := k.slot.Load(); w&seatMask != 0 {
+		out[k.ents[w&seatMask-1].item] = true
 	}
 	return out
 }

@@ -77,15 +77,17 @@ func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
 	limit := int64(k.leakAfter)
 	t := k.ns(now)
 	next, found := int64(0), false
-	for i, e := range k.ents {
-		if e.reported || !k.p.lentAt(int32(i)) {
+	// The lane is shut with the leak watch on: the pool knows every loan.
+	for _, l := range k.p.Loans(now) {
+		e := k.ents[k.p.SeatOf(l.Item)]
+		if e.reported {
 			continue
 		}
 		at := e.at.Load()
 		if t-at >= limit {
 			e.reported = true
 			k.stats.leaks++
-			fx.leaks = append(fx.leaks, k.leakLocked(e, k.p.itemAt(int32(i)), now, false))
+			fx.leaks = append(fx.leaks, k.leakLocked(e, l.Item, now, false))
 			continue
 		}
 		if at := at + limit; !found || at < next {

@@ -43,7 +43,7 @@ func (l Loan[T]) Valid() bool {
 	if l.e == nil {
 		return false
 	}
-	return l.e.gen.Load() == l.gen
+	return l.e.loan.Load() == l.gen
 }
 
 // Release gives the resource back. The oldest caller waiting gets it at once
@@ -51,13 +51,13 @@ func (l Loan[T]) Valid() bool {
 // idle, or is closed when the pool keeps enough idle already, when the
 // Keeper was Reset since it was made, or when the Keeper is closed. With
 // Config.Reset set, that runs first, outside the lock, and an error destroys
-// the resource instead.
+// the resource instead. Closing never runs on the releaser's goroutine.
 func (l Loan[T]) Release() {
 	if l.e == nil {
 		return
 	}
 	k := l.e.k
-	if k.gate.Load() == 0 && k.releaseHot(l) {
+	if k.gate.Load() == 0 && k.releaseLane(l) {
 		return
 	}
 	k.release(l)
@@ -66,95 +66,67 @@ func (l Loan[T]) Release() {
 // release is Release through the lock.
 func (k *Keeper[T]) release(l Loan[T]) {
 	var fx effects[T]
-	now := k.now() // read before locking: the lock is held for less
-	k.mu.Lock()
+	k.lock()
 	if !k.endLocked(l, &fx) {
-		k.mu.Unlock()
+		k.unlockDo(&fx)
 		return
 	}
 	if k.reset != nil {
-		k.mu.Unlock()
-		k.do(&fx)
+		k.unlockDo(&fx)
 		if err := k.safeReset(l.item); err != nil {
-			k.destroyEnded(l.item)
+			k.destroyEnded(l.e, l.item)
 			return
 		}
 		fx = effects[T]{}
-		now = k.clock.Now()
-		k.mu.Lock()
+		k.lock()
 	}
-	k.giveEndedLocked(l, now, &fx)
-	k.mu.Unlock()
-	if fx.pending() {
-		k.do(&fx)
-	}
+	k.giveEndedLocked(l.e, l.item, k.clock.Now(), &fx)
+	k.unlockDo(&fx)
 }
 
-// giveEnded gives back the resource of loan l, ended already.
-func (k *Keeper[T]) giveEnded(l Loan[T]) {
+// giveEnded gives back the resource of a loan ended already (the lane could
+// not take it).
+func (k *Keeper[T]) giveEnded(e *entry[T], item T) {
 	var fx effects[T]
-	k.mu.Lock()
-	k.giveEndedLocked(l, k.clock.Now(), &fx)
-	k.mu.Unlock()
-	if fx.pending() {
-		k.do(&fx)
-	}
+	k.lock()
+	k.giveEndedLocked(e, item, k.clock.Now(), &fx)
+	k.unlockDo(&fx)
 }
 
-// giveEndedLocked gives back the resource of loan l, ended already, at now:
-// to the oldest waiter, to idle, or to be closed (made before a Reset, past
-// the Idle ceiling, or the Keeper closed).
-func (k *Keeper[T]) giveEndedLocked(l Loan[T], now time.Time, fx *effects[T]) {
-	if l.e.epoch != k.epoch.Load() {
-		k.p.retireLent(l.item, now)
-		fx.close = append(fx.close, l.item)
-	} else if !k.p.giveSeat(l.e.seat, l.item, now) {
-		fx.close = append(fx.close, l.item)
+// giveEndedLocked gives back item, in e's seat, whose loan has ended, at now:
+// to the oldest waiter, to idle, or to be closed, as the pool answers (made
+// before a Reset, past the Idle ceiling, or the Keeper closed).
+func (k *Keeper[T]) giveEndedLocked(e *entry[T], item T, now time.Time, fx *effects[T]) {
+	k.relentLocked(e, item)
+	if !k.p.GiveSeat(e.seat, item, now) {
+		k.closeLocked(item)
 	}
 	k.armSweepLocked(now)
 	k.settledLocked(now, fx)
 }
 
-// settledLocked follows a resource's coming back to the pool (or its room
-// freed): waiters are served, the timer set for the next expiry, and a
-// closed Keeper told when the last loan is home.
-func (k *Keeper[T]) settledLocked(now time.Time, fx *effects[T]) {
-	if k.q.live > 0 {
-		k.serveLocked(now, fx)
-	}
-	if k.limits.Life > 0 || (!k.armed && k.limits.Keep > 0) {
-		k.armIdleLocked(now)
-	}
-	if k.closed {
-		k.drainedLocked()
-	}
-}
-
 // destroyEnded drops and closes the resource of a loan ended already.
-func (k *Keeper[T]) destroyEnded(item T) {
+func (k *Keeper[T]) destroyEnded(e *entry[T], item T) {
 	var fx effects[T]
-	k.mu.Lock()
-	k.dropLocked(item, true, &fx)
-	k.mu.Unlock()
-	k.do(&fx)
+	k.lock()
+	k.dropLocked(e, item, true, &fx)
+	k.unlockDo(&fx)
 }
 
 // Destroy ends the loan of a broken resource: it is taken off the books and
-// closed, and its room goes to the oldest waiter (who dials) or to MinIdle.
+// closed (in the background), and its room goes to the oldest waiter (who
+// dials) or to MinIdle.
 func (l Loan[T]) Destroy() {
 	if l.e == nil {
 		return
 	}
 	k := l.e.k
 	var fx effects[T]
-	k.mu.Lock()
-	if !k.endLocked(l, &fx) {
-		k.mu.Unlock()
-		return
+	k.lock()
+	if k.endLocked(l, &fx) {
+		k.dropLocked(l.e, l.item, true, &fx)
 	}
-	k.dropLocked(l.item, true, &fx)
-	k.mu.Unlock()
-	k.do(&fx)
+	k.unlockDo(&fx)
 }
 
 // Hijack ends the loan by taking the resource out of the pool for good: it
@@ -168,14 +140,15 @@ func (l Loan[T]) Hijack() T {
 	}
 	k := l.e.k
 	var fx effects[T]
-	k.mu.Lock()
-	if !k.endLocked(l, &fx) {
-		k.mu.Unlock()
+	k.lock()
+	ok := k.endLocked(l, &fx)
+	if ok {
+		k.dropLocked(l.e, l.item, false, &fx) // not closed: the caller's now
+	}
+	k.unlockDo(&fx)
+	if !ok {
 		return zero
 	}
-	k.dropLocked(l.item, false, &fx) // not closed: the caller's now
-	k.mu.Unlock()
-	k.do(&fx)
 	return l.item
 }
 
@@ -183,7 +156,7 @@ func (l Loan[T]) Hijack() T {
 // had ended already is counted as a double release.
 func (k *Keeper[T]) endLocked(l Loan[T], fx *effects[T]) bool {
 	e := l.e
-	if !e.gen.CompareAndSwap(l.gen, l.gen+1) {
+	if !e.loan.CompareAndSwap(l.gen, l.gen+1) {
 		k.stats.doubles++
 		return false
 	}
@@ -195,13 +168,15 @@ func (k *Keeper[T]) endLocked(l Loan[T], fx *effects[T]) bool {
 	return true
 }
 
-// dropLocked takes a lent item off the books (its loan already ended), to
-// be closed when closeIt, and lets waiters and MinIdle use the room.
-func (k *Keeper[T]) dropLocked(item T, closeIt bool, fx *effects[T]) {
+// dropLocked takes item, in e's seat, off the books (its loan already
+// ended), to be closed when closeIt, and lets waiters and MinIdle use the
+// room.
+func (k *Keeper[T]) dropLocked(e *entry[T], item T, closeIt bool, fx *effects[T]) {
 	now := k.clock.Now()
+	k.relentLocked(e, item)
 	k.p.Drop(item, now)
 	if closeIt {
-		fx.close = append(fx.close, item)
+		k.closeLocked(item)
 	}
 	k.serveLocked(now, fx)
 	k.topUpLocked(now, fx)

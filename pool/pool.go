@@ -48,6 +48,7 @@ type Pool[T comparable] struct {
 	hint   int32 // the seat lent last: most often the next one given back
 	making int   // Make reservations not yet settled
 	closed bool
+	gen    uint32 // the generation: Reset moves it on (see Reset)
 
 	// The pool's clock: instants are nanoseconds since epoch, the first now
 	// it was given, and never go backwards (see the type's doc).
@@ -143,16 +144,10 @@ const (
 	pastLife
 )
 
-// stale says whether seat s, idle, is past Keep or Life at t. Both ages are
-// strict: a resource exactly Keep old is still fresh.
+// stale says whether seat s, idle, is past Keep or Life at t (see
+// Limits.Past, the one definition of fresh).
 func (p *Pool[T]) stale(s *seat[T], t int64) int {
-	if k := p.limits.Keep; k > 0 && t-s.since > int64(k) {
-		return pastKeep
-	}
-	if l := p.limits.Life; l > 0 && t-s.born > int64(l) {
-		return pastLife
-	}
-	return fresh
+	return p.limits.why(t-s.since, t-s.born)
 }
 
 // Take asks for a resource at now. roll is a draw in [0, 1) for the ward's
@@ -257,7 +252,7 @@ func (p *Pool[T]) MadeJitter(item T, now time.Time, extra time.Duration) bool {
 			return false
 		}
 	}
-	i := p.z.add(item, t)
+	i := p.z.add(item, t, p.gen)
 	p.z.s[i].born = shift(t, extra)
 	p.books.Made++
 	p.books.Loans++
@@ -301,6 +296,7 @@ func (p *Pool[T]) Unmade(now time.Time, roll float64) {
 //
 //   - Idle resources are at the Idle ceiling already (counted retired);
 //   - the pool is closed (counted retired);
+//   - item was made before the last Reset (counted retired);
 //   - item is already idle: a double give. The pool cannot tell which holder
 //     is right, so it takes the handle out altogether (counted retired)
 //     rather than let one handle sit in two seats or be lent to two callers;
@@ -324,7 +320,7 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 		}
 		p.making--
 		p.onMade(t)
-		i = p.z.add(item, t)
+		i = p.z.add(item, t, p.gen)
 		p.books.Made++
 		p.books.Loans++
 	}
@@ -338,12 +334,13 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 }
 
 // giveLent gives back the resource in seat i, which is lent, at t: the
-// branch of Give for a loan coming home, shared with the Keeper's giveSeat.
+// branch of Give for a loan coming home, shared with GiveSeat. A resource
+// made before the last Reset is retired, not kept.
 func (p *Pool[T]) giveLent(i int32, t int64) bool {
 	if p.warded {
 		p.onLoanEnd(p.z.s[i].since, t, true)
 	}
-	if p.closed || (p.limits.Idle > 0 && p.z.idle >= p.limits.Idle) {
+	if p.closed || p.z.s[i].gen != p.gen || (p.limits.Idle > 0 && p.z.idle >= p.limits.Idle) {
 		p.z.remove(i)
 		p.books.Retired++
 		return false
@@ -381,13 +378,15 @@ func (p *Pool[T]) Drop(item T, now time.Time) bool {
 func (p *Pool[T]) Evict(now time.Time) []T {
 	t := p.clock(now)
 	var out []T
-	if k := int64(p.limits.Keep); k > 0 {
-		for i := p.z.bottom; i != none && t-p.z.s[i].since > k; i = p.z.bottom {
+	// The bottom of the idle list has sat longest, the top of the birth
+	// heap lived longest: each loop stops at the first one still fresh.
+	if p.limits.Keep > 0 {
+		for i := p.z.bottom; i != none && p.limits.why(t-p.z.s[i].since, 0) == pastKeep; i = p.z.bottom {
 			out = append(out, p.retire(i, t, pastKeep))
 		}
 	}
-	if l := int64(p.limits.Life); l > 0 {
-		for i := p.z.oldest(); i != none && t-p.z.s[i].born > l; i = p.z.oldest() {
+	if p.limits.Life > 0 {
+		for i := p.z.oldest(); i != none && p.limits.why(0, t-p.z.s[i].born) == pastLife; i = p.z.oldest() {
 			out = append(out, p.retire(i, t, pastLife))
 		}
 	}

@@ -27,9 +27,10 @@ type seat[T comparable] struct {
 	born  int64 // ns on the pool's clock when it was made
 	since int64 // idle: when it was given back; lent: when it was lent
 	state state
-	up    int32 // idle list: the seat given back after this one (toward the top)
-	down  int32 // idle list: the seat given back before this one
-	hi    int32 // index in the birth heap, or none
+	gen   uint32 // the pool's generation when it was made (see Pool.Reset)
+	up    int32  // idle list: the seat given back after this one (toward the top)
+	down  int32  // idle list: the seat given back before this one
+	hi    int32  // index in the birth heap, or none
 }
 
 // seats is the storage behind a Pool. Not safe for concurrent use.
@@ -57,8 +58,9 @@ func (z *seats[T]) init(capacity int, byBirth bool) {
 	}
 }
 
-// add registers item as lent, born and lent at t, and returns its seat.
-func (z *seats[T]) add(item T, t int64) int32 {
+// add registers item as lent, born and lent at t, of generation gen, and
+// returns its seat.
+func (z *seats[T]) add(item T, t int64, gen uint32) int32 {
 	var i int32
 	if n := len(z.free); n > 0 {
 		i = z.free[n-1]
@@ -67,7 +69,7 @@ func (z *seats[T]) add(item T, t int64) int32 {
 		z.s = append(z.s, seat[T]{})
 		i = int32(len(z.s) - 1)
 	}
-	z.s[i] = seat[T]{item: item, born: t, since: t, state: lent, up: none, down: none, hi: none}
+	z.s[i] = seat[T]{item: item, born: t, since: t, state: lent, gen: gen, up: none, down: none, hi: none}
 	z.index[item] = i
 	z.lent++
 	return i
@@ -125,35 +127,6 @@ func (z *seats[T]) pull(i int32, t int64) {
 	if z.birth {
 		z.heapRemove(i)
 	}
-}
-
-// sink sets the return time of idle seat i, which is on top of the list, to
-// an earlier t, and moves it down past every seat given back after t, so the
-// list stays in return order. Its cost is the number of seats it passes.
-func (z *seats[T]) sink(i int32, t int64) {
-	s := &z.s[i]
-	s.since = t
-	below := s.down
-	for below != none && z.s[below].since > t {
-		below = z.s[below].down
-	}
-	if below == s.down {
-		return // already in place
-	}
-	// Unlink i from the top.
-	z.top = s.down
-	z.s[z.top].up = none
-	// Link it above below (or at the bottom when none).
-	var above int32
-	if below == none {
-		above = z.bottom
-		z.bottom = i
-	} else {
-		above = z.s[below].up
-		z.s[below].up = i
-	}
-	s.down, s.up = below, above
-	z.s[above].down = i
 }
 
 // The birth heap: a binary min-heap of seat indices keyed by born, each seat

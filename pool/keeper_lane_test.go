@@ -19,15 +19,15 @@ import (
 // the books, Keep, Life, Check, Reset, Close, FIFO and Loans all read as
 // if the slots did not exist.
 
-// makeHot acquires and releases until a resource sits in a hot slot (the
+// makeParked acquires and releases until a resource sits in a hot slot (the
 // first release after the Keeper starts, or after a sweep, goes through the
 // lock to arm the sweep), and returns it.
-func makeHot(t *testing.T, k *Keeper[*res]) *res {
+func makeParked(t *testing.T, k *Keeper[*res]) *res {
 	t.Helper()
 	for range 3 {
 		l := mustAcquire(t, k)
 		l.Release()
-		if k.hotCount() == 1 {
+		if k.laneCount() == 1 {
 			return l.Value()
 		}
 	}
@@ -35,13 +35,13 @@ func makeHot(t *testing.T, k *Keeper[*res]) *res {
 	return nil
 }
 
-func TestHotBooksStayHonest(t *testing.T) {
+func TestLaneBooksStayHonest(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 4}})
-	r := makeHot(t, k) // dialed, given back (arming the sweep), lent again, parked
-	s := k.Stats()     // cools: the hot resource is idle on the books
-	if s.Live != 1 || s.Idle != 1 || s.Busy != 0 || k.hotCount() != 0 {
-		t.Fatalf("books with a hot resource: %+v (hot %d)", s.Books, k.hotCount())
+	r := makeParked(t, k) // dialed, given back (arming the sweep), lent again, parked
+	s := k.Stats()        // cools: the hot resource is idle on the books
+	if s.Live != 1 || s.Idle != 1 || s.Busy != 0 || k.laneCount() != 0 {
+		t.Fatalf("books with a hot resource: %+v (hot %d)", s.Books, k.laneCount())
 	}
 	for range 3 {
 		l := mustAcquire(t, k)
@@ -57,20 +57,20 @@ func TestHotBooksStayHonest(t *testing.T) {
 	checkBalanced(t, k, d)
 }
 
-func TestHotKeepIsExact(t *testing.T) {
+func TestLaneKeepIsExact(t *testing.T) {
 	d := &dialer{}
 	keep := 10 * time.Second
 	k, c := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2, Keep: keep}})
-	r := makeHot(t, k)
+	r := makeParked(t, k)
 	parked := c.Now()
 	// Nobody asks for it: the sweep cools it into the pool with the instant
 	// it came back, and the eviction timer retires it at Keep, not later.
 	c.Advance(keep)
-	if r.closed.Load() {
+	if closedSoon(t, k, r) {
 		t.Fatal("retired at exactly Keep idle; Keep is strict")
 	}
 	c.Advance(time.Millisecond)
-	if !r.closed.Load() {
+	if !closedSoon(t, k, r) {
 		t.Fatalf("still open %v after it came back, Keep %v", c.Now().Sub(parked), keep)
 	}
 	if s := k.Stats(); s.IdleRetired != 1 || s.Live != 0 {
@@ -79,7 +79,7 @@ func TestHotKeepIsExact(t *testing.T) {
 	checkBalanced(t, k, d)
 }
 
-func TestHotPastKeepOrLifeIsNotLent(t *testing.T) {
+func TestLanePastKeepOrLifeIsNotLent(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		limits Limits
@@ -91,10 +91,10 @@ func TestHotPastKeepOrLifeIsNotLent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &dialer{}
 			k, c := newTestKeeper(t, d, Config[*res]{Limits: tc.limits})
-			r := makeHot(t, k)
+			r := makeParked(t, k)
 			c.now = c.now.Add(2 * time.Minute) // no timer runs: it is still hot
 			l := mustAcquire(t, k)
-			if l.Value() == r || !r.closed.Load() {
+			if l.Value() == r || !closedSoon(t, k, r) {
 				t.Fatal("a hot resource past its age was lent")
 			}
 			l.Release()
@@ -106,7 +106,7 @@ func TestHotPastKeepOrLifeIsNotLent(t *testing.T) {
 	}
 }
 
-func TestHotReleaseGoesToAWaiterNotToTheSlots(t *testing.T) {
+func TestLaneReleaseGoesToAWaiterNotToTheSlots(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 1}})
 	a := mustAcquire(t, k)
@@ -128,16 +128,15 @@ func TestHotReleaseGoesToAWaiterNotToTheSlots(t *testing.T) {
 	checkBalanced(t, k, d)
 }
 
-func TestHotResourceLeftParkedBehindAShutGateIsLent(t *testing.T) {
+func TestLaneResourceLeftParkedBehindAShutGateIsLent(t *testing.T) {
 	// A release parks a resource just as the gate shuts (the race the
 	// two-sided check covers): an acquire that cannot use the hot path must
 	// still find it, by cooling the slots before it asks the pool.
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 1}})
 	a := mustAcquire(t, k)
-	a.e.gen.Add(1) // end the loan as releaseHot does, and park by hand
-	a.e.parked = k.ns(k.clock.Now())
-	k.hot[0].Store(uint64(a.e.seat + 1))
+	a.e.loan.Add(1) // end the loan as releaseLane does, and park by hand
+	k.slot.Store(uint64(k.ns(k.clock.Now())/1000)&usMask<<seatBits | uint64(a.e.seat+1))
 	k.gate.Or(gateSweep)
 	l := mustAcquire(t, k)
 	if l.Value() != a.Value() {
@@ -147,12 +146,12 @@ func TestHotResourceLeftParkedBehindAShutGateIsLent(t *testing.T) {
 	checkBalanced(t, k, d)
 }
 
-func TestHotResetAndCloseRetireParkedResources(t *testing.T) {
+func TestLaneResetAndCloseRetireParkedResources(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
-	r := makeHot(t, k)
+	r := makeParked(t, k)
 	k.Reset()
-	if !r.closed.Load() || k.hotCount() != 0 {
+	if !closedSoon(t, k, r) || k.laneCount() != 0 {
 		t.Fatal("Reset left a hot resource open")
 	}
 	l := mustAcquire(t, k)
@@ -160,13 +159,13 @@ func TestHotResetAndCloseRetireParkedResources(t *testing.T) {
 		t.Fatal("a resource made before Reset was lent after it")
 	}
 	l.Release()
-	r2 := makeHot(t, k)
+	r2 := makeParked(t, k)
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
 	if err := k.Close(ctx); err != nil {
 		t.Fatalf("Close waited on a hot resource as if it were lent: %v", err)
 	}
-	if !r2.closed.Load() {
+	if !closedSoon(t, k, r2) {
 		t.Fatal("Close left a hot resource open")
 	}
 	if s := k.Stats(); s.Live != 0 {
@@ -174,10 +173,10 @@ func TestHotResetAndCloseRetireParkedResources(t *testing.T) {
 	}
 }
 
-func TestHotDoubleReleaseIsANoOp(t *testing.T) {
+func TestLaneDoubleReleaseIsANoOp(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
-	makeHot(t, k)
+	makeParked(t, k)
 	a := mustAcquire(t, k) // from the slots
 	a.Release()
 	a.Release() // double: a no-op, even on the lock-free path
@@ -186,7 +185,7 @@ func TestHotDoubleReleaseIsANoOp(t *testing.T) {
 		t.Fatal("want the same resource back")
 	}
 	a.Release() // late, while b holds it
-	if !b.Valid() || k.hotCount() != 0 {
+	if !b.Valid() || k.laneCount() != 0 {
 		t.Fatal("a stale loan gave back a resource lent to someone else")
 	}
 	b.Release()
@@ -196,7 +195,7 @@ func TestHotDoubleReleaseIsANoOp(t *testing.T) {
 	checkBalanced(t, k, d)
 }
 
-func TestHotCheckRunsAfterCheckIdle(t *testing.T) {
+func TestLaneCheckRunsAfterCheckIdle(t *testing.T) {
 	d := &dialer{}
 	checks := 0
 	k, c := newTestKeeper(t, d, Config[*res]{
@@ -204,28 +203,28 @@ func TestHotCheckRunsAfterCheckIdle(t *testing.T) {
 		CheckIdle: 5 * time.Second,
 		Check:     func(context.Context, *res) error { checks++; return errors.New("gone") },
 	})
-	r := makeHot(t, k)
+	r := makeParked(t, k)
 	if checks != 0 {
 		t.Fatalf("%d checks on resources fresh from use", checks)
 	}
 	c.now = c.now.Add(6 * time.Second)
 	l := mustAcquire(t, k)
-	if checks != 1 || l.Value() == r || !r.closed.Load() {
+	if checks != 1 || l.Value() == r || !closedSoon(t, k, r) {
 		t.Fatalf("checks %d; the failed hot resource was lent or left open", checks)
 	}
 	l.Release()
 	if s := k.Stats(); s.CheckFailures != 1 || s.Acquires != 3 || s.Loans != 4 {
-		// makeHot's two acquires, then this one, which met the failed hot
+		// makeParked's two acquires, then this one, which met the failed hot
 		// resource (a loan on the books, not an acquire) and a new one.
 		t.Fatalf("stats %+v", s)
 	}
 	checkBalanced(t, k, d)
 }
 
-func TestHotLoansHeldFromTheirOwnStart(t *testing.T) {
+func TestLaneLoansHeldFromTheirOwnStart(t *testing.T) {
 	d := &dialer{}
 	k, c := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
-	makeHot(t, k)
+	makeParked(t, k)
 	c.now = c.now.Add(5 * time.Second)
 	l := mustAcquire(t, k) // from the slots, without the pool seeing it
 	c.now = c.now.Add(2 * time.Second)
@@ -233,7 +232,7 @@ func TestHotLoansHeldFromTheirOwnStart(t *testing.T) {
 	if len(loans) != 1 || loans[0].Item != l.Value() || loans[0].Held != 2*time.Second {
 		t.Fatalf("loans %+v, want one held 2s", loans)
 	}
-	if k.hotCount() != 0 {
+	if k.laneCount() != 0 {
 		t.Fatal("a lent resource reads as hot")
 	}
 	l.Release()
@@ -242,7 +241,7 @@ func TestHotLoansHeldFromTheirOwnStart(t *testing.T) {
 	}
 }
 
-func TestHotSlotsStayShutWhereEveryLoanNeedsTheLock(t *testing.T) {
+func TestLaneSlotsStayShutWhereEveryLoanNeedsTheLock(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config[*res]
@@ -257,7 +256,7 @@ func TestHotSlotsStayShutWhereEveryLoanNeedsTheLock(t *testing.T) {
 			k, _ := newTestKeeper(t, d, tc.cfg)
 			for range 3 {
 				mustAcquire(t, k).Release()
-				if k.hotCount() != 0 {
+				if k.laneCount() != 0 {
 					t.Fatal("a resource was parked hot")
 				}
 			}
@@ -266,7 +265,7 @@ func TestHotSlotsStayShutWhereEveryLoanNeedsTheLock(t *testing.T) {
 	}
 }
 
-func TestHotMinIdleIsKept(t *testing.T) {
+func TestLaneMinIdleIsKept(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 3}, MinIdle: 1})
 	dialing := func() int { k.mu.Lock(); defer k.mu.Unlock(); return k.dialing }
@@ -280,7 +279,7 @@ func TestHotMinIdleIsKept(t *testing.T) {
 	eventually(t, "top-up", func() bool { return opened() == 3 && dialing() == 0 })
 	c := mustAcquire(t, k) // Size reached: nothing dialed
 	a.Release()
-	if k.hotCount() != 1 {
+	if k.laneCount() != 1 {
 		t.Fatal("want a parked")
 	}
 	b.Destroy() // room for one more, but the parked one is idle: no dial
@@ -298,7 +297,7 @@ func TestHotMinIdleIsKept(t *testing.T) {
 	checkBalanced(t, k, d)
 }
 
-func TestHotReleaseRunsTheResetHook(t *testing.T) {
+func TestLaneReleaseRunsTheResetHook(t *testing.T) {
 	d := &dialer{}
 	resets := 0
 	fail := false
@@ -312,11 +311,11 @@ func TestHotReleaseRunsTheResetHook(t *testing.T) {
 			return nil
 		},
 	})
-	r := makeHot(t, k)
+	r := makeParked(t, k)
 	fail = true
 	l := mustAcquire(t, k)
 	l.Release()
-	if resets < 2 || !r.closed.Load() || k.hotCount() != 0 {
+	if resets < 2 || !closedSoon(t, k, r) || k.laneCount() != 0 {
 		t.Fatalf("resets %d; a resource that failed Reset was parked or left open", resets)
 	}
 	if s := k.Stats(); s.Dropped != 1 || s.Live != 0 {
@@ -325,10 +324,10 @@ func TestHotReleaseRunsTheResetHook(t *testing.T) {
 	checkBalanced(t, k, d)
 }
 
-func TestHotZeroAllocs(t *testing.T) {
+func TestLaneZeroAllocs(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: DefaultLimits})
-	makeHot(t, k)
+	makeParked(t, k)
 	allocs := testing.AllocsPerRun(1000, func() {
 		l, err := k.Acquire(bg)
 		if err != nil {
@@ -341,29 +340,12 @@ func TestHotZeroAllocs(t *testing.T) {
 	}
 }
 
-func TestHotTakeCountsFoldAcrossAWrap(t *testing.T) {
-	d := &dialer{}
-	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
-	const wrap = 1 << (64 - seatBits)
-	k.mu.Lock()
-	k.hotSeen[0] = wrap - 2
-	k.hotTaken = 100
-	k.hot[0].Store(1 << seatBits) // the slot's count went on past the wrap to 1
-	got := k.hotLoansLocked()
-	k.hot[0].Store(0)
-	k.hotSeen[0] = 0
-	k.mu.Unlock()
-	if got != 103 {
-		t.Fatalf("folded %d, want 103: three takes across the wrap", got)
-	}
-}
-
-func TestHotLoansWithinAtSlackOfARelend(t *testing.T) {
+func TestLaneLoansWithinAtSlackOfARelend(t *testing.T) {
 	// A resource lent again within atSlack of its previous loan's start
 	// keeps that start for Loans: read long by less than atSlack.
 	d := &dialer{}
 	k, c := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
-	makeHot(t, k)
+	makeParked(t, k)
 	c.now = c.now.Add(time.Second)
 	l := mustAcquire(t, k) // a second after: the start is recorded
 	l.Release()
@@ -383,13 +365,13 @@ func TestHotLoansWithinAtSlackOfARelend(t *testing.T) {
 	l.Release()
 }
 
-// TestHotStressNeverLendsOneResourceTwice hammers the hot slots and the
+// TestLaneStressNeverLendsOneResourceTwice hammers the hot slots and the
 // gate from every side at once: acquires and try-acquires, releases (some
 // twice, from two goroutines at once), destroys, cancellations, and, beside
 // them, Stats, Loans, Reset and the sweep. Each resource carries a flag that
 // its borrower sets and clears: finding it set means it was lent twice. At
 // the end nothing is lost and Close closes everything once.
-func TestHotStressNeverLendsOneResourceTwice(t *testing.T) {
+func TestLaneStressNeverLendsOneResourceTwice(t *testing.T) {
 	d := &dialer{}
 	k, err := NewKeeper(Config[*res]{Limits: Limits{Size: 3, Keep: time.Millisecond}, Dial: d.Dial, Close: d.Close})
 	if err != nil {
@@ -499,7 +481,7 @@ func TestHotStressNeverLendsOneResourceTwice(t *testing.T) {
 	t.Logf("%d acquires, %d made, %d double releases", s.Acquires, s.Made, s.DoubleReleases)
 }
 
-func TestHotReleaseParkedAsACallerQueuesIsHandedToIt(t *testing.T) {
+func TestLaneReleaseParkedAsACallerQueuesIsHandedToIt(t *testing.T) {
 	// The race the gate's two-sided check covers, played in order: a
 	// caller is answered Wait; before it queues (and shuts the gate) a
 	// release parks the only resource. Queueing, the caller cools the
@@ -512,7 +494,7 @@ func TestHotReleaseParkedAsACallerQueuesIsHandedToIt(t *testing.T) {
 	hookWait = func() {
 		hookWait = nil
 		a.Release() // lock-free: the gate is still open
-		if k.hotCount() != 1 {
+		if k.laneCount() != 1 {
 			t.Error("the release did not park")
 		}
 	}
@@ -538,7 +520,7 @@ func TestHotReleaseParkedAsACallerQueuesIsHandedToIt(t *testing.T) {
 	}
 }
 
-func TestHotRacingReleasesOfOneLoanLendItOnce(t *testing.T) {
+func TestLaneRacingReleasesOfOneLoanLendItOnce(t *testing.T) {
 	// Two goroutines release the same loan at once, many times over: on one
 	// resource, two try-acquires after each race must not both succeed.
 	d := &dialer{}
@@ -569,24 +551,74 @@ func TestHotRacingReleasesOfOneLoanLendItOnce(t *testing.T) {
 	}
 }
 
-func TestHotCountersNeverGoDown(t *testing.T) {
-	// A resource taken from a slot is counted as it is taken; found past its
-	// age, it is taken off the count a moment later. A Stats in that moment
-	// must not make the next one read lower.
+func TestLaneCountersNeverGoDown(t *testing.T) {
+	// A loan the lane made is counted as it is made (laneTakes), and moves
+	// into the pool's books when the resource next passes the lock
+	// (Relent): readings on either side of that move agree.
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
-	makeHot(t, k)
-	e := k.popHot() // what acquireHot does first
-	if e == nil {
-		t.Fatal("nothing hot")
-	}
+	makeParked(t, k)
+	l := mustAcquire(t, k) // from the lane: owed to the pool
 	s1 := k.Stats()
-	k.hotStale.Add(1) // ...and then, the resource being past its age
-	k.coolOne(e)
+	l.Destroy() // through the lock: the pool hears of the loan, then the drop
 	s2 := k.Stats()
-	if s2.Loans < s1.Loans || s2.Reused < s1.Reused || s2.Acquires < s1.Acquires {
-		t.Fatalf("counters went down: loans %d → %d, reused %d → %d, acquires %d → %d",
+	if s2.Loans != s1.Loans || s2.Reused != s1.Reused || s2.Acquires != s1.Acquires {
+		t.Fatalf("counters moved: loans %d → %d, reused %d → %d, acquires %d → %d",
 			s1.Loans, s2.Loans, s1.Reused, s2.Reused, s1.Acquires, s2.Acquires)
 	}
+	if s1.Loans != 3 || s1.Reused != 2 || s1.Acquires != 3 {
+		t.Fatalf("after three acquires, two of them reuses: %+v", s1)
+	}
+	checkBalanced(t, k, d)
+}
+
+func TestLaneLendsMostRecentlyReturnedFirst(t *testing.T) {
+	// Release c1, c2, c3 in that order, then acquire three times: the seeds'
+	// rule (and the pool's) lends c3, c2, c1, whichever of them passed
+	// through the lane and whoever read the books in between.
+	for _, stats := range []bool{false, true} {
+		d := &dialer{}
+		k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 3}})
+		var out []Loan[*res]
+		for range 3 {
+			out = append(out, mustAcquire(t, k))
+		}
+		for _, l := range out {
+			l.Release()
+			if stats {
+				k.Stats()
+			}
+		}
+		for i := 2; i >= 0; i-- {
+			l := mustAcquire(t, k)
+			if l.Value() != out[i].Value() {
+				t.Fatalf("stats %v: acquire %d lent resource %d, want %d (most recently returned first)",
+					stats, 3-i, l.Value().id, out[i].Value().id)
+			}
+			defer l.Release()
+		}
+	}
+}
+
+func TestLaneStaleResourceIsNeverInLimbo(t *testing.T) {
+	// A resource past Keep in the slot is not taken by the lane: the pool
+	// answers Stale for it, and a TryAcquire with room dials at once, as
+	// the pool would, instead of answering ErrWouldWait beside it.
+	d := &dialer{}
+	k, c := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 1, Keep: time.Second}})
+	r := makeParked(t, k)
+	c.now = c.now.Add(2 * time.Second) // no timer runs: it stays parked
+	if _, err := k.TryAcquire(bg); !errors.Is(err, ErrWouldWait) {
+		t.Fatalf("TryAcquire beside a stale resource = %v, want ErrWouldWait and a dial", err)
+	}
+	if !closedSoon(t, k, r) {
+		t.Fatal("the stale resource was not closed")
+	}
+	eventually(t, "the dial TryAcquire started", func() bool { return k.Stats().Idle == 1 })
+	l, err := k.TryAcquire(bg)
+	if err != nil || l.Value() == r {
+		t.Fatalf("TryAcquire after the dial = %v, %v", l.Value(), err)
+	}
+	l.Release()
 	checkBalanced(t, k, d)
 }

@@ -1,0 +1,320 @@
+package pool
+
+import (
+	"context"
+	"time"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// A decision is what decideLocked made of the pool's answer for one taker.
+type decision[T comparable] struct {
+	kind  Kind          // Ready, Make, Wait, Later, Shed or Closed; never Stale
+	loan  Loan[T]       // Ready: the loan, begun
+	idle  time.Duration // Ready: how long the resource sat idle, for Check
+	delay time.Duration // Later: how long to hold back
+	err   error         // Shed and Closed: the taker's error
+}
+
+// decideLocked asks the pool for one taker at now and does what the answer
+// asks under the lock, the same for every taker (Acquire, TryAcquire, a
+// queued caller, AcquireAllIdle): this is the one place where a Taken turns
+// into an action. A Stale resource is queued for closing and the pool asked
+// again; Ready begins a loan recorded with the taker's stack st; Shed and
+// Closed become the taker's error. Make (a reservation to dial for), Wait
+// and Later are left to the taker, whose ways of waiting differ. With
+// idleOnly, the pool is asked only while it has something idle (Wait
+// otherwise), so no reservation is opened.
+func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decision[T] {
+	for {
+		if idleOnly && k.p.Idle() == 0 {
+			return decision[T]{kind: Wait}
+		}
+		t := k.p.Take(now, k.roll(), k.cpuNow())
+		switch t.Kind {
+		case Stale:
+			k.closeLocked(t.Item)
+			continue
+		case Ready:
+			return decision[T]{kind: Ready, loan: k.lendLocked(k.p.SeatLent(), t.Item, now, st), idle: t.Idle}
+		case Later:
+			return decision[T]{kind: Later, delay: t.Delay}
+		case Shed:
+			return decision[T]{kind: Shed, err: k.shedErrorLocked(t, now)}
+		case Closed:
+			return decision[T]{kind: Closed, err: ErrClosed}
+		}
+		return decision[T]{kind: t.Kind} // Make, Wait
+	}
+}
+
+// lendLocked records a new loan of the resource at seat, lent at now.
+func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loan[T] {
+	e := k.ents[seat]
+	at := k.ns(now)
+	e.at.Store(at)
+	e.reported = false
+	if k.leakAfter > 0 {
+		e.stack = st
+		k.armLocked(now, now.Add(k.leakAfter))
+	}
+	return Loan[T]{e: e, item: item, gen: e.loan.Load(), at: at}
+}
+
+// shedErrorLocked builds the error of a Shed answer.
+func (k *Keeper[T]) shedErrorLocked(t Taken[T], now time.Time) error {
+	e := &ShedError{Guard: t.Guard}
+	if t.Guard == ward.GuardBreaker {
+		e.Ratio = k.p.Refusal(now)
+	}
+	return e
+}
+
+// Acquire lends a resource, waiting for one if every resource is out: in
+// strict arrival order, until one is handed to it or ctx ends. It returns
+// ctx.Err() when ctx ends first, ErrClosed after Close, a *ShedError when the
+// ward refuses, and Dial's error when the dial made for this caller fails.
+//
+// A resource found past its age is closed and another taken; one that fails
+// Config.Check is dropped and replaced; the caller sees neither, and neither
+// is closed on its time (see Config.Close).
+//
+// In steady state (a resource idle and fresh) Acquire allocates nothing.
+func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
+	if k.gate.Load() == 0 && ctx.Err() == nil {
+		if l, ok := k.takeLane(); ok {
+			return l, nil
+		}
+	}
+	return k.acquire(ctx)
+}
+
+// acquire is Acquire through the lock.
+func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
+	st, err := k.enter(ctx)
+	if err != nil {
+		return Loan[T]{}, err
+	}
+	start := k.now()
+	front := false  // re-queue at the front: this caller was already served once
+	waited := false // it had to wait or dial: counted in EmptyAcquires
+	for {
+		k.lock()
+		now := k.clock.Now()
+		var s decision[T]
+		if k.q.live > 0 && !front {
+			s.kind = Wait // others are waiting: queue behind them, whatever Take would say
+		} else {
+			s = k.decideLocked(now, st, false)
+		}
+		var fx effects[T]
+		switch s.kind {
+		case Ready:
+			if k.minIdle > 0 {
+				k.topUpLocked(now, &fx)
+			}
+			k.unlockDo(&fx)
+			if k.check != nil && k.due(s.idle) {
+				if ok, err := k.checkLoan(ctx, s.loan); !ok {
+					if err != nil {
+						return Loan[T]{}, err
+					}
+					continue
+				}
+			}
+			k.counted(start, s.loan, waited)
+			return s.loan, nil
+
+		case Make, Wait:
+			if s.kind == Wait && hookWait != nil {
+				hookWait()
+			}
+			w := k.attachLocked(ctx, start, st)
+			if s.kind == Make {
+				k.startDialLocked(w)
+				fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: ctx})
+			} else {
+				if front {
+					k.q.pushFront(w)
+				} else {
+					k.q.push(w)
+				}
+				k.queuedLocked(now, &fx)
+			}
+			k.unlockDo(&fx)
+			waited = true
+			l, again, err := k.await(ctx, w)
+			if !again {
+				return l, err
+			}
+			front = true
+			continue
+
+		case Later:
+			k.unlock()
+			waited = true
+			if err := k.sleep(ctx, s.delay); err != nil {
+				k.countCanceled()
+				return Loan[T]{}, err
+			}
+			continue
+
+		default: // Shed, Closed
+			k.unlock()
+			return Loan[T]{}, s.err
+		}
+	}
+}
+
+// hookWait, set by tests only, runs when Acquire is answered Wait, under
+// the lock, before the caller queues: a test plays a lock-free release into
+// that moment.
+var hookWait func()
+
+// enter begins an acquire: ctx's error (counted as canceled) when it has
+// ended already, and the caller's stack when the leak watch is on.
+func (k *Keeper[T]) enter(ctx context.Context) (*stack, error) {
+	if err := ctx.Err(); err != nil {
+		k.countCanceled()
+		return nil, err
+	}
+	if k.leakAfter > 0 {
+		return captureStack(), nil
+	}
+	return nil, nil
+}
+
+func (k *Keeper[T]) countCanceled() {
+	k.mu.Lock()
+	k.stats.canceled++
+	k.mu.Unlock()
+}
+
+// counted records a successful acquire that began at start and ended with
+// the loan l: once, when it is final. waited says it found nothing ready.
+func (k *Keeper[T]) counted(start time.Time, l Loan[T], waited bool) {
+	k.acquired.Add(1)
+	if waited {
+		k.empty.Add(1)
+	}
+	if w := l.at - k.ns(start); w > 0 {
+		k.waitNs.Add(w)
+	}
+}
+
+// due reports whether a resource idle for idle is checked before lending.
+func (k *Keeper[T]) due(idle time.Duration) bool {
+	return k.checkIdle < 0 || idle > k.checkIdle
+}
+
+// sleep waits d, or until ctx ends (its error then).
+func (k *Keeper[T]) sleep(ctx context.Context, d time.Duration) error {
+	ch := make(chan struct{})
+	t := k.clock.AfterFunc(d, func() { close(ch) })
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}
+
+// TryAcquire lends a resource only if one is ready now, with the same checks
+// as Acquire, and never waits for a return. Otherwise it returns
+// ErrWouldWait, and, if there is room, starts a dial in the background whose
+// resource joins the pool (or goes to a waiter) when it is ready: a later
+// TryAcquire may find it. It returns ErrClosed after Close and a *ShedError
+// when the ward refuses.
+func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
+	if k.gate.Load() == 0 && ctx.Err() == nil {
+		if l, ok := k.takeLane(); ok {
+			return l, nil
+		}
+	}
+	st, err := k.enter(ctx)
+	if err != nil {
+		return Loan[T]{}, err
+	}
+	for {
+		k.lock()
+		now := k.clock.Now()
+		if k.q.live > 0 && !k.closed {
+			k.unlock()
+			return Loan[T]{}, ErrWouldWait
+		}
+		s := k.decideLocked(now, st, false)
+		var fx effects[T]
+		switch s.kind {
+		case Ready:
+			if k.minIdle > 0 {
+				k.topUpLocked(now, &fx)
+			}
+			k.unlockDo(&fx)
+			if k.check != nil && k.due(s.idle) {
+				if ok, err := k.checkLoan(ctx, s.loan); !ok {
+					if err != nil {
+						return Loan[T]{}, err
+					}
+					continue
+				}
+			}
+			k.counted(now, s.loan, false)
+			return s.loan, nil
+		case Make:
+			k.startDialLocked(nil)
+			fx.dials = append(fx.dials, dialJob[T]{ctx: ctx})
+			k.unlockDo(&fx)
+			return Loan[T]{}, ErrWouldWait
+		case Wait, Later:
+			k.unlock()
+			return Loan[T]{}, ErrWouldWait
+		default: // Shed, Closed
+			k.unlock()
+			return Loan[T]{}, s.err
+		}
+	}
+}
+
+// AcquireFunc acquires a resource, calls f with it, and releases it when f
+// returns, or destroys it when f panics (and panics on). It returns
+// Acquire's error, or f's.
+func (k *Keeper[T]) AcquireFunc(ctx context.Context, f func(T) error) error {
+	l, err := k.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			l.Destroy()
+		}
+	}()
+	err = f(l.Value())
+	done = true
+	l.Release()
+	return err
+}
+
+// AcquireAllIdle lends every idle resource at once, without Check, and
+// returns the loans (nil when none is idle): for a caller that wants to work
+// on each idle resource in turn, such as a keep-alive ping. It does not wait,
+// and lends nothing while callers are queued.
+func (k *Keeper[T]) AcquireAllIdle(ctx context.Context) []Loan[T] {
+	if ctx.Err() != nil {
+		return nil
+	}
+	var loans []Loan[T]
+	k.lock()
+	now := k.clock.Now()
+	for k.q.live == 0 {
+		s := k.decideLocked(now, nil, true)
+		if s.kind != Ready {
+			break
+		}
+		loans = append(loans, s.loan)
+		k.acquired.Add(1)
+	}
+	k.unlock()
+	return loans
+}

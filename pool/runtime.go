@@ -1,0 +1,148 @@
+package pool
+
+import "time"
+
+// This file is the part of Pool's API that a runtime needs beyond taking and
+// giving: seats (so a runtime can keep its own per-resource records in a
+// slice), warming without a caller, the backoff's horizon, Reset, and the
+// two questions behind a lock-free lane (Lane and Relent). Keeper uses
+// nothing else of Pool; a runtime of one's own (an event loop, a simulator)
+// can be built on the same calls.
+
+// A seat is a resource's place in the pool: an index below Seats that stays
+// the resource's own from Made until it leaves, so a runtime can keep its
+// own per-resource records in a slice instead of a map.
+
+// Seats returns how many seats the pool has ever used: every seat is below
+// it. It never shrinks.
+func (p *Pool[T]) Seats() int { return len(p.z.s) }
+
+// SeatLent returns the seat of the resource lent last, by a Ready answer of
+// Take or by Relent, and -1 before any: read right after a Ready, it is the
+// seat of the resource that answer lent.
+func (p *Pool[T]) SeatLent() int32 { return p.hint }
+
+// SeatOf returns the seat of a resource on the books, idle or lent, and -1
+// for one the pool does not hold.
+func (p *Pool[T]) SeatOf(item T) int32 {
+	if i, ok := p.z.index[item]; ok {
+		return i
+	}
+	return none
+}
+
+// Born returns when the resource in seat is past Life, as an instant on
+// now's scale, and false when the pool has no Life limit or seat holds no
+// resource. The instant includes the resource's jitter (see MadeJitter).
+func (p *Pool[T]) Born(seat int32) (time.Time, bool) {
+	if seat < 0 || int(seat) >= len(p.z.s) || p.z.s[seat].state == free {
+		return time.Time{}, false
+	}
+	return p.instant(p.z.s[seat].born), true
+}
+
+// GiveSeat is Give for a resource the caller knows to be lent from seat (a
+// runtime keeps the seat of each loan): it spares Give's map lookup. When
+// seat does not hold item lent, it is exactly Give.
+func (p *Pool[T]) GiveSeat(seat int32, item T, now time.Time) bool {
+	if seat < 0 || int(seat) >= len(p.z.s) || p.z.s[seat].state != lent || p.z.s[seat].item != item {
+		return p.Give(item, now)
+	}
+	return p.giveLent(seat, p.clock(now))
+}
+
+// Reserve opens a Make reservation for a resource no caller asked for yet
+// (a runtime keeping some resources warm), and reports whether it did. It
+// answers as Take would for a Make, asking the ward the same questions, but
+// never lends an idle resource, and a refusal is not counted in the books:
+// no caller was refused. The reservation settles through Made or Unmade.
+func (p *Pool[T]) Reserve(now time.Time, roll float64, cpu int) bool {
+	if p.closed {
+		return false
+	}
+	t := p.clock(now)
+	if p.limits.Size > 0 && p.Live() >= p.limits.Size {
+		return false
+	}
+	if _, ok := p.admit(t, roll, cpu, true); !ok {
+		return false // admit counts nothing: Take counts its own refusals
+	}
+	p.making++
+	return true
+}
+
+// HeldUntil returns when the ward's backoff lets makes start again, and
+// false when it holds nothing back.
+func (p *Pool[T]) HeldUntil() (time.Time, bool) {
+	if p.ward.Backoff == nil || p.failures == 0 || p.holdUntil <= p.last {
+		return time.Time{}, false
+	}
+	return p.instant(p.holdUntil), true
+}
+
+// Reset retires every idle resource now, returning them for the caller to
+// close, and marks every resource lent now as of an older generation: Give
+// retires such a resource when it comes back (false: the caller closes it)
+// instead of keeping it. It is for a backend failover, when every
+// connection made before is suspect. Reservations open now are of the new
+// generation: what they make is kept. Resetting a closed pool returns nil.
+func (p *Pool[T]) Reset(now time.Time) []T {
+	t := p.clock(now)
+	if p.closed {
+		return nil
+	}
+	p.gen++
+	return p.drainIdle(t)
+}
+
+// Generation counts the pool's Resets. A resource made since the last one
+// is of the current generation (see SeatGeneration).
+func (p *Pool[T]) Generation() uint32 { return p.gen }
+
+// SeatGeneration returns the generation of the resource in seat: a lent
+// resource of an older generation than Generation is retired when it comes
+// back.
+func (p *Pool[T]) SeatGeneration(seat int32) uint32 {
+	if seat < 0 || int(seat) >= len(p.z.s) {
+		return 0
+	}
+	return p.z.s[seat].gen
+}
+
+// Lane reports whether a Give followed at once by a Take that lends the same
+// resource changes nothing but that resource's loan and the books: no guard
+// of the ward watches loans begin or end (a shedder or a limiter does), and
+// no Idle ceiling below Size can turn the Give into a retirement. Only then
+// may a runtime carry out such pairs itself, without the pool, and report
+// them afterwards with Relent. The answer never changes for a pool.
+func (p *Pool[T]) Lane() bool {
+	l := p.limits
+	return p.ward.Shedder == nil && p.ward.Limiter == nil &&
+		(l.Idle == 0 || (l.Size > 0 && l.Idle >= l.Size))
+}
+
+// Relent reports n loans that a runtime made itself, as the pool would
+// have: the resource lent from seat was given back and taken again n times,
+// each time by a Take that Lane and Limits.Past say would have answered
+// Ready with it, the last of them at now. It has the effect of those n
+// Give/Take pairs: the loan's start moves to now, and Loans and Reused rise
+// by n. The pairs may have been made before a Reset or Close that the pool
+// heard of first: a runtime reports them when the resource next passes
+// through its lock. It reports false, and changes nothing, when Lane is
+// false, n is not positive, or seat does not hold item lent: those pairs
+// could not have been answered so.
+func (p *Pool[T]) Relent(seat int32, item T, n int, now time.Time) bool {
+	if n <= 0 || !p.Lane() || seat < 0 || int(seat) >= len(p.z.s) {
+		return false
+	}
+	s := &p.z.s[seat]
+	if s.state != lent || s.item != item {
+		return false
+	}
+	t := p.clock(now)
+	s.since = t
+	p.hint = seat
+	p.books.Loans += uint64(n)
+	p.books.Reused += uint64(n)
+	return true
+}
