@@ -12,6 +12,11 @@ func (k *Keeper[T]) Reset() {
 	now := k.clock.Now()
 	k.closeAllLocked(k.p.Reset(now))
 	k.laneGen.Store(k.p.Generation())
+	if k.laneOn {
+		// A release may have parked between the first fold and the new
+		// generation: fold again, and the pool retires it.
+		k.foldLocked()
+	}
 	k.serveLocked(now, &fx)
 	k.topUpLocked(now, &fx)
 	k.unlockDo(&fx)

@@ -83,7 +83,8 @@ type Keeper[T comparable] struct {
 	// The lane and its gate (see lane.go), on lines of their own.
 	gate    atomic.Uint32
 	laneGen atomic.Uint32 // the pool's generation, as the lane reads it
-	_       [56]byte
+	sweepBy atomic.Int64  // the lane reads parking instants until then (ns)
+	_       [48]byte
 	slot    atomic.Uint64
 	_       [56]byte
 	// table is ents as the lane reads it, without the lock: replaced,
@@ -92,34 +93,33 @@ type Keeper[T comparable] struct {
 
 	// Acquires and their total wait, counted once an acquire is final (its
 	// caller has the loan, checked): atomics, so that a waiter handed a
-	// resource counts itself without taking the lock again. laneTakes
-	// counts the loans the lane made; they reach the pool's books through
-	// Relent (see lane.go).
-	acquired  atomic.Uint64
-	empty     atomic.Uint64 // of them, those that had to wait or dial
-	waitNs    atomic.Int64
-	laneTakes atomic.Uint64
-	checks    atomic.Uint64 // Config.Check calls
+	// resource counts itself without taking the lock again. The lane counts
+	// its own (see lane.go).
+	acquired atomic.Uint64
+	empty    atomic.Uint64 // of them, those that had to wait or dial
+	waitNs   atomic.Int64
+	checks   atomic.Uint64 // Config.Check calls
 
-	mu       sync.Mutex // guards every field below
-	p        *Pool[T]
-	ents     []*entry[T] // by seat
-	q        waiters[T]
-	dialing  int // dials in flight
-	warming  int // of which for MinIdle (no caller waiting)
-	closed   bool
-	bg       int           // timer callbacks, dials and closers still running
-	drained  chan struct{} // closed once closed, nothing busy, no bg work
-	timer    Timer         // the one timer: eviction, retries, leaks, MinIdle
-	timerAt  time.Time     // when timer fires, if armed
-	armed    bool
-	retry    bool // waiters were held back by a Later: the timer serves them
-	cpuTimer Timer
-	stats    counters
-	relent   uint64 // lane loans reported to the pool with Relent
-	closing  []T    // resources waiting to be closed, oldest first
-	closerN  int    // closer goroutines running
-	lastDial error  // the last dial error, for Stats
+	mu        sync.Mutex // guards every field below
+	p         *Pool[T]
+	ents      []*entry[T] // by seat
+	q         waiters[T]
+	dialing   int // dials in flight
+	warming   int // of which for MinIdle (no caller waiting)
+	closed    bool
+	bg        int           // timer callbacks, dials and closers still running
+	drained   chan struct{} // closed once closed, nothing busy, no bg work
+	timer     Timer         // the one timer: eviction, retries, leaks, MinIdle
+	timerAt   time.Time     // when timer fires, if armed
+	armed     bool
+	retry     bool // waiters were held back by a Later: the timer serves them
+	cpuTimer  Timer
+	stats     counters
+	laneTakes uint64 // loans the lane made, as counted at the last fold
+	relent    uint64 // of them, those reported to the pool with Relent
+	closing   []T    // resources waiting to be closed, oldest first
+	closerN   int    // closer goroutines running
+	lastDial  error  // the last dial error, for Stats
 }
 
 // entry is the Keeper's record of one of the pool's seats, kept beside it.

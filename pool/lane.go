@@ -29,7 +29,9 @@ import "time"
 //     passes through the mutex (its holder releases or destroys it there, or
 //     it is folded from the slot), so the books, Loans and a recording hold
 //     every loan. Until then Stats adds the loans the lane made and the pool
-//     has not heard of: laneTakes less relent, both exact.
+//     has not heard of: the lane counts its loans in the slot's word, the
+//     mutex moves that count to laneTakes each time it folds, and relent
+//     counts what reached the pool: exact, and without a second atomic.
 //   - The lane shuts (the gate) while a caller is queued, when the Keeper
 //     closes, when the sweep is due, and for configurations that must see
 //     every loan under the lock (Pool.Lane false, or LeakAfter). A caller
@@ -45,12 +47,19 @@ import "time"
 //     eviction in time, and the slot's 40 bits of microseconds (12 days)
 //     never wrap between parking and folding.
 
-// The slot's word: the low seatBits hold the parked resource's seat plus one
-// (zero: empty), the rest the microsecond it was parked, modulo 2^40.
+// The slot's word, from the low bits up: the parked resource's seat plus one
+// (zero: empty), the microsecond it was parked modulo 2^32, and how many
+// loans the lane has made since the mutex last counted them (see
+// foldLocked). A resource whose seat does not fit is never parked; a take
+// that would overflow the count goes to the mutex, which empties it.
 const (
-	seatBits = 24
-	seatMask = 1<<seatBits - 1
-	usMask   = 1<<(64-seatBits) - 1
+	seatBits  = 16
+	usBits    = 32
+	seatMask  = 1<<seatBits - 1
+	usMask    = 1<<usBits - 1
+	countOne  = 1 << (seatBits + usBits)
+	countMax  = 1<<(64-seatBits-usBits) - 1
+	laneShift = seatBits
 )
 
 // atSlack is how far the start of a loan from the lane may be from the one
@@ -96,24 +105,23 @@ func (k *Keeper[T]) initLane(on bool) {
 func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 	for {
 		w := k.slot.Load()
-		if w&seatMask == 0 {
+		if w&seatMask == 0 || w>>(seatBits+usBits) == countMax {
 			return Loan[T]{}, false
 		}
 		e := (*k.table.Load())[w&seatMask-1]
 		t := k.nanos()
 		idle := k.laneIdle(w, t)
-		if k.limits.Past(idle, time.Duration(t-e.born.Load())) ||
-			(k.check != nil && k.due(idle)) ||
-			e.gen.Load() != k.laneGen.Load() || k.gate.Load() != 0 {
+		if t > k.sweepBy.Load() || k.limits.Past(idle, time.Duration(t-e.born.Load())) ||
+			(k.check != nil && k.due(idle)) || e.gen.Load() != k.laneGen.Load() {
 			return Loan[T]{}, false
 		}
-		if !k.slot.CompareAndSwap(w, 0) {
+		// Empty the slot and count the loan, in one step.
+		if !k.slot.CompareAndSwap(w, w&^(seatMask|usMask<<seatBits)+countOne) {
 			continue
 		}
 		// The resource is this caller's now: the pool's Give at parking and
-		// Take at t are owed to the pool (relends), and the lane counts it.
+		// Take at t are owed to the pool (relends).
 		e.relends++
-		k.laneTakes.Add(1)
 		if t-e.at.Load() >= int64(atSlack) {
 			e.at.Store(t)
 		}
@@ -132,6 +140,11 @@ func (k *Keeper[T]) laneIdle(w uint64, t int64) time.Duration {
 	return time.Duration(int64(d)*1000 + t%1000)
 }
 
+// The slot keeps microseconds modulo 2^32 (about 71 minutes): the lane reads
+// a parking instant only before sweepBy, which the timer keeps within a
+// sweep (at most a second) of now while the lane is open, so a stopped or
+// starved process never reads a wrapped instant; it asks the pool instead.
+
 // releaseLane tries to end loan l by parking its resource in the slot. It
 // reports false, having done nothing, when l has ended already (the mutex
 // counts the double release); otherwise it has ended the loan and seen the
@@ -149,8 +162,9 @@ func (k *Keeper[T]) releaseLane(l Loan[T]) bool {
 	}
 	if e.seat < seatMask-1 && e.gen.Load() == k.laneGen.Load() {
 		t := k.nanos()
-		w := uint64(t/1000)&usMask<<seatBits | uint64(e.seat+1)
-		if k.slot.CompareAndSwap(0, w) {
+		old := k.slot.Load()
+		w := old&^(seatMask|usMask<<seatBits) | uint64(t/1000)&usMask<<seatBits | uint64(e.seat+1)
+		if old&seatMask == 0 && t >= 0 && k.slot.CompareAndSwap(old, w) {
 			// Parked. If the gate shut or a Reset came meanwhile, hand it to
 			// the pool now: a queued caller is owed it, or it is retired.
 			if k.gate.Load() != 0 || e.gen.Load() != k.laneGen.Load() {
@@ -178,11 +192,15 @@ func (k *Keeper[T]) foldNow() {
 func (k *Keeper[T]) foldLocked() bool {
 	for {
 		w := k.slot.Load()
-		if w&seatMask == 0 {
+		if w == 0 {
 			return false
 		}
 		if !k.slot.CompareAndSwap(w, 0) {
 			continue
+		}
+		k.laneTakes += w >> (seatBits + usBits)
+		if w&seatMask == 0 {
+			return false
 		}
 		e := k.ents[w&seatMask-1]
 		now := k.clock.Now()
@@ -234,5 +252,8 @@ func (k *Keeper[T]) armSweepLocked(now time.Time) {
 		return
 	}
 	k.armLocked(now, now.Add(k.sweep))
+	// The lane reads parking instants until a little past the sweep: the
+	// timer folds the slot by then, or the lane asks the pool.
+	k.sweepBy.Store(k.ns(now) + int64(k.sweep) + int64(sweepEvery))
 	k.gate.And(^gateSweep)
 }

@@ -54,7 +54,7 @@ func (k *Keeper[T]) Stats() Stats {
 	b := k.p.Books()
 	// Loans the lane made that the pool has not heard of yet (see lane.go):
 	// exact, as both counts only rise and relent moves under the lock.
-	owed := k.laneTakes.Load() - k.relent
+	owed := k.laneTakes - k.relent
 	b.Loans += owed
 	b.Reused += owed
 	out := Stats{
@@ -63,7 +63,7 @@ func (k *Keeper[T]) Stats() Stats {
 		Dialing:        k.dialing,
 		Closing:        len(k.closing),
 		Closed:         s.closed,
-		Acquires:       k.acquired.Load() + k.laneTakes.Load(),
+		Acquires:       k.acquired.Load() + k.laneTakes,
 		AcquireWait:    time.Duration(k.waitNs.Load()),
 		EmptyAcquires:  k.empty.Load(),
 		Canceled:       s.canceled,
