@@ -81,7 +81,7 @@ func (k *Keeper[T]) shedErrorLocked(t Taken[T], now time.Time) error {
 //
 // In steady state (a resource idle and fresh) Acquire allocates nothing.
 func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
-	if k.gate.Load() == 0 && ctx.Err() == nil {
+	if k.laneOn && ctx.Err() == nil {
 		if l, ok := k.takeLane(); ok {
 			return l, nil
 		}
@@ -126,9 +126,6 @@ func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
 			return s.loan, nil
 
 		case Make, Wait:
-			if s.kind == Wait && hookWait != nil {
-				hookWait()
-			}
 			w := k.attachLocked(ctx, start, st)
 			if s.kind == Make {
 				k.startDialLocked(w)
@@ -139,7 +136,6 @@ func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
 				} else {
 					k.q.push(w)
 				}
-				k.queuedLocked(now, &fx)
 			}
 			k.unlockDo(&fx)
 			waited = true
@@ -165,11 +161,6 @@ func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
 		}
 	}
 }
-
-// hookWait, set by tests only, runs when Acquire is answered Wait, under
-// the lock, before the caller queues: a test plays a lock-free release into
-// that moment.
-var hookWait func()
 
 // enter begins an acquire: ctx's error (counted as canceled) when it has
 // ended already, and the caller's stack when the leak watch is on.
@@ -227,7 +218,7 @@ func (k *Keeper[T]) sleep(ctx context.Context, d time.Duration) error {
 // TryAcquire may find it. It returns ErrClosed after Close and a *ShedError
 // when the ward refuses.
 func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
-	if k.gate.Load() == 0 && ctx.Err() == nil {
+	if k.laneOn && ctx.Err() == nil {
 		if l, ok := k.takeLane(); ok {
 			return l, nil
 		}

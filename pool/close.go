@@ -12,11 +12,6 @@ func (k *Keeper[T]) Reset() {
 	now := k.clock.Now()
 	k.closeAllLocked(k.p.Reset(now))
 	k.laneGen.Store(k.p.Generation())
-	if k.laneOn {
-		// A release may have parked between the first fold and the new
-		// generation: fold again, and the pool retires it.
-		k.foldLocked()
-	}
 	k.serveLocked(now, &fx)
 	k.topUpLocked(now, &fx)
 	k.unlockDo(&fx)
@@ -30,8 +25,7 @@ func (k *Keeper[T]) Reset() {
 // waits again.
 func (k *Keeper[T]) Close(ctx context.Context) error {
 	var fx effects[T]
-	k.gate.Or(gateClosed)
-	k.lock() // folds the lane: no release parks from here on
+	k.lock() // folds the lane; unlock leaves it shut for good
 	first := !k.closed
 	if first {
 		k.closeAllLocked(k.p.Close())

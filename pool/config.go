@@ -181,8 +181,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	if k.shedder && k.cpuRead == nil {
 		k.cpuRead = newCPUReader().read
 	}
-	k.q.gate = &k.gate
-	k.initLane(p.Lane() && cfg.LeakAfter == 0)
+	k.initLane(p.pairs() && cfg.LeakAfter == 0)
 	k.spare.New = func() any { return &waiter[T]{ch: make(chan grant[T], 1)} }
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	k.base = k.clock.Now()

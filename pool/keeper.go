@@ -24,8 +24,10 @@ import (
 //	close.go    Reset and Close
 //
 // The lock contract: every method whose name ends in Locked runs with k.mu
-// held and returns with it held; lock and unlock are the only ways in and
-// out, and nothing that ends in Locked releases the mutex.
+// held and returns with it held; nothing that ends in Locked releases the
+// mutex. Every path that asks or changes the pool takes the mutex with lock
+// and lets it go with unlock (lane.go), which shut and reopen the lane; the
+// few that only count or queue may use k.mu directly.
 
 // counters are the runtime's own figures, guarded by Keeper.mu.
 type counters struct {
@@ -80,13 +82,11 @@ type Keeper[T comparable] struct {
 	// cache line of the fields above, which every caller reads without it.
 	_ [64]byte
 
-	// The lane and its gate (see lane.go), on lines of their own.
-	gate    atomic.Uint32
-	laneGen atomic.Uint32 // the pool's generation, as the lane reads it
-	sweepBy atomic.Int64  // the lane reads parking instants until then (ns)
-	_       [48]byte
+	// The lane (see lane.go), on lines of its own.
 	slot    atomic.Uint64
 	_       [56]byte
+	laneGen atomic.Uint32 // the pool's generation, as the lane reads it
+	sweepBy atomic.Int64  // the lane reads parking instants until then (ns)
 	// table is ents as the lane reads it, without the lock: replaced,
 	// never changed in place, when a seat is added.
 	table atomic.Pointer[[]*entry[T]]
@@ -100,26 +100,29 @@ type Keeper[T comparable] struct {
 	waitNs   atomic.Int64
 	checks   atomic.Uint64 // Config.Check calls
 
-	mu        sync.Mutex // guards every field below
-	p         *Pool[T]
-	ents      []*entry[T] // by seat
-	q         waiters[T]
-	dialing   int // dials in flight
-	warming   int // of which for MinIdle (no caller waiting)
-	closed    bool
-	bg        int           // timer callbacks, dials and closers still running
-	drained   chan struct{} // closed once closed, nothing busy, no bg work
-	timer     Timer         // the one timer: eviction, retries, leaks, MinIdle
-	timerAt   time.Time     // when timer fires, if armed
-	armed     bool
-	retry     bool // waiters were held back by a Later: the timer serves them
-	cpuTimer  Timer
-	stats     counters
-	laneTakes uint64 // loans the lane made, as counted at the last fold
-	relent    uint64 // of them, those reported to the pool with Relent
-	closing   []T    // resources waiting to be closed, oldest first
-	closerN   int    // closer goroutines running
-	lastDial  error  // the last dial error, for Stats
+	mu         sync.Mutex // guards every field below
+	p          *Pool[T]
+	ents       []*entry[T] // by seat
+	q          waiters[T]
+	dialing    int // dials in flight
+	warming    int // of which for MinIdle (no caller waiting)
+	closed     bool
+	bg         int           // timer callbacks, dials and closers still running
+	drained    chan struct{} // closed once closed, nothing busy, no bg work
+	timer      Timer         // the one timer: eviction, retries, leaks, MinIdle
+	timerAt    time.Time     // when timer fires, if armed
+	armed      bool
+	retry      bool // waiters were held back by a Later: the timer serves them
+	cpuTimer   Timer
+	stats      counters
+	epoch      uint32 // bumped by every unlock: the empty slot's epoch
+	sweepArmed bool   // the timer will fold the lane: it may open
+	laneTakes  uint64 // loans the lane made, as counted at the last fold
+	relent     uint64 // of them, those reported to the pool with Relent
+	closing    []T    // resources waiting to be closed, oldest first
+	closerN    int    // closer goroutines running
+	closingNow int    // closes running now
+	lastDial   error  // the last dial error, for Stats
 }
 
 // entry is the Keeper's record of one of the pool's seats, kept beside it.
@@ -146,18 +149,6 @@ type entry[T comparable] struct {
 	stack    *stack // the current loan's Acquire stack, with LeakAfter only
 	reported bool   // the current loan was reported as a leak
 }
-
-// lock takes k.mu and folds the lane into the pool, so that whatever the
-// holder asks the pool sees every resource given back. Every path that asks
-// the pool takes the mutex through lock.
-func (k *Keeper[T]) lock() {
-	k.mu.Lock()
-	if k.laneOn {
-		k.foldLocked()
-	}
-}
-
-func (k *Keeper[T]) unlock() { k.mu.Unlock() }
 
 // Limits returns the pool's limits.
 func (k *Keeper[T]) Limits() Limits { return k.limits }
@@ -225,9 +216,9 @@ func (k *Keeper[T]) do(fx *effects[T]) {
 	}
 }
 
-// unlockDo unlocks k.mu and carries out fx.
+// unlockDo unlocks and carries out fx.
 func (k *Keeper[T]) unlockDo(fx *effects[T]) {
-	k.mu.Unlock()
+	k.unlock()
 	if fx.pending() {
 		k.do(fx)
 	}
@@ -262,9 +253,11 @@ func (k *Keeper[T]) closer() {
 		if len(k.closing) == 0 {
 			k.closing = nil // let the backing array go
 		}
+		k.closingNow++
 		k.mu.Unlock()
 		k.closeOne(v)
 		k.mu.Lock()
+		k.closingNow--
 		k.stats.closed++
 	}
 	k.closerN--

@@ -31,7 +31,7 @@ func makeParked(t *testing.T, k *Keeper[*res]) *res {
 			return l.Value()
 		}
 	}
-	t.Fatalf("no resource in the hot slots (gate %b)", k.gate.Load())
+	t.Fatalf("no resource in the lane (slot %#x)", k.slot.Load())
 	return nil
 }
 
@@ -117,27 +117,27 @@ func TestLaneReleaseGoesToAWaiterNotToTheSlots(t *testing.T) {
 		l.Release()
 	}()
 	eventually(t, "the waiter to queue", func() bool { return k.Stats().Waiting == 1 })
-	if k.gate.Load()&gateWaiters == 0 {
-		t.Fatal("the gate is open with a caller waiting")
+	if k.laneOpen() {
+		t.Fatal("the lane is open with a caller waiting")
 	}
 	a.Release()
 	if r := <-got; r != a.Value() {
 		t.Fatal("the waiter was not handed the released resource")
 	}
-	eventually(t, "the gate to open", func() bool { return k.gate.Load() == 0 })
+	eventually(t, "the lane to open", func() bool { return k.laneOpen() })
 	checkBalanced(t, k, d)
 }
 
-func TestLaneResourceLeftParkedBehindAShutGateIsLent(t *testing.T) {
-	// A release parks a resource just as the gate shuts (the race the
-	// two-sided check covers): an acquire that cannot use the hot path must
-	// still find it, by cooling the slots before it asks the pool.
+func TestLaneResourceParkedInAShutSlotIsLent(t *testing.T) {
+	// A resource parked in a slot that is shut (as a release can leave it
+	// when the lane is shut for another reason: waiters, the sweep) is not
+	// taken by the lane: an acquire through the mutex must still find it,
+	// as lock folds the slot before the pool is asked.
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 1}})
 	a := mustAcquire(t, k)
 	a.e.loan.Add(1) // end the loan as releaseLane does, and park by hand
-	k.slot.Store(uint64(k.ns(k.clock.Now())/1000)&usMask<<seatBits | uint64(a.e.seat+1))
-	k.gate.Or(gateSweep)
+	k.slot.Store(shut | uint64(k.ns(k.clock.Now())/1000)&usMask<<usShift | uint64(a.e.seat+1))
 	l := mustAcquire(t, k)
 	if l.Value() != a.Value() {
 		t.Fatal("the parked resource was not lent; Size 1 would have made the caller wait for ever")
@@ -247,8 +247,6 @@ func TestLaneSlotsStayShutWhereEveryLoanNeedsTheLock(t *testing.T) {
 		cfg  Config[*res]
 	}{
 		{"LeakAfter", Config[*res]{Limits: Limits{Size: 2}, LeakAfter: time.Minute, OnLeak: func(Leak[*res]) {}}},
-		{"Idle below Size", Config[*res]{Limits: Limits{Size: 4, Idle: 1}}},
-		{"Idle without Size", Config[*res]{Limits: Limits{Idle: 1}}},
 		{"limiter", Config[*res]{Limits: Limits{Size: 2}, Ward: ward.Ward{Limiter: ward.NewLimiter(ward.DefaultAimd)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -262,6 +260,35 @@ func TestLaneSlotsStayShutWhereEveryLoanNeedsTheLock(t *testing.T) {
 			}
 			checkBalanced(t, k, d)
 		})
+	}
+}
+
+func TestLaneKeepsTheIdleCeiling(t *testing.T) {
+	// With Idle below Size the lane is open while the pool is below its Idle
+	// ceiling, and what the pool says at the ceiling stands: of two
+	// releases, the second is retired, whichever way each went.
+	for _, l := range []Limits{{Size: 4, Idle: 1}, {Idle: 1}} {
+		d := &dialer{}
+		k, _ := newTestKeeper(t, d, Config[*res]{Limits: l})
+		mustAcquire(t, k).Release() // through the mutex: arms the sweep
+		a, b := mustAcquire(t, k), mustAcquire(t, k)
+		a.Release()
+		if k.laneCount() != 1 {
+			t.Fatalf("%+v: below the Idle ceiling, the release did not park", l)
+		}
+		b.Release()
+		if !closedSoon(t, k, b.Value()) || closedSoon(t, k, a.Value()) {
+			t.Fatalf("%+v: want the second release retired at the Idle ceiling, the first kept", l)
+		}
+		if s := k.Stats(); s.Idle != 1 || s.Retired != 1 {
+			t.Fatalf("%+v: books %+v", l, s.Books)
+		}
+		if c := mustAcquire(t, k); c.Value() != a.Value() {
+			t.Fatalf("%+v: lent %d, want the kept one", l, c.Value().id)
+		} else {
+			c.Release()
+		}
+		checkBalanced(t, k, d)
 	}
 }
 
@@ -481,42 +508,26 @@ func TestLaneStressNeverLendsOneResourceTwice(t *testing.T) {
 	t.Logf("%d acquires, %d made, %d double releases", s.Acquires, s.Made, s.DoubleReleases)
 }
 
-func TestLaneReleaseParkedAsACallerQueuesIsHandedToIt(t *testing.T) {
-	// The race the gate's two-sided check covers, played in order: a
-	// caller is answered Wait; before it queues (and shuts the gate) a
-	// release parks the only resource. Queueing, the caller cools the
-	// slots and is served it, with no other traffic and no timer to rescue
-	// it.
+func TestLaneIsShutWhileTheMutexIsHeld(t *testing.T) {
+	// The lane never runs beside a decision of the pool's: lock shuts the
+	// slot, and a release or acquire that finds it shut goes to the mutex.
 	d := &dialer{}
-	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 1}})
-	mustAcquire(t, k).Release() // arms the sweep; the fake clock never fires it
-	a := mustAcquire(t, k)
-	hookWait = func() {
-		hookWait = nil
-		a.Release() // lock-free: the gate is still open
-		if k.laneCount() != 1 {
-			t.Error("the release did not park")
-		}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
+	makeParked(t, k)
+	if !k.laneOpen() || k.laneCount() != 1 {
+		t.Fatal("want a resource parked in an open lane")
 	}
-	defer func() { hookWait = nil }()
-	done := make(chan *res)
-	go func() {
-		l, err := k.Acquire(bg)
-		if err != nil {
-			t.Error(err)
-			close(done)
-			return
-		}
-		done <- l.Value()
-		l.Release()
-	}()
-	select {
-	case r := <-done:
-		if r != a.Value() {
-			t.Fatal("served something else")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the caller was left waiting beside a parked resource")
+	k.lock()
+	shutNow, parked := !k.laneOpen(), k.laneCount()
+	if _, ok := k.takeLane(); ok {
+		t.Error("the lane lent while the mutex was held")
+	}
+	k.unlock()
+	if !shutNow || parked != 0 {
+		t.Fatalf("under the mutex: shut %v, parked %d; want shut and folded", shutNow, parked)
+	}
+	if s := k.Stats(); s.Idle != 1 || s.Live != 1 {
+		t.Fatalf("the folded resource is not idle on the books: %+v", s.Books)
 	}
 }
 

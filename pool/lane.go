@@ -5,61 +5,64 @@ import "time"
 // The lane: a lock-free way in and out for the commonest pair of events, a
 // release and then an acquire while nobody waits.
 //
-// The lane is one word, the slot. A release that finds it empty, and nobody
-// waiting, parks its resource there with one compare-and-swap instead of
-// giving it to the pool under the mutex; the next acquire takes it back
-// with another. The lane makes no rule of its own; it carries out answers
-// the pool has already fixed:
+// The lane is one word, the slot. A release that finds it open and empty
+// parks its resource there with one compare-and-swap instead of giving it
+// to the pool under the mutex; the next acquire takes it back with another.
+// The lane makes no rule of its own; it carries out answers the pool has
+// already fixed:
 //
+//   - The slot is shut whenever the mutex is held: lock swaps it shut, and
+//     hands what was parked there to the pool (GiveSeat, at the instant it
+//     was parked) before anything else; unlock opens it again only if the
+//     pool says, in the state it is left in, that a Give followed by a Take
+//     of the same resource would touch nothing but that loan and the books
+//     (Pool.Lane: no shedder or limiter, the Idle ceiling not reached, not
+//     closed), nobody is queued, and the sweep is armed. So the lane never
+//     runs beside a decision of the pool's, and each opening stands for one
+//     state of the pool: every unlock writes a new epoch into the empty
+//     slot, and a release or acquire that read the slot before a lock fails
+//     its compare-and-swap and asks again.
 //   - What is parked is a Give the pool has not heard of yet, on top of
-//     every Give it has: the slot holds one resource, the one returned last,
-//     and whoever takes the mutex (lock) first hands it to the pool with
-//     GiveSeat at the instant it was parked. So the pool's idle list is
-//     always "what it holds, then the slot", in return order, and the next
-//     Take after the slot's Give would answer with the slot's resource:
-//     LIFO holds in every configuration.
-//   - An acquire takes from the slot only when that Take would answer Ready
-//     with it: Pool.Lane says a Give-then-Take pair touches nothing but the
-//     loan and the books (no shedder, no limiter, no Idle ceiling below
-//     Size), Limits.Past (the pool's own definition of fresh) says it is
-//     fresh, it is of the pool's current generation (no Reset since it was
-//     made), and Check is not due. Anything else goes to the mutex, which
-//     folds the slot into the pool and lets the pool answer (Stale, say).
+//     every Give it has: the pool's idle list is "what it holds, then the
+//     slot", in return order, and LIFO holds in every configuration.
+//   - An acquire takes from the slot only when the pool's Take would answer
+//     Ready with it: Limits.Past (the pool's own definition of fresh) says
+//     it is fresh, and Check is not due. Anything else goes to the mutex,
+//     which folds the slot into the pool and lets the pool answer (Stale,
+//     say). A parked resource is of the pool's current generation: Reset
+//     runs under the mutex and folds the slot first, and a release checks
+//     the generation of what it parks against a slot it read after.
 //   - The pair is reported to the pool with Relent when the resource next
 //     passes through the mutex (its holder releases or destroys it there, or
 //     it is folded from the slot), so the books, Loans and a recording hold
 //     every loan. Until then Stats adds the loans the lane made and the pool
-//     has not heard of: the lane counts its loans in the slot's word, the
-//     mutex moves that count to laneTakes each time it folds, and relent
-//     counts what reached the pool: exact, and without a second atomic.
-//   - The lane shuts (the gate) while a caller is queued, when the Keeper
-//     closes, when the sweep is due, and for configurations that must see
-//     every loan under the lock (Pool.Lane false, or LeakAfter). A caller
-//     who queues folds the slot after the gate is shut, and a release that
-//     parked checks the gate afterwards and folds if it shut meanwhile: each
-//     publishes first and looks second, so one of them sees the other, and
-//     a queued caller is served from the queue in order.
-//   - Time: the slot keeps the instant of parking in microseconds, rounded
+//     has not heard of: the lane counts them in the slot's word, lock moves
+//     that count to laneTakes, and relent counts what reached the pool.
+//   - Time: the slot keeps the parking instant in microseconds, rounded
 //     down, and the pool is given that same instant: the lane's idle time is
 //     never shorter than the pool's, and both apply Past to the same
 //     numbers. The timer folds the slot at least every sweepEvery (or Keep,
-//     or Life, when shorter), so a parked resource reaches the pool and its
-//     eviction in time, and the slot's 40 bits of microseconds (12 days)
-//     never wrap between parking and folding.
+//     or Life, when shorter); the lane reads a parking instant only before
+//     sweepBy, a sweep past the last arming, so the slot's 32 bits of
+//     microseconds (71 minutes) never wrap under it, however long the
+//     process was stopped.
 
 // The slot's word, from the low bits up: the parked resource's seat plus one
-// (zero: empty), the microsecond it was parked modulo 2^32, and how many
-// loans the lane has made since the mutex last counted them (see
-// foldLocked). A resource whose seat does not fit is never parked; a take
-// that would overflow the count goes to the mutex, which empties it.
+// (zero: none); the microsecond it was parked, modulo 2^32, or, with no
+// resource, the epoch of the unlock that opened it; how many loans the lane
+// has made since lock last counted them; and the shut bit. A resource whose
+// seat does not fit is never parked; a take that would overflow the count
+// goes to the mutex, which empties it.
 const (
-	seatBits  = 16
-	usBits    = 32
-	seatMask  = 1<<seatBits - 1
-	usMask    = 1<<usBits - 1
-	countOne  = 1 << (seatBits + usBits)
-	countMax  = 1<<(64-seatBits-usBits) - 1
-	laneShift = seatBits
+	seatBits = 16
+	usBits   = 32
+	seatMask = 1<<seatBits - 1
+	usMask   = 1<<usBits - 1
+	usShift  = seatBits
+	cntShift = seatBits + usBits
+	cntOne   = 1 << cntShift
+	cntMax   = 1<<(63-cntShift) - 1
+	shut     = 1 << 63
 )
 
 // atSlack is how far the start of a loan from the lane may be from the one
@@ -73,18 +76,12 @@ const atSlack = time.Millisecond
 // folds it into the pool.
 const sweepEvery = time.Second
 
-// The gate's bits: the lane is open when none is set.
-const (
-	gateOff     uint32 = 1 << iota // the configuration needs the lock on every loan
-	gateWaiters                    // callers are queued
-	gateClosed                     // the Keeper is closed
-	gateSweep                      // the sweep is not armed: a release under the lock arms it
-)
-
-// initLane opens the lane when on, and sets how often the sweep folds it.
+// initLane sets up the lane when on, and how often the sweep folds it. The
+// slot starts shut: the first release goes through the mutex and arms the
+// sweep.
 func (k *Keeper[T]) initLane(on bool) {
+	k.slot.Store(shut)
 	if !on {
-		k.gate.Store(gateOff)
 		return
 	}
 	k.laneOn = true
@@ -97,7 +94,30 @@ func (k *Keeper[T]) initLane(on bool) {
 	if k.sweep == 0 || k.sweep > sweepEvery {
 		k.sweep = sweepEvery
 	}
-	k.gate.Store(gateSweep)
+}
+
+// lock takes k.mu and shuts the lane, folding what was parked into the
+// pool, so that whatever the holder asks the pool sees every resource given
+// back, and nothing moves through the lane until unlock. Every path that
+// asks the pool takes the mutex through lock.
+func (k *Keeper[T]) lock() {
+	k.mu.Lock()
+	if k.laneOn {
+		k.foldLocked(k.slot.Swap(shut))
+	}
+}
+
+// unlock opens the lane, if the pool and the queue allow, and releases k.mu.
+func (k *Keeper[T]) unlock() {
+	if k.laneOn {
+		k.epoch++
+		w := uint64(k.epoch&usMask) << usShift
+		if k.closed || k.q.live > 0 || !k.sweepArmed || !k.p.Lane() {
+			w |= shut
+		}
+		k.slot.Store(w)
+	}
+	k.mu.Unlock()
 }
 
 // takeLane lends the resource parked in the slot, when the pool's Take
@@ -105,18 +125,20 @@ func (k *Keeper[T]) initLane(on bool) {
 func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 	for {
 		w := k.slot.Load()
-		if w&seatMask == 0 || w>>(seatBits+usBits) == countMax {
+		if w&shut != 0 || w&seatMask == 0 || w>>cntShift == cntMax {
 			return Loan[T]{}, false
 		}
 		e := (*k.table.Load())[w&seatMask-1]
 		t := k.nanos()
 		idle := k.laneIdle(w, t)
 		if t > k.sweepBy.Load() || k.limits.Past(idle, time.Duration(t-e.born.Load())) ||
-			(k.check != nil && k.due(idle)) || e.gen.Load() != k.laneGen.Load() {
+			(k.check != nil && k.due(idle)) {
 			return Loan[T]{}, false
 		}
-		// Empty the slot and count the loan, in one step.
-		if !k.slot.CompareAndSwap(w, w&^(seatMask|usMask<<seatBits)+countOne) {
+		// Empty the slot and count the loan, in one step. The epoch left
+		// behind is the parking microsecond: any lock in between changed
+		// the word, so the CAS of a release that read it before fails.
+		if !k.slot.CompareAndSwap(w, w&^seatMask+cntOne) {
 			continue
 		}
 		// The resource is this caller's now: the pool's Give at parking and
@@ -136,14 +158,9 @@ func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 // from the parking microsecond (rounded down): never less than the truth.
 func (k *Keeper[T]) laneIdle(w uint64, t int64) time.Duration {
 	us := uint64(t/1000) & usMask
-	d := (us - w>>seatBits) & usMask
+	d := (us - w>>usShift) & usMask
 	return time.Duration(int64(d)*1000 + t%1000)
 }
-
-// The slot keeps microseconds modulo 2^32 (about 71 minutes): the lane reads
-// a parking instant only before sweepBy, which the timer keeps within a
-// sweep (at most a second) of now while the lane is open, so a stopped or
-// starved process never reads a wrapped instant; it asks the pool instead.
 
 // releaseLane tries to end loan l by parking its resource in the slot. It
 // reports false, having done nothing, when l has ended already (the mutex
@@ -160,63 +177,40 @@ func (k *Keeper[T]) releaseLane(l Loan[T]) bool {
 			return true
 		}
 	}
-	if e.seat < seatMask-1 && e.gen.Load() == k.laneGen.Load() {
-		t := k.nanos()
-		old := k.slot.Load()
-		w := old&^(seatMask|usMask<<seatBits) | uint64(t/1000)&usMask<<seatBits | uint64(e.seat+1)
-		if old&seatMask == 0 && t >= 0 && k.slot.CompareAndSwap(old, w) {
-			// Parked. If the gate shut or a Reset came meanwhile, hand it to
-			// the pool now: a queued caller is owed it, or it is retired.
-			if k.gate.Load() != 0 || e.gen.Load() != k.laneGen.Load() {
-				k.foldNow()
+	w := k.slot.Load()
+	if w&(shut|seatMask) == 0 && e.seat < seatMask-1 && e.gen.Load() == k.laneGen.Load() {
+		if t := k.nanos(); t >= 0 {
+			parked := w&^(usMask<<usShift) | uint64(t/1000)&usMask<<usShift | uint64(e.seat+1)
+			if k.slot.CompareAndSwap(w, parked) {
+				return true
 			}
-			return true
 		}
 	}
 	k.giveEnded(e, l.item)
 	return true
 }
 
-// foldNow folds the slot into the pool, and serves the queue with it.
-func (k *Keeper[T]) foldNow() {
-	var fx effects[T]
-	k.lock() // folds
-	now := k.clock.Now()
-	k.settledLocked(now, &fx)
-	k.unlockDo(&fx)
-}
-
-// foldLocked hands the resource parked in the slot, if any, to the pool as
-// given back at the instant it was parked, with the lane's loans of it
-// before that (Relent), and reports whether there was one.
-func (k *Keeper[T]) foldLocked() bool {
-	for {
-		w := k.slot.Load()
-		if w == 0 {
-			return false
-		}
-		if !k.slot.CompareAndSwap(w, 0) {
-			continue
-		}
-		k.laneTakes += w >> (seatBits + usBits)
-		if w&seatMask == 0 {
-			return false
-		}
-		e := k.ents[w&seatMask-1]
-		now := k.clock.Now()
-		t := k.ns(now)
-		parked := k.at(t - int64(k.laneIdle(w, t)))
-		k.relentLocked(e, e.item)
-		if !k.p.GiveSeat(e.seat, e.item, parked) {
-			k.closeLocked(e.item) // retired: made before a Reset, or closed
-		}
-		return true
+// foldLocked takes in the slot's word w, swapped out by lock: the lane's
+// loans are counted, and the resource parked, if any, goes to the pool as
+// given back at the instant it was parked, after the lane's loans of it
+// (Relent).
+func (k *Keeper[T]) foldLocked(w uint64) {
+	k.laneTakes += w &^ shut >> cntShift
+	if w&seatMask == 0 {
+		return
+	}
+	e := k.ents[w&seatMask-1]
+	t := k.ns(k.clock.Now())
+	parked := k.at(t - int64(k.laneIdle(w, t)))
+	k.relentLocked(e, e.item)
+	if !k.p.GiveSeat(e.seat, e.item, parked) {
+		k.closeLocked(e.item) // retired: past the Idle ceiling, or closed
 	}
 }
 
 // relentLocked reports to the pool the loans the lane made of item, in e's
 // seat, that the pool has not heard of yet. Only the holder of item's loan
-// (or the mutex, for a parked resource) calls it.
+// (or lock, for a parked resource) calls it.
 func (k *Keeper[T]) relentLocked(e *entry[T], item T) {
 	if e.relends == 0 {
 		return
@@ -237,6 +231,9 @@ func (k *Keeper[T]) laneCount() int {
 	return 0
 }
 
+// laneOpen reports whether the slot is open now.
+func (k *Keeper[T]) laneOpen() bool { return k.slot.Load()&shut == 0 }
+
 // topUp starts the dials MinIdle needs now that a resource left the lane.
 func (k *Keeper[T]) topUp() {
 	var fx effects[T]
@@ -245,15 +242,15 @@ func (k *Keeper[T]) topUp() {
 	k.unlockDo(&fx)
 }
 
-// armSweepLocked arms the sweep, if it is due, and opens that bit of the
-// gate: from now until the timer fires, releases may park.
+// armSweepLocked arms the sweep, if it is not armed: from now until the
+// timer fires, the lane may open.
 func (k *Keeper[T]) armSweepLocked(now time.Time) {
-	if k.gate.Load()&gateSweep == 0 || k.closed || !k.laneOn {
+	if k.sweepArmed || k.closed || !k.laneOn {
 		return
 	}
 	k.armLocked(now, now.Add(k.sweep))
-	// The lane reads parking instants until a little past the sweep: the
+	// The lane reads parking instants until a sweep past the one due: the
 	// timer folds the slot by then, or the lane asks the pool.
 	k.sweepBy.Store(k.ns(now) + int64(k.sweep) + int64(sweepEvery))
-	k.gate.And(^gateSweep)
+	k.sweepArmed = true
 }

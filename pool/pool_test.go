@@ -707,9 +707,18 @@ func TestRelentIsTheGiveTakePairs(t *testing.T) {
 	if after := relent.Books(); after.Loans != before.Loans || after.Reused != before.Reused {
 		t.Fatalf("a refused Relent changed the books: %+v → %+v", before, after)
 	}
-	idle, _ := New[string](Limits{Size: 4, Idle: 2}, ward.Ward{})
+	idle, _ := New[string](Limits{Size: 4, Idle: 1}, ward.Ward{})
+	idle.Take(t0, 0, 0)
+	idle.Made("a", t0)
+	if !idle.Lane() {
+		t.Fatal("no Lane below the Idle ceiling")
+	}
+	idle.Give("a", t0)
 	if idle.Lane() {
-		t.Fatal("Lane with an Idle ceiling below Size: a Give there can retire")
+		t.Fatal("Lane at the Idle ceiling: a Give there retires")
+	}
+	if idle.Close(); idle.Lane() {
+		t.Fatal("Lane on a closed pool")
 	}
 }
 

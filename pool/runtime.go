@@ -109,30 +109,34 @@ func (p *Pool[T]) SeatGeneration(seat int32) uint32 {
 	return p.z.s[seat].gen
 }
 
-// Lane reports whether a Give followed at once by a Take that lends the same
-// resource changes nothing but that resource's loan and the books: no guard
-// of the ward watches loans begin or end (a shedder or a limiter does), and
-// no Idle ceiling below Size can turn the Give into a retirement. Only then
-// may a runtime carry out such pairs itself, without the pool, and report
-// them afterwards with Relent. The answer never changes for a pool.
+// Lane reports whether, in the pool's present state, a Give followed at once
+// by a Take that lends the same resource changes nothing but that
+// resource's loan and the books: no guard of the ward watches loans begin or
+// end (a shedder or a limiter does), the Idle ceiling is not reached (the
+// Give would not retire), and the pool is not closed. A pair leaves that
+// state as it found it, so while the pool is asked nothing else, a runtime
+// may carry out any number of such pairs itself, without the pool, and
+// report them afterwards with Relent.
 func (p *Pool[T]) Lane() bool {
-	l := p.limits
-	return p.ward.Shedder == nil && p.ward.Limiter == nil &&
-		(l.Idle == 0 || (l.Size > 0 && l.Idle >= l.Size))
+	return p.pairs() && !p.closed && (p.limits.Idle == 0 || p.z.idle < p.limits.Idle)
 }
+
+// pairs reports whether the ward lets Give/Take pairs pass unseen at all.
+func (p *Pool[T]) pairs() bool { return p.ward.Shedder == nil && p.ward.Limiter == nil }
 
 // Relent reports n loans that a runtime made itself, as the pool would
 // have: the resource lent from seat was given back and taken again n times,
 // each time by a Take that Lane and Limits.Past say would have answered
 // Ready with it, the last of them at now. It has the effect of those n
 // Give/Take pairs: the loan's start moves to now, and Loans and Reused rise
-// by n. The pairs may have been made before a Reset or Close that the pool
-// heard of first: a runtime reports them when the resource next passes
-// through its lock. It reports false, and changes nothing, when Lane is
-// false, n is not positive, or seat does not hold item lent: those pairs
-// could not have been answered so.
+// by n. The pairs were made while Lane reported true, but may be reported
+// after later calls (a Reset, a Close, other Gives): a runtime reports them
+// when the resource next passes through its lock. It reports false, and
+// changes nothing, when the ward has a shedder or a limiter, n is not
+// positive, or seat does not hold item lent: those pairs could not have
+// been answered so.
 func (p *Pool[T]) Relent(seat int32, item T, n int, now time.Time) bool {
-	if n <= 0 || !p.Lane() || seat < 0 || int(seat) >= len(p.z.s) {
+	if n <= 0 || !p.pairs() || seat < 0 || int(seat) >= len(p.z.s) {
 		return false
 	}
 	s := &p.z.s[seat]

@@ -42,16 +42,6 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 	}
 }
 
-// queuedLocked follows a caller's joining the queue. The queue's gate bit is
-// set now, so no release parks in the lane and no acquire takes from it from
-// here on; one that parked just before is folded and served to the queue,
-// oldest first (see lane.go).
-func (k *Keeper[T]) queuedLocked(now time.Time, fx *effects[T]) {
-	if k.laneOn && k.foldLocked() {
-		k.serveLocked(now, fx)
-	}
-}
-
 // attachLocked readies a recycled waiter for ctx under a new ticket.
 func (k *Keeper[T]) attachLocked(ctx context.Context, start time.Time, st *stack) *waiter[T] {
 	w := k.spare.Get().(*waiter[T])

@@ -29,17 +29,14 @@ func (k *Keeper[T]) armLocked(now, at time.Time) {
 // timer again.
 func (k *Keeper[T]) tick() {
 	var fx effects[T]
-	k.mu.Lock()
+	k.lock() // folds the lane: nothing stays parked past a sweep
 	if k.closed {
-		k.mu.Unlock()
+		k.unlock()
 		return
 	}
-	if k.laneOn {
-		// Shut the lane until a release arms the next sweep, then fold it:
-		// nothing stays parked past a sweep.
-		k.gate.Or(gateSweep)
-		k.foldLocked()
-	}
+	// The lane stays shut until a release through the mutex arms the next
+	// sweep: an idle Keeper runs no timer for it.
+	k.sweepArmed = false
 	k.bg++
 	k.armed = false
 	now := k.clock.Now()

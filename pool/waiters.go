@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 )
 
@@ -50,25 +49,10 @@ type waiters[T comparable] struct {
 	head int       // index of the front slot
 	n    int       // slots in use, dead ones included
 	live int       // slots whose waiter is still queued under that ticket
-
-	// gate, when set, has its gateWaiters bit set while live > 0, for the
-	// Keeper's hot slots, which read it without the lock.
-	gate *atomic.Uint32
 }
 
-// counted moves live by d and keeps the gate's bit in step.
-func (q *waiters[T]) counted(d int) {
-	q.live += d
-	if q.gate == nil {
-		return
-	}
-	switch {
-	case d > 0 && q.live == d:
-		q.gate.Or(gateWaiters)
-	case d < 0 && q.live == 0:
-		q.gate.And(^gateWaiters)
-	}
-}
+// counted moves live by d.
+func (q *waiters[T]) counted(d int) { q.live += d }
 
 type slot[T comparable] struct {
 	w      *waiter[T]
