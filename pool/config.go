@@ -58,8 +58,15 @@ type Config[T comparable] struct {
 	// borrow. Zero means one second (pgxpool's choice); negative, every
 	// borrow.
 	CheckIdle time.Duration
-	// Reset, when set, runs on every Release, outside the lock, before the
-	// resource is given back; an error destroys it instead.
+	// BeforeReuse, when set, runs on every Release, outside the lock,
+	// before the resource is given back for reuse (a session reset, say);
+	// an error destroys it instead. It never runs on a Destroy or Hijack.
+	BeforeReuse func(ctx context.Context, v T) error
+	// Reset is the former name of BeforeReuse, read only when BeforeReuse
+	// is nil.
+	//
+	// Deprecated: use BeforeReuse. Keeper.Reset is a different thing: it
+	// retires every resource made so far.
 	Reset func(ctx context.Context, v T) error
 	// MinIdle is how many idle resources the Keeper keeps warm, dialing in
 	// the background (within Size, and within the ward's backoff and
@@ -143,7 +150,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		dialTimeout: cfg.DialTimeout,
 		check:       cfg.Check,
 		checkIdle:   cfg.CheckIdle,
-		reset:       cfg.Reset,
+		reuse:       cfg.BeforeReuse,
 		minIdle:     cfg.MinIdle,
 		jitter:      cfg.LifeJitter,
 		leakAfter:   cfg.LeakAfter,
@@ -157,6 +164,9 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		shedder:     cfg.Ward.Shedder != nil,
 		p:           p,
 		drained:     make(chan struct{}),
+	}
+	if k.reuse == nil {
+		k.reuse = cfg.Reset
 	}
 	if k.checkIdle == 0 {
 		k.checkIdle = defaultCheckIdle

@@ -55,7 +55,7 @@ type Keeper[T comparable] struct {
 	dialTimeout time.Duration
 	check       func(context.Context, T) error
 	checkIdle   time.Duration
-	reset       func(context.Context, T) error
+	reuse       func(context.Context, T) error
 	minIdle     int
 	jitter      time.Duration
 	leakAfter   time.Duration

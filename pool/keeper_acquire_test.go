@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,7 +262,7 @@ func TestKeeperResetHookDestroysOnError(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{
 		Limits: Limits{Size: 2},
-		Reset: func(_ context.Context, r *res) error {
+		BeforeReuse: func(_ context.Context, r *res) error {
 			if r.id == 1 {
 				return errors.New("dirty")
 			}
@@ -453,3 +454,18 @@ type atomicInt struct {
 
 func (a *atomicInt) get() int  { a.mu.Lock(); defer a.mu.Unlock(); return a.v }
 func (a *atomicInt) set(v int) { a.mu.Lock(); defer a.mu.Unlock(); a.v = v }
+
+func TestKeeperDeprecatedResetFieldStillRunsBeforeReuse(t *testing.T) {
+	var runs atomic.Int32
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{
+		Limits: Limits{Size: 1},
+		Reset:  func(context.Context, *res) error { runs.Add(1); return nil },
+	})
+	mustAcquire(t, k).Release()
+	mustAcquire(t, k).Release()
+	if runs.Load() != 2 {
+		t.Fatalf("Config.Reset ran %d times on two releases, want 2", runs.Load())
+	}
+	checkBalanced(t, k, d)
+}

@@ -330,7 +330,7 @@ func TestLaneReleaseRunsTheResetHook(t *testing.T) {
 	fail := false
 	k, _ := newTestKeeper(t, d, Config[*res]{
 		Limits: Limits{Size: 2},
-		Reset: func(context.Context, *res) error {
+		BeforeReuse: func(context.Context, *res) error {
 			resets++
 			if fail {
 				return errors.New("dirty")

@@ -171,8 +171,8 @@ func (k *Keeper[T]) releaseLane(l Loan[T]) bool {
 	if !e.loan.CompareAndSwap(l.gen, l.gen+1) {
 		return false
 	}
-	if k.reset != nil {
-		if err := k.safeReset(l.item); err != nil {
+	if k.reuse != nil {
+		if err := k.safeReuse(l.item); err != nil {
 			k.destroyEnded(e, l.item)
 			return true
 		}

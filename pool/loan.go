@@ -50,7 +50,7 @@ func (l Loan[T]) Valid() bool {
 // (directly, so the releaser cannot take it back first); otherwise it goes
 // idle, or is closed when the pool keeps enough idle already, when the
 // Keeper was Reset since it was made, or when the Keeper is closed. With
-// Config.Reset set, that runs first, outside the lock, and an error destroys
+// Config.BeforeReuse set, that runs first, outside the lock, and an error destroys
 // the resource instead. Closing never runs on the releaser's goroutine.
 func (l Loan[T]) Release() {
 	if l.e == nil {
@@ -71,9 +71,9 @@ func (k *Keeper[T]) release(l Loan[T]) {
 		k.unlockDo(&fx)
 		return
 	}
-	if k.reset != nil {
+	if k.reuse != nil {
 		k.unlockDo(&fx)
-		if err := k.safeReset(l.item); err != nil {
+		if err := k.safeReuse(l.item); err != nil {
 			k.destroyEnded(l.e, l.item)
 			return
 		}
@@ -185,12 +185,12 @@ func (k *Keeper[T]) dropLocked(e *entry[T], item T, closeIt bool, fx *effects[T]
 	}
 }
 
-func (k *Keeper[T]) safeReset(v T) (err error) {
+func (k *Keeper[T]) safeReuse(v T) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			k.countPanic("Reset", r)
-			err = fmt.Errorf("wardpool: Reset panicked: %v", r)
+			k.countPanic("BeforeReuse", r)
+			err = fmt.Errorf("wardpool: BeforeReuse panicked: %v", r)
 		}
 	}()
-	return k.reset(context.Background(), v)
+	return k.reuse(context.Background(), v)
 }

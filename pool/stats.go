@@ -43,7 +43,7 @@ type Stats struct {
 	// DoubleReleases counts Release, Destroy and Hijack calls on a loan that
 	// had already ended: no-ops.
 	DoubleReleases uint64
-	// Panics counts recovered panics in Dial, Close, Check and Reset.
+	// Panics counts recovered panics in Dial, Close, Check and BeforeReuse.
 	Panics uint64
 }
 

@@ -117,9 +117,9 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 		// The hook decides on every borrow; the check tells it how long the
 		// connection sat idle.
 		kc.CheckIdle = -1
-		kc.Reset = p.reset
+		kc.BeforeReuse = p.reset
 	} else if p.afterRelease != nil {
-		kc.Reset = p.reset
+		kc.BeforeReuse = p.reset
 	}
 	if onLeak := config.OnLeak; onLeak != nil {
 		kc.OnLeak = func(l pool.Leak[*res]) {

@@ -150,18 +150,18 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	}
 	clock := cfg.Clock
 	kc := pool.Config[*conn]{
-		Limits:     cfg.Limits,
-		Ward:       cfg.Ward,
-		Dial:       c.dial,
-		Close:      closeConn,
-		Check:      c.check,
-		CheckIdle:  -1, // every borrow: check decides, as database/sql would
-		Reset:      c.reset,
-		MinIdle:    cfg.MinIdle,
-		LifeJitter: cfg.LifeJitter,
-		LeakAfter:  cfg.LeakAfter,
-		Logger:     cfg.Logger,
-		Clock:      clock,
+		Limits:      cfg.Limits,
+		Ward:        cfg.Ward,
+		Dial:        c.dial,
+		Close:       closeConn,
+		Check:       c.check,
+		CheckIdle:   -1, // every borrow: check decides, as database/sql would
+		BeforeReuse: c.reset,
+		MinIdle:     cfg.MinIdle,
+		LifeJitter:  cfg.LifeJitter,
+		LeakAfter:   cfg.LeakAfter,
+		Logger:      cfg.Logger,
+		Clock:       clock,
 	}
 	if cfg.OnLeak != nil {
 		onLeak := cfg.OnLeak
