@@ -14,8 +14,9 @@ type Stats struct {
 	Waiting int
 	// Dialing is how many dials are in flight now.
 	Dialing int
-	// Closing is how many resources wait to be closed now (see
-	// Config.Close); Closed counts the closes done.
+	// Closing is how many resources are waiting to be closed, or being
+	// closed, now (see Config.Close): zero once every close so far is done.
+	// Closed counts the closes done.
 	Closing int
 	Closed  uint64
 	// Acquires counts successful Acquire, TryAcquire, AcquireFunc and
@@ -61,7 +62,7 @@ func (k *Keeper[T]) Stats() Stats {
 		Books:          b,
 		Waiting:        k.q.live,
 		Dialing:        k.dialing,
-		Closing:        len(k.closing),
+		Closing:        len(k.closing) + k.closingNow,
 		Closed:         s.closed,
 		Acquires:       k.acquired.Load() + k.laneTakes,
 		AcquireWait:    time.Duration(k.waitNs.Load()),
