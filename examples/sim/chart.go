@@ -122,7 +122,7 @@ func column(r *engine.Result, title string, warded bool) plot.Column {
 	ans.Series = append(ans.Series,
 		plot.Series{Name: "opened", Color: "#17becf", Dash: true, Values: get(func(x *engine.Second) float64 { return float64(x.Opened) })},
 		plot.Series{Name: "retired", Color: "#7f7f7f", Dash: true, Values: get(func(x *engine.Second) float64 { return float64(x.Retired) })},
-		plot.Series{Name: "dials failed", Color: "#e377c2", Dash: true, Values: get(func(x *engine.Second) float64 { return float64(x.Failed) })},
+		plot.Series{Name: "dials failed", Color: "#000", Dash: true, Values: get(func(x *engine.Second) float64 { return float64(x.Failed) })},
 	)
 	c.Panels = append(c.Panels, ans)
 	c.Panels = append(c.Panels, plot.Panel{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -311,5 +312,40 @@ func TestBadInputIsAClearError(t *testing.T) {
 	var le *engine.LineError
 	if err := cli([]string{"-replay", badCSV}, &bytes.Buffer{}); !errors.As(err, &le) || le.Line != 3 {
 		t.Errorf("the CSV error is not a LineError at line 3: %v", err)
+	}
+}
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the committed charts (sim.svg, outage.svg) from the command")
+
+// committed are the charts in the repository and the arguments that make
+// them; the README shows them.
+var committed = []struct {
+	file string
+	args []string
+}{
+	{"sim.svg", nil},
+	{"outage.svg", []string{"-scenario", "outage", "-compare", "ward=none"}},
+}
+
+// The committed charts are what the command draws today: a change to the
+// pool's decisions shows up here, and the charts are redrawn with
+// go test ./examples/sim -run Committed -rewrite.
+func TestCommittedChartsAreCurrent(t *testing.T) {
+	for _, c := range committed {
+		got := svg(t, c.args...)
+		if *rewrite {
+			if err := os.WriteFile(c.file, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is not what go run ./examples/sim %s draws now; redraw it with go test ./examples/sim -run Committed -rewrite",
+				c.file, strings.Join(append(c.args, "-svg", c.file), " "))
+		}
 	}
 }
