@@ -174,6 +174,7 @@ type run struct {
 
 	pending   Arrival // the next arrival, scheduled
 	havePend  bool
+	arrival   event // pending's event, kept out of the heap
 	evictAt   int64
 	evictOn   bool
 	retryAt   int64
@@ -227,8 +228,13 @@ func Run(s Scenario, opt Options) (*Result, error) {
 	if err := r.nextArrival(); err != nil {
 		return nil, err
 	}
-	for len(r.q) > 0 {
-		e := r.q.pop()
+	for len(r.q) > 0 || r.havePend {
+		var e event
+		if r.havePend && (len(r.q) == 0 || r.arrival.before(&r.q[0])) {
+			e, r.havePend = r.arrival, false
+		} else {
+			e = r.q.pop()
+		}
 		if e.at > r.end {
 			break
 		}
@@ -262,11 +268,14 @@ func (r *run) nextArrival() error {
 		r.havePend = false
 		return nil
 	}
-	if r.havePend && a.At < r.pending.At || a.At < 0 {
+	if a.At < r.pending.At || a.At < 0 {
 		return ErrLoad
 	}
+	// The next arrival waits beside the heap rather than in it (half the
+	// heap's traffic otherwise), in the heap's order: (at, seq).
+	r.seq++
 	r.pending, r.havePend = a, true
-	r.schedule(int64(a.At), evArrive, nil, 0)
+	r.arrival = event{at: int64(a.At), seq: r.seq, kind: evArrive}
 	return nil
 }
 
