@@ -58,7 +58,7 @@ type Second struct {
 	// [0, 1]; zero without a breaker.
 	Refusal float64
 	// Backoff is how much longer makes are held back by backoff at the end
-	// of the second, as the pool last said; zero when they are not.
+	// of the second (Pool.HeldUntil); zero when they are not.
 	Backoff time.Duration
 }
 
@@ -172,14 +172,13 @@ type run struct {
 	qhead int
 	qlive int
 
-	pending   Arrival // the next arrival, scheduled
-	havePend  bool
-	arrival   event // pending's event, kept out of the heap
-	evictAt   int64
-	evictOn   bool
-	retryAt   int64
-	retryOn   bool
-	heldUntil int64 // backoff: no make before this, as the pool last said
+	pending  Arrival // the next arrival, scheduled
+	havePend bool
+	arrival  event // pending's event, kept out of the heap
+	evictAt  int64
+	evictOn  bool
+	retryAt  int64
+	retryOn  bool
 
 	cur    Second
 	waits  []time.Duration // ended this second
@@ -392,9 +391,6 @@ func (r *run) acquire(c *caller, t int64) {
 // answer counts one answer of the pool, given on c's behalf.
 func (r *run) answer(c *caller, tk pool.Taken[int32], t int64) {
 	r.cur.Answers[tk.Kind]++
-	if tk.Kind == pool.Later && tk.Guard == ward.GuardBackoff {
-		r.heldUntil = t + int64(tk.Delay)
-	}
 	if int(c.nans) < maxAnswers {
 		c.answers[c.nans] = tk.Kind
 	}
@@ -489,7 +485,6 @@ func (r *run) dialed(e *event, t int64) {
 		r.serve(t)
 		return
 	}
-	r.heldUntil = 0
 	id := r.nextRes
 	r.nextRes++
 	if !r.p.Made(id, now) {
@@ -621,8 +616,8 @@ func (r *run) tick(t int64) {
 	if r.s.Breaker {
 		row.Refusal = r.p.Refusal(now)
 	}
-	if r.heldUntil > t {
-		row.Backoff = time.Duration(r.heldUntil - t)
+	if until, ok := r.p.HeldUntil(); ok && until.After(now) {
+		row.Backoff = until.Sub(now)
 	}
 	if len(r.waits) > 0 {
 		slices.Sort(r.waits)
