@@ -92,6 +92,9 @@ func column(r *engine.Result, title string, warded bool) plot.Column {
 	for _, o := range s.Outages {
 		c.Bands = append(c.Bands, plot.Band{From: o.From.Seconds(), To: o.To.Seconds(), Label: fmt.Sprintf("outage: %g%% of dials fail", o.Fraction*100), Color: "#d62728"})
 	}
+	for _, o := range s.Breaks {
+		c.Bands = append(c.Bands, plot.Band{From: o.From.Seconds(), To: o.To.Seconds(), Label: fmt.Sprintf("%g%% of loans come home broken", o.Fraction*100), Color: "#bcbd22"})
+	}
 	c.Panels = append(c.Panels, plot.Panel{
 		Title: panelCallers, Unit: "callers/s",
 		Series: []plot.Series{
@@ -99,6 +102,7 @@ func column(r *engine.Result, title string, warded bool) plot.Column {
 			{Name: "served", Color: "#2ca02c", Values: get(func(x *engine.Second) float64 { return float64(x.Served) })},
 			{Name: "served after a wait", Color: "#ff7f0e", Values: get(func(x *engine.Second) float64 { return float64(x.Waited) })},
 			{Name: "failed (timeout, shed, dial error)", Color: "#d62728", Values: get(func(x *engine.Second) float64 { return float64(x.TimedOut + x.Refused + x.DialErrors) })},
+			{Name: "dial outlived its caller", Color: "#9467bd", Dash: true, Values: get(func(x *engine.Second) float64 { return float64(x.Orphans) })},
 		},
 	})
 	res := plot.Panel{
@@ -123,6 +127,7 @@ func column(r *engine.Result, title string, warded bool) plot.Column {
 		plot.Series{Name: "opened", Color: "#17becf", Dash: true, Values: get(func(x *engine.Second) float64 { return float64(x.Opened) })},
 		plot.Series{Name: "retired", Color: "#7f7f7f", Dash: true, Values: get(func(x *engine.Second) float64 { return float64(x.Retired) })},
 		plot.Series{Name: "dials failed", Color: "#000", Dash: true, Values: get(func(x *engine.Second) float64 { return float64(x.Failed) })},
+		plot.Series{Name: "dropped broken", Color: "#bcbd22", Dash: true, Values: get(func(x *engine.Second) float64 { return float64(x.Dropped) })},
 	)
 	c.Panels = append(c.Panels, ans)
 	c.Panels = append(c.Panels, plot.Panel{

@@ -183,7 +183,8 @@ func TestChartNumbersAreTheBooks(t *testing.T) {
 				{"opened", get(panelAnswers, "opened")[i], d(func(b pool.Books) uint64 { return b.Made })},
 				{"retired", get(panelAnswers, "retired")[i], d(func(b pool.Books) uint64 { return b.Retired })},
 				{"dials failed", get(panelAnswers, "dials failed")[i], d(func(b pool.Books) uint64 { return b.Failed })},
-				{"served", get(panelCallers, "served")[i], d(func(b pool.Books) uint64 { return b.Loans })},
+				{"dropped", get(panelAnswers, "dropped broken")[i], d(func(b pool.Books) uint64 { return b.Dropped })},
+				{"served+orphans", get(panelCallers, "served")[i] + get(panelCallers, "dial outlived its caller")[i], d(func(b pool.Books) uint64 { return b.Loans })},
 			}
 			for _, c := range checks {
 				if c.got != c.want {

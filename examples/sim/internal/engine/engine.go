@@ -43,12 +43,16 @@ type Second struct {
 	Answers [pool.Closed + 1]int
 	// Opened counts resources made, Failed dials that failed, Retired
 	// resources the pool let go of (stale, evicted, or over the Idle
-	// ceiling on their way back).
-	Opened, Failed, Retired int
+	// ceiling on their way back), Dropped loans that came home broken.
+	Opened, Failed, Retired, Dropped int
 	// Served counts callers who got a resource, Waited those of them who
 	// had to wait for it, TimedOut those who gave up, Refused those shed,
 	// DialErrors those whose own dial failed.
 	Served, Waited, TimedOut, Refused, DialErrors int
+	// Orphans counts dials that succeeded after their caller had given up:
+	// the pool counts a loan (Books.Loans) and the resource is given back
+	// at once, as Keeper does.
+	Orphans int
 	// P50, P99 and Max are percentiles of the acquire waits that ended in
 	// this second (served or not); zero when none ended.
 	P50, P99, Max time.Duration
@@ -308,7 +312,10 @@ func (r *run) handle(e *event) error {
 		return r.nextArrival()
 	case evRelease:
 		c := e.c
-		if !r.p.Give(e.res, r.now(t)) {
+		if f := r.s.breakAt(time.Duration(t)); f >= 1 || f > 0 && r.drng.Float64() < f {
+			r.p.Drop(e.res, r.now(t)) // broken: the caller drops it
+			r.cur.Dropped++
+		} else if !r.p.Give(e.res, r.now(t)) {
 			r.cur.Retired++
 		}
 		r.done(c, t)
@@ -496,6 +503,7 @@ func (r *run) dialed(e *event, t int64) {
 		r.lend(c, id, t)
 		return
 	}
+	r.cur.Orphans++ // a loan to nobody: the pool counts it, then takes it back
 	if !r.p.Give(id, now) {
 		r.cur.Retired++
 	}

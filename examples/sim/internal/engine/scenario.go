@@ -51,6 +51,9 @@ type Scenario struct {
 	Slows []Slow
 	// Outages make dials fail over a span.
 	Outages []Outage
+	// Breaks make loans come home broken over a span: the caller drops
+	// them (Pool.Drop) instead of giving them back.
+	Breaks []Outage
 	// Breaker puts ward.DefaultSre's breaker in front of the backend.
 	Breaker bool
 	// Backoff holds makes back after a failed one, by ward.DefaultBackoff.
@@ -78,7 +81,8 @@ type Slow struct {
 }
 
 // Outage makes dials started within its span fail, a Fraction of them (1:
-// all), after the dial time in force.
+// all), after the dial time in force. As a break, it makes that fraction of
+// the loans given back within its span come home broken.
 type Outage struct {
 	Span
 	Fraction float64
@@ -110,11 +114,12 @@ func Builtin(name string) (Scenario, bool) {
 		s.Timeout = 2 * time.Second
 		s.Slows = []Slow{{Span{8 * time.Second, 16 * time.Second}, 10, 3}}
 	case "outage":
-		s.Note = "every dial fails from second 8 to 16"
+		s.Note = "from second 8 to 16 every dial fails and every loan comes home broken"
 		s.Seconds = 30
 		s.Timeout = time.Second
 		s.Limits.Keep = 500 * time.Millisecond
 		s.Outages = []Outage{{Span{8 * time.Second, 16 * time.Second}, 1}}
+		s.Breaks = []Outage{{Span{8 * time.Second, 16 * time.Second}, 1}}
 		s.Breaker, s.Backoff = true, true
 	default:
 		return Scenario{}, false
@@ -149,9 +154,9 @@ func (s *Scenario) Validate() error {
 			return fmt.Errorf("slow factors dial x%v hold x%v, want 1 to 10000", sl.Dial, sl.Hold)
 		}
 	}
-	for _, o := range s.Outages {
+	for _, o := range append(s.Outages[:len(s.Outages):len(s.Outages)], s.Breaks...) {
 		if !(o.Fraction >= 0 && o.Fraction <= 1) {
-			return fmt.Errorf("outage fraction %v, want 0 to 1", o.Fraction)
+			return fmt.Errorf("outage or break fraction %v, want 0 to 1", o.Fraction)
 		}
 	}
 	peak := s.Rate
@@ -194,9 +199,14 @@ func (s *Scenario) slowAt(t time.Duration) (dial, hold float64) {
 }
 
 // failAt returns the share of dials started at t that fail.
-func (s *Scenario) failAt(t time.Duration) float64 {
+func (s *Scenario) failAt(t time.Duration) float64 { return share(s.Outages, t) }
+
+// breakAt returns the share of loans given back at t that are broken.
+func (s *Scenario) breakAt(t time.Duration) float64 { return share(s.Breaks, t) }
+
+func share(spans []Outage, t time.Duration) float64 {
 	f := 0.0
-	for _, o := range s.Outages {
+	for _, o := range spans {
 		if o.In(t) {
 			f = max(f, o.Fraction)
 		}
@@ -222,8 +232,8 @@ const maxLine = 4096
 // Parse reads a scenario file, starting from base (a built-in, or the zero
 // Scenario), and returns the scenario it describes. The format is one
 // setting a line, "key value…"; blank lines and text after # are ignored;
-// later lines override earlier ones, except burst, slow and outage, which
-// add a span each:
+// later lines override earlier ones, except burst, slow, outage and break,
+// which add a span each:
 //
 //	name     outage-16                 # a label
 //	note     dials fail for 8 s        # one line written on the chart
@@ -240,6 +250,7 @@ const maxLine = 4096
 //	burst    8s 16s x2                 # rate times 2 within [8 s, 16 s)
 //	slow     8s 16s dial x10 hold x3   # growing to 10x and 3x by 16 s
 //	outage   8s 16s                    # every dial fails; "0.5" after: half
+//	break    8s 16s 0.1                # a tenth of loans come home broken
 //	ward     breaker backoff           # or "none", or one of the two
 //
 // Idle follows size (a size line sets idle too) while the two are equal;
@@ -251,6 +262,7 @@ func Parse(r io.Reader, base Scenario) (Scenario, error) {
 	s.Bursts = append([]Burst(nil), base.Bursts...)
 	s.Slows = append([]Slow(nil), base.Slows...)
 	s.Outages = append([]Outage(nil), base.Outages...)
+	s.Breaks = append([]Outage(nil), base.Breaks...)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 512), maxLine)
 	n := 0
@@ -388,16 +400,20 @@ func (s *Scenario) set(line string) error {
 			err = errors.New("slow factors are 1 or more (a slowdown)")
 		}
 		s.Slows = append(s.Slows, sl)
-	case "outage":
+	case "outage", "break":
 		if len(args) != 2 && len(args) != 3 {
-			return fmt.Errorf("outage takes FROM TO [FRACTION], got %d values", len(args))
+			return fmt.Errorf("%s takes FROM TO [FRACTION], got %d values", key, len(args))
 		}
 		o := Outage{Fraction: 1}
 		o.Span, err = span(args[0], args[1])
 		if err == nil && len(args) == 3 {
 			o.Fraction, err = number(args[2], 1)
 		}
-		s.Outages = append(s.Outages, o)
+		if key == "outage" {
+			s.Outages = append(s.Outages, o)
+		} else {
+			s.Breaks = append(s.Breaks, o)
+		}
 	case "ward":
 		if len(args) == 0 {
 			return errors.New("ward takes none, breaker, backoff or both")
@@ -427,7 +443,7 @@ func (s *Scenario) set(line string) error {
 
 var keys = func() []string {
 	k := []string{"name", "note", "seconds", "seed", "rate", "hold", "dial", "size", "idle",
-		"keep", "life", "timeout", "burst", "slow", "outage", "ward"}
+		"keep", "life", "timeout", "burst", "slow", "outage", "break", "ward"}
 	sort.Strings(k)
 	return k
 }()

@@ -84,7 +84,7 @@ const (
 	panelHeight = 150
 	left        = 64
 	right       = 16
-	panelGap    = 52
+	panelGap    = 66
 	lineHeight  = 16
 	headTop     = 30
 )
@@ -125,11 +125,11 @@ func (f *Figure) WriteSVG(w io.Writer) error {
 		x0 := ci * colWidth
 		fmt.Fprintf(bw, `<text x="%d" y="%d" font-size="13" font-weight="bold">%s</text>`+"\n", x0+left, head-4, esc(c.Title))
 		for r, p := range c.Panels {
-			y0 := head + r*(panelHeight+panelGap) + 28
+			y0 := head + r*(panelHeight+panelGap) + 42
 			f.panel(bw, ci, &p, c.Bands, r == 0, r == len(c.Panels)-1, x0, colWidth, y0, tops[r])
 		}
 	}
-	fy := head + rows*(panelHeight+panelGap) + 16
+	fy := head + rows*(panelHeight+panelGap) + 18
 	for i, t := range f.Footer {
 		fmt.Fprintf(bw, `<text x="12" y="%d" font-family="monospace" fill="#222">%s</text>`+"\n", fy+lineHeight*i, esc(t))
 	}
@@ -207,23 +207,35 @@ func (f *Figure) panel(w *bufio.Writer, col int, p *Panel, bands []Band, labels,
 	X := func(x float64) float64 { return px + (x-xmin)/(xmax-xmin)*pw }
 	Y := func(y float64) float64 { return py + ph - scale(min(max(y, 0), ytop))/scale(ytop)*ph }
 
-	// Title and legend.
-	fmt.Fprintf(w, `<text x="%s" y="%s" font-weight="bold">%s</text>`+"\n", num(px), num(py-20), esc(p.Title))
-	lx := px
-	for _, s := range p.Series {
-		fmt.Fprintf(w, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"%s/>`, num(lx), num(py-6), num(lx+14), num(py-6), s.Color, dash(s.Dash))
-		fmt.Fprintf(w, `<text x="%s" y="%s">%s</text>`+"\n", num(lx+17), num(py-2), esc(s.Name))
-		lx += 24 + 6.2*float64(len([]rune(s.Name)))
+	// Title and legend: the legend in one row, or two when it does not fit.
+	fmt.Fprintf(w, `<text x="%s" y="%s" font-weight="bold">%s</text>`+"\n", num(px), num(py-34), esc(p.Title))
+	widths := make([]float64, len(p.Series))
+	total := 0.0
+	for i, s := range p.Series {
+		widths[i] = 24 + 6.2*float64(len([]rune(s.Name)))
+		total += widths[i]
+	}
+	lx, ly := px, py-6
+	if total > pw {
+		ly = py - 20
+	}
+	for i, s := range p.Series {
+		if ly < py-6 && lx+widths[i] > px+pw {
+			lx, ly = px, py-6
+		}
+		fmt.Fprintf(w, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="%s" stroke-width="2"%s/>`, num(lx), num(ly), num(lx+14), num(ly), s.Color, dash(s.Dash))
+		fmt.Fprintf(w, `<text x="%s" y="%s">%s</text>`+"\n", num(lx+17), num(ly+4), esc(s.Name))
+		lx += widths[i]
 	}
 	// Bands.
-	for _, b := range bands {
+	for i, b := range bands {
 		a, z := X(max(b.From, xmin)), X(min(b.To, xmax))
 		if z <= a {
 			continue
 		}
 		fmt.Fprintf(w, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s" fill-opacity="0.15"/>`+"\n", num(a), num(py), num(z-a), num(ph), b.Color)
 		if labels && b.Label != "" {
-			fmt.Fprintf(w, `<text x="%s" y="%s" fill="#555" font-style="italic">%s</text>`+"\n", num(a+3), num(py+12), esc(b.Label))
+			fmt.Fprintf(w, `<text x="%s" y="%s" fill="#555" font-style="italic">%s</text>`+"\n", num(a+3), num(py+12+12*float64(i)), esc(b.Label))
 		}
 	}
 	// Grid, ticks and axes.
