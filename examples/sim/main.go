@@ -20,7 +20,8 @@
 //
 // Scenarios. -scenario names a built-in (burst, steady, slowdown, outage) or
 // a file of "key value" lines (engine.Parse documents every key: rate, hold,
-// dial, size, idle, keep, life, timeout, burst, slow, outage, ward, …).
+// dial, size, idle, keep, life, timeout, burst, slow, outage, break, ward;
+// scenarios/failover.txt is an example).
 // Flags given on the command line override the scenario. -compare runs a
 // second configuration, written as the scenario's settings ("size=16" or
 // "ward=none, size=8"), on the same seeded load, and charts the two side by

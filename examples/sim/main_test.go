@@ -350,3 +350,17 @@ func TestCommittedChartsAreCurrent(t *testing.T) {
 		}
 	}
 }
+
+// The scenario files shipped as examples parse and run.
+func TestShippedScenarioFilesRun(t *testing.T) {
+	files, err := filepath.Glob("scenarios/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenario files: %v", err)
+	}
+	for _, f := range files {
+		out := sim(t, "-scenario", f, "-table=false")
+		if !strings.Contains(out, "acquire wait") {
+			t.Errorf("%s: no summary in %q", f, out)
+		}
+	}
+}
