@@ -106,6 +106,7 @@ func cli(args []string, out io.Writer) error {
 		return err
 	}
 	var rec *engine.Recording
+	var origin time.Time // of a recording with wall-clock times
 	if o.replay != "" {
 		f, err := os.Open(o.replay)
 		if err != nil {
@@ -120,6 +121,7 @@ func cli(args []string, out io.Writer) error {
 		s.Note = fmt.Sprintf("%d recorded callers; holds as recorded, dial time a parameter", len(rec.Rows))
 		s.Bursts = nil // a recording has its own bursts
 		s.Seconds = max(int(math.Ceil(rec.End().Seconds())), 1)
+		origin = rec.Origin
 	}
 	// Flags set on the command line override the scenario (and the
 	// recording's length).
@@ -178,7 +180,7 @@ func cli(args []string, out io.Writer) error {
 		}
 		runs = append(runs, b)
 		labels = append(labels, label(sb, o.compare))
-		compare(out, runs, labels)
+		compare(out, runs, labels, origin)
 	} else {
 		if o.table {
 			table(out, a)
@@ -193,7 +195,7 @@ func cli(args []string, out io.Writer) error {
 		}
 	}
 	if o.html != "" {
-		if err := writeFile(o.html, func(w io.Writer) error { return page(w, fig, runs, labels) }); err != nil {
+		if err := writeFile(o.html, func(w io.Writer) error { return page(w, fig, runs, labels, origin) }); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -269,7 +270,7 @@ func TestRecordThenReplayGivesTheSameTable(t *testing.T) {
 		t.Fatalf("replay's table differs:\n%s\n---\n%s", ta, tb)
 	}
 	c := sim(t, "-replay", csv, "-compare", "size=16")
-	if !strings.Contains(c, "B: Size 16") || !strings.Contains(c, "A's longest queue") {
+	if !strings.Contains(c, "B: Size 16") || !strings.Contains(c, "A's longest queues") {
 		t.Fatalf("what-if comparison:\n%s", c)
 	}
 }
@@ -362,5 +363,26 @@ func TestShippedScenarioFilesRun(t *testing.T) {
 		if !strings.Contains(out, "acquire wait") {
 			t.Errorf("%s: no summary in %q", f, out)
 		}
+	}
+}
+
+// A recording with wall-clock times names its queues by the clock.
+func TestReplayOfWallClockTimesNamesTheClock(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "load.csv")
+	var b strings.Builder
+	b.WriteString("asked,acquired,released\n")
+	// Four callers at 14:02:00 holding to 14:02:03, then four more at
+	// 14:02:01: with Size 4 the second four queue until 14:02:03.
+	for i := range 8 {
+		at := "14:02:00"
+		if i >= 4 {
+			at = "14:02:01"
+		}
+		fmt.Fprintf(&b, "2026-11-30T%s.%03dZ,2026-11-30T%s.%03dZ,2026-11-30T14:02:03.%03dZ\n", at, i, at, i, i)
+	}
+	os.WriteFile(name, []byte(b.String()), 0o644)
+	out := sim(t, "-replay", name, "-size", "4", "-compare", "size=8", "-dial", "0")
+	if !strings.Contains(out, "at 14:02:01.004 A queued callers for") || !strings.Contains(out, "B for 0s of it") {
+		t.Fatalf("no wall-clock queue in:\n%s", out)
 	}
 }

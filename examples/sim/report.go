@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"html"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -43,7 +45,7 @@ func episode(e engine.Episode) string {
 
 // compare prints the runs side by side, and what the others did during the
 // first one's longest queue.
-func compare(w io.Writer, runs []*engine.Result, labels []string) {
+func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(name string, f func(*engine.Result) string) {
 		fmt.Fprint(tw, name)
@@ -76,13 +78,29 @@ func compare(w io.Writer, runs []*engine.Result, labels []string) {
 		return fmt.Sprintf("%d / %d / %d", r.Sum.TimedOut, r.Sum.Refused, r.Sum.DialErrors)
 	})
 	tw.Flush()
-	if l := runs[0].Sum.Longest; l.Len() > 0 {
-		for i, r := range runs[1:] {
-			q, longest := within(r.Episodes, l.From, l.To)
-			fmt.Fprintf(w, "\nA's longest queue, %v from %.3f s: %c had callers queued for %v of it (longest stretch %v).\n",
-				round(l.Len()), l.From.Seconds(), 'B'+i, round(q), round(longest))
-		}
+	// A's worst queues, and what the others did over the same stretches.
+	eps := slices.Clone(runs[0].Episodes)
+	slices.SortStableFunc(eps, func(a, b engine.Episode) int { return cmp.Compare(b.Len(), a.Len()) })
+	if len(eps) > 0 {
+		fmt.Fprintln(w, "\nA's longest queues, and the same stretches of time under the others:")
 	}
+	for _, e := range eps[:min(3, len(eps))] {
+		fmt.Fprintf(w, "  at %s A queued callers for %v (%d deep);", when(origin, e.From), round(e.Len()), e.Depth)
+		for i, r := range runs[1:] {
+			q, longest := within(r.Episodes, e.From, e.To)
+			fmt.Fprintf(w, " %c for %v of it (longest stretch %v)", 'B'+i, round(q), round(longest))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// when names an instant of the run: the wall-clock time of a recording
+// that has one, else seconds since the start.
+func when(origin time.Time, d time.Duration) string {
+	if origin.IsZero() {
+		return fmt.Sprintf("%.3f s", d.Seconds())
+	}
+	return origin.Add(d).Format("15:04:05.000")
 }
 
 // within is how long, between from and to, episodes had callers queued,
@@ -133,7 +151,7 @@ func suggest(w io.Writer, s engine.Scenario, rec *engine.Recording, o options) e
 
 // page writes one self-contained HTML page: the chart inline, the summary
 // and the per-second tables. Nothing is fetched from anywhere.
-func page(w io.Writer, fig *plot.Figure, runs []*engine.Result, labels []string) error {
+func page(w io.Writer, fig *plot.Figure, runs []*engine.Result, labels []string, origin time.Time) error {
 	var svg bytes.Buffer
 	if err := fig.WriteSVG(&svg); err != nil {
 		return err
@@ -151,7 +169,7 @@ func page(w io.Writer, fig *plot.Figure, runs []*engine.Result, labels []string)
 	b.WriteString("<h2>Summary</h2>\n<pre>")
 	var sum bytes.Buffer
 	if len(runs) > 1 {
-		compare(&sum, runs, labels)
+		compare(&sum, runs, labels, origin)
 	} else {
 		summary(&sum, runs[0])
 	}

@@ -58,6 +58,9 @@ type Row struct {
 // Recording is a load read from a CSV: its rows in order of Asked.
 type Recording struct {
 	Rows []Row
+	// Origin is the wall-clock instant of the start, for a file of RFC
+	// 3339 times; the zero time for a file of seconds.
+	Origin time.Time
 }
 
 // ErrCSV is wrapped by every error ReadCSV returns.
@@ -170,6 +173,7 @@ func ReadCSV(r io.Reader) (*Recording, error) {
 		rec.Rows = append(rec.Rows, row)
 	}
 	if kind == 2 {
+		rec.Origin = origin
 		for i := range rec.Rows {
 			row := &rec.Rows[i]
 			for j, p := range [3]*int64{&row.Asked, &row.Acquired, &row.Release} {

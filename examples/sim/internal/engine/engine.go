@@ -184,15 +184,14 @@ type run struct {
 	retryAt  int64
 	retryOn  bool
 
-	cur    Second
-	waits  []time.Duration // ended this second
-	all    []time.Duration // every nonzero wait of the run
-	zeros  int
-	satAt  int64 // when the queue last became non-empty, or was last cut
-	ep     Episode
-	res    Result
-	peak   int
-	lastBk pool.Books
+	cur   Second
+	waits []time.Duration // ended this second
+	all   []time.Duration // every nonzero wait of the run
+	zeros int
+	satAt int64 // when the queue last became non-empty, or was last cut
+	ep    Episode
+	res   Result
+	peak  int
 }
 
 // Run runs scenario s and returns what happened. It fails for a scenario
