@@ -29,17 +29,22 @@ var answerColors = [...]string{
 func figure(runs []*engine.Result, labels []string) *plot.Figure {
 	a := runs[0]
 	s := a.Scenario
+	k := bucket(len(a.Rows))
 	f := &plot.Figure{
 		Title:  "wardpool sim: " + s.Name,
-		X0:     1,
-		Step:   1,
+		X0:     float64(k),
+		Step:   float64(k),
 		XLabel: "virtual time (s)",
 	}
 	if s.Note != "" {
 		f.Text = append(f.Text, s.Note+".")
 	}
 	f.Text = append(f.Text, loadLine(a))
-	f.Text = append(f.Text, "Each point is one second: counts are of that second, gauges as they stood at its end; wait percentiles are of the acquires that ended in it.")
+	if k == 1 {
+		f.Text = append(f.Text, "Each point is one second: counts are of that second, gauges as they stood at its end; wait percentiles are of the acquires that ended in it.")
+	} else {
+		f.Text = append(f.Text, fmt.Sprintf("Each point is %d seconds: counts are their mean a second; gauges, queues, waits, refusal and backoff the most any of the %d seconds had.", k, k))
+	}
 	warded := false
 	for _, r := range runs {
 		warded = warded || r.Scenario.Ward()
@@ -73,11 +78,26 @@ func loadLine(r *engine.Result) string {
 // column is one run's panels.
 func column(r *engine.Result, title string, warded bool) plot.Column {
 	s := r.Scenario
-	n := len(r.Rows)
+	// Long runs are drawn k seconds a point: counts as their mean a
+	// second, gauges and waits as their most in the k seconds.
+	k := bucket(len(r.Rows))
+	n := (len(r.Rows) + k - 1) / k
 	get := func(f func(*engine.Second) float64) []float64 {
 		v := make([]float64, n)
 		for i := range r.Rows {
-			v[i] = f(&r.Rows[i])
+			v[i/k] += f(&r.Rows[i])
+		}
+		if k > 1 {
+			for i := range v {
+				v[i] /= float64(min(k, len(r.Rows)-i*k))
+			}
+		}
+		return v
+	}
+	peak := func(f func(*engine.Second) float64) []float64 {
+		v := make([]float64, n)
+		for i := range r.Rows {
+			v[i/k] = max(v[i/k], f(&r.Rows[i]))
 		}
 		return v
 	}
@@ -108,11 +128,11 @@ func column(r *engine.Result, title string, warded bool) plot.Column {
 	res := plot.Panel{
 		Title: panelResources, Unit: "count",
 		Series: []plot.Series{
-			{Name: "lent", Color: "#1f77b4", Values: get(func(x *engine.Second) float64 { return float64(x.Lent) })},
-			{Name: "idle", Color: "#2ca02c", Values: get(func(x *engine.Second) float64 { return float64(x.Idle) })},
-			{Name: "being made", Color: "#9467bd", Values: get(func(x *engine.Second) float64 { return float64(x.Making) })},
-			{Name: "queued callers", Color: "#d62728", Values: get(func(x *engine.Second) float64 { return float64(x.Queued) })},
-			{Name: "most queued in the second", Color: "#d62728", Dash: true, Values: get(func(x *engine.Second) float64 { return float64(x.QueueMax) })},
+			{Name: "lent", Color: "#1f77b4", Values: peak(func(x *engine.Second) float64 { return float64(x.Lent) })},
+			{Name: "idle", Color: "#2ca02c", Values: peak(func(x *engine.Second) float64 { return float64(x.Idle) })},
+			{Name: "being made", Color: "#9467bd", Values: peak(func(x *engine.Second) float64 { return float64(x.Making) })},
+			{Name: "queued callers", Color: "#d62728", Values: peak(func(x *engine.Second) float64 { return float64(x.Queued) })},
+			{Name: "most queued in the second", Color: "#d62728", Dash: true, Values: peak(func(x *engine.Second) float64 { return float64(x.QueueMax) })},
 		},
 	}
 	if s.Limits.Size > 0 {
@@ -133,21 +153,21 @@ func column(r *engine.Result, title string, warded bool) plot.Column {
 	c.Panels = append(c.Panels, plot.Panel{
 		Title: panelWait, Unit: "ms",
 		Series: []plot.Series{
-			{Name: "p50", Color: "#2ca02c", Values: get(func(x *engine.Second) float64 { return ms(x.P50) })},
-			{Name: "p99", Color: "#ff7f0e", Values: get(func(x *engine.Second) float64 { return ms(x.P99) })},
-			{Name: "max", Color: "#d62728", Values: get(func(x *engine.Second) float64 { return ms(x.Max) })},
+			{Name: "p50", Color: "#2ca02c", Values: peak(func(x *engine.Second) float64 { return ms(x.P50) })},
+			{Name: "p99", Color: "#ff7f0e", Values: peak(func(x *engine.Second) float64 { return ms(x.P99) })},
+			{Name: "max", Color: "#d62728", Values: peak(func(x *engine.Second) float64 { return ms(x.Max) })},
 		},
 	})
 	if warded {
 		br := plot.Panel{Title: panelBreaker, Unit: "%", Max: 100}
 		bo := plot.Panel{Title: panelBackoff, Unit: "ms"}
 		if s.Breaker {
-			br.Series = []plot.Series{{Name: "refusal ratio", Color: "#d62728", Values: get(func(x *engine.Second) float64 { return 100 * x.Refusal })}}
+			br.Series = []plot.Series{{Name: "refusal ratio", Color: "#d62728", Values: peak(func(x *engine.Second) float64 { return 100 * x.Refusal })}}
 		} else {
 			br.Title += " (no breaker)"
 		}
 		if s.Backoff {
-			bo.Series = []plot.Series{{Name: "backoff left", Color: "#9467bd", Values: get(func(x *engine.Second) float64 { return ms(x.Backoff) })}}
+			bo.Series = []plot.Series{{Name: "backoff left", Color: "#9467bd", Values: peak(func(x *engine.Second) float64 { return ms(x.Backoff) })}}
 		} else {
 			bo.Title += " (no backoff)"
 		}
@@ -176,3 +196,10 @@ func round(d time.Duration) time.Duration {
 	}
 	return d.Round(time.Microsecond)
 }
+
+// maxPoints is the most points a series is drawn with; a longer run is
+// drawn a bucket of seconds a point.
+const maxPoints = 600
+
+// bucket is how many seconds each point of a run of n seconds stands for.
+func bucket(n int) int { return max(1, (n+maxPoints-1)/maxPoints) }
