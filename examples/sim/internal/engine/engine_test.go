@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"pgregory.net/rapid"
 )
 
 func builtin(t testing.TB, name string) Scenario {
@@ -136,43 +137,50 @@ func TestLimitsDoNotChangeTheLoad(t *testing.T) {
 func TestRowsAgreeWithTheBooks(t *testing.T) {
 	for _, name := range Builtins {
 		s := builtin(t, name)
-		var prev pool.Books
-		prevMaking := 0
 		n := 0
-		_, err := Run(s, Options{Observe: func(x Second, b pool.Books) {
-			n++
-			d := func(now, then uint64) int { return int(now - then) }
-			making := b.Busy - x.Lent
-			checks := []struct {
-				what      string
-				got, want int
-			}{
-				{"idle", x.Idle, b.Idle},
-				{"making", x.Making, making},
-				{"Ready", x.Answers[pool.Ready], d(b.Reused, prev.Reused)},
-				{"Wait", x.Answers[pool.Wait], d(b.Waited, prev.Waited)},
-				{"Later", x.Answers[pool.Later], d(b.Deferred, prev.Deferred)},
-				{"Shed", x.Answers[pool.Shed], d(b.Shed, prev.Shed)},
-				{"Make", x.Answers[pool.Make], d(b.Made, prev.Made) + d(b.Failed, prev.Failed) + making - prevMaking},
-				{"opened", x.Opened, d(b.Made, prev.Made)},
-				{"failed", x.Failed, d(b.Failed, prev.Failed)},
-				{"retired", x.Retired, d(b.Retired, prev.Retired)},
-				{"dropped", x.Dropped, d(b.Dropped, prev.Dropped)},
-				{"served+orphans", x.Served + x.Orphans, d(b.Loans, prev.Loans)},
-			}
-			for _, c := range checks {
-				if c.got != c.want {
-					t.Errorf("%s second %d: %s %d, books say %d", name, x.Sec, c.what, c.got, c.want)
-				}
-			}
-			prev, prevMaking = b, making
-		}})
+		check := booksCheck(t, name)
+		_, err := Run(s, Options{Observe: func(x Second, b pool.Books) { n++; check(x, b) }})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n != s.Seconds {
 			t.Fatalf("%s: %d rows for %d seconds", name, n, s.Seconds)
 		}
+	}
+}
+
+// booksCheck returns an Observe function that fails t when a row and the
+// books disagree.
+func booksCheck(t interface{ Fatalf(string, ...any) }, name string) func(Second, pool.Books) {
+	var prev pool.Books
+	prevMaking := 0
+	return func(x Second, b pool.Books) {
+		d := func(now, then uint64) int { return int(now - then) }
+		making := b.Busy - x.Lent
+		checks := []struct {
+			what      string
+			got, want int
+		}{
+			{"idle", x.Idle, b.Idle},
+			{"making", x.Making, making},
+			{"live", x.Lent + x.Idle + x.Making, b.Live},
+			{"Ready", x.Answers[pool.Ready], d(b.Reused, prev.Reused)},
+			{"Wait", x.Answers[pool.Wait], d(b.Waited, prev.Waited)},
+			{"Later", x.Answers[pool.Later], d(b.Deferred, prev.Deferred)},
+			{"Shed", x.Answers[pool.Shed], d(b.Shed, prev.Shed)},
+			{"Make", x.Answers[pool.Make], d(b.Made, prev.Made) + d(b.Failed, prev.Failed) + making - prevMaking},
+			{"opened", x.Opened, d(b.Made, prev.Made)},
+			{"failed", x.Failed, d(b.Failed, prev.Failed)},
+			{"retired", x.Retired, d(b.Retired, prev.Retired)},
+			{"dropped", x.Dropped, d(b.Dropped, prev.Dropped)},
+			{"served+orphans", x.Served + x.Orphans, d(b.Loans, prev.Loans)},
+		}
+		for _, c := range checks {
+			if c.got != c.want {
+				t.Fatalf("%s second %d: %s %d, books say %d", name, x.Sec, c.what, c.got, c.want)
+			}
+		}
+		prev, prevMaking = b, making
 	}
 }
 
@@ -359,4 +367,87 @@ func TestSuggestFindsTheEdge(t *testing.T) {
 	if err != nil || ok {
 		t.Fatalf("an impossible target: ok %v err %v", ok, err)
 	}
+}
+
+// scenarioGen draws a small scenario with every feature in play.
+func scenarioGen(rt *rapid.T) Scenario {
+	ms := func(name string, lo, hi int) time.Duration {
+		return time.Duration(rapid.IntRange(lo, hi).Draw(rt, name)) * time.Millisecond
+	}
+	secs := rapid.IntRange(1, 6).Draw(rt, "seconds")
+	end := secs * 1000
+	span := func(name string) Span {
+		a := rapid.IntRange(0, end-1).Draw(rt, name+".from")
+		b := rapid.IntRange(a+1, end).Draw(rt, name+".to")
+		return Span{time.Duration(a) * time.Millisecond, time.Duration(b) * time.Millisecond}
+	}
+	size := rapid.IntRange(0, 16).Draw(rt, "size")
+	s := Scenario{
+		Name: "gen", Seconds: secs, Seed: rapid.Uint64().Draw(rt, "seed"),
+		Rate: float64(rapid.IntRange(1, 400).Draw(rt, "rate")),
+		Hold: ms("hold", 1, 200), Dial: ms("dial", 0, 100),
+		Limits: pool.Limits{
+			Size: size, Idle: rapid.IntRange(0, max(size, 4)).Draw(rt, "idle"),
+			Keep: ms("keep", 0, 2000), Life: ms("life", 0, 3000),
+		},
+		Timeout: ms("timeout", 0, 1500),
+		Breaker: rapid.Bool().Draw(rt, "breaker"),
+		Backoff: rapid.Bool().Draw(rt, "backoff"),
+	}
+	if rapid.Bool().Draw(rt, "burst") {
+		s.Bursts = append(s.Bursts, Burst{span("burst"), float64(rapid.IntRange(0, 4).Draw(rt, "factor"))})
+	}
+	if rapid.Bool().Draw(rt, "slow") {
+		s.Slows = append(s.Slows, Slow{span("slow"), float64(rapid.IntRange(1, 10).Draw(rt, "dialx")), float64(rapid.IntRange(1, 4).Draw(rt, "holdx"))})
+	}
+	if rapid.Bool().Draw(rt, "outage") {
+		s.Outages = append(s.Outages, Outage{span("outage"), float64(rapid.IntRange(0, 4).Draw(rt, "fail")) / 4})
+	}
+	if rapid.Bool().Draw(rt, "break") {
+		s.Breaks = append(s.Breaks, Outage{span("break"), float64(rapid.IntRange(0, 4).Draw(rt, "broken")) / 4})
+	}
+	return s
+}
+
+// Any scenario: every row agrees with the books, the pool stays within
+// Size, callers are accounted for, and a replay of the run's recording with
+// the same limits gives back the same run.
+func TestAnyScenarioKeepsTheBooksAndReplays(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := scenarioGen(rt)
+		check := booksCheck(rt, "gen")
+		var buf bytes.Buffer
+		w := NewCSVWriter(&buf)
+		r, err := Run(s, Options{Record: w, Observe: func(x Second, b pool.Books) {
+			check(x, b)
+			if s.Limits.Size > 0 && b.Live > s.Limits.Size {
+				rt.Fatalf("second %d: %d live over Size %d", x.Sec, b.Live, s.Limits.Size)
+			}
+		}})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		w.Close()
+		m := r.Sum
+		if done := m.Served + m.TimedOut + m.Refused + m.DialErrors; done > m.Arrived {
+			rt.Fatalf("%d callers finished of %d arrived", done, m.Arrived)
+		}
+		if m.P50 > m.P99 || m.P99 > m.Max || (s.Timeout > 0 && m.Max > s.Timeout) {
+			rt.Fatalf("percentiles out of order or past the timeout: %+v", m)
+		}
+		rec, err := ReadCSV(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			rt.Fatal(err)
+		}
+		var again bytes.Buffer
+		w2 := NewCSVWriter(&again)
+		r2, err := Run(s, Options{Load: rec.Load(s.Hold), Record: w2})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		w2.Close()
+		if !bytes.Equal(buf.Bytes(), again.Bytes()) || !slices.Equal(r.Rows, r2.Rows) {
+			rt.Fatalf("the replay differs from the run")
+		}
+	})
 }
