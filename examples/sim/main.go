@@ -95,7 +95,16 @@ func cli(args []string, out io.Writer) error {
 	fs.Int("seconds", 24, "virtual seconds to run")
 	fs.Duration("timeout", 0, "how long a caller waits before giving up (0: for ever)")
 	fs.String("ward", "none", "guards in front of the backend: none, breaker, backoff, on (both)")
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintln(out, "usage: go run ./examples/sim [flags]")
+		fmt.Fprintln(out, "The flags from -seed to -ward override the scenario's settings; the defaults shown are the burst scenario's.")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
