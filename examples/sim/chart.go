@@ -158,6 +158,18 @@ func column(r *engine.Result, title string, warded bool) plot.Column {
 			{Name: "max", Color: "#d62728", Values: peak(func(x *engine.Second) float64 { return ms(x.Max) })},
 		},
 	})
+	if k > 1 {
+		for i := range c.Panels {
+			switch c.Panels[i].Title {
+			case panelResources:
+				c.Panels[i].Title = fmt.Sprintf("Resources and queue: the most in each %d s", k)
+			case panelWait:
+				c.Panels[i].Title = fmt.Sprintf("Acquire wait: the worst second of each %d s", k)
+			case panelCallers, panelAnswers:
+				c.Panels[i].Title += fmt.Sprintf(" (mean over %d s)", k)
+			}
+		}
+	}
 	if warded {
 		br := plot.Panel{Title: panelBreaker, Unit: "%", Max: 100}
 		bo := plot.Panel{Title: panelBackoff, Unit: "ms"}
