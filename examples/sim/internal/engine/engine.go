@@ -247,7 +247,12 @@ func Run(s Scenario, opt Options) (*Result, error) {
 			return nil, err
 		}
 		r.peak = max(r.peak, r.p.Live())
-		r.arm(e.at)
+		switch e.kind {
+		case evRelease, evDialed, evEvict:
+			// Only a resource coming (back) to idle can bring the next
+			// expiry forward; the other events only take from idle.
+			r.arm(e.at)
+		}
 	}
 	r.finish()
 	return &r.res, nil
