@@ -1,235 +1,263 @@
-// Command sim drives a real pool.Pool with a synthetic client for 24
-// simulated seconds and prints one row a second: how many resources were
-// lent and idle and how many callers queued at that instant, and how many
-// callers had to wait and how many resources were made and retired during
-// that second.
+// Command sim drives a real pool.Pool in virtual time and shows what it did:
+// a table of one row a second, a summary a capacity planner reads (p50, p99
+// and max acquire wait, time saturated, connections opened, dials to a dead
+// backend), and, on request, a chart.
 //
 // Time is virtual: a queue of events ordered by instant, no sleeping and no
-// clock, so a run takes milliseconds and the same -seed prints the same
-// table on every machine. Load arrives as a Poisson stream at -rate per
-// second, doubling between seconds 8 and 16, each caller holding its
-// resource for an exponentially distributed time of mean -hold. Making a
-// resource takes -dial. Callers who find every slot in use queue in arrival
-// order and are served as resources come back, as pool.Keeper does; idle
-// resources past -keep are retired by the timer the pool asks for (Next).
+// clock, so a run of an hour at 1,000 callers a second takes about a second
+// and the same -seed gives the same table and the same chart, byte for byte,
+// on every machine. The simulator decides nothing itself: callers act on the
+// pool's answers as pool.Keeper's callers do (see internal/engine).
 //
-//	go run ./examples/sim -seed 7 -size 12 -rate 100 -hold 40ms
+//	go run ./examples/sim                            # the burst scenario, as a table
+//	go run ./examples/sim -svg sim.svg -html sim.html
+//	go run ./examples/sim -scenario outage -compare ward=none -svg outage.svg
+//	go run ./examples/sim -scenario slowdown -compare size=24
+//	go run ./examples/sim -scenario my.txt           # a scenario file (see below)
+//	go run ./examples/sim -record load.csv           # write the run's load as CSV
+//	go run ./examples/sim -replay load.csv -size 8 -compare size=16
+//	go run ./examples/sim -suggest -target 10ms      # smallest Size, Idle, Keep
+//
+// Scenarios. -scenario names a built-in (burst, steady, slowdown, outage) or
+// a file of "key value" lines (engine.Parse documents every key: rate, hold,
+// dial, size, idle, keep, life, timeout, burst, slow, outage, break, ward;
+// scenarios/failover.txt is an example).
+// Flags given on the command line override the scenario. -compare runs a
+// second configuration, written as the scenario's settings ("size=16" or
+// "ward=none, size=8"), on the same seeded load, and charts the two side by
+// side.
+//
+// Recorded load. -replay reads a CSV of acquire and release times (the
+// format is documented in internal/engine/csv.go) and replays it against the
+// limits, dial time and ward given. The instants callers asked and how long
+// they held are as recorded; the dial time is a parameter; a caller that was
+// never served holds for -hold if served now. So the answer is an estimate
+// of what other limits would have done to the same work, not a measurement.
 package main
 
 import (
-	"container/heap"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
+	"math"
 	"os"
+	"strings"
 	"time"
 
-	"github.com/wardpool/wardpool/pool"
-	"github.com/wardpool/wardpool/ward"
+	"github.com/wardpool/wardpool/examples/sim/internal/engine"
 )
 
-type config struct {
-	seed    uint64
-	size    int
-	rate    float64
-	hold    time.Duration
-	dial    time.Duration
-	keep    time.Duration
-	seconds int
+// options are the command's flags beyond the scenario.
+type options struct {
+	scenario string
+	compare  string
+	replay   string
+	record   string
+	svg      string
+	html     string
+	suggest  bool
+	target   time.Duration
+	maxSize  int
+	table    bool
 }
 
 func main() {
-	var c config
-	flag.Uint64Var(&c.seed, "seed", 1, "random seed: the same seed prints the same table")
-	flag.IntVar(&c.size, "size", 12, "most resources live at once")
-	flag.Float64Var(&c.rate, "rate", 100, "callers arriving per second (doubled from second 8 to 16)")
-	flag.DurationVar(&c.hold, "hold", 40*time.Millisecond, "mean time a caller holds a resource")
-	flag.DurationVar(&c.dial, "dial", 20*time.Millisecond, "time to make a resource")
-	flag.DurationVar(&c.keep, "keep", 2*time.Second, "idle time after which a resource is retired")
-	flag.IntVar(&c.seconds, "seconds", 24, "simulated seconds to run")
-	flag.Parse()
-	if err := run(os.Stdout, c); err != nil {
+	if err := cli(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "sim:", err)
 		os.Exit(2)
 	}
 }
 
-// event kinds
-const (
-	arrive = iota
-	release
-	dialed
-	evict
-	tick
-)
-
-type event struct {
-	at   time.Duration
-	kind int
-	conn *resource
-	seq  int // ties broken by insertion order
-}
-
-type events []event
-
-func (e events) Len() int { return len(e) }
-func (e events) Less(i, j int) bool {
-	if e[i].at != e[j].at {
-		return e[i].at < e[j].at
+// cli runs the command with args, writing its report to out.
+func cli(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	var o options
+	fs.StringVar(&o.scenario, "scenario", "burst", "a built-in scenario ("+strings.Join(engine.Builtins, ", ")+") or a scenario file")
+	fs.StringVar(&o.compare, "compare", "", `run a second configuration on the same load: settings such as "size=16" or "ward=none, size=8"`)
+	fs.StringVar(&o.replay, "replay", "", "replay the load of this CSV (asked,acquired,released[,answers]) instead of the synthetic one")
+	fs.StringVar(&o.record, "record", "", "write the run's load and the pool's answers to this CSV")
+	fs.StringVar(&o.svg, "svg", "", "write the chart to this SVG file")
+	fs.StringVar(&o.html, "html", "", "write the chart and tables to this self-contained HTML file")
+	fs.BoolVar(&o.suggest, "suggest", false, "search the smallest Size, Idle and Keep keeping the p99 wait within -target")
+	fs.DurationVar(&o.target, "target", 10*time.Millisecond, "p99 acquire wait to stay within, for -suggest")
+	fs.IntVar(&o.maxSize, "max-size", 256, "largest Size -suggest tries")
+	fs.BoolVar(&o.table, "table", true, "print the table of one row a second")
+	// Settings of the scenario, applied over it when given.
+	fs.Uint64("seed", 1, "random seed: the same seed gives the same run")
+	fs.Int("size", 12, "most resources live at once (idle follows it unless -idle is given)")
+	fs.Int("idle", 12, "most resources idle at once")
+	fs.Duration("keep", 2*time.Second, "idle time after which a resource is retired")
+	fs.Duration("life", 0, "age at which a resource is retired (0: none)")
+	fs.Float64("rate", 100, "callers arriving per second (a burst multiplies it)")
+	fs.Duration("hold", 40*time.Millisecond, "mean time a caller holds a resource")
+	fs.Duration("dial", 20*time.Millisecond, "time to make a resource")
+	fs.Int("seconds", 24, "virtual seconds to run")
+	fs.Duration("timeout", 0, "how long a caller waits before giving up (0: for ever)")
+	fs.String("ward", "none", "guards in front of the backend: none, breaker, backoff, on (both)")
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintln(out, "usage: go run ./examples/sim [flags]")
+		fmt.Fprintln(out, "The flags from -seed to -ward override the scenario's settings; the defaults shown are the burst scenario's.")
+		fs.PrintDefaults()
 	}
-	return e[i].seq < e[j].seq
-}
-func (e events) Swap(i, j int) { e[i], e[j] = e[j], e[i] }
-func (e *events) Push(x any)   { *e = append(*e, x.(event)) }
-func (e *events) Pop() any {
-	old := *e
-	x := old[len(old)-1]
-	*e = old[:len(old)-1]
-	return x
-}
-
-type resource struct{ id int }
-
-// sim is the state of one run.
-type sim struct {
-	c       config
-	rng     *rand.Rand
-	origin  time.Time
-	p       *pool.Pool[*resource]
-	q       events
-	seq     int
-	waiting []time.Duration // arrival instants of queued callers, oldest first
-	dialing int             // makes in flight that no caller is waiting on yet
-	made    int
-	// per-second counts
-	waited, madeSec int
-	nextEvict       time.Duration
-	evictArmed      bool
-}
-
-func (s *sim) at(d time.Duration) time.Time { return s.origin.Add(d) }
-
-func (s *sim) push(at time.Duration, kind int, r *resource) {
-	s.seq++
-	heap.Push(&s.q, event{at: at, kind: kind, conn: r, seq: s.seq})
-}
-
-func (s *sim) exp(mean float64) time.Duration {
-	return time.Duration(s.rng.ExpFloat64() * mean)
-}
-
-func run(w io.Writer, c config) error {
-	if c.rate <= 0 || c.hold <= 0 || c.seconds <= 0 || c.dial < 0 {
-		return fmt.Errorf("rate, hold and seconds must be positive and dial not negative")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
 	}
-	l := pool.DefaultLimits
-	l.Size, l.Idle, l.Keep = c.size, c.size, c.keep
-	p, err := pool.New[*resource](l, ward.Ward{})
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	s, err := scenario(o.scenario)
 	if err != nil {
 		return err
 	}
-	s := &sim{c: c, rng: rand.New(rand.NewPCG(c.seed, c.seed^0x9e3779b97f4a7c15)), origin: time.Unix(0, 0), p: p}
-	s.push(s.arrival(0), arrive, nil)
-	for sec := 1; sec <= c.seconds; sec++ {
-		s.push(time.Duration(sec)*time.Second, tick, nil)
+	var rec *engine.Recording
+	var origin time.Time // of a recording with wall-clock times
+	if o.replay != "" {
+		f, err := os.Open(o.replay)
+		if err != nil {
+			return err
+		}
+		rec, err = engine.ReadCSV(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.replay, err)
+		}
+		s.Name = "replay of " + o.replay
+		s.Note = fmt.Sprintf("%d recorded callers; holds as recorded, dial time a parameter", len(rec.Rows))
+		s.Bursts = nil // a recording has its own bursts
+		s.Seconds = max(int(math.Ceil(rec.End().Seconds())), 1)
+		origin = rec.Origin
 	}
-	fmt.Fprintf(w, "%4s %5s %5s %7s %7s %5s %8s\n", "sec", "lent", "idle", "queued", "waited", "made", "retired")
-	var lastRetired uint64
-	end := time.Duration(c.seconds) * time.Second
-	for s.q.Len() > 0 {
-		e := heap.Pop(&s.q).(event)
-		if e.at > end {
-			break
+	// Flags set on the command line override the scenario (and the
+	// recording's length).
+	var settings []string
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "seed", "size", "idle", "keep", "life", "rate", "hold", "dial", "seconds", "timeout", "ward":
+			settings = append(settings, f.Name+" "+f.Value.String())
 		}
-		now := s.at(e.at)
-		switch e.kind {
-		case arrive:
-			s.waiting = append(s.waiting, e.at)
-			s.serve(e.at)
-			s.push(s.arrival(e.at), arrive, nil)
-		case release:
-			if !s.p.Give(e.conn, now) {
-				// Over the idle ceiling: the caller closes it.
-				_ = e.conn
-			}
-			s.serve(e.at)
-		case dialed:
-			s.dialing--
-			if s.p.Made(e.conn, now) {
-				if len(s.waiting) > 0 {
-					s.lend(e.at, e.conn)
-				} else if !s.p.Give(e.conn, now) {
-					_ = e.conn // closed
-				}
-			}
-			s.serve(e.at)
-		case evict:
-			s.evictArmed = false
-			s.p.Evict(now) // a real runtime closes these outside its lock
-		case tick:
-			b := s.p.Books()
-			fmt.Fprintf(w, "%4d %5d %5d %7d %7d %5d %8d\n",
-				e.at/time.Second, b.Busy-s.p.Making(), b.Idle, len(s.waiting), s.waited, s.madeSec, b.Retired-lastRetired)
-			lastRetired = b.Retired
-			s.waited, s.madeSec = 0, 0
+	})
+	if len(settings) > 0 {
+		if s, err = engine.Override(s, strings.Join(settings, ";")); err != nil {
+			return fmt.Errorf("flags: %w", err)
 		}
-		s.arm()
+	}
+	load := func() engine.Load {
+		if rec == nil {
+			return nil
+		}
+		return rec.Load(s.Hold)
+	}
+	if o.suggest {
+		return suggest(out, s, rec, o)
+	}
+	var record *engine.CSVWriter
+	var recFile *os.File
+	if o.record != "" {
+		if recFile, err = os.Create(o.record); err != nil {
+			return err
+		}
+		defer recFile.Close()
+		record = engine.NewCSVWriter(recFile)
+	}
+	a, err := engine.Run(s, engine.Options{Load: load(), Record: record})
+	if err != nil {
+		return err
+	}
+	if record != nil {
+		if err := errors.Join(record.Close(), recFile.Close()); err != nil {
+			return err
+		}
+	}
+	runs := []*engine.Result{a}
+	labels := []string{label(s, "")}
+	if o.compare != "" {
+		sb, err := engine.Override(s, o.compare)
+		if err != nil {
+			return fmt.Errorf("-compare: %w", err)
+		}
+		if sb.Name == s.Name {
+			sb.Name = s.Name + ", " + o.compare
+		}
+		b, err := engine.Run(sb, engine.Options{Load: load()})
+		if err != nil {
+			return err
+		}
+		runs = append(runs, b)
+		labels = append(labels, label(sb, o.compare))
+		compare(out, runs, labels, origin)
+	} else {
+		if o.table {
+			table(out, a)
+			fmt.Fprintln(out)
+		}
+		summary(out, a)
+	}
+	fig := figure(runs, labels)
+	if o.svg != "" {
+		if err := writeFile(o.svg, fig.WriteSVG); err != nil {
+			return err
+		}
+	}
+	if o.html != "" {
+		if err := writeFile(o.html, func(w io.Writer) error { return page(w, fig, runs, labels, origin) }); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// arrival is the instant of the next caller after from: Poisson at the
-// configured rate, doubled between seconds 8 and 16.
-func (s *sim) arrival(from time.Duration) time.Duration {
-	rate := s.c.rate
-	if from >= 8*time.Second && from < 16*time.Second {
-		rate *= 2
+// scenario returns the built-in called name, or the scenario in file name
+// (over the burst scenario's defaults).
+func scenario(name string) (engine.Scenario, error) {
+	if s, ok := engine.Builtin(name); ok {
+		return s, nil
 	}
-	return from + s.exp(float64(time.Second)/rate)
+	f, err := os.Open(name)
+	if err != nil {
+		return engine.Scenario{}, fmt.Errorf("-scenario %q is neither a built-in (%s) nor a readable file: %w", name, strings.Join(engine.Builtins, ", "), err)
+	}
+	defer f.Close()
+	base, _ := engine.Builtin("steady")
+	base.Name, base.Note = name, ""
+	s, err := engine.Parse(f, base)
+	if err != nil {
+		return engine.Scenario{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
 }
 
-// serve hands resources to queued callers, oldest first, while the pool
-// has them or has room to make them.
-func (s *sim) serve(at time.Duration) {
-	now := s.at(at)
-	for len(s.waiting) > s.dialing {
-		tk := s.p.Take(now, 0, 0)
-		switch tk.Kind {
-		case pool.Ready:
-			s.lend(at, tk.Item)
-		case pool.Stale:
-			continue // closed; ask again
-		case pool.Make:
-			s.made++
-			s.madeSec++
-			s.dialing++
-			s.push(at+s.c.dial, dialed, &resource{id: s.made})
-		default: // Wait: every slot in use
-			return
-		}
+// label is a configuration's short name: its limits and ward, and the
+// settings that made it the second of a comparison.
+func label(s engine.Scenario, settings string) string {
+	w := "ward off"
+	switch {
+	case s.Breaker && s.Backoff:
+		w = "breaker+backoff"
+	case s.Breaker:
+		w = "breaker"
+	case s.Backoff:
+		w = "backoff"
 	}
+	l := fmt.Sprintf("Size %d, Idle %d, Keep %v, %s", s.Limits.Size, s.Limits.Idle, s.Limits.Keep, w)
+	if settings != "" {
+		l += " (" + settings + ")"
+	}
+	return l
 }
 
-// lend gives r to the oldest queued caller, who will hold it a while.
-func (s *sim) lend(at time.Duration, r *resource) {
-	if at > s.waiting[0] {
-		s.waited++
+func writeFile(name string, write func(io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
 	}
-	s.waiting = s.waiting[1:]
-	s.push(at+s.exp(float64(s.c.hold)), release, r)
-}
-
-// arm schedules the one eviction timer at the instant the pool names.
-func (s *sim) arm() {
-	next, ok := s.p.Next()
-	if !ok {
-		return
+	if err := write(f); err != nil {
+		f.Close()
+		return err
 	}
-	d := next.Sub(s.origin)
-	if s.evictArmed && d >= s.nextEvict {
-		return
-	}
-	s.evictArmed, s.nextEvict = true, d
-	s.push(d, evict, nil)
+	return f.Close()
 }

@@ -2,27 +2,39 @@ package main
 
 import (
 	"bytes"
+	"encoding/xml"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/wardpool/wardpool/examples/sim/internal/engine"
+	"github.com/wardpool/wardpool/pool"
 )
 
-func defaults() config {
-	return config{seed: 1, size: 12, rate: 100, hold: 40 * time.Millisecond, dial: 20 * time.Millisecond, keep: 2 * time.Second, seconds: 24}
-}
-
-func table(t *testing.T, c config) [][]int {
+// sim runs the command with args and returns what it printed.
+func sim(t *testing.T, args ...string) string {
 	t.Helper()
 	var out bytes.Buffer
-	if err := run(&out, c); err != nil {
-		t.Fatal(err)
+	if err := cli(args, &out); err != nil {
+		t.Fatalf("sim %v: %v", args, err)
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if got := strings.Fields(lines[0]); strings.Join(got, " ") != "sec lent idle queued waited made retired" {
+	return out.String()
+}
+
+// rows parses the per-second table at the top of the default output.
+func rows(t *testing.T, out string) [][]int {
+	t.Helper()
+	table, _, _ := strings.Cut(out, "\n\n")
+	lines := strings.Split(table, "\n")
+	if got := strings.Join(strings.Fields(lines[0]), " "); got != "sec lent idle queued waited made retired" {
 		t.Fatalf("header %q", lines[0])
 	}
-	var rows [][]int
+	var rs [][]int
 	for _, l := range lines[1:] {
 		var row []int
 		for _, f := range strings.Fields(l) {
@@ -32,80 +44,345 @@ func table(t *testing.T, c config) [][]int {
 			}
 			row = append(row, n)
 		}
-		rows = append(rows, row)
+		rs = append(rs, row)
 	}
-	return rows
+	return rs
 }
 
-func TestSimIsDeterministicAndHonest(t *testing.T) {
-	c := defaults()
-	a, b := table(t, c), table(t, c)
-	if len(a) != c.seconds {
-		t.Fatalf("%d rows, want one a second (%d)", len(a), c.seconds)
+func TestDefaultTableIsDeterministicAndHonest(t *testing.T) {
+	out := sim(t)
+	if out != sim(t) {
+		t.Fatal("the same seed printed two tables")
 	}
-	made, retired := 0, 0
+	a := rows(t, out)
+	if len(a) != 24 {
+		t.Fatalf("%d rows, want 24", len(a))
+	}
+	size := 12
+	waited := 0
 	for i, row := range a {
 		if row[0] != i+1 {
 			t.Fatalf("row %d is second %d", i, row[0])
 		}
-		for j := range row {
-			if row[j] != b[i][j] {
-				t.Fatalf("same seed, different row %d: %v vs %v", i, row, b[i])
+		if lent, idle := row[1], row[2]; lent < 0 || idle < 0 || lent+idle > size {
+			t.Fatalf("second %d: lent %d idle %d over size %d", row[0], lent, idle, size)
+		}
+		if i >= 8 && i < 16 {
+			waited += row[4]
+		}
+	}
+	if waited == 0 {
+		t.Fatal("nobody waited during the burst")
+	}
+	for _, want := range []string{"acquire wait", "saturated", "opened", "callers"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary has no %q", want)
+		}
+	}
+	if out == sim(t, "-seed", "2") {
+		t.Fatal("seed 2 printed the table of seed 1")
+	}
+}
+
+// svg runs the command writing an SVG and returns its bytes.
+func svg(t *testing.T, args ...string) []byte {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "sim.svg")
+	sim(t, append(args, "-svg", name)...)
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestSameSeedSameSVGBytes(t *testing.T) {
+	for _, args := range [][]string{nil, {"-scenario", "outage", "-compare", "ward=none"}} {
+		a, b := svg(t, args...), svg(t, args...)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("%v: two SVGs from one seed", args)
+		}
+		if c := svg(t, append(args, "-seed", "3")...); bytes.Equal(a, c) {
+			t.Fatalf("%v: seed 3 drew seed 1's chart", args)
+		}
+		if err := xml.Unmarshal(a, new(struct{})); err != nil {
+			t.Fatalf("%v: not well-formed XML: %v", args, err)
+		}
+	}
+}
+
+// line is one series as the SVG carries it.
+type line struct {
+	Column string `xml:"data-column,attr"`
+	Panel  string `xml:"data-panel,attr"`
+	Series string `xml:"data-series,attr"`
+	Values string `xml:"data-values,attr"`
+}
+
+// lines reads back every series drawn in an SVG, by column, panel and name.
+func lines(t *testing.T, b []byte) map[string][]float64 {
+	t.Helper()
+	var doc struct {
+		Lines []line `xml:"polyline"`
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	m := map[string][]float64{}
+	for _, l := range doc.Lines {
+		var v []float64
+		for _, f := range strings.Fields(l.Values) {
+			x, err := strconv.ParseFloat(f, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v = append(v, x)
+		}
+		m[l.Column+"/"+l.Panel+"/"+l.Series] = v
+	}
+	return m
+}
+
+// The numbers drawn are the pool's books, second by second: the gauges as
+// read, each answer as the difference of its counter.
+func TestChartNumbersAreTheBooks(t *testing.T) {
+	for _, name := range engine.Builtins {
+		s, _ := engine.Builtin(name)
+		var books []pool.Books
+		r, err := engine.Run(s, engine.Options{Observe: func(_ engine.Second, b pool.Books) { books = append(books, b) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := figure([]*engine.Result{r}, []string{"A"}).WriteSVG(&buf); err != nil {
+			t.Fatal(err)
+		}
+		drawn := lines(t, buf.Bytes())
+		get := func(panel, series string) []float64 {
+			v, ok := drawn["0/"+panel+"/"+series]
+			if !ok || len(v) != len(books) {
+				t.Fatalf("%s: series %s/%s has %d points, want %d", name, panel, series, len(v), len(books))
+			}
+			return v
+		}
+		var prev pool.Books
+		prevMaking := 0.0
+		for i, b := range books {
+			d := func(f func(pool.Books) uint64) float64 { return float64(f(b) - f(prev)) }
+			making := get(panelResources, "being made")[i]
+			checks := []struct {
+				what      string
+				got, want float64
+			}{
+				{"lent+made", get(panelResources, "lent")[i] + making, float64(b.Busy)},
+				{"idle", get(panelResources, "idle")[i], float64(b.Idle)},
+				{"Ready", get(panelAnswers, "Ready")[i], d(func(b pool.Books) uint64 { return b.Reused })},
+				{"Wait", get(panelAnswers, "Wait")[i], d(func(b pool.Books) uint64 { return b.Waited })},
+				{"Later", get(panelAnswers, "Later")[i], d(func(b pool.Books) uint64 { return b.Deferred })},
+				{"Shed", get(panelAnswers, "Shed")[i], d(func(b pool.Books) uint64 { return b.Shed })},
+				{"Make", get(panelAnswers, "Make")[i], d(func(b pool.Books) uint64 { return b.Made + b.Failed }) + making - prevMaking},
+				{"opened", get(panelAnswers, "opened")[i], d(func(b pool.Books) uint64 { return b.Made })},
+				{"retired", get(panelAnswers, "retired")[i], d(func(b pool.Books) uint64 { return b.Retired })},
+				{"dials failed", get(panelAnswers, "dials failed")[i], d(func(b pool.Books) uint64 { return b.Failed })},
+				{"dropped", get(panelAnswers, "dropped broken")[i], d(func(b pool.Books) uint64 { return b.Dropped })},
+				{"served+orphans", get(panelCallers, "served")[i] + get(panelCallers, "dial outlived its caller")[i], d(func(b pool.Books) uint64 { return b.Loans })},
+			}
+			for _, c := range checks {
+				if c.got != c.want {
+					t.Errorf("%s second %d: chart %s %v, books %v", name, i+1, c.what, c.got, c.want)
+				}
+			}
+			// Stale answers are a part of what was retired.
+			if st := get(panelAnswers, "Stale")[i]; st > d(func(b pool.Books) uint64 { return b.Retired }) {
+				t.Errorf("%s second %d: %v Stale but %v retired", name, i+1, st, d(func(b pool.Books) uint64 { return b.Retired }))
+			}
+			prev, prevMaking = b, making
+		}
+		if s.Breaker {
+			ratio := get(panelBreaker, "refusal ratio")
+			top := 0.0
+			for _, v := range ratio {
+				top = max(top, v)
+			}
+			if top == 0 {
+				t.Errorf("%s: the breaker never refused during the outage", name)
 			}
 		}
-		lent, idle := row[1], row[2]
-		if lent < 0 || idle < 0 || lent+idle > c.size {
-			t.Fatalf("second %d: lent %d idle %d over size %d", row[0], lent, idle, c.size)
+	}
+}
+
+func TestCompareRunsTheSameLoadSideBySide(t *testing.T) {
+	var out bytes.Buffer
+	name := filepath.Join(t.TempDir(), "c.svg")
+	if err := cli([]string{"-scenario", "slowdown", "-compare", "size=24", "-svg", name}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"wait p50", "wait p99", "wait max", "time saturated", "connections opened", "to a dead backend", "A: Size 12", "B: Size 24", "longest queue"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("comparison has no %q:\n%s", want, out.String())
 		}
-		made += row[5]
-		retired += row[6]
-		// Everything made and not retired is lent, idle or being made.
-		if live := made - retired; live < lent+idle || live > c.size {
-			t.Fatalf("second %d: made-retired %d vs lent %d + idle %d", row[0], live, lent, idle)
+	}
+	b, _ := os.ReadFile(name)
+	drawn := lines(t, b)
+	a0, b0 := drawn["0/"+panelCallers+"/arrived"], drawn["1/"+panelCallers+"/arrived"]
+	if len(a0) != 30 || len(b0) != 30 {
+		t.Fatalf("columns of %d and %d seconds", len(a0), len(b0))
+	}
+	for i := range a0 {
+		if a0[i] != b0[i] {
+			t.Fatalf("second %d: %v and %v arrivals: not the same load", i+1, a0[i], b0[i])
 		}
 	}
-	c.seed = 2
-	if other := table(t, c); equal(other, a) {
-		t.Fatal("a different seed printed the same table")
+}
+
+func TestHTMLIsOnePageWithNothingToFetch(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "sim.html")
+	sim(t, "-scenario", "outage", "-html", name, "-table=false")
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, bad := range []string{"<script", "src=", "href=", "@import", "url("} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q", bad)
+		}
+	}
+	if n := strings.Count(page, "http"); n != strings.Count(page, `xmlns="http://www.w3.org/2000/svg"`) {
+		t.Errorf("page names %d addresses beside the SVG namespace", n)
+	}
+	for _, want := range []string{"<svg", "</html>", "Breaker", "dials to a dead backend"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page has no %q", want)
+		}
 	}
 }
 
-func TestSimShrinksAfterTheBurst(t *testing.T) {
-	c := defaults()
-	c.keep = 500 * time.Millisecond
-	rows := table(t, c)
-	retiredAfter := 0
-	for _, row := range rows[16:] {
-		retiredAfter += row[6]
+// The command's own round trip: record a run, replay it with the same
+// limits, and the table is the same.
+func TestRecordThenReplayGivesTheSameTable(t *testing.T) {
+	csv := filepath.Join(t.TempDir(), "load.csv")
+	a := sim(t, "-record", csv)
+	b := sim(t, "-replay", csv)
+	ta, _, _ := strings.Cut(a, "\n\n")
+	tb, _, _ := strings.Cut(b, "\n\n")
+	if ta != tb {
+		t.Fatalf("replay's table differs:\n%s\n---\n%s", ta, tb)
 	}
-	if retiredAfter == 0 {
-		t.Fatal("no resource retired after the burst with a short keep")
-	}
-}
-
-func TestSimRefusesBadFlags(t *testing.T) {
-	c := defaults()
-	c.rate = 0
-	if err := run(&bytes.Buffer{}, c); err == nil {
-		t.Fatal("rate 0 accepted")
-	}
-	c = defaults()
-	c.size = -1
-	if err := run(&bytes.Buffer{}, c); err == nil {
-		t.Fatal("negative size accepted")
+	c := sim(t, "-replay", csv, "-compare", "size=16")
+	if !strings.Contains(c, "B: Size 16") || !strings.Contains(c, "A's longest queues") {
+		t.Fatalf("what-if comparison:\n%s", c)
 	}
 }
 
-func equal(a, b [][]int) bool {
-	if len(a) != len(b) {
-		return false
+func TestSuggestPrintsTheTableSearched(t *testing.T) {
+	out := sim(t, "-suggest", "-target", "5ms")
+	for _, want := range []string{"step", "size", "idle", "keep", "p99", "suggest: Size"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
 	}
-	for i := range a {
-		for j := range a[i] {
-			if a[i][j] != b[i][j] {
-				return false
+	if strings.Count(out, "\n") < 8 {
+		t.Errorf("a short search:\n%s", out)
+	}
+}
+
+func TestBadInputIsAClearError(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.txt")
+	os.WriteFile(bad, []byte("rate 100\n\nburst 8s 16s 2\n"), 0o644)
+	badCSV := filepath.Join(dir, "bad.csv")
+	os.WriteFile(badCSV, []byte("asked,acquired,released\n0.1,0.2,0.3\n0.5,0.4,0.6\n"), 0o644)
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"-scenario", bad}, "line 3: sim: bad scenario: burst: factor \"2\""},
+		{[]string{"-replay", badCSV}, "line 3: sim: bad load CSV: acquired before asked"},
+		{[]string{"-scenario", "nope"}, "neither a built-in"},
+		{[]string{"-compare", "size=-2"}, "-compare: line 1"},
+		{[]string{"-rate", "0"}, "rate"},
+		{[]string{"-ward", "maybe"}, "unknown guard"},
+		{[]string{"-suggest", "-target", "0"}, "target"},
+		{[]string{"stray"}, "unexpected argument"},
+	} {
+		err := cli(c.args, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.says)
+		}
+	}
+	var le *engine.LineError
+	if err := cli([]string{"-replay", badCSV}, &bytes.Buffer{}); !errors.As(err, &le) || le.Line != 3 {
+		t.Errorf("the CSV error is not a LineError at line 3: %v", err)
+	}
+}
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the committed charts (sim.svg, outage.svg) from the command")
+
+// committed are the charts in the repository and the arguments that make
+// them; the README shows them.
+var committed = []struct {
+	file string
+	args []string
+}{
+	{"sim.svg", nil},
+	{"outage.svg", []string{"-scenario", "outage", "-compare", "ward=none"}},
+}
+
+// The committed charts are what the command draws today: a change to the
+// pool's decisions shows up here, and the charts are redrawn with
+// go test ./examples/sim -run Committed -rewrite.
+func TestCommittedChartsAreCurrent(t *testing.T) {
+	for _, c := range committed {
+		got := svg(t, c.args...)
+		if *rewrite {
+			if err := os.WriteFile(c.file, got, 0o644); err != nil {
+				t.Fatal(err)
 			}
+			continue
+		}
+		want, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is not what go run ./examples/sim %s draws now; redraw it with go test ./examples/sim -run Committed -rewrite",
+				c.file, strings.Join(append(c.args, "-svg", c.file), " "))
 		}
 	}
-	return true
+}
+
+// The scenario files shipped as examples parse and run.
+func TestShippedScenarioFilesRun(t *testing.T) {
+	files, err := filepath.Glob("scenarios/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenario files: %v", err)
+	}
+	for _, f := range files {
+		out := sim(t, "-scenario", f, "-table=false")
+		if !strings.Contains(out, "acquire wait") {
+			t.Errorf("%s: no summary in %q", f, out)
+		}
+	}
+}
+
+// A recording with wall-clock times names its queues by the clock.
+func TestReplayOfWallClockTimesNamesTheClock(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "load.csv")
+	var b strings.Builder
+	b.WriteString("asked,acquired,released\n")
+	// Four callers at 14:02:00 holding to 14:02:03, then four more at
+	// 14:02:01: with Size 4 the second four queue until 14:02:03.
+	for i := range 8 {
+		at := "14:02:00"
+		if i >= 4 {
+			at = "14:02:01"
+		}
+		fmt.Fprintf(&b, "2026-11-30T%s.%03dZ,2026-11-30T%s.%03dZ,2026-11-30T14:02:03.%03dZ\n", at, i, at, i, i)
+	}
+	os.WriteFile(name, []byte(b.String()), 0o644)
+	out := sim(t, "-replay", name, "-size", "4", "-compare", "size=8", "-dial", "0")
+	if !strings.Contains(out, "at 14:02:01.004 A queued callers for") || !strings.Contains(out, "B for 0s of it") {
+		t.Fatalf("no wall-clock queue in:\n%s", out)
+	}
 }

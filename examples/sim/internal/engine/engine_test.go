@@ -1,0 +1,453 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+	"pgregory.net/rapid"
+)
+
+func builtin(t testing.TB, name string) Scenario {
+	t.Helper()
+	s, ok := Builtin(name)
+	if !ok {
+		t.Fatalf("no built-in %q", name)
+	}
+	return s
+}
+
+// record runs s (on load, when given) and returns the result and the CSV
+// it recorded.
+func record(t *testing.T, s Scenario, load Load) (*Result, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := NewCSVWriter(&buf)
+	r, err := Run(s, Options{Load: load, Record: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return r, buf.Bytes()
+}
+
+// The heart of "what if": a recording replayed with the limits it was made
+// with gives back every decision, instant and row exactly.
+func TestReplayWithTheSameLimitsReproducesTheRun(t *testing.T) {
+	partial := builtin(t, "outage")
+	partial.Name = "partial outage, breaker only"
+	partial.Outages[0].Fraction = 0.5
+	partial.Breaks[0].Fraction = 0.1
+	partial.Backoff = false
+	for _, s := range []Scenario{builtin(t, "burst"), builtin(t, "slowdown"), builtin(t, "outage"), partial} {
+		t.Run(s.Name, func(t *testing.T) {
+			orig, csv := record(t, s, nil)
+			rec, err := ReadCSV(bytes.NewReader(csv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.Rows) != orig.Sum.Arrived {
+				t.Fatalf("%d rows for %d callers", len(rec.Rows), orig.Sum.Arrived)
+			}
+			again, csv2 := record(t, s, rec.Load(s.Hold))
+			if !bytes.Equal(csv, csv2) {
+				a, b := strings.Split(string(csv), "\n"), strings.Split(string(csv2), "\n")
+				for i := range min(len(a), len(b)) {
+					if a[i] != b[i] {
+						t.Fatalf("replay differs at line %d:\n recorded %s\n replayed %s", i+1, a[i], b[i])
+					}
+				}
+				t.Fatalf("replay has %d lines, the recording %d", len(b), len(a))
+			}
+			if !slices.Equal(orig.Rows, again.Rows) || orig.Sum != again.Sum {
+				t.Fatalf("replay's seconds or summary differ:\n%+v\n%+v", orig.Sum, again.Sum)
+			}
+			// The recording is not trivial: it has queued and made callers.
+			wants := []string{",Make\n", ",Ready\n"}
+			if s.Name == "burst" {
+				wants = append(wants, ",queued Wait Ready\n", ",Wait Ready\n")
+			}
+			for _, want := range wants {
+				if !bytes.Contains(csv, []byte(want)) {
+					t.Errorf("recording has no %q", want)
+				}
+			}
+		})
+	}
+}
+
+// A replay against other limits changes the answers: the replay really
+// drives the pool, it does not echo the recording.
+func TestReplayWithOtherLimitsDiffers(t *testing.T) {
+	s := builtin(t, "burst")
+	orig, csv := record(t, s, nil)
+	rec, err := ReadCSV(bytes.NewReader(csv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Limits.Size, s.Limits.Idle = 24, 24
+	wider, _ := record(t, s, rec.Load(s.Hold))
+	if wider.Sum.Saturated >= orig.Sum.Saturated || orig.Sum.Saturated == 0 {
+		t.Fatalf("Size 24 saturated %v, Size 12 %v: want less with more room", wider.Sum.Saturated, orig.Sum.Saturated)
+	}
+	if wider.Sum.Arrived != orig.Sum.Arrived {
+		t.Fatalf("the same recording gave %d and %d callers", wider.Sum.Arrived, orig.Sum.Arrived)
+	}
+}
+
+func TestSameSeedSameRunOtherSeedOtherRun(t *testing.T) {
+	s := builtin(t, "outage")
+	a, _ := Run(s, Options{})
+	b, _ := Run(s, Options{})
+	if !slices.Equal(a.Rows, b.Rows) || a.Sum != b.Sum {
+		t.Fatal("the same seed gave two runs")
+	}
+	s.Seed = 2
+	c, _ := Run(s, Options{})
+	if slices.Equal(a.Rows, c.Rows) {
+		t.Fatal("seed 2 gave the run of seed 1")
+	}
+}
+
+// Two configurations on the same seed see the same callers: the load's
+// draws do not depend on the pool's answers.
+func TestLimitsDoNotChangeTheLoad(t *testing.T) {
+	s := builtin(t, "outage")
+	a, _ := Run(s, Options{})
+	s.Limits.Size, s.Limits.Idle, s.Breaker, s.Backoff = 4, 2, false, false
+	b, _ := Run(s, Options{})
+	for i := range a.Rows {
+		if a.Rows[i].Arrived != b.Rows[i].Arrived {
+			t.Fatalf("second %d: %d and %d arrivals", i+1, a.Rows[i].Arrived, b.Rows[i].Arrived)
+		}
+	}
+	if a.Sum == b.Sum {
+		t.Fatal("different limits, same summary")
+	}
+}
+
+// Every second's row agrees with the pool's books: gauges as read, and the
+// counts as differences of the counters.
+func TestRowsAgreeWithTheBooks(t *testing.T) {
+	for _, name := range Builtins {
+		s := builtin(t, name)
+		n := 0
+		check := booksCheck(t, name)
+		_, err := Run(s, Options{Observe: func(x Second, b pool.Books) { n++; check(x, b) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != s.Seconds {
+			t.Fatalf("%s: %d rows for %d seconds", name, n, s.Seconds)
+		}
+	}
+}
+
+// booksCheck returns an Observe function that fails t when a row and the
+// books disagree.
+func booksCheck(t interface{ Fatalf(string, ...any) }, name string) func(Second, pool.Books) {
+	var prev pool.Books
+	prevMaking := 0
+	return func(x Second, b pool.Books) {
+		d := func(now, then uint64) int { return int(now - then) }
+		making := b.Busy - x.Lent
+		checks := []struct {
+			what      string
+			got, want int
+		}{
+			{"idle", x.Idle, b.Idle},
+			{"making", x.Making, making},
+			{"live", x.Lent + x.Idle + x.Making, b.Live},
+			{"Ready", x.Answers[pool.Ready], d(b.Reused, prev.Reused)},
+			{"Wait", x.Answers[pool.Wait], d(b.Waited, prev.Waited)},
+			{"Later", x.Answers[pool.Later], d(b.Deferred, prev.Deferred)},
+			{"Shed", x.Answers[pool.Shed], d(b.Shed, prev.Shed)},
+			{"Make", x.Answers[pool.Make], d(b.Made, prev.Made) + d(b.Failed, prev.Failed) + making - prevMaking},
+			{"opened", x.Opened, d(b.Made, prev.Made)},
+			{"failed", x.Failed, d(b.Failed, prev.Failed)},
+			{"retired", x.Retired, d(b.Retired, prev.Retired)},
+			{"dropped", x.Dropped, d(b.Dropped, prev.Dropped)},
+			{"served+orphans", x.Served + x.Orphans, d(b.Loans, prev.Loans)},
+		}
+		for _, c := range checks {
+			if c.got != c.want {
+				t.Fatalf("%s second %d: %s %d, books say %d", name, x.Sec, c.what, c.got, c.want)
+			}
+		}
+		prev, prevMaking = b, making
+	}
+}
+
+func TestScenarioErrorsNameTheLine(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		line int
+		says string
+	}{
+		{"rate 100\nsize -1\n", 2, "size"},
+		{"# a comment\n\nburst 8s 4s x2\n", 3, "ends before"},
+		{"slow 1s 2s dial 10\n", 1, "x2"},
+		{"slow 1s 2s speed x2\n", 1, "neither"},
+		{"outage 1s 2s 1.5\n", 1, "0 to 1"},
+		{"ward strong\n", 1, "unknown guard"},
+		{"sizee 3\n", 1, "unknown setting"},
+		{"hold\n", 1, "one value"},
+		{"keep 5 parsecs\n", 1, "one value"},
+		{"dial 1fortnight\n", 1, "not a duration"},
+		{"seconds 0\n", 1, "whole number"},
+		{"rate NaN\n", 1, "not a number"},
+		{strings.Repeat("x", 5000) + "\n", 1, "too long"},
+	} {
+		_, err := Parse(strings.NewReader(c.text), builtin(t, "steady"))
+		var le *LineError
+		if !errors.As(err, &le) || le.Line != c.line || !errors.Is(err, ErrScenario) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%q: got %v, want line %d saying %q", c.text, err, c.line, c.says)
+		}
+	}
+	// Whole-scenario checks have no line, but still wrap ErrScenario.
+	_, err := Parse(strings.NewReader("rate 0\n"), builtin(t, "steady"))
+	if !errors.Is(err, ErrScenario) || !strings.Contains(err.Error(), "rate") {
+		t.Errorf("rate 0: %v", err)
+	}
+}
+
+func TestScenarioFileSetsEverything(t *testing.T) {
+	text := `name  test  run
+note  a note   # comment
+seconds 60
+seed 7
+rate 250.5
+hold 0.05
+dial 1ms
+size 16
+keep 1m
+life 1h
+timeout 750ms
+burst 10s 20s x3
+slow 30s 40s hold x2
+outage 45s 50s 0.25
+break 46s 47s
+ward breaker
+`
+	s, err := Parse(strings.NewReader(text), builtin(t, "steady"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Scenario{
+		Name: "test run", Note: "a note", Seconds: 60, Seed: 7, Rate: 250.5,
+		Hold: 50 * time.Millisecond, Dial: time.Millisecond,
+		Limits:  pool.Limits{Size: 16, Idle: 16, Keep: time.Minute, Life: time.Hour},
+		Timeout: 750 * time.Millisecond,
+		Bursts:  []Burst{{Span{10 * time.Second, 20 * time.Second}, 3}},
+		Slows:   []Slow{{Span{30 * time.Second, 40 * time.Second}, 1, 2}},
+		Outages: []Outage{{Span{45 * time.Second, 50 * time.Second}, 0.25}},
+		Breaks:  []Outage{{Span{46 * time.Second, 47 * time.Second}, 1}},
+		Breaker: true,
+	}
+	if s.Name != want.Name || s.Note != want.Note || s.Seconds != want.Seconds || s.Seed != want.Seed ||
+		s.Rate != want.Rate || s.Hold != want.Hold || s.Dial != want.Dial || s.Limits != want.Limits ||
+		s.Timeout != want.Timeout || !slices.Equal(s.Bursts, want.Bursts) || !slices.Equal(s.Slows, want.Slows) ||
+		!slices.Equal(s.Outages, want.Outages) || !slices.Equal(s.Breaks, want.Breaks) || s.Breaker != want.Breaker || s.Backoff != want.Backoff {
+		t.Fatalf("got %+v\nwant %+v", s, want)
+	}
+	o, err := Override(s, "idle=4; ward = none, size 8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Limits.Size != 8 || o.Limits.Idle != 4 || o.Breaker || s.Limits.Size != 16 {
+		t.Fatalf("override gave %+v (from %+v)", o.Limits, s.Limits)
+	}
+	if _, err := Override(s, "size=8, bogus=1"); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("a bad override: %v", err)
+	}
+}
+
+func TestCSVErrorsNameTheLine(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		line int
+		says string
+	}{
+		{"asked,acquired,released\n1.0,0.5,2\n", 2, "acquired before asked"},
+		{"1.0,1.5,1.2\n", 1, "released before acquired"},
+		{"# c\n1.0,,1.2\n", 2, "never acquired"},
+		{"1.0,1.5\n", 1, "2 fields"},
+		{"0.1,0.2,0.3\n,0.5,0.6\n", 2, "asked is empty"},
+		{"0.1,0.2,0.3\n0.4,x,0.6\n", 2, "acquired"},
+		{"0.1,0.2,0.3\n0.4,0.5,-1\n", 2, "released"},
+		{"0.1,0.2,0.3\n0.4,0.5,0.6000000001\n", 2, "nine decimals"},
+		{"asked,got,released\n", 1, "unknown column"},
+		{"acquired,released\n", 1, "no asked"},
+		{"0.1,0.2,0.3\n2026-11-30T14:02:00Z,,\n", 2, "not both"},
+		{"2026-11-30T14:02:00Z,,\n2026-11-30T14:02:61Z,,\n", 2, "RFC 3339"},
+		{"0.1,0.2,0.3\n\"0.4,0.5,0.6\n", 2, "quote"},
+		{"99999999999,,\n", 1, "a year"},
+	} {
+		_, err := ReadCSV(strings.NewReader(c.text))
+		var le *LineError
+		if !errors.As(err, &le) || le.Line != c.line || !errors.Is(err, ErrCSV) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%q: got %v, want line %d saying %q", c.text, err, c.line, c.says)
+		}
+	}
+}
+
+func TestCSVReadsBothKindsOfTime(t *testing.T) {
+	a, err := ReadCSV(strings.NewReader("asked,released,acquired\n1.5,2.000000001,1.75\n0.25,,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ReadCSV(strings.NewReader("2026-11-30T14:02:01.5Z,2026-11-30T14:02:01.75Z,2026-11-30T14:02:02.000000001Z\n" +
+		"2026-11-30T14:02:00.25Z,,\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Row{{Line: 3, Asked: 250e6, Acquired: -1, Release: -1}, {Line: 2, Asked: 1500e6, Acquired: 1750e6, Release: 2e9 + 1}}
+	if !slices.Equal(a.Rows, want) {
+		t.Fatalf("seconds: %+v", a.Rows)
+	}
+	// RFC 3339: the earliest asked is the start.
+	want = []Row{{Line: 2, Asked: 0, Acquired: -1, Release: -1}, {Line: 1, Asked: 1250e6, Acquired: 1500e6, Release: 1750e6 + 1}}
+	if !slices.Equal(b.Rows, want) {
+		t.Fatalf("RFC 3339: %+v", b.Rows)
+	}
+	l := b.Load(time.Second).(*Slice)
+	if l.A[0].Hold != time.Second || l.A[0].Recorded || l.A[1].Hold != 250*time.Millisecond+1 || !l.A[1].Recorded {
+		t.Fatalf("load %+v", l.A)
+	}
+}
+
+func TestRankIsNearestRank(t *testing.T) {
+	w := []time.Duration{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, c := range []struct {
+		zeros, p int
+		want     time.Duration
+	}{{0, 50, 5}, {0, 99, 10}, {0, 1, 1}, {10, 50, 0}, {10, 51, 1}, {10, 99, 10}, {90, 99, 9}} {
+		if got := rank(w, c.zeros, c.p); got != c.want {
+			t.Errorf("rank(1..10, %d zeros, p%d) = %v, want %v", c.zeros, c.p, got, c.want)
+		}
+	}
+	if rank(nil, 0, 99) != 0 {
+		t.Error("no waits: not zero")
+	}
+}
+
+func TestSuggestFindsTheEdge(t *testing.T) {
+	s := builtin(t, "burst")
+	target := 5 * time.Millisecond
+	best, trials, ok, err := Suggest(s, nil, target, 64)
+	if err != nil || !ok {
+		t.Fatalf("ok %v err %v", ok, err)
+	}
+	if best.Sum.P99 > target || !best.Fits {
+		t.Fatalf("best %+v does not fit", best)
+	}
+	smaller := false
+	for _, tr := range trials {
+		if tr.Step == "size" && tr.Size == best.Size-1 {
+			smaller = true
+			if tr.Fits {
+				t.Fatalf("Size %d fits too", tr.Size)
+			}
+		}
+		if tr.Fits != (tr.Sum.P99 <= target) {
+			t.Fatalf("trial %+v: fits wrong", tr)
+		}
+	}
+	if best.Size > 1 && !smaller {
+		t.Fatalf("Size %d suggested without trying %d", best.Size, best.Size-1)
+	}
+	// A target nothing meets says so.
+	_, _, ok, err = Suggest(s, nil, time.Nanosecond, 4)
+	if err != nil || ok {
+		t.Fatalf("an impossible target: ok %v err %v", ok, err)
+	}
+}
+
+// scenarioGen draws a small scenario with every feature in play.
+func scenarioGen(rt *rapid.T) Scenario {
+	ms := func(name string, lo, hi int) time.Duration {
+		return time.Duration(rapid.IntRange(lo, hi).Draw(rt, name)) * time.Millisecond
+	}
+	secs := rapid.IntRange(1, 6).Draw(rt, "seconds")
+	end := secs * 1000
+	span := func(name string) Span {
+		a := rapid.IntRange(0, end-1).Draw(rt, name+".from")
+		b := rapid.IntRange(a+1, end).Draw(rt, name+".to")
+		return Span{time.Duration(a) * time.Millisecond, time.Duration(b) * time.Millisecond}
+	}
+	size := rapid.IntRange(0, 16).Draw(rt, "size")
+	s := Scenario{
+		Name: "gen", Seconds: secs, Seed: rapid.Uint64().Draw(rt, "seed"),
+		Rate: float64(rapid.IntRange(1, 400).Draw(rt, "rate")),
+		Hold: ms("hold", 1, 200), Dial: ms("dial", 0, 100),
+		Limits: pool.Limits{
+			Size: size, Idle: rapid.IntRange(0, max(size, 4)).Draw(rt, "idle"),
+			Keep: ms("keep", 0, 2000), Life: ms("life", 0, 3000),
+		},
+		Timeout: ms("timeout", 0, 1500),
+		Breaker: rapid.Bool().Draw(rt, "breaker"),
+		Backoff: rapid.Bool().Draw(rt, "backoff"),
+	}
+	if rapid.Bool().Draw(rt, "burst") {
+		s.Bursts = append(s.Bursts, Burst{span("burst"), float64(rapid.IntRange(0, 4).Draw(rt, "factor"))})
+	}
+	if rapid.Bool().Draw(rt, "slow") {
+		s.Slows = append(s.Slows, Slow{span("slow"), float64(rapid.IntRange(1, 10).Draw(rt, "dialx")), float64(rapid.IntRange(1, 4).Draw(rt, "holdx"))})
+	}
+	if rapid.Bool().Draw(rt, "outage") {
+		s.Outages = append(s.Outages, Outage{span("outage"), float64(rapid.IntRange(0, 4).Draw(rt, "fail")) / 4})
+	}
+	if rapid.Bool().Draw(rt, "break") {
+		s.Breaks = append(s.Breaks, Outage{span("break"), float64(rapid.IntRange(0, 4).Draw(rt, "broken")) / 4})
+	}
+	return s
+}
+
+// Any scenario: every row agrees with the books, the pool stays within
+// Size, callers are accounted for, and a replay of the run's recording with
+// the same limits gives back the same run.
+func TestAnyScenarioKeepsTheBooksAndReplays(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := scenarioGen(rt)
+		check := booksCheck(rt, "gen")
+		var buf bytes.Buffer
+		w := NewCSVWriter(&buf)
+		r, err := Run(s, Options{Record: w, Observe: func(x Second, b pool.Books) {
+			check(x, b)
+			if s.Limits.Size > 0 && b.Live > s.Limits.Size {
+				rt.Fatalf("second %d: %d live over Size %d", x.Sec, b.Live, s.Limits.Size)
+			}
+		}})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		w.Close()
+		m := r.Sum
+		if done := m.Served + m.TimedOut + m.Refused + m.DialErrors; done > m.Arrived {
+			rt.Fatalf("%d callers finished of %d arrived", done, m.Arrived)
+		}
+		if m.P50 > m.P99 || m.P99 > m.Max || (s.Timeout > 0 && m.Max > s.Timeout) {
+			rt.Fatalf("percentiles out of order or past the timeout: %+v", m)
+		}
+		rec, err := ReadCSV(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			rt.Fatal(err)
+		}
+		var again bytes.Buffer
+		w2 := NewCSVWriter(&again)
+		r2, err := Run(s, Options{Load: rec.Load(s.Hold), Record: w2})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		w2.Close()
+		if !bytes.Equal(buf.Bytes(), again.Bytes()) || !slices.Equal(r.Rows, r2.Rows) {
+			rt.Fatalf("the replay differs from the run")
+		}
+	})
+}

@@ -1,0 +1,505 @@
+package engine
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+)
+
+// Scenario is everything one run of the simulator needs besides its load:
+// the synthetic load's shape (used only when no recorded load is given),
+// the backend's behaviour (dial time, slowdowns, outages), the pool's limits
+// and the ward in front of it. The zero Scenario is not runnable; start from
+// a built-in (see Builtin) or from Parse.
+type Scenario struct {
+	// Name is a short label, written on the chart and the summary.
+	Name string
+	// Note is one line saying what the scenario shows, written on the chart.
+	Note string
+	// Seconds is how much virtual time the run covers, at least 1.
+	Seconds int
+	// Seed is the seed of every draw of the run: arrivals and holds (the
+	// load), breaker rolls and backoff jitter (the pool), partial outages
+	// (the backend). Each has its own stream, so two scenarios that differ
+	// only in limits or ward see exactly the same load.
+	Seed uint64
+	// Rate is the synthetic load: callers a second, arriving as a Poisson
+	// stream. Positive.
+	Rate float64
+	// Hold is the mean time a synthetic caller keeps its resource
+	// (exponentially distributed). Positive.
+	Hold time.Duration
+	// Dial is how long making a resource takes, before any slowdown. Zero
+	// or more.
+	Dial time.Duration
+	// Limits are the pool's limits.
+	Limits pool.Limits
+	// Timeout is how long a caller waits for a resource before giving up,
+	// as a context deadline would make it; zero waits for ever.
+	Timeout time.Duration
+	// Bursts multiply the arrival rate over a span.
+	Bursts []Burst
+	// Slows make the backend slower over a span.
+	Slows []Slow
+	// Outages make dials fail over a span.
+	Outages []Outage
+	// Breaks make loans come home broken over a span: the caller drops
+	// them (Pool.Drop) instead of giving them back.
+	Breaks []Outage
+	// Breaker puts ward.DefaultSre's breaker in front of the backend.
+	Breaker bool
+	// Backoff holds makes back after a failed one, by ward.DefaultBackoff.
+	Backoff bool
+}
+
+// Span is a stretch of virtual time, [From, To).
+type Span struct{ From, To time.Duration }
+
+// In reports whether t falls in the span.
+func (s Span) In(t time.Duration) bool { return t >= s.From && t < s.To }
+
+// Burst multiplies the arrival rate by Factor within its span.
+type Burst struct {
+	Span
+	Factor float64
+}
+
+// Slow is a database slowdown: dial and hold times grow linearly from their
+// usual length at From to Dial and Hold times it at To, then return to usual.
+// A factor of 1 leaves that time alone.
+type Slow struct {
+	Span
+	Dial, Hold float64
+}
+
+// Outage makes dials started within its span fail, a Fraction of them (1:
+// all), after the dial time in force. As a break, it makes that fraction of
+// the loans given back within its span come home broken.
+type Outage struct {
+	Span
+	Fraction float64
+}
+
+// Ward reports whether the scenario has a ward.
+func (s *Scenario) Ward() bool { return s.Breaker || s.Backoff }
+
+// Builtins lists the built-in scenarios by name.
+var Builtins = []string{"burst", "steady", "slowdown", "outage"}
+
+// Builtin returns the built-in scenario called name, or false. "burst" is
+// the simulator's default: the load doubles between seconds 8 and 16.
+func Builtin(name string) (Scenario, bool) {
+	s := Scenario{
+		Name: name, Seconds: 24, Seed: 1, Rate: 100,
+		Hold: 40 * time.Millisecond, Dial: 20 * time.Millisecond,
+		Limits: pool.Limits{Size: 12, Idle: 12, Keep: 2 * time.Second},
+	}
+	switch name {
+	case "burst":
+		s.Note = "load doubles from second 8 to 16"
+		s.Bursts = []Burst{{Span{8 * time.Second, 16 * time.Second}, 2}}
+	case "steady":
+		s.Note = "a steady Poisson load"
+	case "slowdown":
+		s.Note = "the database slows: dials to 10x and holds to 3x from second 8 to 16"
+		s.Seconds = 30
+		s.Timeout = 2 * time.Second
+		s.Slows = []Slow{{Span{8 * time.Second, 16 * time.Second}, 10, 3}}
+	case "outage":
+		s.Note = "from second 8 to 16 every dial fails and every loan comes home broken"
+		s.Seconds = 30
+		s.Timeout = time.Second
+		s.Limits.Keep = 500 * time.Millisecond
+		s.Outages = []Outage{{Span{8 * time.Second, 16 * time.Second}, 1}}
+		s.Breaks = []Outage{{Span{8 * time.Second, 16 * time.Second}, 1}}
+		s.Breaker, s.Backoff = true, true
+	default:
+		return Scenario{}, false
+	}
+	return s, true
+}
+
+// Validate reports what makes s unrunnable, or nil.
+func (s *Scenario) Validate() error {
+	switch {
+	case s.Seconds < 1 || s.Seconds > 30*24*3600:
+		return fmt.Errorf("seconds is %d, want 1 to 2592000 (30 days)", s.Seconds)
+	case !(s.Rate > 0) || s.Rate > 1e7:
+		return fmt.Errorf("rate is %v, want more than 0 and at most 1e7 a second", s.Rate)
+	case s.Hold <= 0:
+		return fmt.Errorf("hold is %v, want more than 0", s.Hold)
+	case s.Dial < 0:
+		return fmt.Errorf("dial is %v, want 0 or more", s.Dial)
+	case s.Timeout < 0:
+		return fmt.Errorf("timeout is %v, want 0 (none) or more", s.Timeout)
+	}
+	if err := s.Limits.Validate(); err != nil {
+		return err
+	}
+	for _, b := range s.Bursts {
+		if !(b.Factor >= 0) || b.Factor > 1e4 {
+			return fmt.Errorf("burst factor %v, want 0 to 10000", b.Factor)
+		}
+	}
+	for _, sl := range s.Slows {
+		if !(sl.Dial >= 1) || !(sl.Hold >= 1) || sl.Dial > 1e4 || sl.Hold > 1e4 {
+			return fmt.Errorf("slow factors dial x%v hold x%v, want 1 to 10000", sl.Dial, sl.Hold)
+		}
+	}
+	for _, o := range append(s.Outages[:len(s.Outages):len(s.Outages)], s.Breaks...) {
+		if !(o.Fraction >= 0 && o.Fraction <= 1) {
+			return fmt.Errorf("outage or break fraction %v, want 0 to 1", o.Fraction)
+		}
+	}
+	peak := s.Rate
+	for _, b := range s.Bursts {
+		peak *= max(b.Factor, 1)
+	}
+	if peak*float64(s.Seconds) > MaxCallers {
+		return fmt.Errorf("rate %g a second (%g at the height of the bursts) for %d s is more than %g callers", s.Rate, peak, s.Seconds, float64(MaxCallers))
+	}
+	return nil
+}
+
+// MaxCallers bounds the synthetic load of one run (rate at the height of
+// its bursts times seconds), so that every run ends in reasonable time.
+const MaxCallers = 500_000_000
+
+// rateAt is the arrival rate in force at t.
+func (s *Scenario) rateAt(t time.Duration) float64 {
+	r := s.Rate
+	for _, b := range s.Bursts {
+		if b.In(t) {
+			r *= b.Factor
+		}
+	}
+	return r
+}
+
+// slowAt returns the dial and hold factors in force at t.
+func (s *Scenario) slowAt(t time.Duration) (dial, hold float64) {
+	dial, hold = 1, 1
+	for _, sl := range s.Slows {
+		if !sl.In(t) {
+			continue
+		}
+		f := float64(t-sl.From) / float64(sl.To-sl.From)
+		dial *= 1 + (sl.Dial-1)*f
+		hold *= 1 + (sl.Hold-1)*f
+	}
+	return dial, hold
+}
+
+// failAt returns the share of dials started at t that fail.
+func (s *Scenario) failAt(t time.Duration) float64 { return share(s.Outages, t) }
+
+// breakAt returns the share of loans given back at t that are broken.
+func (s *Scenario) breakAt(t time.Duration) float64 { return share(s.Breaks, t) }
+
+func share(spans []Outage, t time.Duration) float64 {
+	f := 0.0
+	for _, o := range spans {
+		if o.In(t) {
+			f = max(f, o.Fraction)
+		}
+	}
+	return f
+}
+
+// ErrScenario is wrapped by every error Parse returns.
+var ErrScenario = errors.New("sim: bad scenario")
+
+// LineError is a scenario or load error at a line of its file.
+type LineError struct {
+	Line int // 1-based
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// maxLine is the longest line Parse and ReadCSV accept, in bytes.
+const maxLine = 4096
+
+// Parse reads a scenario file, starting from base (a built-in, or the zero
+// Scenario), and returns the scenario it describes. The format is one
+// setting a line, "key value…"; blank lines and text after # are ignored;
+// later lines override earlier ones, except burst, slow, outage and break,
+// which add a span each:
+//
+//	name     outage-16                 # a label
+//	note     dials fail for 8 s        # one line written on the chart
+//	seconds  60                        # virtual seconds to run
+//	seed     7
+//	rate     200                       # callers a second (Poisson)
+//	hold     40ms                      # mean hold (exponential)
+//	dial     20ms
+//	size     16                        # pool.Limits
+//	idle     16
+//	keep     2s
+//	life     0                         # 0: no limit
+//	timeout  1s                        # callers give up after; 0: never
+//	burst    8s 16s x2                 # rate times 2 within [8 s, 16 s)
+//	slow     8s 16s dial x10 hold x3   # growing to 10x and 3x by 16 s
+//	outage   8s 16s                    # every dial fails; "0.5" after: half
+//	break    8s 16s 0.1                # a tenth of loans come home broken
+//	ward     breaker backoff           # or "none", or one of the two
+//
+// Idle follows size (a size line sets idle too) while the two are equal;
+// an idle line sets it apart. Durations are Go durations ("250ms", "1m30s"); a bare number is seconds.
+// An error names the line (a *LineError wrapping ErrScenario); Parse never
+// panics.
+func Parse(r io.Reader, base Scenario) (Scenario, error) {
+	s := base
+	s.Bursts = append([]Burst(nil), base.Bursts...)
+	s.Slows = append([]Slow(nil), base.Slows...)
+	s.Outages = append([]Outage(nil), base.Outages...)
+	s.Breaks = append([]Outage(nil), base.Breaks...)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 512), maxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		if err := s.set(sc.Text()); err != nil {
+			return Scenario{}, &LineError{n, fmt.Errorf("%w: %v", ErrScenario, err)}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Scenario{}, &LineError{n + 1, fmt.Errorf("%w: %v", ErrScenario, err)}
+	}
+	if err := s.Validate(); err != nil {
+		return Scenario{}, fmt.Errorf("%w: %v", ErrScenario, err)
+	}
+	return s, nil
+}
+
+// Override applies settings written as "key=value" or "key value",
+// separated by commas or semicolons ("size=16, ward=none"), to a copy of s:
+// the way a comparison names its second configuration. Errors name the
+// setting's position.
+func Override(s Scenario, settings string) (Scenario, error) {
+	var b strings.Builder
+	for part := range strings.FieldsFuncSeq(settings, func(r rune) bool { return r == ',' || r == ';' }) {
+		b.WriteString(strings.Replace(strings.TrimSpace(part), "=", " ", 1))
+		b.WriteByte('\n')
+	}
+	return Parse(strings.NewReader(b.String()), s)
+}
+
+// set applies one line of a scenario file.
+func (s *Scenario) set(line string) error {
+	if i := strings.IndexByte(line, '#'); i >= 0 {
+		line = line[:i]
+	}
+	f := strings.Fields(line)
+	if len(f) == 0 {
+		return nil
+	}
+	key, args := strings.ToLower(f[0]), f[1:]
+	one := func() (string, error) {
+		if len(args) != 1 {
+			return "", fmt.Errorf("%s takes one value, got %d", key, len(args))
+		}
+		return args[0], nil
+	}
+	var err error
+	switch key {
+	case "name", "note":
+		if len(args) == 0 {
+			return fmt.Errorf("%s needs text", key)
+		}
+		text := strings.Join(args, " ")
+		if key == "name" {
+			s.Name = text
+		} else {
+			s.Note = text
+		}
+	case "seconds":
+		var v string
+		if v, err = one(); err == nil {
+			s.Seconds, err = count(v, 1, 30*24*3600)
+		}
+	case "seed":
+		var v string
+		if v, err = one(); err == nil {
+			s.Seed, err = strconv.ParseUint(v, 10, 64)
+		}
+	case "rate":
+		var v string
+		if v, err = one(); err == nil {
+			s.Rate, err = number(v, 1e7)
+		}
+	case "hold", "dial", "keep", "life", "timeout":
+		var v string
+		var d time.Duration
+		if v, err = one(); err == nil {
+			d, err = duration(v)
+		}
+		switch key {
+		case "hold":
+			s.Hold = d
+		case "dial":
+			s.Dial = d
+		case "keep":
+			s.Limits.Keep = d
+		case "life":
+			s.Limits.Life = d
+		case "timeout":
+			s.Timeout = d
+		}
+	case "size", "idle":
+		var v string
+		var n int
+		if v, err = one(); err == nil {
+			n, err = count(v, 0, 1<<20)
+		}
+		if key == "size" {
+			if s.Limits.Idle == s.Limits.Size {
+				s.Limits.Idle = n // idle follows size unless set apart
+			}
+			s.Limits.Size = n
+		} else {
+			s.Limits.Idle = n
+		}
+	case "burst":
+		if len(args) != 3 {
+			return fmt.Errorf("burst takes FROM TO xFACTOR, got %d values", len(args))
+		}
+		var b Burst
+		if b.Span, err = span(args[0], args[1]); err == nil {
+			b.Factor, err = factor(args[2])
+		}
+		s.Bursts = append(s.Bursts, b)
+	case "slow":
+		if len(args) < 4 || len(args)%2 != 0 {
+			return errors.New("slow takes FROM TO and then dial xF, hold xF or both")
+		}
+		sl := Slow{Dial: 1, Hold: 1}
+		sl.Span, err = span(args[0], args[1])
+		for i := 2; err == nil && i < len(args); i += 2 {
+			var v float64
+			v, err = factor(args[i+1])
+			switch strings.ToLower(args[i]) {
+			case "dial":
+				sl.Dial = v
+			case "hold":
+				sl.Hold = v
+			default:
+				err = fmt.Errorf("slow: %q is neither dial nor hold", args[i])
+			}
+		}
+		if err == nil && (sl.Dial < 1 || sl.Hold < 1) {
+			err = errors.New("slow factors are 1 or more (a slowdown)")
+		}
+		s.Slows = append(s.Slows, sl)
+	case "outage", "break":
+		if len(args) != 2 && len(args) != 3 {
+			return fmt.Errorf("%s takes FROM TO [FRACTION], got %d values", key, len(args))
+		}
+		o := Outage{Fraction: 1}
+		o.Span, err = span(args[0], args[1])
+		if err == nil && len(args) == 3 {
+			o.Fraction, err = number(args[2], 1)
+		}
+		if key == "outage" {
+			s.Outages = append(s.Outages, o)
+		} else {
+			s.Breaks = append(s.Breaks, o)
+		}
+	case "ward":
+		if len(args) == 0 {
+			return errors.New("ward takes none, breaker, backoff or both")
+		}
+		s.Breaker, s.Backoff = false, false
+		for _, a := range args {
+			switch strings.ToLower(a) {
+			case "none", "off":
+			case "on":
+				s.Breaker, s.Backoff = true, true
+			case "breaker":
+				s.Breaker = true
+			case "backoff":
+				s.Backoff = true
+			default:
+				return fmt.Errorf("ward: unknown guard %q (none, on, breaker, backoff)", a)
+			}
+		}
+	default:
+		return fmt.Errorf("unknown setting %q (want one of %s)", f[0], strings.Join(keys, ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return nil
+}
+
+var keys = func() []string {
+	k := []string{"name", "note", "seconds", "seed", "rate", "hold", "dial", "size", "idle",
+		"keep", "life", "timeout", "burst", "slow", "outage", "break", "ward"}
+	sort.Strings(k)
+	return k
+}()
+
+func count(v string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%q is not a whole number from %d to %d", v, lo, hi)
+	}
+	return n, nil
+}
+
+func number(v string, hi float64) (float64, error) {
+	x, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(x) || x < 0 || x > hi {
+		return 0, fmt.Errorf("%q is not a number from 0 to %g", v, hi)
+	}
+	return x, nil
+}
+
+func factor(v string) (float64, error) {
+	if !strings.HasPrefix(v, "x") {
+		return 0, fmt.Errorf("factor %q must be written x2, x0.5, …", v)
+	}
+	return number(v[1:], 1e4)
+}
+
+// maxSpan bounds durations in scenario files (a year) so that no sum of
+// them can overflow.
+const maxSpan = 365 * 24 * time.Hour
+
+func duration(v string) (time.Duration, error) {
+	if x, err := strconv.ParseFloat(v, 64); err == nil {
+		if !(x >= 0) || x > maxSpan.Seconds() {
+			return 0, fmt.Errorf("%q is not a duration from 0 to a year", v)
+		}
+		return time.Duration(x * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > maxSpan {
+		return 0, fmt.Errorf("%q is not a duration from 0 to a year (250ms, 2s, 1m30s)", v)
+	}
+	return d, nil
+}
+
+func span(from, to string) (Span, error) {
+	a, err := duration(from)
+	if err != nil {
+		return Span{}, err
+	}
+	b, err := duration(to)
+	if err != nil {
+		return Span{}, err
+	}
+	if b <= a {
+		return Span{}, fmt.Errorf("span %v to %v ends before it starts", a, b)
+	}
+	return Span{a, b}, nil
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"html"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wardpool/wardpool/examples/sim/internal/engine"
+	"github.com/wardpool/wardpool/examples/sim/internal/plot"
+	"github.com/wardpool/wardpool/pool"
+)
+
+// table prints one row a second: the gauges at its end and the counts of
+// what happened in it.
+func table(w io.Writer, r *engine.Result) {
+	fmt.Fprintf(w, "%4s %5s %5s %7s %7s %5s %8s\n", "sec", "lent", "idle", "queued", "waited", "made", "retired")
+	for _, x := range r.Rows {
+		fmt.Fprintf(w, "%4d %5d %5d %7d %7d %5d %8d\n", x.Sec, x.Lent, x.Idle, x.Queued, x.Waited, x.Answers[pool.Make], x.Retired)
+	}
+}
+
+// summary prints what a planner reads first.
+func summary(w io.Writer, r *engine.Result) {
+	s := r.Scenario
+	m := r.Sum
+	fmt.Fprintf(w, "%s: %s\n", s.Name, label(s, ""))
+	fmt.Fprintf(w, "acquire wait   p50 %v  p99 %v  max %v\n", round(m.P50), round(m.P99), round(m.Max))
+	fmt.Fprintf(w, "saturated      %v in all; longest queue %s\n", round(m.Saturated), episode(m.Longest))
+	fmt.Fprintf(w, "opened         %d resources (peak %d live); %d dials, %d to a dead backend\n", m.Opened, m.Peak, m.Dials, m.DeadDials)
+	fmt.Fprintf(w, "callers        %d: %d served, %d timed out, %d shed, %d dial errors\n", m.Arrived, m.Served, m.TimedOut, m.Refused, m.DialErrors)
+}
+
+func episode(e engine.Episode) string {
+	if e.Len() == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%v from %.3f s (%d deep)", round(e.Len()), e.From.Seconds(), e.Depth)
+}
+
+// compare prints the runs side by side, and what the others did during the
+// first one's longest queue.
+func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(name string, f func(*engine.Result) string) {
+		fmt.Fprint(tw, name)
+		for _, r := range runs {
+			fmt.Fprint(tw, "\t"+f(r))
+		}
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprint(tw, "")
+	for i := range runs {
+		fmt.Fprintf(tw, "\t%c: %s", 'A'+i, labels[i])
+	}
+	fmt.Fprintln(tw)
+	d := func(f func(engine.Summary) time.Duration) func(*engine.Result) string {
+		return func(r *engine.Result) string { return round(f(r.Sum)).String() }
+	}
+	n := func(f func(engine.Summary) int) func(*engine.Result) string {
+		return func(r *engine.Result) string { return fmt.Sprint(f(r.Sum)) }
+	}
+	row("wait p50", d(func(m engine.Summary) time.Duration { return m.P50 }))
+	row("wait p99", d(func(m engine.Summary) time.Duration { return m.P99 }))
+	row("wait max", d(func(m engine.Summary) time.Duration { return m.Max }))
+	row("time saturated", d(func(m engine.Summary) time.Duration { return m.Saturated }))
+	row("longest queue", func(r *engine.Result) string { return episode(r.Sum.Longest) })
+	row("connections opened", n(func(m engine.Summary) int { return m.Opened }))
+	row("peak live", n(func(m engine.Summary) int { return m.Peak }))
+	row("dials / to a dead backend", func(r *engine.Result) string { return fmt.Sprintf("%d / %d", r.Sum.Dials, r.Sum.DeadDials) })
+	row("callers served", n(func(m engine.Summary) int { return m.Served }))
+	row("timed out / shed / dial errors", func(r *engine.Result) string {
+		return fmt.Sprintf("%d / %d / %d", r.Sum.TimedOut, r.Sum.Refused, r.Sum.DialErrors)
+	})
+	tw.Flush()
+	// A's worst queues, and what the others did over the same stretches.
+	eps := slices.Clone(runs[0].Episodes)
+	slices.SortStableFunc(eps, func(a, b engine.Episode) int { return cmp.Compare(b.Len(), a.Len()) })
+	if len(eps) > 0 {
+		fmt.Fprintln(w, "\nA's longest queues, and the same stretches of time under the others:")
+	}
+	for _, e := range eps[:min(3, len(eps))] {
+		fmt.Fprintf(w, "  at %s A queued callers for %v (%d deep);", when(origin, e.From), round(e.Len()), e.Depth)
+		for i, r := range runs[1:] {
+			q, longest := within(r.Episodes, e.From, e.To)
+			fmt.Fprintf(w, " %c for %v of it (longest stretch %v)", 'B'+i, round(q), round(longest))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// when names an instant of the run: the wall-clock time of a recording
+// that has one, else seconds since the start.
+func when(origin time.Time, d time.Duration) string {
+	if origin.IsZero() {
+		return fmt.Sprintf("%.3f s", d.Seconds())
+	}
+	return origin.Add(d).Format("15:04:05.000")
+}
+
+// within is how long, between from and to, episodes had callers queued,
+// and the longest single stretch of it.
+func within(eps []engine.Episode, from, to time.Duration) (total, longest time.Duration) {
+	for _, e := range eps {
+		a, z := max(e.From, from), min(e.To, to)
+		if z > a {
+			total += z - a
+			longest = max(longest, z-a)
+		}
+	}
+	return total, longest
+}
+
+// suggest runs the sizing search and prints the table it searched.
+func suggest(w io.Writer, s engine.Scenario, rec *engine.Recording, o options) error {
+	var load func() engine.Load
+	if rec != nil {
+		load = func() engine.Load { return rec.Load(s.Hold) }
+	}
+	best, trials, ok, err := engine.Suggest(s, load, o.target, o.maxSize)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "searching the smallest Size, then Idle, then Keep keeping the p99 acquire wait within %v (%s)\n\n", o.target, s.Name)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "step\tsize\tidle\tkeep\tp50\tp99\tmax\tsaturated\topened\tfailed\tfits\t")
+	for _, t := range trials {
+		fits := "no"
+		if t.Fits {
+			fits = "yes"
+		}
+		m := t.Sum
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%v\t%v\t%v\t%v\t%d\t%d\t%s\t\n", t.Step, t.Size, t.Idle, t.Keep,
+			round(m.P50), round(m.P99), round(m.Max), round(m.Saturated), m.Opened, m.TimedOut+m.Refused+m.DialErrors, fits)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	if !ok {
+		fmt.Fprintf(w, "no Size up to %d keeps the p99 wait within %v on this load (at %d: p99 %v); raise -max-size or look at the dial and hold times\n",
+			o.maxSize, o.target, o.maxSize, round(best.Sum.P99))
+		return nil
+	}
+	fmt.Fprintf(w, "suggest: Size %d, Idle %d, Keep %v (p99 %v, %d opened)\n", best.Size, best.Idle, best.Keep, round(best.Sum.P99), best.Sum.Opened)
+	return nil
+}
+
+// page writes one self-contained HTML page: the chart inline, the summary
+// and the per-second tables. Nothing is fetched from anywhere.
+func page(w io.Writer, fig *plot.Figure, runs []*engine.Result, labels []string, origin time.Time) error {
+	var svg bytes.Buffer
+	if err := fig.WriteSVG(&svg); err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>")
+	b.WriteString(html.EscapeString(fig.Title))
+	b.WriteString("</title>\n<style>body{font-family:sans-serif;margin:1em 2em;color:#222}svg{max-width:100%;height:auto}" +
+		"table{border-collapse:collapse;font-size:13px;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}" +
+		"th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}pre{background:#f7f7f7;padding:.5em}</style>\n</head><body>\n")
+	fmt.Fprintf(&b, "<h1>%s</h1>\n", html.EscapeString(fig.Title))
+	for _, t := range fig.Text {
+		fmt.Fprintf(&b, "<p>%s</p>\n", html.EscapeString(t))
+	}
+	b.WriteString("<h2>Summary</h2>\n<pre>")
+	var sum bytes.Buffer
+	if len(runs) > 1 {
+		compare(&sum, runs, labels, origin)
+	} else {
+		summary(&sum, runs[0])
+	}
+	b.WriteString(html.EscapeString(sum.String()))
+	b.WriteString("</pre>\n<h2>Chart</h2>\n")
+	b.Write(svg.Bytes())
+	for i, r := range runs {
+		fmt.Fprintf(&b, "<details><summary>%c: %s, one row a second</summary>\n<table><tr>", 'A'+i, html.EscapeString(labels[i]))
+		for _, h := range []string{"sec", "arrived", "lent", "idle", "making", "queued", "Ready", "Stale", "Make", "Wait", "Later", "Shed", "opened", "retired", "p50", "p99", "max", "refusal"} {
+			fmt.Fprintf(&b, "<th>%s</th>", h)
+		}
+		b.WriteString("</tr>\n")
+		for _, x := range r.Rows {
+			fmt.Fprintf(&b, "<tr><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td>", x.Sec, x.Arrived, x.Lent, x.Idle, x.Making, x.Queued)
+			for k := pool.Ready; k <= pool.Shed; k++ {
+				fmt.Fprintf(&b, "<td>%d</td>", x.Answers[k])
+			}
+			fmt.Fprintf(&b, "<td>%d</td><td>%d</td><td>%v</td><td>%v</td><td>%v</td><td>%.2f</td></tr>\n", x.Opened, x.Retired, round(x.P50), round(x.P99), round(x.Max), x.Refusal)
+		}
+		b.WriteString("</table></details>\n")
+	}
+	b.WriteString("</body></html>\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
