@@ -558,6 +558,7 @@ func TestHooks(t *testing.T) {
 	honest(t, p)
 
 	// AfterRelease false destroys.
+	eventually(t, "the earlier closes", func() bool { return p.k.Stats().Closing == 0 })
 	mu.Lock()
 	prepare = func(context.Context, *pgx.Conn) (bool, error) { return true, nil }
 	keep = false
@@ -572,6 +573,9 @@ func TestHooks(t *testing.T) {
 	if got := p.Stat().TotalConns(); got != 0 {
 		t.Errorf("AfterRelease false kept the connection: total %d", got)
 	}
+	// Closing runs in the background: wait for it, then read what
+	// BeforeClose saw.
+	eventually(t, "the closes", func() bool { return p.k.Stats().Closing == 0 })
 	mu.Lock()
 	if len(closed) != 1 || closed[0] != pid {
 		t.Errorf("BeforeClose saw %v, want [%d]", closed, pid)
