@@ -52,10 +52,16 @@ func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decisi
 func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loan[T] {
 	e := k.ents[seat]
 	at := k.ns(now)
-	e.at.Store(at)
+	if k.laneOn || k.leakAfter > 0 {
+		// Only the lane (Loans, Relent) and the leak watch read it; the
+		// pool knows every other loan's start.
+		e.at.Store(at)
+	}
 	e.reported = false
 	if k.leakAfter > 0 {
-		e.stack = st
+		if st != nil {
+			e.stack = *st
+		}
 		k.armLocked(now, now.Add(k.leakAfter))
 	}
 	return Loan[T]{e: e, item: item, gen: e.loan.Load(), at: at}
@@ -91,16 +97,21 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 
 // acquire is Acquire through the lock.
 func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
-	st, err := k.enter(ctx)
-	if err != nil {
+	if err := k.enter(ctx); err != nil {
 		return Loan[T]{}, err
+	}
+	var st *stack
+	var rec stack // stays on this goroutine's stack: decideLocked copies it
+	if k.leakAfter > 0 {
+		rec.capture(2) // past acquire and Acquire: the caller
+		st = &rec
 	}
 	start := k.now()
 	front := false  // re-queue at the front: this caller was already served once
 	waited := false // it had to wait or dial: counted in EmptyAcquires
 	for {
 		k.lock()
-		now := k.clock.Now()
+		now := k.now()
 		var s decision[T]
 		if k.q.live > 0 && !front {
 			s.kind = Wait // others are waiting: queue behind them, whatever Take would say
@@ -113,8 +124,12 @@ func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
 			if k.minIdle > 0 {
 				k.topUpLocked(now, &fx)
 			}
+			checking := k.check != nil && k.due(s.idle)
+			if !checking && !waited {
+				k.stats.acquired++ // final already: counted under the lock
+			}
 			k.unlockDo(&fx)
-			if k.check != nil && k.due(s.idle) {
+			if checking {
 				if ok, err := k.checkLoan(ctx, s.loan); !ok {
 					if err != nil {
 						return Loan[T]{}, err
@@ -122,7 +137,9 @@ func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
 					continue
 				}
 			}
-			k.counted(start, s.loan, waited)
+			if checking || waited {
+				k.counted(start, s.loan, waited)
+			}
 			return s.loan, nil
 
 		case Make, Wait:
@@ -163,16 +180,13 @@ func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
 }
 
 // enter begins an acquire: ctx's error (counted as canceled) when it has
-// ended already, and the caller's stack when the leak watch is on.
-func (k *Keeper[T]) enter(ctx context.Context) (*stack, error) {
+// ended already.
+func (k *Keeper[T]) enter(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		k.countCanceled()
-		return nil, err
+		return err
 	}
-	if k.leakAfter > 0 {
-		return captureStack(), nil
-	}
-	return nil, nil
+	return nil
 }
 
 func (k *Keeper[T]) countCanceled() {
@@ -223,9 +237,14 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 			return l, nil
 		}
 	}
-	st, err := k.enter(ctx)
-	if err != nil {
+	if err := k.enter(ctx); err != nil {
 		return Loan[T]{}, err
+	}
+	var st *stack
+	var rec stack
+	if k.leakAfter > 0 {
+		rec.capture(1) // past TryAcquire: the caller
+		st = &rec
 	}
 	for {
 		k.lock()
@@ -241,16 +260,20 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 			if k.minIdle > 0 {
 				k.topUpLocked(now, &fx)
 			}
+			checking := k.check != nil && k.due(s.idle)
+			if !checking {
+				k.stats.acquired++ // final already: counted under the lock
+			}
 			k.unlockDo(&fx)
-			if k.check != nil && k.due(s.idle) {
+			if checking {
 				if ok, err := k.checkLoan(ctx, s.loan); !ok {
 					if err != nil {
 						return Loan[T]{}, err
 					}
 					continue
 				}
+				k.counted(now, s.loan, false)
 			}
-			k.counted(now, s.loan, false)
 			return s.loan, nil
 		case Make:
 			k.startDialLocked(nil)
@@ -304,7 +327,7 @@ func (k *Keeper[T]) AcquireAllIdle(ctx context.Context) []Loan[T] {
 			break
 		}
 		loans = append(loans, s.loan)
-		k.acquired.Add(1)
+		k.stats.acquired++
 	}
 	k.unlock()
 	return loans

@@ -31,6 +31,7 @@ import (
 
 // counters are the runtime's own figures, guarded by Keeper.mu.
 type counters struct {
+	acquired                      uint64 // acquires final under the lock
 	canceled                      uint64
 	checkFailures, leaks, doubles uint64
 	panics, dialTimeouts          uint64
@@ -146,8 +147,8 @@ type entry[T comparable] struct {
 	// back through it.
 	relends int
 
-	stack    *stack // the current loan's Acquire stack, with LeakAfter only
-	reported bool   // the current loan was reported as a leak
+	stack    stack // the current loan's Acquire stack, with LeakAfter only
+	reported bool  // the current loan was reported as a leak
 }
 
 // Limits returns the pool's limits.

@@ -80,7 +80,7 @@ func (k *Keeper[T]) release(l Loan[T]) {
 		fx = effects[T]{}
 		k.lock()
 	}
-	k.giveEndedLocked(l.e, l.item, k.clock.Now(), &fx)
+	k.giveEndedLocked(l.e, l.item, k.now(), &fx)
 	k.unlockDo(&fx)
 }
 
@@ -164,7 +164,7 @@ func (k *Keeper[T]) endLocked(l Loan[T], fx *effects[T]) bool {
 		fx.leaks = append(fx.leaks, k.leakLocked(e, l.item, k.clock.Now(), true))
 		e.reported = false
 	}
-	e.stack = nil
+	e.stack.n = 0
 	return true
 }
 

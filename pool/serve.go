@@ -19,7 +19,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			k.grantLocked(w, grant[T]{err: err})
 			continue
 		}
-		s := k.decideLocked(now, w.stack, false)
+		s := k.decideLocked(now, &w.stack, false)
 		switch s.kind {
 		case Ready:
 			k.q.pop()
@@ -45,7 +45,10 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 // attachLocked readies a recycled waiter for ctx under a new ticket.
 func (k *Keeper[T]) attachLocked(ctx context.Context, start time.Time, st *stack) *waiter[T] {
 	w := k.spare.Get().(*waiter[T])
-	w.ctx, w.start, w.stack = ctx, start, st
+	w.ctx, w.start = ctx, start
+	if st != nil {
+		w.stack = *st
+	}
 	w.ticket++
 	w.attached = true
 	return w
@@ -121,7 +124,7 @@ granted:
 
 // recycle returns a detached waiter to the spare pool.
 func (k *Keeper[T]) recycle(w *waiter[T]) {
-	w.ctx, w.stack, w.checked = nil, nil, false
+	w.ctx, w.stack.n, w.checked = nil, 0, false
 	k.spare.Put(w)
 }
 

@@ -64,7 +64,7 @@ func (k *Keeper[T]) Stats() Stats {
 		Dialing:        k.dialing,
 		Closing:        len(k.closing) + k.closingNow,
 		Closed:         s.closed,
-		Acquires:       k.acquired.Load() + k.laneTakes,
+		Acquires:       k.acquired.Load() + s.acquired + k.laneTakes,
 		AcquireWait:    time.Duration(k.waitNs.Load()),
 		EmptyAcquires:  k.empty.Load(),
 		Canceled:       s.canceled,
@@ -90,10 +90,12 @@ func (k *Keeper[T]) Loans() []Lent[T] {
 	// The pool knows which resources are lent; the Keeper knows when each
 	// loan began (the lane's loans began without the pool).
 	out := k.p.Loans(now)
-	t := k.ns(now)
-	for i := range out {
-		if s := k.p.SeatOf(out[i].Item); s >= 0 && int(s) < len(k.ents) {
-			out[i].Held = time.Duration(t - k.ents[s].at.Load())
+	if k.laneOn {
+		t := k.ns(now)
+		for i := range out {
+			if s := k.p.SeatOf(out[i].Item); s >= 0 && int(s) < len(k.ents) {
+				out[i].Held = time.Duration(t - k.ents[s].at.Load())
+			}
 		}
 	}
 	k.unlock()
