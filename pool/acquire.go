@@ -72,14 +72,17 @@ func (k *Keeper[T]) shedErrorLocked(t Taken[T], now time.Time) error {
 	e := &ShedError{Guard: t.Guard}
 	if t.Guard == ward.GuardBreaker {
 		e.Ratio = k.p.Refusal(now)
+		e.Cause = k.lastDial
 	}
 	return e
 }
 
 // Acquire lends a resource, waiting for one if every resource is out: in
-// strict arrival order, until one is handed to it or ctx ends. It returns
-// ctx.Err() when ctx ends first, ErrClosed after Close, a *ShedError when the
-// ward refuses, and Dial's error when the dial made for this caller fails.
+// strict arrival order, until one is handed to it or ctx ends. When ctx
+// ends first it returns an *AcquireError that unwraps to ctx.Err() and says
+// what the pool was doing (ctx.Err() itself when ctx had ended before the
+// call); ErrClosed after Close; a *ShedError when the ward refuses; and
+// Dial's error when the dial made for this caller fails.
 //
 // A resource found past its age is closed and another taken; one that fails
 // Config.Check is dropped and replaced; the caller sees neither, and neither
@@ -132,7 +135,7 @@ func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
 			if checking {
 				if ok, err := k.checkLoan(ctx, s.loan); !ok {
 					if err != nil {
-						return Loan[T]{}, err
+						return Loan[T]{}, k.giveUp(err, start)
 					}
 					continue
 				}
@@ -168,7 +171,7 @@ func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
 			waited = true
 			if err := k.sleep(ctx, s.delay); err != nil {
 				k.countCanceled()
-				return Loan[T]{}, err
+				return Loan[T]{}, k.giveUp(err, start)
 			}
 			continue
 

@@ -75,7 +75,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		if k.closed {
 			err = ErrClosed // the dial was cancelled by Close
 		}
-		k.lastDial = err
+		k.lastDial, k.lastDialAt = err, now
 		if owner {
 			k.grantLocked(j.w, grant[T]{err: err})
 		} else {

@@ -116,14 +116,15 @@ type Keeper[T comparable] struct {
 	retry      bool // waiters were held back by a Later: the timer serves them
 	cpuTimer   Timer
 	stats      counters
-	epoch      uint32 // bumped by every unlock: the empty slot's epoch
-	sweepArmed bool   // the timer will fold the lane: it may open
-	laneTakes  uint64 // loans the lane made, as counted at the last fold
-	relent     uint64 // of them, those reported to the pool with Relent
-	closing    []T    // resources waiting to be closed, oldest first
-	closerN    int    // closer goroutines running
-	closingNow int    // closes running now
-	lastDial   error  // the last dial error, for Stats
+	epoch      uint32    // bumped by every unlock: the empty slot's epoch
+	sweepArmed bool      // the timer will fold the lane: it may open
+	laneTakes  uint64    // loans the lane made, as counted at the last fold
+	relent     uint64    // of them, those reported to the pool with Relent
+	closing    []T       // resources waiting to be closed, oldest first
+	closerN    int       // closer goroutines running
+	closingNow int       // closes running now
+	lastDial   error     // the last dial error, for Stats and errors
+	lastDialAt time.Time // when it came
 }
 
 // entry is the Keeper's record of one of the pool's seats, kept beside it.

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -263,4 +264,52 @@ func TestKeeperZeroFromDialIsAFailedDial(t *testing.T) {
 		t.Fatal("lent a nil resource")
 	}
 	l.Release()
+}
+
+func TestKeeperTimeoutSaysWhatThePoolWasDoing(t *testing.T) {
+	// Every resource busy and the dials failing: the caller who gives up
+	// gets its context's error, with the figures and the dial error behind
+	// it.
+	hang := make(chan struct{})
+	defer close(hang)
+	d := &dialer{fail: func(n int) error {
+		switch {
+		case n == 2:
+			return errDial
+		case n > 2:
+			<-hang // a backend that stopped answering
+		}
+		return nil
+	}}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}, Logger: quietLogger()})
+	held := mustAcquire(t, k)
+	if _, err := k.Acquire(bg); !errors.Is(err, errDial) {
+		t.Fatalf("a failing dial = %v", err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan error)
+	go func() {
+		_, err := k.Acquire(ctx)
+		done <- err
+	}()
+	eventually(t, "the caller to wait on its dial", func() bool { return k.Stats().Dialing == 1 })
+	cancel()
+	err := <-done
+	var ae *AcquireError
+	if !errors.As(err, &ae) || !errors.Is(err, context.Canceled) || !errors.Is(err, errDial) {
+		t.Fatalf("a cancelled acquire = %v (%T): want an *AcquireError that is context.Canceled and the dial error", err, err)
+	}
+	if ae.Size != 2 || ae.Busy < 1 || ae.LastDialError == nil {
+		t.Fatalf("figures %+v", ae)
+	}
+	for _, want := range []string{"context canceled", "of 2 resources busy", "last dial failed", "dial refused"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+	held.Release()
+	// A context that ended before the call gets the context's error itself.
+	if _, err := k.Acquire(ctx); err != context.Canceled {
+		t.Fatalf("Acquire with a cancelled context = %v, want context.Canceled itself", err)
+	}
 }

@@ -81,6 +81,7 @@ func (k *Keeper[T]) await(ctx context.Context, w *waiter[T]) (l Loan[T], again b
 		k.mu.Lock()
 		if w.attached {
 			// Still waiting: leave, and nobody will send.
+			err := k.giveUpLocked(ctx.Err(), w.start)
 			if w.queued {
 				k.q.remove(w)
 			}
@@ -89,11 +90,12 @@ func (k *Keeper[T]) await(ctx context.Context, w *waiter[T]) (l Loan[T], again b
 			k.stats.canceled++
 			k.mu.Unlock()
 			k.recycle(w)
-			return Loan[T]{}, false, ctx.Err()
+			return Loan[T]{}, false, err
 		}
 		k.mu.Unlock()
 		// A grant raced the cancellation and is in the channel: pass a
 		// resource on rather than lose it.
+		start := w.start
 		g = <-w.ch
 		k.recycle(w)
 		if g.err != nil {
@@ -101,7 +103,7 @@ func (k *Keeper[T]) await(ctx context.Context, w *waiter[T]) (l Loan[T], again b
 		}
 		k.countCanceled()
 		g.loan.Release() // to the next waiter, or idle
-		return Loan[T]{}, false, ctx.Err()
+		return Loan[T]{}, false, k.giveUp(ctx.Err(), start)
 	}
 granted:
 	check, start := w.checked, w.start
@@ -113,13 +115,47 @@ granted:
 		ok, err := k.checkLoan(ctx, g.loan)
 		if !ok {
 			if err != nil {
-				return Loan[T]{}, false, err
+				return Loan[T]{}, false, k.giveUp(err, start)
 			}
 			return Loan[T]{}, true, nil
 		}
 	}
 	k.counted(start, g.loan, true)
 	return g.loan, false, nil
+}
+
+// giveUpLocked builds the error of an acquire that began at start and whose
+// context ended with err: err, with what the pool was doing (AcquireError).
+func (k *Keeper[T]) giveUpLocked(err error, start time.Time) error {
+	now := k.clock.Now()
+	e := &AcquireError{
+		Err:     err,
+		Waited:  now.Sub(start),
+		Size:    k.limits.Size,
+		Busy:    k.p.Busy(),
+		Waiting: k.q.live,
+	}
+	if k.lastDial != nil {
+		e.LastDialError, e.LastDialAgo = k.lastDial, now.Sub(k.lastDialAt)
+	}
+	if until, ok := k.p.HeldUntil(); ok && until.After(now) {
+		e.HeldBack = until.Sub(now)
+	}
+	if k.leakAfter > 0 {
+		for _, l := range k.p.Loans(now) {
+			if l.Held >= k.leakAfter {
+				e.Leaked++
+			}
+		}
+	}
+	return e
+}
+
+// giveUp is giveUpLocked, taking the lock.
+func (k *Keeper[T]) giveUp(err error, start time.Time) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.giveUpLocked(err, start)
 }
 
 // recycle returns a detached waiter to the spare pool.
