@@ -13,13 +13,13 @@ import (
 	"github.com/wardpool/wardpool/ward"
 )
 
-// The hot slots (hot.go): a release with nobody waiting parks its resource
+// The lane (lane.go): a release with nobody waiting parks its resource
 // without the lock, and an acquire takes it back without the lock. These
-// tests pin down that the slots change nothing anyone can see but speed:
+// tests pin down that the lane changes nothing anyone can see but speed:
 // the books, Keep, Life, Check, Reset, Close, FIFO and Loans all read as
-// if the slots did not exist.
+// if the lane did not exist.
 
-// makeParked acquires and releases until a resource sits in a hot slot (the
+// makeParked acquires and releases until a resource sits in the lane (the
 // first release after the Keeper starts, or after a sweep, goes through the
 // lock to arm the sweep), and returns it.
 func makeParked(t *testing.T, k *Keeper[*res]) *res {
@@ -177,7 +177,7 @@ func TestLaneDoubleReleaseIsANoOp(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
 	makeParked(t, k)
-	a := mustAcquire(t, k) // from the slots
+	a := mustAcquire(t, k) // from the lane
 	a.Release()
 	a.Release() // double: a no-op, even on the lock-free path
 	b := mustAcquire(t, k)
@@ -226,7 +226,7 @@ func TestLaneLoansHeldFromTheirOwnStart(t *testing.T) {
 	k, c := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
 	makeParked(t, k)
 	c.now = c.now.Add(5 * time.Second)
-	l := mustAcquire(t, k) // from the slots, without the pool seeing it
+	l := mustAcquire(t, k) // from the lane, without the pool seeing it
 	c.now = c.now.Add(2 * time.Second)
 	loans := k.Loans()
 	if len(loans) != 1 || loans[0].Item != l.Value() || loans[0].Held != 2*time.Second {
@@ -311,13 +311,13 @@ func TestLaneMinIdleIsKept(t *testing.T) {
 	}
 	b.Destroy() // room for one more, but the parked one is idle: no dial
 	if n := dialing(); n != 0 {
-		t.Fatalf("%d dials with a resource idle in the hot slots and MinIdle 1", n)
+		t.Fatalf("%d dials with a resource idle in the lane and MinIdle 1", n)
 	}
-	l := mustAcquire(t, k) // from the slots: none idle now, so one is dialed
+	l := mustAcquire(t, k) // from the lane: none idle now, so one is dialed
 	if l.Value() != a.Value() {
 		t.Fatal("want the parked resource")
 	}
-	eventually(t, "top-up after an acquire from the hot slots", func() bool { return opened() == 4 })
+	eventually(t, "top-up after an acquire from the lane", func() bool { return opened() == 4 })
 	l.Release()
 	c.Release()
 	eventually(t, "dials to settle", func() bool { return dialing() == 0 })
@@ -363,7 +363,7 @@ func TestLaneZeroAllocs(t *testing.T) {
 		l.Release()
 	})
 	if allocs != 0 {
-		t.Fatalf("Acquire+Release through the hot slots allocates %v times", allocs)
+		t.Fatalf("Acquire+Release through the lane allocates %v times", allocs)
 	}
 }
 
@@ -392,7 +392,7 @@ func TestLaneLoansWithinAtSlackOfARelend(t *testing.T) {
 	l.Release()
 }
 
-// TestLaneStressNeverLendsOneResourceTwice hammers the hot slots and the
+// TestLaneStressNeverLendsOneResourceTwice hammers the lane and the
 // gate from every side at once: acquires and try-acquires, releases (some
 // twice, from two goroutines at once), destroys, cancellations, and, beside
 // them, Stats, Loans, Reset and the sweep. Each resource carries a flag that

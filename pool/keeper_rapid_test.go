@@ -94,9 +94,9 @@ func TestKeeperRandomOperations(t *testing.T) {
 				}
 			}
 			// Check, once the background dials (MinIdle) have landed. Stats
-			// cools the hot slots, so it is read only some of the time:
+			// folds the lane, so it is read only some of the time:
 			// otherwise the books are read as they stand, a parked resource
-			// counted idle, and later steps find the slots as they were left.
+			// counted idle, and later steps find the lane as it was left.
 			settle()
 			var live, idle, busy int
 			if rapid.IntRange(0, 3).Draw(rt, "stats") == 0 {
@@ -139,7 +139,7 @@ func TestKeeperRandomOperations(t *testing.T) {
 	})
 }
 
-// booksAsTheyStand reads live, idle and busy without cooling the hot slots:
+// booksAsTheyStand reads live, idle and busy without cooling the lane:
 // a resource parked there counts as idle, as Stats would count it.
 func booksAsTheyStand(k *Keeper[*res]) (live, idle, busy int) {
 	k.mu.Lock()
@@ -148,7 +148,7 @@ func booksAsTheyStand(k *Keeper[*res]) (live, idle, busy int) {
 	return k.p.Live(), k.p.Idle() + h, k.p.Busy() - h
 }
 
-// parkedNow returns the resources in the hot slots.
+// parkedNow returns the resources in the lane.
 func parkedNow(k *Keeper[*res]) map[*res]bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -6,8 +6,8 @@
 // now, and every random decision takes a draw the caller made, so the same
 // calls give the same answers on every machine and a test can drive an hour
 // of traffic in a loop. Keeper is the runtime built on it: one mutex, a queue
-// of waiters, dials and closes outside the lock, one timer, and a few
-// lock-free hot slots through which resources pass while nobody waits.
+// of waiters, dials and closes outside the lock, one timer, and a lock-free
+// lane that carries out the Pool's answers while nobody waits (lane.go).
 package pool
 
 import (
