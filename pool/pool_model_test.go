@@ -36,6 +36,8 @@ type model struct {
 	idle   []mseat // given back, oldest first: the top is the last
 	lent   []mseat // out on loan, in no order
 	making int     // open Make reservations
+	gen    int     // Resets so far
+	pairs  bool    // the ward lets Give/Take pairs pass unseen (Relent)
 
 	books pool.Books // counters only; gauges are computed
 }
@@ -43,6 +45,7 @@ type model struct {
 type mseat struct {
 	item        int
 	born, since int64
+	gen         int // the model's gen when it was made
 }
 
 // clock is the pool's reading of now: the first now is the origin, and an
@@ -161,7 +164,7 @@ func (m *model) takeOr(now time.Time, refused *pool.Taken[int]) pool.Taken[int] 
 			return r
 		}
 		m.idle = m.idle[:n-1]
-		m.lent = append(m.lent, mseat{item: s.item, born: s.born, since: t})
+		m.lent = append(m.lent, mseat{item: s.item, born: s.born, since: t, gen: s.gen})
 		m.books.Loans++
 		m.books.Reused++
 		return pool.Taken[int]{Kind: pool.Ready, Item: s.item, Idle: time.Duration(t - s.since)}
@@ -198,7 +201,7 @@ func (m *model) made(item int, now time.Time, extra time.Duration) bool {
 	if !reserved && m.lim.Size > 0 && m.live() >= m.lim.Size {
 		return false
 	}
-	m.lent = append(m.lent, mseat{item: item, born: t + int64(extra), since: t})
+	m.lent = append(m.lent, mseat{item: item, born: t + int64(extra), since: t, gen: m.gen})
 	m.books.Made++
 	m.books.Loans++
 	return true
@@ -222,7 +225,7 @@ func (m *model) give(item int, now time.Time) bool {
 			return false
 		}
 		m.making--
-		m.lent = append(m.lent, mseat{item: item, born: t, since: t})
+		m.lent = append(m.lent, mseat{item: item, born: t, since: t, gen: m.gen})
 		m.books.Made++
 		m.books.Loans++
 		where, i = "lent", len(m.lent)-1
@@ -233,11 +236,41 @@ func (m *model) give(item int, now time.Time) bool {
 	}
 	s := m.lent[i]
 	m.lent = slices.Delete(m.lent, i, i+1)
-	if m.closed || (m.lim.Idle > 0 && len(m.idle) >= m.lim.Idle) {
+	if m.closed || s.gen != m.gen || (m.lim.Idle > 0 && len(m.idle) >= m.lim.Idle) {
 		m.books.Retired++
 		return false
 	}
-	m.idle = append(m.idle, mseat{item: item, born: s.born, since: t})
+	m.idle = append(m.idle, mseat{item: item, born: s.born, since: t, gen: s.gen})
+	return true
+}
+
+// reset retires everything idle and marks what is lent as of an older
+// generation, retired when it comes back.
+func (m *model) reset(now time.Time) []int {
+	m.clock(now)
+	if m.closed {
+		return nil
+	}
+	m.gen++
+	var out []int
+	for _, s := range m.idle {
+		out = append(out, s.item)
+		m.books.Retired++
+	}
+	m.idle = nil
+	return out
+}
+
+// relent is n Give/Take pairs of a lent item, the last at now, as a
+// runtime reports them: the loan restarts at now, Loans and Reused rise.
+func (m *model) relent(item, n int, now time.Time) bool {
+	where, i := m.find(item)
+	if n <= 0 || !m.pairs || where != "lent" {
+		return false
+	}
+	m.lent[i].since = m.clock(now)
+	m.books.Loans += uint64(n)
+	m.books.Reused += uint64(n)
 	return true
 }
 
@@ -422,6 +455,7 @@ type driver struct {
 	far     bool      // whether the clock has jumped decades yet
 	log     []string
 	prev    pool.Books
+	ops     string // the calls to draw from: opTable, or opTableRuntime
 }
 
 func (d *driver) logf(format string, args ...any) {
@@ -521,6 +555,11 @@ func (d *driver) pickItem(s source, label string, freshOK bool) (int, string) {
 // does not close every pool at once.
 const opTable = "tttttgtmtgjmgutgmdtcgeltmgjrdugtktmegtgt"
 
+// opTableRuntime adds the calls a runtime makes beyond taking and giving: R
+// Reset, L Relent. The fuzz corpus decodes its bytes with opTable, which is
+// left as it was.
+const opTableRuntime = opTable + "RLLgLt"
+
 func draw(s source) float64 {
 	switch s.intn(8, "roll") {
 	case 0:
@@ -534,7 +573,10 @@ func draw(s source) float64 {
 }
 
 // run drives one pool through steps calls chosen by s.
-func run(t tb, s source, steps int, wk wardKind) {
+func run(t tb, s source, steps int, wk wardKind) { runOps(t, s, steps, wk, opTable) }
+
+// runOps is run drawing its calls from ops.
+func runOps(t tb, s source, steps int, wk wardKind, ops string) {
 	t.Helper()
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	lim := pool.Limits{Size: s.intn(12, "size"), Idle: s.intn(12, "idle")}
@@ -558,7 +600,7 @@ func run(t tb, s source, steps int, wk wardKind) {
 	if err != nil {
 		t.Fatalf("New(%+v): %v", lim, err)
 	}
-	d := &driver{t: t, p: p, m: &model{lim: lim}, w: w, wk: wk, lim: lim, now: start, foreign: 1}
+	d := &driver{t: t, p: p, m: &model{lim: lim, pairs: w.Shedder == nil && w.Limiter == nil}, w: w, wk: wk, lim: lim, now: start, foreign: 1, ops: ops}
 	if s.intn(3, "warm?") == 1 {
 		d.warm(s)
 	}
@@ -678,7 +720,7 @@ func (d *driver) step(s source) {
 	d.tick(s)
 	now := d.now
 	at := now.Sub(base)
-	switch op := opTable[s.intn(len(opTable), "op")]; {
+	switch op := d.ops[s.intn(len(d.ops), "op")]; {
 	case op == 't':
 		roll, cpu := draw(s), s.intn(1000, "cpu")
 		got, want := d.take(now, roll, cpu)
@@ -794,6 +836,25 @@ func (d *driver) step(s source) {
 			}
 		} else if got != 0 {
 			d.fail("Refusal(%v) = %v, want 0 (no breaker refusing)", at, got)
+		}
+	case op == 'R':
+		got, want := d.p.Reset(now), d.m.reset(now)
+		d.logf("Reset(%v) = %v", at, got)
+		d.reach(fmt.Sprint("Reset ", len(got) > 0))
+		if !sameItems(got, want) {
+			d.fail("Reset(%v): got %v, want %v (in any order)", at, got, want)
+		}
+		handed = append(handed, got...)
+	case op == 'L':
+		item, kind := d.pickItem(s, "relent", false)
+		arg, hasArg = item, true
+		n := s.intn(4, "relends")
+		seat := d.p.SeatOf(item)
+		got, want := d.p.Relent(seat, item, n, now), d.m.relent(item, n, now)
+		d.logf("Relent(%d %s, %d, %v) = %v", item, kind, n, at, got)
+		d.reach(fmt.Sprint("Relent ", kind, " ", got))
+		if got != want {
+			d.fail("Relent(%d, %d, %v): got %v, want %v", item, n, at, got, want)
 		}
 	case op == 'c' && s.intn(5, "really close") == 2:
 		got, want := d.p.Close(), d.m.close()
@@ -1043,6 +1104,16 @@ func TestModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		run(rt, rapidSource{rt}, rapid.IntRange(1, 300).Draw(rt, "steps"), noWard)
 	})
+}
+
+// TestModelRuntimeCalls runs the model with Reset and Relent among the
+// calls, bare and behind each kind of ward.
+func TestModelRuntimeCalls(t *testing.T) {
+	for _, wk := range []wardKind{noWard, permissive, refusing} {
+		rapid.Check(t, func(rt *rapid.T) {
+			runOps(rt, rapidSource{rt}, rapid.IntRange(1, 300).Draw(rt, "steps"), wk, opTableRuntime)
+		})
+	}
 }
 
 // TestModelEmptyWard runs the model with ward.Ward{} passed explicitly: an
