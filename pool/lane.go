@@ -102,21 +102,21 @@ func (k *Keeper[T]) initLane(on bool) {
 // asks the pool takes the mutex through lock.
 func (k *Keeper[T]) lock() {
 	k.mu.Lock()
-	if k.laneOn {
+	// A slot left shut (callers queued, say) holds nothing and nothing can
+	// change it: no swap is needed, which spares a saturated queue one
+	// locked instruction each way.
+	if k.laneOn && k.slot.Load() != shut {
 		k.foldLocked(k.slot.Swap(shut))
 	}
 }
 
 // unlock opens the lane, if the pool and the queue allow, and releases k.mu.
 func (k *Keeper[T]) unlock() {
-	if k.laneOn {
+	if k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.p.Lane() {
 		k.epoch++
-		w := uint64(k.epoch&usMask) << usShift
-		if k.closed || k.q.live > 0 || !k.sweepArmed || !k.p.Lane() {
-			w |= shut
-		}
-		k.slot.Store(w)
+		k.slot.Store(uint64(k.epoch&usMask) << usShift)
 	}
+	// Otherwise the slot stays as lock left it: shut.
 	k.mu.Unlock()
 }
 
