@@ -69,6 +69,7 @@ func TestKeeperCloseNeverRunsOnTheCallersTime(t *testing.T) {
 			t.Fatalf("Destroy took %v: it ran Close on the caller", took)
 		}
 	}
+	eventually(t, "the one closer to start", func() bool { return bc.started.Load() == 1 })
 	s := k.Stats()
 	if s.Closing == 0 || bc.started.Load() != 1 || bc.done.Load() != 0 {
 		t.Fatalf("want closes queued behind one blocked closer: %+v, started %d", s, bc.started.Load())

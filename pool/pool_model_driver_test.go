@@ -1,0 +1,747 @@
+package pool_test
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
+)
+
+// The driver of the model test: it draws calls from a source, makes each on
+// a Pool and on the model, and checks that both answer alike (see
+// pool_model_test.go).
+
+// source is where the driver takes its choices from: rapid's generators or
+// the fuzzer's bytes.
+type source interface {
+	// intn returns a choice in [0, n).
+	intn(n int, label string) int
+	// done reports whether the source has run out of choices.
+	done() bool
+}
+
+type rapidSource struct{ t *rapid.T }
+
+func (r rapidSource) intn(n int, label string) int {
+	return rapid.IntRange(0, n-1).Draw(r.t, label)
+}
+func (rapidSource) done() bool { return false }
+
+// tb is what the driver needs of *testing.T and *rapid.T.
+type tb interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// wardKind is the ward a run puts in front of the pool.
+type wardKind int
+
+const (
+	noWard     wardKind = iota // the zero ward.Ward
+	emptyWard                  // ward.Ward{} spelled out
+	permissive                 // all five guards, each set so it never refuses
+	refusing                   // all five guards, tight enough to refuse often
+)
+
+var base = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// permissiveWard has every guard, each configured so that it never refuses:
+// a pool behind it must answer exactly as a pool with none.
+func permissiveWard(now time.Time) ward.Ward {
+	br := ward.DefaultSre
+	br.Protection = math.MaxInt32
+	sh := ward.DefaultShed
+	sh.CPU = 1000 // never hot: the driver's CPU readings stay under 1000
+	return ward.Ward{
+		Breaker: ward.NewBreaker(br, now),
+		Bucket:  ward.NewBucket(1e15, 1e15, now),
+		Backoff: &ward.Backoff{Base: 0, Factor: 1, Attempts: 1},
+		Shedder: ward.NewShedder(sh, now),
+		Limiter: ward.NewLimiter(ward.Aimd{Initial: 1 << 30, Min: 1 << 30, Max: 1 << 30}),
+	}
+}
+
+// refusingWard has every guard, set tight so that each refuses now and
+// then: a breaker with no free calls, a slow bucket, backoff after a failed
+// make, a shedder that runs hot above half the CPU, and a limiter of a few.
+func refusingWard(s source, now time.Time) ward.Ward {
+	br := ward.DefaultSre
+	br.Protection = float64(s.intn(3, "protection"))
+	br.Window = time.Second
+	sh := ward.DefaultShed
+	sh.CPU = 500
+	sh.Window = 100 * time.Millisecond
+	sh.Latency = time.Duration(1+s.intn(20, "latency")) * time.Millisecond
+	lim := 1 + s.intn(4, "limit")
+	return ward.Ward{
+		Breaker: ward.NewBreaker(br, now),
+		Bucket:  ward.NewBucket(float64(5+s.intn(100, "rate")), float64(1+s.intn(3, "burst")), now),
+		Backoff: &ward.Backoff{Base: time.Duration(1+s.intn(20, "backoff")) * time.Millisecond, Factor: 2, Cap: 50 * time.Millisecond, Attempts: 3, Jitter: ward.Spread(0.2)},
+		Shedder: ward.NewShedder(sh, now),
+		Limiter: ward.NewLimiter(ward.Aimd{Initial: lim, Min: 1, Max: lim + 2, Slow: 10 * time.Millisecond, Backoff: 0.5}),
+	}
+}
+
+// driver runs one pool and one model side by side.
+type driver struct {
+	t   tb
+	p   *pool.Pool[int]
+	m   *model
+	w   ward.Ward
+	wk  wardKind
+	lim pool.Limits
+
+	now     time.Time // the caller's clock: it may step back
+	fresh   int       // the last item minted
+	foreign int       // the last foreign item: 0 (the zero int) first, then -1, -2, …
+	handed  []int     // items handed to the caller to close, in order
+	touched []int     // items the last call took or handed out
+	far     bool      // whether the clock has jumped decades yet
+	log     []string
+	prev    pool.Books
+	ops     string // the calls to draw from: opTable, or opTableRuntime
+}
+
+func (d *driver) logf(format string, args ...any) {
+	d.log = append(d.log, fmt.Sprintf(format, args...))
+}
+
+func (d *driver) fail(format string, args ...any) {
+	d.t.Helper()
+	d.t.Fatalf("limits %+v\nsteps:\n  %s\n%s", d.lim, strings.Join(d.log, "\n  "), fmt.Sprintf(format, args...))
+}
+
+// reached counts what the driver has made the pool do, when not nil: see
+// TestModelReaches.
+var reached map[string]int
+
+func (d *driver) reach(what string) {
+	if reached != nil {
+		reached[what]++
+	}
+}
+
+func (d *driver) see(item int) { d.touched = append(d.touched, item) }
+
+// pickDelay moves the caller's clock: mostly forward a few milliseconds,
+// sometimes not at all, sometimes back, sometimes a long way forward.
+func (d *driver) tick(s source) {
+	var delta time.Duration
+	switch c := s.intn(20, "clock"); {
+	case c < 10:
+		delta = time.Duration(1+s.intn(20, "ms")) * time.Millisecond
+	case c < 13:
+		delta = -time.Duration(1+s.intn(40, "back")) * time.Millisecond
+	case c < 14:
+		delta = time.Duration(1+s.intn(3, "hours")) * time.Hour
+	case c < 15:
+		if s.intn(8, "far?") == 5 && !d.far {
+			// Once a run, decades forward or back: a stray reading.
+			d.far = true
+			years := 40 + s.intn(60, "years")
+			if s.intn(2, "back?") == 1 {
+				years = -years
+			}
+			d.now = d.now.AddDate(years, 0, 0)
+			d.reach("clock decades away")
+			return
+		}
+		delta = time.Duration(1+s.intn(1000, "ns")) * time.Nanosecond
+	case c < 17:
+		// To the edge of the next expiry: exactly Keep or Life old (still
+		// fresh), or one nanosecond past it.
+		if at, ok := d.m.next(); ok {
+			d.now = at.Add(-time.Duration(s.intn(2, "edge")))
+			d.reach("clock to an edge")
+			return
+		}
+	default:
+		delta = 0
+	}
+	d.now = d.now.Add(delta)
+}
+
+// pickItem chooses an item for Made, Give or Drop.
+func (d *driver) pickItem(s source, label string, freshOK bool) (int, string) {
+	kinds := []string{"lent", "lent", "lent", "idle", "handed", "foreign"}
+	if freshOK {
+		kinds = append(kinds, "fresh", "fresh")
+	}
+	k := kinds[s.intn(len(kinds), label)]
+	switch k {
+	case "lent":
+		if n := len(d.m.lent); n > 0 {
+			return d.m.lent[s.intn(n, label+" lent")].item, k
+		}
+	case "idle":
+		if n := len(d.m.idle); n > 0 {
+			return d.m.idle[s.intn(n, label+" idle")].item, k
+		}
+	case "handed":
+		if n := len(d.handed); n > 0 {
+			return d.handed[s.intn(n, label+" handed")], k
+		}
+	case "foreign":
+		if d.foreign < 1 && s.intn(2, label+" reuse") == 0 {
+			return d.foreign, k // a foreign item seen before
+		}
+		d.foreign--
+		return d.foreign, k
+	}
+	d.fresh++
+	return d.fresh, "fresh"
+}
+
+// opTable weighs the calls the driver makes, one letter a call: t Take, m
+// Made, j MadeJitter, u Unmade, g Give, d Drop, e Evict, l Loans, r Refusal,
+// k a clock step alone, c Close (one time in five that it is drawn). Close
+// sits in the middle so that a source that favours the ends (rapid does)
+// does not close every pool at once.
+const opTable = "tttttgtmtgjmgutgmdtcgeltmgjrdugtktmegtgt"
+
+// opTableRuntime adds the calls a runtime makes beyond taking and giving: R
+// Reset, L Relent. The fuzz corpus decodes its bytes with opTable, which is
+// left as it was.
+const opTableRuntime = opTable + "RLLgLt"
+
+func draw(s source) float64 {
+	switch s.intn(8, "roll") {
+	case 0:
+		return math.NaN()
+	case 1:
+		return -1
+	case 2:
+		return 1
+	}
+	return float64(s.intn(1000, "roll value")) / 1000
+}
+
+// run drives one pool through steps calls chosen by s.
+func run(t tb, s source, steps int, wk wardKind) { runOps(t, s, steps, wk, opTable) }
+
+// runOps is run drawing its calls from ops.
+func runOps(t tb, s source, steps int, wk wardKind, ops string) {
+	t.Helper()
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	lim := pool.Limits{Size: s.intn(12, "size"), Idle: s.intn(12, "idle")}
+	if s.intn(3, "keep?") > 0 {
+		lim.Keep = ms(1 + s.intn(60, "keep"))
+	}
+	if s.intn(3, "life?") > 0 {
+		lim.Life = ms(1 + s.intn(120, "life"))
+	}
+	start := base.Add(time.Duration(s.intn(1000, "start")) * time.Millisecond)
+	var w ward.Ward
+	switch wk {
+	case emptyWard:
+		w = ward.Ward{}
+	case permissive:
+		w = permissiveWard(start)
+	case refusing:
+		w = refusingWard(s, start)
+	}
+	p, err := pool.New[int](lim, w)
+	if err != nil {
+		t.Fatalf("New(%+v): %v", lim, err)
+	}
+	d := &driver{t: t, p: p, m: &model{lim: lim, pairs: w.Shedder == nil && w.Limiter == nil}, w: w, wk: wk, lim: lim, now: start, foreign: 1, ops: ops}
+	if s.intn(3, "warm?") == 1 {
+		d.warm(s)
+	}
+	for i := 0; i < steps && !s.done(); i++ {
+		d.step(s)
+	}
+	d.finish()
+}
+
+// warm fills the pool with up to 44 resources born at scattered instants
+// (MadeJitter) and gives them back in a drawn order, so that the idle list
+// and the birth heap hold many seats in every arrangement before the random
+// calls start: the shapes a handful of random calls rarely build.
+func (d *driver) warm(s source) {
+	d.t.Helper()
+	var out []int
+	for range 4 + s.intn(41, "warm count") {
+		d.now = d.now.Add(time.Duration(s.intn(5, "warm ms")) * time.Millisecond)
+		item := d.warmMake(s)
+		if item == 0 {
+			break
+		}
+		out = append(out, item)
+	}
+	for len(out) > 0 {
+		i := s.intn(len(out), "warm give")
+		item := out[i]
+		out = slices.Delete(out, i, i+1)
+		d.warmGive(item)
+	}
+	// Churn: drop an idle one from anywhere in the heap and make and give
+	// back a new one born at another scattered instant, each call followed
+	// by the full check (Next reads the oldest-born idle seat). Removals
+	// from the middle of a heap are where a heap goes wrong.
+	for range s.intn(80, "churn") {
+		if len(d.m.idle) == 0 {
+			break
+		}
+		item := d.m.idle[s.intn(len(d.m.idle), "churn drop")].item
+		before := d.m.heldSet()
+		g, w := d.p.Drop(item, d.now), d.m.drop(item, d.now)
+		d.logf("Drop(%d, %v) = %v", item, d.now.Sub(base), g)
+		if g != w || !g {
+			d.fail("Drop(%d): got %v, want %v", item, g, w)
+		}
+		d.handed = append(d.handed, item)
+		d.checkFlow(before, []int{item}, item, true)
+		d.check()
+		if s.intn(3, "churn again") == 0 {
+			continue // the pool shrinks
+		}
+		if made := d.warmMake(s); made != 0 {
+			d.warmGive(made)
+		}
+	}
+}
+
+// warmMake takes, makes a fresh resource born at a scattered instant, and
+// returns it, or 0 when Take did not answer Make.
+func (d *driver) warmMake(s source) int {
+	d.t.Helper()
+	before := d.m.heldSet()
+	got, want := d.take(d.now, 0, 0)
+	d.logf("Take(%v) = %v %d", d.now.Sub(base), got.Kind, got.Item)
+	if got != want {
+		d.fail("Take: got %+v, want %+v", got, want)
+	}
+	if got.Kind != pool.Make {
+		var handed []int
+		if got.Kind == pool.Stale {
+			handed = []int{got.Item}
+			d.handed = append(d.handed, got.Item)
+		}
+		d.checkFlow(before, handed, 0, false)
+		d.check()
+		return 0
+	}
+	d.fresh++
+	item := d.fresh
+	d.see(item)
+	extra := time.Duration(s.intn(201, "warm extra")-100) * time.Millisecond
+	g, w := d.p.MadeJitter(item, d.now, extra), d.m.made(item, d.now, extra)
+	d.logf("MadeJitter(%d, %v, %v) = %v", item, d.now.Sub(base), extra, g)
+	if g != w || !g {
+		d.fail("MadeJitter: got %v, want %v", g, w)
+	}
+	d.checkFlow(before, nil, item, true)
+	d.check()
+	return item
+}
+
+// warmGive gives item back, checked.
+func (d *driver) warmGive(item int) {
+	d.t.Helper()
+	before := d.m.heldSet()
+	g, w := d.p.Give(item, d.now), d.m.give(item, d.now)
+	d.logf("Give(%d, %v) = %v", item, d.now.Sub(base), g)
+	if g != w {
+		d.fail("Give(%d): got %v, want %v", item, g, w)
+	}
+	var handed []int
+	if !g {
+		handed = []int{item}
+		d.handed = append(d.handed, item)
+	}
+	d.checkFlow(before, handed, item, true)
+	d.check()
+}
+
+// step makes one call on both, compares, and checks the invariants.
+func (d *driver) step(s source) {
+	d.t.Helper()
+	before := d.m.heldSet()
+	var handed []int // what this call hands the caller to close
+	arg, hasArg := 0, false
+
+	d.tick(s)
+	now := d.now
+	at := now.Sub(base)
+	switch op := d.ops[s.intn(len(d.ops), "op")]; {
+	case op == 't':
+		roll, cpu := draw(s), s.intn(1000, "cpu")
+		got, want := d.take(now, roll, cpu)
+		d.logf("Take(%v) = %v %d", at, got.Kind, got.Item)
+		d.reach("Take " + got.Kind.String())
+		if got != want {
+			d.fail("Take(%v): got %+v, want %+v", at, got, want)
+		}
+		if got.Kind == pool.Stale {
+			handed = append(handed, got.Item)
+		}
+	case op == 'm':
+		item, kind := d.pickItem(s, "made", true)
+		arg, hasArg = item, true
+		d.see(item)
+		mayRefuse := d.mayRefuseMade(item)
+		got := d.p.Made(item, now)
+		var want bool
+		if mayRefuse && !got {
+			d.m.clock(now) // the ward's shedder or limiter said no: nothing changes
+			d.reach("Made refused by the ward")
+		} else {
+			want = d.m.made(item, now, 0)
+		}
+		d.logf("Made(%d %s, %v) = %v", item, kind, at, got)
+		d.reach(fmt.Sprint("Made ", kind, " ", got, d.m.closed))
+		if got != want {
+			d.fail("Made(%d, %v): got %v, want %v", item, at, got, want)
+		}
+		if !got {
+			handed = append(handed, item)
+		}
+	case op == 'j':
+		item, kind := d.pickItem(s, "made", true)
+		arg, hasArg = item, true
+		d.see(item)
+		extra := time.Duration(s.intn(201, "extra")-100) * time.Millisecond
+		mayRefuse := d.mayRefuseMade(item)
+		got := d.p.MadeJitter(item, now, extra)
+		var want bool
+		if mayRefuse && !got {
+			d.m.clock(now) // the ward's shedder or limiter said no: nothing changes
+			d.reach("Made refused by the ward")
+		} else {
+			want = d.m.made(item, now, extra)
+		}
+		d.logf("MadeJitter(%d %s, %v, %v) = %v", item, kind, at, extra, got)
+		d.reach(fmt.Sprint("MadeJitter ", kind, " ", got))
+		if got != want {
+			d.fail("MadeJitter(%d, %v, %v): got %v, want %v", item, at, extra, got, want)
+		}
+		if !got {
+			handed = append(handed, item)
+		}
+	case op == 'u':
+		roll := draw(s)
+		d.p.Unmade(now, roll)
+		d.m.unmade(now)
+		d.logf("Unmade(%v)", at)
+	case op == 'g':
+		item, kind := d.pickItem(s, "give", true)
+		arg, hasArg = item, true
+		d.see(item)
+		got, want := d.p.Give(item, now), d.m.give(item, now)
+		d.logf("Give(%d %s, %v) = %v", item, kind, at, got)
+		d.reach(fmt.Sprint("Give ", kind, " ", got, d.m.closed))
+		if got != want {
+			d.fail("Give(%d, %v): got %v, want %v", item, at, got, want)
+		}
+		if !got {
+			handed = append(handed, item)
+		}
+	case op == 'd':
+		item, kind := d.pickItem(s, "drop", false)
+		arg, hasArg = item, true
+		d.see(item)
+		got, want := d.p.Drop(item, now), d.m.drop(item, now)
+		d.logf("Drop(%d %s, %v) = %v", item, kind, at, got)
+		d.reach(fmt.Sprint("Drop ", kind, " ", got))
+		if got != want {
+			d.fail("Drop(%d, %v): got %v, want %v", item, at, got, want)
+		}
+		handed = append(handed, item) // the caller closes it either way
+	case op == 'e':
+		edge := false
+		if at, ok := d.m.next(); ok && d.m.started && !d.m.at().After(at) {
+			edge = !now.Before(at.Add(-time.Nanosecond)) && !now.After(at)
+		}
+		got, want := d.p.Evict(now), d.m.evict(now)
+		if edge {
+			d.reach("Evict at an edge")
+		}
+		d.logf("Evict(%v) = %v", at, got)
+		d.reach(fmt.Sprint("Evict ", len(got) > 0))
+		if !sameItems(got, want) {
+			d.fail("Evict(%v): got %v, want %v (in any order)", at, got, want)
+		}
+		handed = append(handed, got...)
+	case op == 'l':
+		got, want := d.p.Loans(now), d.m.loans(now)
+		d.logf("Loans(%v) = %v", at, got)
+		d.reach(fmt.Sprint("Loans ", len(got) > 0))
+		d.checkLoans("Loans", got, want)
+	case op == 'r':
+		got := d.p.Refusal(now)
+		if d.w.Breaker != nil {
+			d.m.clock(now) // only a breaker reads the clock
+		}
+		d.logf("Refusal(%v) = %v", at, got)
+		if d.wk == refusing {
+			if !(got >= 0 && got <= 1) {
+				d.fail("Refusal(%v) = %v, want within [0, 1]", at, got)
+			}
+		} else if got != 0 {
+			d.fail("Refusal(%v) = %v, want 0 (no breaker refusing)", at, got)
+		}
+	case op == 'R':
+		got, want := d.p.Reset(now), d.m.reset(now)
+		d.logf("Reset(%v) = %v", at, got)
+		d.reach(fmt.Sprint("Reset ", len(got) > 0))
+		if !sameItems(got, want) {
+			d.fail("Reset(%v): got %v, want %v (in any order)", at, got, want)
+		}
+		handed = append(handed, got...)
+	case op == 'L':
+		item, kind := d.pickItem(s, "relent", false)
+		arg, hasArg = item, true
+		n := s.intn(4, "relends")
+		seat := d.p.SeatOf(item)
+		got, want := d.p.Relent(seat, item, n, now), d.m.relent(item, n, now)
+		d.logf("Relent(%d %s, %d, %v) = %v", item, kind, n, at, got)
+		d.reach(fmt.Sprint("Relent ", kind, " ", got))
+		if got != want {
+			d.fail("Relent(%d, %d, %v): got %v, want %v", item, n, at, got, want)
+		}
+	case op == 'c' && s.intn(5, "really close") == 2:
+		got, want := d.p.Close(), d.m.close()
+		d.logf("Close() = %v", got)
+		d.reach(fmt.Sprint("Close ", len(got) > 0))
+		if !sameItems(got, want) {
+			d.fail("Close(): got %v, want %v (in any order)", got, want)
+		}
+		handed = append(handed, got...)
+	default: // a clock step alone, or a Close not drawn
+		d.logf("(clock to %v)", at)
+	}
+	for _, h := range handed {
+		d.see(h)
+	}
+	d.handed = append(d.handed, handed...)
+	d.checkFlow(before, handed, arg, hasArg)
+	d.check()
+}
+
+// take calls Take on both, letting the model accept a ward's refusal.
+func (d *driver) take(now time.Time, roll float64, cpu int) (got, want pool.Taken[int]) {
+	got = d.p.Take(now, roll, cpu)
+	if d.wk == refusing && (got.Kind == pool.Later || got.Kind == pool.Shed || got.Kind == pool.Wait && got.Guard != ward.GuardNone) {
+		return got, d.m.takeOr(now, &got)
+	}
+	return got, d.m.take(now)
+}
+
+// mayRefuseMade reports whether the ward may refuse Made(item) now: with no
+// reservation open, an item not held and room under Size, the pool asks the
+// ward's shedder and limiter for the loan's flight and lease.
+func (d *driver) mayRefuseMade(item int) bool {
+	m := d.m
+	return d.wk == refusing && m.making == 0 && !m.holds(item) && !m.closed &&
+		(m.lim.Size == 0 || m.live() < m.lim.Size)
+}
+
+// checkFlow checks that nothing was lost or doubled by one call: every item
+// that left the books was handed to the caller exactly once, nothing handed
+// out is still on the books, and nothing joined the books but the call's own
+// item.
+func (d *driver) checkFlow(before map[int]bool, handed []int, arg int, hasArg bool) {
+	d.t.Helper()
+	after := d.m.heldSet()
+	count := map[int]int{}
+	for _, h := range handed {
+		count[h]++
+		if count[h] > 1 {
+			d.fail("item %d handed out to close twice by one call", h)
+		}
+		if after[h] {
+			d.fail("item %d handed out to close but still on the books", h)
+		}
+		if !before[h] && !(hasArg && h == arg) {
+			d.fail("item %d handed out to close but was never on the books", h)
+		}
+	}
+	for item := range before {
+		if !after[item] && count[item] != 1 {
+			d.fail("item %d left the books without being handed out to close", item)
+		}
+	}
+	for item := range after {
+		if !before[item] && !(hasArg && item == arg) {
+			d.fail("item %d joined the books from nowhere", item)
+		}
+	}
+}
+
+// check compares the books and checks the invariants after a call.
+func (d *driver) check() {
+	d.t.Helper()
+	p, m := d.p, d.m
+	b := p.Books()
+	if want := m.booksNow(); b != want {
+		d.fail("Books:\n got %+v\nwant %+v", b, want)
+	}
+	if b.Live != p.Live() || b.Idle != p.Idle() || b.Busy != p.Busy() {
+		d.fail("Books gauges %d/%d/%d differ from Live/Idle/Busy %d/%d/%d", b.Live, b.Idle, b.Busy, p.Live(), p.Idle(), p.Busy())
+	}
+	if b.Live != b.Idle+b.Busy {
+		d.fail("live %d != idle %d + busy %d", b.Live, b.Idle, b.Busy)
+	}
+	if d.lim.Size > 0 && b.Live > d.lim.Size {
+		d.fail("live %d > size %d", b.Live, d.lim.Size)
+	}
+	if d.lim.Idle > 0 && b.Idle > d.lim.Idle {
+		d.fail("idle %d > idle ceiling %d", b.Idle, d.lim.Idle)
+	}
+	if b.Idle < 0 || b.Busy < 0 || p.Making() < 0 || p.Making() > b.Busy {
+		d.fail("gauges out of range: %+v, making %d", b, p.Making())
+	}
+	if int(b.Made) != b.Live-p.Making()+int(b.Retired)+int(b.Dropped) {
+		d.fail("Made %d != Live %d - making %d + Retired %d + Dropped %d", b.Made, b.Live, p.Making(), b.Retired, b.Dropped)
+	}
+	if b.IdleRetired+b.LifeRetired > b.Retired || b.Reused > b.Loans {
+		d.fail("counters inconsistent: %+v", b)
+	}
+	pc, bc := counters(d.prev), counters(b)
+	for i := range pc {
+		if bc[i] < pc[i] {
+			d.fail("a counter fell: was %+v, now %+v", d.prev, b)
+		}
+	}
+	d.prev = b
+	if p.Making() != m.making {
+		d.fail("Making() = %d, want %d", p.Making(), m.making)
+	}
+	if p.IsClosed() != m.closed {
+		d.fail("IsClosed() = %v, want %v", p.IsClosed(), m.closed)
+	}
+	// Every item the model holds is held, and every item the last call
+	// touched is held exactly when the model holds it; with the counts
+	// equal, the real pool holds nothing else.
+	for _, s := range m.idle {
+		if !p.Holds(s.item) {
+			d.fail("Holds(%d) = false for an idle item", s.item)
+		}
+	}
+	for _, s := range m.lent {
+		if !p.Holds(s.item) {
+			d.fail("Holds(%d) = false for a lent item", s.item)
+		}
+	}
+	for _, item := range d.touched {
+		if got, want := p.Holds(item), m.holds(item); got != want {
+			d.fail("Holds(%d) = %v, want %v", item, got, want)
+		}
+	}
+	d.touched = d.touched[:0]
+	if held := len(m.idle) + len(m.lent); held != b.Idle+b.Busy-p.Making() {
+		d.fail("%d items held, want idle %d + lent %d", held, b.Idle, b.Busy-p.Making())
+	}
+	gotAt, gotOK := p.Next()
+	wantAt, wantOK := m.next()
+	if gotOK != wantOK || !gotAt.Equal(wantAt) {
+		d.fail("Next() = %v %v, want %v %v", gotAt, gotOK, wantAt, wantOK)
+	}
+	if m.started {
+		// Loans at the latest instant: it moves nothing.
+		d.checkLoans("Loans at the latest instant", p.Loans(m.at()), m.loans(m.at()))
+		if err := d.checkLoansDisjoint(p.Loans(m.at())); err != "" {
+			d.fail("%s", err)
+		}
+	}
+	if d.w.Limiter != nil && d.w.Limiter.Inflight() != b.Busy {
+		d.fail("limiter has %d leases out, want one per busy resource: %d", d.w.Limiter.Inflight(), b.Busy)
+	}
+	if d.w.Shedder != nil && d.w.Shedder.Flying() != b.Busy {
+		d.fail("shedder has %d calls in flight, want one per busy resource: %d", d.w.Shedder.Flying(), b.Busy)
+	}
+}
+
+// checkLoans compares Loans with the model's: the same loans, the longest
+// held first.
+func (d *driver) checkLoans(what string, got, want []pool.Lent[int]) {
+	d.t.Helper()
+	for i := 1; i < len(got); i++ {
+		if got[i].Held > got[i-1].Held {
+			d.fail("%s not longest first: %v", what, got)
+		}
+	}
+	key := func(a, b pool.Lent[int]) int {
+		if a.Item != b.Item {
+			return a.Item - b.Item
+		}
+		return int(a.Held - b.Held)
+	}
+	g, w := slices.Clone(got), slices.Clone(want)
+	slices.SortFunc(g, key)
+	slices.SortFunc(w, key)
+	if !slices.Equal(g, w) {
+		d.fail("%s: got %v, want %v", what, got, want)
+	}
+}
+
+// checkLoansDisjoint checks no lent handle is also idle or lent twice.
+func (d *driver) checkLoansDisjoint(loans []pool.Lent[int]) string {
+	seen := map[int]bool{}
+	for _, l := range loans {
+		if seen[l.Item] {
+			return fmt.Sprintf("item %d lent twice: %v", l.Item, loans)
+		}
+		seen[l.Item] = true
+		if !d.p.Holds(l.Item) {
+			return fmt.Sprintf("item %d lent but not held", l.Item)
+		}
+	}
+	if idle := d.p.Live() - d.p.Making() - len(loans); idle != d.p.Idle() {
+		return fmt.Sprintf("held minus lent is %d, Idle() is %d", idle, d.p.Idle())
+	}
+	return ""
+}
+
+// finish winds the pool down: close it, bring every loan home, settle every
+// reservation; then nothing may be left and everything that entered must
+// have been handed out.
+func (d *driver) finish() {
+	d.t.Helper()
+	d.now = d.now.Add(time.Second)
+	before := d.m.heldSet()
+	got, want := d.p.Close(), d.m.close()
+	d.logf("Close() = %v", got)
+	if !sameItems(got, want) {
+		d.fail("final Close(): got %v, want %v", got, want)
+	}
+	d.checkFlow(before, got, 0, false)
+	for len(d.m.lent) > 0 {
+		item := d.m.lent[0].item
+		before := d.m.heldSet()
+		g, w := d.p.Give(item, d.now), d.m.give(item, d.now)
+		d.logf("Give(%d) = %v", item, g)
+		if g || w {
+			d.fail("Give(%d) after Close: got %v, want false", item, g)
+		}
+		d.checkFlow(before, []int{item}, item, true)
+		d.check()
+	}
+	for d.m.making > 0 {
+		d.p.Unmade(d.now, 0)
+		d.m.unmade(d.now)
+		d.logf("Unmade")
+		d.check()
+	}
+	if b := d.p.Books(); b.Live != 0 || b.Idle != 0 || b.Busy != 0 {
+		d.fail("after winding down: %+v", b)
+	}
+}
+
+func counters(b pool.Books) []uint64 {
+	return []uint64{b.Made, b.Failed, b.Loans, b.Reused, b.Retired, b.IdleRetired, b.LifeRetired, b.Dropped, b.Waited, b.Deferred, b.Shed}
+}
+
+func sameItems(a, b []int) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
