@@ -28,6 +28,9 @@ const (
 	DefaultMaxConnIdleTime = 30 * time.Minute
 	// DefaultHealthCheckPeriod is pool_health_check_period when the string does not set it.
 	DefaultHealthCheckPeriod = time.Minute
+	// DefaultDialTimeout is Config.DialTimeout when it is zero: the one
+	// minute pgxpool gives each of its background connection attempts.
+	DefaultDialTimeout = time.Minute
 	// DefaultPingIdle is how long a connection must have sat idle before it
 	// is pinged on Acquire when Config.ShouldPing is nil (pgxpool's rule).
 	DefaultPingIdle = time.Second
@@ -105,6 +108,17 @@ type Config struct {
 	// PingTimeout bounds each liveness ping on Acquire; zero leaves it to
 	// the caller's context.
 	PingTimeout time.Duration
+
+	// DialTimeout bounds the opening of each connection, BeforeConnect and
+	// AfterConnect included, whether an Acquire asked for it or the pool
+	// opens it in the background for MinConns and MinIdleConns. An attempt
+	// that runs out fails like any other failed dial (Stat.Keeper counts it
+	// in DialTimeouts) and the background ones are tried again later,
+	// spaced by the Ward's Backoff when it has one. pgxpool gives each
+	// background attempt one minute and has no field for it. Zero means
+	// DefaultDialTimeout; negative, no bound but ConnConfig.ConnectTimeout
+	// (two minutes when unset, as in pgxpool) on the connect alone.
+	DialTimeout time.Duration
 
 	// MaxConns is how many connections may be open at once: idle, lent and
 	// being dialled. At least 1.
@@ -196,6 +210,7 @@ func ParseConfig(connString string) (*Config, error) {
 		MaxConnLifetime:   DefaultMaxConnLifetime,
 		MaxConnIdleTime:   DefaultMaxConnIdleTime,
 		HealthCheckPeriod: DefaultHealthCheckPeriod,
+		DialTimeout:       DefaultDialTimeout,
 
 		createdByParseConfig: true,
 	}

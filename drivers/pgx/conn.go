@@ -31,8 +31,7 @@ func (c *Conn) Release() {
 		return
 	}
 	c.r = nil
-	pc := r.conn.PgConn()
-	if pc.IsClosed() || pc.IsBusy() || pc.TxStatus() != 'I' {
+	if unusable(r.conn) {
 		c.loan.Destroy()
 		return
 	}

@@ -60,6 +60,10 @@ type Pool struct {
 	tries        int // Acquire attempts before giving up on PrepareConn
 
 	newConns atomic.Int64 // dials started
+
+	// values is the context given to NewWithConfig, without its
+	// cancellation: its values reach every dial (see valuesCtx).
+	values context.Context
 }
 
 // New is ParseConfig(connString) followed by NewWithConfig.
@@ -75,9 +79,10 @@ func New(ctx context.Context, connString string) (*Pool, error) {
 // (an error wrapping ErrConfig says why it cannot be used otherwise). It
 // connects to nothing before returning, as pgxpool: connections for
 // MinConns and MinIdleConns are opened in the background, and the first
-// Acquire reports whether the server can be reached. ctx is not used (in
-// pgxpool its values reach the first background dials; here a dial carries
-// the values of the Acquire it serves).
+// Acquire reports whether the server can be reached. ctx's values, not its
+// cancellation, reach BeforeConnect and AfterConnect of every dial, as
+// those of pgxpool's first background dials do; a dial an Acquire started
+// sees that Acquire's values first.
 func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 	if err := config.validate(); err != nil {
 		return nil, err
@@ -92,6 +97,13 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 		pingTimeout:  config.PingTimeout,
 		tries:        int(config.MaxConns) + 1,
 	}
+	if ctx != nil {
+		p.values = context.WithoutCancel(ctx)
+	}
+	dialTimeout := config.DialTimeout
+	if dialTimeout == 0 {
+		dialTimeout = DefaultDialTimeout
+	}
 	lim := pool.Limits{
 		Size: int(config.MaxConns),
 		Idle: int(config.MaxConns),
@@ -99,16 +111,17 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 		Life: max(config.MaxConnLifetime, 0),
 	}
 	kc := pool.Config[*res]{
-		Limits:     lim,
-		Ward:       config.Ward,
-		Dial:       p.dial,
-		Close:      p.close,
-		Check:      p.check,
-		CheckIdle:  DefaultPingIdle,
-		MinIdle:    min(int(max(config.MinConns, config.MinIdleConns)), lim.Size),
-		LifeJitter: config.MaxConnLifetimeJitter,
-		LeakAfter:  config.LeakAfter,
-		Logger:     config.Logger,
+		Limits:      lim,
+		Ward:        config.Ward,
+		Dial:        p.dial,
+		DialTimeout: dialTimeout, // negative: no bound there either
+		Close:       p.close,
+		Check:       p.check,
+		CheckIdle:   DefaultPingIdle,
+		MinIdle:     min(int(max(config.MinConns, config.MinIdleConns)), lim.Size),
+		LifeJitter:  config.MaxConnLifetimeJitter,
+		LeakAfter:   config.LeakAfter,
+		Logger:      config.Logger,
 	}
 	if lim.Life == 0 {
 		kc.LifeJitter = 0
@@ -158,6 +171,9 @@ func logLeak(log *slog.Logger, l pool.Leak[*res], after time.Duration) {
 // reached or refuses the login).
 func (p *Pool) dial(ctx context.Context) (*res, error) {
 	p.newConns.Add(1)
+	if p.values != nil {
+		ctx = valuesCtx{Context: ctx, fallback: p.values}
+	}
 	cc := p.config.ConnConfig.Copy()
 	// The dial goes on when the Acquire that started it gives up, so that
 	// the connection is not wasted; it must not hang for ever (pgxpool's
@@ -181,6 +197,21 @@ func (p *Pool) dial(ctx context.Context) (*res, error) {
 		}
 	}
 	return &res{conn: conn}, nil
+}
+
+// valuesCtx is a dial's context (its deadline and cancellation) whose
+// values fall back to those of the context NewWithConfig was given.
+type valuesCtx struct {
+	context.Context
+	fallback context.Context
+}
+
+// Value returns the dial context's value for key, or else the fallback's.
+func (c valuesCtx) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.fallback.Value(key)
 }
 
 // closeTimeout bounds how long closing one connection may take.
@@ -207,10 +238,30 @@ func closeConn(conn *pgx.Conn) {
 	}
 }
 
+// errUnusable is check's answer for a connection pgx has closed, or one
+// left busy or inside a transaction: what Conn.Release destroys.
+var errUnusable = errors.New("pgxward: connection closed, busy or inside a transaction")
+
+// unusable reports whether conn must not be lent again: Conn.Release's
+// test, which check runs too.
+func unusable(conn *pgx.Conn) bool {
+	pc := conn.PgConn()
+	return pc.IsClosed() || pc.IsBusy() || pc.TxStatus() != 'I'
+}
+
 // check runs before an idle connection is lent: a ping when it sat idle
 // longer than DefaultPingIdle or when ShouldPing says so. An error makes the
 // Keeper destroy it and lend another, so the caller never sees it.
+//
+// It first applies Conn.Release's test, without a ping. That matters when
+// the caller's context ends during the ping: pgx closes the connection it
+// interrupted, and the Keeper then checks it again in the background and
+// keeps it only if this check passes, which it must not do on ShouldPing's
+// word alone.
 func (p *Pool) check(ctx context.Context, r *res) error {
+	if unusable(r.conn) {
+		return errUnusable
+	}
 	if p.shouldPing != nil {
 		idle := time.Duration(0)
 		if !r.idleSince.IsZero() {

@@ -1,0 +1,213 @@
+package pgxward
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+type ctorKey struct{}
+
+// stuckConfig is a config whose every dial hangs in BeforeConnect until its
+// context ends, reporting that context on seen. It needs no server.
+func stuckConfig(t *testing.T, seen chan<- context.Context) *Config {
+	t.Helper()
+	c, err := ParseConfig("host=127.0.0.1 port=1 sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.MaxConns = 1
+	c.MinIdleConns = 1
+	c.BeforeConnect = func(ctx context.Context, _ *pgx.ConnConfig) error {
+		select {
+		case seen <- ctx:
+		default:
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return c
+}
+
+// newStuck builds a pool on c with a constructor context carrying a value,
+// closed when the test ends.
+func newStuck(t *testing.T, c *Config) *Pool {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctorKey{}, "ctor"))
+	cancel() // its cancellation must not reach the dials
+	p, err := NewWithConfig(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := p.CloseContext(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return p
+}
+
+func next(t *testing.T, seen <-chan context.Context) context.Context {
+	t.Helper()
+	select {
+	case ctx := <-seen:
+		return ctx
+	case <-time.After(10 * time.Second):
+		t.Fatal("no dial began within 10s")
+		return nil
+	}
+}
+
+func TestDialTimeoutDefault(t *testing.T) {
+	c, err := ParseConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DialTimeout != DefaultDialTimeout || DefaultDialTimeout != time.Minute {
+		t.Errorf("ParseConfig's DialTimeout = %v (DefaultDialTimeout %v), want pgxpool's one minute", c.DialTimeout, DefaultDialTimeout)
+	}
+}
+
+// A background dial gets the bounded time DialTimeout gives it, zero meaning
+// the default, and carries the constructor context's values but not its
+// cancellation, as pgxpool's first background dials do.
+func TestBackgroundDialBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		timeout  time.Duration
+		lo, hi   time.Duration // the bound the dial sees, from its start
+		deadline bool
+	}{
+		{"zero is the default", 0, DefaultDialTimeout - 5*time.Second, DefaultDialTimeout, true},
+		{"set", 10 * time.Second, 5 * time.Second, 10 * time.Second, true},
+		{"negative is no bound", -1, 0, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seen := make(chan context.Context, 1)
+			c := stuckConfig(t, seen)
+			c.DialTimeout = tc.timeout
+			newStuck(t, c)
+			ctx := next(t, seen)
+			if got := ctx.Value(ctorKey{}); got != "ctor" {
+				t.Errorf("the dial's context has value %v, want the constructor's", got)
+			}
+			if err := ctx.Err(); err != nil {
+				t.Errorf("the dial's context ended at once (%v): the constructor's cancellation reached it", err)
+			}
+			d, ok := ctx.Deadline()
+			if ok != tc.deadline {
+				t.Fatalf("the dial's context has a deadline: %v, want %v", ok, tc.deadline)
+			}
+			if left := time.Until(d); ok && (left <= tc.lo || left > tc.hi) {
+				t.Errorf("the dial's deadline is %v away, want in (%v, %v]", left, tc.lo, tc.hi)
+			}
+		})
+	}
+}
+
+// A background dial that runs out of time fails, is counted, and is tried
+// again; the pool keeps serving errors, not hanging.
+func TestBackgroundDialRetried(t *testing.T) {
+	seen := make(chan context.Context, 1)
+	c := stuckConfig(t, seen)
+	c.DialTimeout = 50 * time.Millisecond
+	p := newStuck(t, c)
+	first := next(t, seen)
+	second := next(t, seen)
+	if first == second {
+		t.Fatal("the retry reused the first dial's context")
+	}
+	if !errors.Is(first.Err(), context.DeadlineExceeded) {
+		t.Errorf("the first dial's context ended with %v, want its deadline", first.Err())
+	}
+	if n := p.Stat().Keeper().DialTimeouts; n < 1 {
+		t.Errorf("Stats.DialTimeouts = %d after a dial ran out, want 1 or more", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := p.Acquire(ctx); err == nil {
+		t.Error("Acquire succeeded on a pool whose every dial hangs")
+	}
+}
+
+// slowConn delays every read while slow is set, so that a ping is still
+// waiting for its answer when the caller's context ends.
+type slowConn struct {
+	net.Conn
+	slow *atomic.Bool
+}
+
+func (c slowConn) Read(b []byte) (int, error) {
+	if c.slow.Load() {
+		time.Sleep(300 * time.Millisecond)
+	}
+	return c.Conn.Read(b)
+}
+
+// A ping interrupted by the caller's cancel leaves pgx's connection closed;
+// the Keeper checks it again in the background, and that check must not
+// pass on ShouldPing's word: the closed connection is destroyed, and the
+// next Acquire gets a working one (pgxpool's
+// TestPoolAcquireCanceledDuringPingKeepsConn, with pgx's own closed state).
+func TestCanceledPingLendsNoClosedConn(t *testing.T) {
+	var slow atomic.Bool
+	var pings atomic.Int32
+	p := newPool(t, func(c *Config) {
+		c.MaxConns = 1
+		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return slowConn{Conn: conn, slow: &slow}, nil
+		}
+		// Ping on the first borrow after the connection came back only:
+		// the background re-check of the interrupted one is told not to.
+		c.ShouldPing = func(context.Context, ShouldPingParams) bool { return pings.Add(1) == 1 }
+	})
+	ctx := context.Background()
+	conn, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := conn.Conn()
+	conn.Release()
+
+	slow.Store(true)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = p.Acquire(short)
+	cancel()
+	slow.Store(false)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire during a stalled ping: %v, want its deadline", err)
+	}
+	if !first.IsClosed() {
+		t.Skip("pgx did not close the connection whose ping was interrupted; nothing to test")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stat().Keeper().Live > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // the background re-check and close
+	}
+	if live := p.Stat().Keeper().Live; live != 0 {
+		t.Fatalf("the closed connection is still in the pool (Live %d)", live)
+	}
+	conn, err = p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if conn.Conn() == first || conn.Conn().IsClosed() {
+		t.Fatal("Acquire lent the connection pgx closed")
+	}
+	if _, err := conn.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatalf("Exec on the next connection: %v", err)
+	}
+}
