@@ -54,6 +54,12 @@
 //   - Tracers: an AcquireTracer or ReleaseTracer on ConnConfig.Tracer is not
 //     called (their methods take a *pgxpool.Pool); the query tracers of pgx
 //     itself work as usual.
+//   - ShouldPing is asked only about idle connections: one just opened is
+//     lent without a ping.
+//   - Every dial is bounded by Config.DialTimeout (one minute, the bound
+//     pgxpool gives its background attempts), and a background dial that
+//     fails is tried again under the Keeper's backoff, not at the next
+//     HealthCheckPeriod.
 //   - A Config must still come from ParseConfig; NewWithConfig returns an
 //     error wrapping ErrConfig where pgxpool panics.
 package pgxward

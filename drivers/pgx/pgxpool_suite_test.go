@@ -33,7 +33,8 @@ import (
 // holds the outcome against testdata/pgxpool_differences.txt, the list of
 // deliberate differences, each with its reason. A test that fails or does
 // not build and is not on the list fails this test; a listed one that
-// passes is reported, so the list can shrink.
+// passes is reported, so the list can shrink. A test that hangs is cut off
+// after suiteTimeout; one listed as "not run:" is not started at all.
 //
 // pgx's files are never part of this repository: they are read from the Go
 // module cache, where the build of this module puts them. The temporary
@@ -64,10 +65,10 @@ func TestPgxpoolSuite(t *testing.T) {
 	}
 	writeSuiteModule(t, dir, root, pgxDir, pgxVersion)
 
-	dropped := buildSuite(ctx, t, goBin, dir)
-	results := runSuite(ctx, t, goBin, dir, dsn)
-
 	diffs := readDifferences(t, "testdata/pgxpool_differences.txt")
+	dropped := buildSuite(ctx, t, goBin, dir)
+	results := runSuite(ctx, t, goBin, dir, dsn, notRun(diffs))
+
 	report := suiteReport(results, dropped, diffs)
 	t.Logf("pgxpool %s suite against pgxward:\n%s", pgxVersion, report.text)
 	for _, msg := range report.unexpected {
@@ -329,7 +330,7 @@ var runningTest = regexp.MustCompile(`^\s+(Test[^\s/]*)\S* \(`)
 // outcome: "pass", "fail", "skip", or "hang" for one still running when the
 // binary's timeout cut it off. Hung tests are left out of the next round,
 // which runs whatever did not finish; there are at most four rounds.
-func runSuite(ctx context.Context, t *testing.T, goBin, dir, dsn string) map[string]string {
+func runSuite(ctx context.Context, t *testing.T, goBin, dir, dsn string, skip map[string]bool) map[string]string {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, goBin, "test", "-list", ".", ".")
 	cmd.Dir = dir
@@ -340,7 +341,7 @@ func runSuite(ctx context.Context, t *testing.T, goBin, dir, dsn string) map[str
 	}
 	var todo []string
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "Test") {
+		if strings.HasPrefix(line, "Test") && !skip[line] {
 			todo = append(todo, line)
 		}
 	}
@@ -423,8 +424,24 @@ func runRound(ctx context.Context, t *testing.T, goBin, dir, dsn string, names [
 	return hung
 }
 
+// notRunPrefix starts the reason of an entry whose test is not run at all:
+// one that hangs, and would cost the suite its whole timeout.
+const notRunPrefix = "not run:"
+
+// notRun returns the top-level tests the list says not to run.
+func notRun(diffs map[string]string) map[string]bool {
+	skip := map[string]bool{}
+	for n, r := range diffs {
+		if strings.HasPrefix(r, notRunPrefix) && !strings.Contains(n, "/") {
+			skip[n] = true
+		}
+	}
+	return skip
+}
+
 // readDifferences reads the list: one entry a line, "TestName: reason",
-// with # comments and blank lines ignored.
+// with # comments and blank lines ignored. A reason that begins with
+// "not run:" keeps the test from running (see notRunPrefix).
 func readDifferences(t *testing.T, name string) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile(name)
@@ -495,6 +512,18 @@ func suiteReport(results, dropped, diffs map[string]string) suiteOutcome {
 		}
 	}
 	for _, n := range slices.Sorted(func(yield func(string) bool) {
+		for n := range notRun(diffs) {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		if _, ran := results[n]; !ran {
+			count["not run"]++
+			fmt.Fprintf(&b, "  NOT RUN (listed) %s: %s\n", n, strings.TrimSpace(strings.TrimPrefix(diffs[n], notRunPrefix)))
+		}
+	}
+	for _, n := range slices.Sorted(func(yield func(string) bool) {
 		for n := range dropped {
 			if !yield(n) {
 				return
@@ -516,7 +545,7 @@ func suiteReport(results, dropped, diffs map[string]string) suiteOutcome {
 			o.unexpected = append(o.unexpected, fmt.Sprintf("pgxpool's %s does not build against pgxward (%s) and is not in testdata/pgxpool_differences.txt", n, dropped[n]))
 		}
 	}
-	o.text = fmt.Sprintf("  %d pass, %d fail, %d hang, %d skip, %d not built (tests and subtests)\n%s",
-		count["pass"], count["fail"], count["hang"], count["skip"], count["not built"], b.String())
+	o.text = fmt.Sprintf("  %d pass, %d fail, %d hang, %d skip, %d not built, %d not run (tests and subtests)\n%s",
+		count["pass"], count["fail"], count["hang"], count["skip"], count["not built"], count["not run"], b.String())
 	return o
 }

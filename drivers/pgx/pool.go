@@ -24,6 +24,9 @@ type res struct {
 	// idleSince is when the connection last came back, read by a custom
 	// ShouldPing; it is set only when Config.ShouldPing is not nil.
 	idleSince time.Time
+	// ping, when not nil, is a liveness ping still running for a check its
+	// caller gave up on; the next check waits for it (see Pool.check).
+	ping *pendingPing
 	// spare holds handles not lent yet. Every loan takes a fresh one and
 	// none is used twice, so a *Conn kept past its Release can never act on
 	// a later borrower's loan; carving them out of a block keeps Acquire
@@ -214,11 +217,21 @@ func (c valuesCtx) Value(key any) any {
 	return c.fallback.Value(key)
 }
 
+// canceledCtx is a context ended already.
+var canceledCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
 // closeTimeout bounds how long closing one connection may take.
 const closeTimeout = 15 * time.Second
 
 // close closes one connection for the Keeper, after BeforeClose.
 func (p *Pool) close(r *res) error {
+	if r.ping != nil { // not expected: the Keeper checks again first
+		_ = r.awaitPing(canceledCtx)
+	}
 	if p.beforeClose != nil {
 		p.beforeClose(r.conn)
 	}
@@ -253,12 +266,20 @@ func unusable(conn *pgx.Conn) bool {
 // longer than DefaultPingIdle or when ShouldPing says so. An error makes the
 // Keeper destroy it and lend another, so the caller never sees it.
 //
-// It first applies Conn.Release's test, without a ping. That matters when
-// the caller's context ends during the ping: pgx closes the connection it
-// interrupted, and the Keeper then checks it again in the background and
-// keeps it only if this check passes, which it must not do on ShouldPing's
-// word alone.
+// It first applies Conn.Release's test, without a ping: a connection pgx
+// has closed is never kept on ShouldPing's word.
+//
+// As in pgxpool, the ping runs on a context of its own, bounded by the
+// caller's deadline and PingTimeout but not cut by the caller's cancel: pgx
+// closes a connection whose query it interrupts, and a healthy connection
+// should not be lost because one caller gave up. When the caller's context
+// ends first, check returns its error at once and leaves the ping running;
+// the Keeper then checks the connection again in the background, and that
+// check waits for the ping (see awaitPing).
 func (p *Pool) check(ctx context.Context, r *res) error {
+	if r.ping != nil {
+		return r.awaitPing(ctx)
+	}
 	if unusable(r.conn) {
 		return errUnusable
 	}
@@ -271,12 +292,63 @@ func (p *Pool) check(ctx context.Context, r *res) error {
 			return nil
 		}
 	}
+	if ctx.Done() == nil {
+		return p.ping(ctx, r.conn) // nothing can cut it short
+	}
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if d, ok := ctx.Deadline(); ok {
+		pctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.ping(pctx, r.conn) }()
+	select {
+	case err := <-done:
+		cancel()
+		return err
+	case <-ctx.Done():
+		r.ping = &pendingPing{done: done, cancel: cancel}
+		return ctx.Err()
+	}
+}
+
+// ping pings conn, within PingTimeout when it is set.
+func (p *Pool) ping(ctx context.Context, conn *pgx.Conn) error {
 	if p.pingTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, p.pingTimeout)
 		defer cancel()
 	}
-	return r.conn.Ping(ctx)
+	return conn.Ping(ctx)
+}
+
+// pendingPing is a ping check left running when its caller gave up.
+type pendingPing struct {
+	done   <-chan error
+	cancel context.CancelFunc
+}
+
+// awaitPing waits, within ctx, for the ping a cancelled check left running,
+// and reports its outcome; when ctx ends first it cuts the ping short (pgx
+// then closes the connection) and reports failure. Either way the ping has
+// ended when it returns, so the connection is never used by two
+// goroutines at once.
+func (r *res) awaitPing(ctx context.Context) error {
+	pp := r.ping
+	r.ping = nil
+	var err error
+	select {
+	case err = <-pp.done:
+	case <-ctx.Done():
+		pp.cancel()
+		if err = <-pp.done; err == nil {
+			err = ctx.Err()
+		}
+	}
+	pp.cancel()
+	if err == nil && unusable(r.conn) {
+		err = errUnusable
+	}
+	return err
 }
 
 // errAfterRelease tells the Keeper to destroy a connection AfterRelease
