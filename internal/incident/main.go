@@ -10,8 +10,9 @@
 //
 //   - freeze: every process of the server is stopped with SIGSTOP for
 //     -freeze, then let go on, and the load runs -after longer;
-//   - restart: the server is stopped in fast mode and started again, and
-//     the load runs -after longer once it is back.
+//   - restart: the server is stopped (pg_ctl -m fast, or -stop immediate
+//     for a crash) and started again, and the load runs -after longer once
+//     it is back.
 //
 // For each pool and scenario it prints the calls, how many failed, how many
 // returned more than 20 ms or a second past their deadline, and the 99th
@@ -51,6 +52,7 @@ type config struct {
 	after   time.Duration
 	rounds  int
 	pause   time.Duration
+	stop    string
 }
 
 func main() {
@@ -62,7 +64,12 @@ func main() {
 	flag.DurationVar(&c.after, "after", 2*time.Second, "how long the load goes on after the server is back")
 	flag.IntVar(&c.rounds, "rounds", 1, "how many times to run both scenarios")
 	flag.DurationVar(&c.pause, "pause", 5*time.Millisecond, "each goroutine's pause between calls")
+	flag.StringVar(&c.stop, "stop", "fast", "how the restart stops the server: fast or immediate (pg_ctl -m)")
 	flag.Parse()
+	if c.stop != "fast" && c.stop != "immediate" {
+		fmt.Fprintln(os.Stderr, "incident: -stop is fast or immediate")
+		os.Exit(2)
+	}
 	if c.workers < 1 || c.conns < 1 || c.timeout <= 0 || c.freeze <= 0 || c.after <= 0 || c.rounds < 1 || c.rounds > 20 || c.pause < 0 {
 		fmt.Fprintln(os.Stderr, "incident: want -workers, -conns >= 1; -timeout, -freeze, -after > 0; 1 <= -rounds <= 20; -pause >= 0")
 		os.Exit(2)
@@ -117,8 +124,8 @@ func run(c config) error {
 
 	fmt.Printf("incident: %d goroutines per pool, QueryRow with a %v context, %d connections, pause %v; %s",
 		c.workers, c.timeout, c.conns, c.pause, version)
-	fmt.Printf("freeze: SIGSTOP for %v, then %v more; restart: pg_ctl -m fast stop and start, then %v more\n",
-		c.freeze, c.after, c.after)
+	fmt.Printf("freeze: SIGSTOP for %v, then %v more; restart: pg_ctl -m %s stop and start, then %v more\n",
+		c.freeze, c.after, c.stop, c.after)
 	for round := 1; round <= c.rounds; round++ {
 		rows, err := runRound(ctx, c, srv, ward, peer)
 		if err != nil {
@@ -203,7 +210,7 @@ func runRound(ctx context.Context, c config, srv *server, ward, peer querier) ([
 	}
 	time.Sleep(c.after)
 	phase.Store(phaseRestart)
-	if err := srv.restart(ctx); err != nil {
+	if err := srv.restart(ctx, c.stop); err != nil {
 		return fail(err)
 	}
 	time.Sleep(c.after)

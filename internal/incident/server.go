@@ -192,10 +192,11 @@ func (s *server) freeze() error { return s.signal(syscall.SIGSTOP) }
 // thaw lets every process of the server go on (SIGCONT).
 func (s *server) thaw() error { return s.signal(syscall.SIGCONT) }
 
-// restart stops the server in fast mode (every session is ended) and
-// starts it again on the same port, waiting until it accepts connections.
-func (s *server) restart(ctx context.Context) error {
-	if out, err := s.run(ctx, "pg_ctl", "-D", s.data(), "-m", "fast", "-w", "-t", "60", "stop"); err != nil {
+// restart stops the server in mode (pg_ctl's -m: "fast" ends every session
+// politely, "immediate" kills them as a crash would) and starts it again on
+// the same port, waiting until it accepts connections.
+func (s *server) restart(ctx context.Context, mode string) error {
+	if out, err := s.run(ctx, "pg_ctl", "-D", s.data(), "-m", mode, "-w", "-t", "60", "stop"); err != nil {
 		return fmt.Errorf("pg_ctl stop: %w\n%s", err, out)
 	}
 	if out, err := s.run(ctx, "pg_ctl", "-D", s.data(), "-l", filepath.Join(s.dir, "server.log"),
