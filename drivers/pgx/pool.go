@@ -295,9 +295,12 @@ func (p *Pool) check(ctx context.Context, r *res) error {
 	if ctx.Done() == nil {
 		return p.ping(ctx, r.conn) // nothing can cut it short
 	}
-	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var pctx context.Context
+	var cancel context.CancelFunc
 	if d, ok := ctx.Deadline(); ok {
 		pctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), d)
+	} else {
+		pctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
 	}
 	done := make(chan error, 1)
 	go func() { done <- p.ping(pctx, r.conn) }()
