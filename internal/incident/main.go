@@ -33,8 +33,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -93,6 +95,17 @@ func run(c config) error {
 		return err
 	}
 	defer srv.stop()
+	// An interrupted run still lets the server go on and stops it: a
+	// frozen server left behind would hold its port and memory.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			srv.stop()
+			os.Exit(130)
+		}
+	}()
 	version, _ := srv.run(ctx, "postgres", "--version")
 
 	wcfg, err := pgxward.ParseConfig(srv.dsn())
