@@ -106,7 +106,10 @@ type Config struct {
 	// limit, as it does for every age in wardpool.)
 	MaxConnIdleTime time.Duration
 	// PingTimeout bounds each liveness ping on Acquire; zero leaves it to
-	// the caller's context.
+	// the caller's deadline. As in pgxpool, a caller who gives up does not
+	// cut the ping short (pgx would close the connection): the Acquire
+	// returns at once and the ping finishes in the background, within the
+	// Keeper's re-check time, deciding whether the connection is kept.
 	PingTimeout time.Duration
 
 	// DialTimeout bounds the opening of each connection, BeforeConnect and
