@@ -99,6 +99,12 @@ type Config[T comparable] struct {
 	// the cgroup v2, cgroup v1 or /proc/stat figures, which reads 0 (not hot)
 	// wherever they are missing or make no sense.
 	CPU func() int
+	// Recorder, when set, records every call the Keeper makes into its
+	// Pool, for a replay to check (see Recorder and Replay); Keeper.Recording
+	// writes it out. The lane's loans are recorded as the Relent calls that
+	// report them. NewKeeper fails, with ErrConfig, for a ward the recorder
+	// cannot rebuild (see Pool.Record). Nil records nothing, at no cost.
+	Recorder *Recorder
 }
 
 // Defaults of the Config fields whose zero means "the usual".
@@ -141,6 +147,9 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	}
 	p, err := New[T](l, cfg.Ward)
 	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := p.Record(cfg.Recorder); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	k := &Keeper[T]{

@@ -63,6 +63,8 @@ type Pool[T comparable] struct {
 	lastDelay time.Duration
 
 	books Books
+
+	rec *Recorder // records every call when set (see Record); nil: off
 }
 
 // New returns an empty pool with limits l and the guards of w in front of
@@ -161,6 +163,9 @@ func (p *Pool[T]) stale(s *seat[T], t int64) int {
 // the books) rather than skipped, so it is closed whether or not the eviction
 // timer has run.
 func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
+	if p.rec != nil {
+		return p.recTake(now, roll, cpu)
+	}
 	if p.closed {
 		return Taken[T]{Kind: Closed}
 	}
@@ -219,6 +224,9 @@ func (p *Pool[T]) Made(item T, now time.Time) bool {
 // about 73 years of the pool's first instant, so an extreme extra saturates
 // (stale at once, or never) instead of wrapping around.
 func (p *Pool[T]) MadeJitter(item T, now time.Time, extra time.Duration) bool {
+	if p.rec != nil {
+		return p.recMade(item, now, extra)
+	}
 	t := p.clock(now)
 	reserved := p.making > 0
 	if reserved {
@@ -281,6 +289,10 @@ func shift(t int64, d time.Duration) int64 {
 // releases the lease without a sample. With no reservation open, Unmade does
 // nothing.
 func (p *Pool[T]) Unmade(now time.Time, roll float64) {
+	if p.rec != nil {
+		p.recUnmade(now, roll)
+		return
+	}
 	t := p.clock(now)
 	if p.making == 0 {
 		return
@@ -307,6 +319,9 @@ func (p *Pool[T]) Unmade(now time.Time, roll float64) {
 // given back as any other. A resource given back past Life is kept: Take
 // answers it Stale, or Evict retires it, as the next look at it will.
 func (p *Pool[T]) Give(item T, now time.Time) bool {
+	if p.rec != nil {
+		return p.recGive(item, now)
+	}
 	t := p.clock(now)
 	i, held := p.hint, true
 	if i == none || p.z.s[i].state != lent || p.z.s[i].item != item {
@@ -354,6 +369,9 @@ func (p *Pool[T]) giveLent(i int32, t int64) bool {
 // what keeps Live honest: without it a failed connection would hold a slot
 // for ever. Dropping an unknown item does nothing and answers false.
 func (p *Pool[T]) Drop(item T, now time.Time) bool {
+	if p.rec != nil {
+		return p.recDrop(item, now)
+	}
 	t := p.clock(now)
 	i, held := p.z.index[item]
 	if !held {
@@ -376,6 +394,9 @@ func (p *Pool[T]) Drop(item T, now time.Time) bool {
 // idle resources with nothing expired answers in constant time (see
 // seats.go).
 func (p *Pool[T]) Evict(now time.Time) []T {
+	if p.rec != nil {
+		return p.recEvict(now)
+	}
 	t := p.clock(now)
 	var out []T
 	// The bottom of the idle list has sat longest, the top of the birth
@@ -439,6 +460,9 @@ func (p *Pool[T]) Next() (time.Time, bool) {
 // it off as usual. Open reservations settle through Made (false) or Unmade.
 // Closing a closed pool returns nil.
 func (p *Pool[T]) Close() []T {
+	if p.rec != nil {
+		return p.recClose()
+	}
 	if p.closed {
 		return nil
 	}
@@ -487,6 +511,9 @@ func (p *Pool[T]) Loans(now time.Time) []Lent[T] {
 
 // AppendLoans is Loans appending to dst, for a caller that reuses a buffer.
 func (p *Pool[T]) AppendLoans(dst []Lent[T], now time.Time) []Lent[T] {
+	if p.rec != nil {
+		return p.recLoans(dst, now)
+	}
 	t := p.clock(now)
 	start := len(dst)
 	for i := range p.z.s {

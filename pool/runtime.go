@@ -45,6 +45,9 @@ func (p *Pool[T]) Born(seat int32) (time.Time, bool) {
 // runtime keeps the seat of each loan): it spares Give's map lookup. When
 // seat does not hold item lent, it is exactly Give.
 func (p *Pool[T]) GiveSeat(seat int32, item T, now time.Time) bool {
+	if p.rec != nil {
+		return p.recGiveSeat(seat, item, now)
+	}
 	if seat < 0 || int(seat) >= len(p.z.s) || p.z.s[seat].state != lent || p.z.s[seat].item != item {
 		return p.Give(item, now)
 	}
@@ -57,6 +60,9 @@ func (p *Pool[T]) GiveSeat(seat int32, item T, now time.Time) bool {
 // never lends an idle resource, and a refusal is not counted in the books:
 // no caller was refused. The reservation settles through Made or Unmade.
 func (p *Pool[T]) Reserve(now time.Time, roll float64, cpu int) bool {
+	if p.rec != nil {
+		return p.recReserve(now, roll, cpu)
+	}
 	if p.closed {
 		return false
 	}
@@ -87,6 +93,9 @@ func (p *Pool[T]) HeldUntil() (time.Time, bool) {
 // connection made before is suspect. Reservations open now are of the new
 // generation: what they make is kept. Resetting a closed pool returns nil.
 func (p *Pool[T]) Reset(now time.Time) []T {
+	if p.rec != nil {
+		return p.recReset(now)
+	}
 	t := p.clock(now)
 	if p.closed {
 		return nil
@@ -136,6 +145,9 @@ func (p *Pool[T]) pairs() bool { return p.ward.Shedder == nil && p.ward.Limiter 
 // positive, or seat does not hold item lent: those pairs could not have
 // been answered so.
 func (p *Pool[T]) Relent(seat int32, item T, n int, now time.Time) bool {
+	if p.rec != nil {
+		return p.recRelent(seat, item, n, now)
+	}
 	if n <= 0 || !p.pairs() || seat < 0 || int(seat) >= len(p.z.s) {
 		return false
 	}

@@ -1,0 +1,627 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// This file is the recorder: every call that changes a Pool, or moves its
+// clock, written down with its arguments and its answer, so that a replay
+// (replay.go) can feed the same calls to a fresh Pool and check that every
+// answer comes out the same, byte for byte. It is what a user attaches to a
+// bug report.
+//
+// # What is recorded
+//
+// One step per call of Take, Made/MadeJitter, Unmade, Give, GiveSeat, Drop,
+// Evict, Close, Reset, Relent, Reserve, Refusal and Loans/AppendLoans: the
+// operation, now, the draw (roll), the CPU reading, the other arguments and
+// the answer. Reads that change nothing (Books, Next, Live, SeatOf, Born,
+// HeldUntil, …) are not recorded. A runtime's own lock-free lending (the
+// Keeper's lane) reaches the pool later, through Relent: a recording holds
+// those loans as the Relent calls that reported them, at the moment the
+// runtime reported them, not as Give/Take pairs.
+//
+// Resources are not recorded (a T may be anything); a resource is named by
+// its seat (see Seats) plus one, or 0 for one the pool does not hold. The
+// pool's answers depend only on which seat a resource holds, or that it
+// holds none, so a replay with stand-in resources gives the same answers.
+//
+// # Bounded size: a ring of two halves
+//
+// A Recorder keeps at most about its limit in memory, as two halves. When
+// the current half is full, the older half is dropped and a new one begins
+// with a checkpoint: the pool's whole state in seat terms (about 8 bytes a
+// seat, and the books). A recording written out (Pool.Recording) is the
+// older half and the current one, so it always starts at a checkpoint and
+// holds between half the limit and the whole of it: the latest steps, which
+// are the ones a bug report needs, replayable on their own. A rolling file
+// was the other choice; it would have to hold the same checkpoints to be
+// replayed from any file but the first, and it would do I/O under the
+// caller's lock, which the runtime never does.
+//
+// # Format, version 1
+//
+// Integers are varints (unsigned LEB128; signed ones zigzag-encoded first);
+// a float64 is the varint of its IEEE bits with the bytes reversed, so that
+// round numbers such as 0 and 0.5 take a byte or three. A duration is signed
+// nanoseconds. Instants ("at") are nanoseconds since the recording's
+// origin, the first instant it saw (or the pool's epoch when it was attached
+// to a pool already running), written as the difference from the previous
+// step's.
+//
+//	file       = header chunk... end checksum
+//	header     = "wprc" version:u limit:u size:u idle:u keep:i life:i ward
+//	ward       = flags:u [backoff]            flags bit 0: a Backoff
+//	backoff    = base:i factor:f cap:i attempts:i jitter:u spread:f
+//	             jitter: 0 rigid, 1 full, 2 equal, 3 decorrelated, 4 spread
+//	chunk      = checkpoint step...
+//	checkpoint = 0x40 index:u origin:u prev:i closed:u started:u gen:u
+//	             hint:i making:u epoch:i last:i lastAt:i failures:u hold:i
+//	             delay:i books seats free:list top:i bottom:i heap:list
+//	books      = 11 × u: Made Failed Loans Reused Retired IdleRetired
+//	             LifeRetired Dropped Waited Deferred Shed
+//	seats      = n:u, n × (state:u [born:i since:i gen:u up:i down:i hi:i])
+//	             (the bracket for a seat that is not free)
+//	step       = op:u fields (the table below), answer after the arguments
+//	end        = 0x41 steps:u books live:u idle:u busy:u
+//	checksum   = 8 bytes, FNV-1a 64 of everything before, big-endian
+//
+// The steps, with their fields in order (ref = seat+1 or 0):
+//
+//	1  Take      at roll:f cpu:i → kind:u guard:u, then for Ready seat:ref
+//	             idle:i, for Stale seat:ref, for Later delay:i
+//	2  Made      item:ref at extra:i → kept:u  (Made is MadeJitter, extra 0)
+//	3  Unmade    at roll:f
+//	4  Give      item:ref at → kept:u
+//	5  GiveSeat  seat:i item:ref at → kept:u
+//	6  Drop      item:ref at → held:u
+//	7  Evict     at → n:u n × ref
+//	8  Close     → n:u n × ref
+//	9  Reset     at → n:u n × ref
+//	10 Relent    seat:i item:ref n:i at → ok:u
+//	11 Reserve   at roll:f cpu:i → ok:u
+//	12 Refusal   at → ratio:f
+//	13 Loans     at → n:u n × (ref held:i)
+//
+// The seats a list of retired resources names (Evict, Close, Reset, a Stale
+// answer) are the ones they held before they left.
+
+// Op is the operation of a recorded step.
+type Op uint8
+
+// The recorded operations, as numbered in the format.
+const (
+	OpTake Op = iota + 1
+	OpMade
+	OpUnmade
+	OpGive
+	OpGiveSeat
+	OpDrop
+	OpEvict
+	OpClose
+	OpReset
+	OpRelent
+	OpReserve
+	OpRefusal
+	OpLoans
+
+	opCheckpoint Op = 0x40
+	opEnd        Op = 0x41
+)
+
+var opNames = [...]string{"Op(0)", "Take", "Made", "Unmade", "Give", "GiveSeat", "Drop",
+	"Evict", "Close", "Reset", "Relent", "Reserve", "Refusal", "Loans"}
+
+// String returns the operation's name, such as "Take".
+func (o Op) String() string {
+	switch {
+	case int(o) < len(opNames):
+		return opNames[o]
+	case o == opCheckpoint:
+		return "Checkpoint"
+	case o == opEnd:
+		return "End"
+	}
+	return "Op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// recordVersion is the format's version; a reader refuses any other.
+const recordVersion = 1
+
+const recordMagic = "wprc"
+
+// Recorder sizes.
+const (
+	// DefaultRecordLimit is the memory a Recorder made with a limit of zero
+	// keeps: 1 MiB, some tens of thousands of steps.
+	DefaultRecordLimit = 1 << 20
+	// MinRecordLimit is the least a Recorder keeps; a smaller limit is
+	// raised to it.
+	MinRecordLimit = 4 << 10
+)
+
+// ErrUnrecordable is wrapped by the error Pool.Record returns for a pool it
+// cannot record (see Record).
+var ErrUnrecordable = errors.New("wardpool: pool cannot be recorded")
+
+// Recorder writes down every call made into one Pool (see the top of
+// record.go for what and how), keeping about its limit in bytes: the
+// latest steps, from a checkpoint on. Attach it with Pool.Record or
+// Config.Recorder; write it out with Pool.Recording or Keeper.Recording.
+//
+// A Recorder is not safe for concurrent use: it belongs to its pool, under
+// the same lock. When none is attached, a pool pays one nil test per call.
+type Recorder struct {
+	half     int    // a half is full at this many bytes
+	old, cur []byte // the two halves; each begins with a checkpoint
+	steps    uint64 // steps recorded so far: the index of the next
+	attached bool
+
+	origin    time.Time // instants are written as nanoseconds since origin
+	hasOrigin bool
+	prev      int64 // the instant of the last step written, since origin
+}
+
+// NewRecorder returns a Recorder that keeps about limit bytes in memory;
+// zero means DefaultRecordLimit, and anything under MinRecordLimit (a
+// negative limit included) is raised to it.
+func NewRecorder(limit int) *Recorder {
+	if limit == 0 {
+		limit = DefaultRecordLimit
+	}
+	limit = max(limit, MinRecordLimit)
+	half := limit / 2
+	return &Recorder{half: half, cur: make([]byte, 0, half+64), old: make([]byte, 0, half+64)}
+}
+
+// Steps returns how many steps the Recorder has recorded since it was
+// attached, the ones its ring has dropped included.
+func (r *Recorder) Steps() uint64 { return r.steps }
+
+// Record attaches r to p: from now on every call that changes p or moves
+// its clock is recorded in r, starting with a checkpoint of p as it stands.
+// A nil r stops recording. Record fails, with an error wrapping
+// ErrUnrecordable and changing nothing, when r records another pool
+// already, or when p's ward holds a guard whose state a replay could not
+// rebuild: a Breaker, Shedder, Bucket or Limiter keeps its state (windows
+// opened at instants of its own, tokens, a fractional limit) where the pool
+// cannot read it. A Backoff is a policy whose state the pool keeps, so it
+// is recorded.
+func (p *Pool[T]) Record(r *Recorder) error {
+	if r == nil {
+		if p.rec != nil {
+			p.rec.attached = false
+		}
+		p.rec = nil
+		return nil
+	}
+	if r.attached {
+		return fmt.Errorf("%w: the Recorder records another pool already", ErrUnrecordable)
+	}
+	if err := recordable(p.ward); err != nil {
+		return err
+	}
+	r.attached = true
+	if p.started {
+		r.origin, r.hasOrigin = p.epoch, true
+	}
+	r.cur = p.appendCheckpoint(r.cur[:0], r.steps, r.hasOrigin, r.origin, r.prev)
+	r.old = r.old[:0]
+	p.rec = r
+	return nil
+}
+
+// recordable says why w cannot be recorded, or nil.
+func recordable(w ward.Ward) error {
+	refuse := func(guard, why string) error {
+		return fmt.Errorf("%w: the ward's %s keeps %s where the pool cannot read it, so a replay could not rebuild it", ErrUnrecordable, guard, why)
+	}
+	switch {
+	case w.Breaker != nil:
+		return refuse("Breaker", "its window (opened at an instant of its own)")
+	case w.Shedder != nil:
+		return refuse("Shedder", "its window and moving average")
+	case w.Bucket != nil:
+		return refuse("Bucket", "its tokens and the instant they were counted at")
+	case w.Limiter != nil:
+		return refuse("Limiter", "its fractional limit")
+	case w.Backoff != nil:
+		if _, _, ok := jitterCode(w.Backoff.Jitter); !ok {
+			return fmt.Errorf("%w: the ward's Backoff has a jitter this format cannot name (%v)", ErrUnrecordable, w.Backoff.Jitter)
+		}
+	}
+	return nil
+}
+
+// jitterCode names j as the format does: a code and, for a spread, its
+// fraction.
+func jitterCode(j ward.Jitter) (code uint64, spread float64, ok bool) {
+	switch j {
+	case ward.Rigid:
+		return 0, 0, true
+	case ward.Full:
+		return 1, 0, true
+	case ward.Equal:
+		return 2, 0, true
+	case ward.Decorrelated:
+		return 3, 0, true
+	}
+	s := j.String()
+	if inner, found := strings.CutPrefix(s, "spread("); found {
+		f, err := strconv.ParseFloat(strings.TrimSuffix(inner, ")"), 64)
+		if err == nil && ward.Spread(f) == j {
+			return 4, f, true
+		}
+	}
+	return 0, 0, false
+}
+
+// Recording appends to dst the recording of p's Recorder as a file (see
+// the format at the top of record.go), and returns dst unchanged when p has
+// none. It copies up to the Recorder's limit; the Recorder goes on.
+func (p *Pool[T]) Recording(dst []byte) []byte {
+	r := p.rec
+	if r == nil {
+		return dst
+	}
+	start := len(dst)
+	dst = append(dst, recordMagic...)
+	dst = appendU(dst, recordVersion)
+	dst = appendU(dst, uint64(2*r.half))
+	l := p.limits
+	dst = appendU(dst, uint64(l.Size))
+	dst = appendU(dst, uint64(l.Idle))
+	dst = appendI(dst, int64(l.Keep))
+	dst = appendI(dst, int64(l.Life))
+	if b := p.ward.Backoff; b != nil {
+		dst = appendU(dst, 1)
+		code, spread, _ := jitterCode(b.Jitter)
+		dst = appendI(dst, int64(b.Base))
+		dst = appendF(dst, b.Factor)
+		dst = appendI(dst, int64(b.Cap))
+		dst = appendI(dst, int64(b.Attempts))
+		dst = appendU(dst, code)
+		dst = appendF(dst, spread)
+	} else {
+		dst = appendU(dst, 0)
+	}
+	dst = append(dst, r.old...)
+	dst = append(dst, r.cur...)
+	dst = p.appendEnd(dst, r.steps)
+	sum := fnv64(dst[start:])
+	for i := 7; i >= 0; i-- {
+		dst = append(dst, byte(sum>>(8*i)))
+	}
+	return dst
+}
+
+// appendEnd appends the end record: the step count and the books.
+func (p *Pool[T]) appendEnd(b []byte, steps uint64) []byte {
+	b = append(b, byte(opEnd))
+	b = appendU(b, steps)
+	b = appendBooks(b, p.books)
+	b = appendU(b, uint64(p.Live()))
+	b = appendU(b, uint64(p.Idle()))
+	return appendU(b, uint64(p.Busy()))
+}
+
+func appendBooks(b []byte, k Books) []byte {
+	for _, v := range [...]uint64{k.Made, k.Failed, k.Loans, k.Reused, k.Retired,
+		k.IdleRetired, k.LifeRetired, k.Dropped, k.Waited, k.Deferred, k.Shed} {
+		b = appendU(b, v)
+	}
+	return b
+}
+
+// appendCheckpoint appends p's whole state, in seat terms, with the
+// recorder's position (the index of the next step, the origin, the previous
+// instant) that the steps after it are read against.
+func (p *Pool[T]) appendCheckpoint(b []byte, step uint64, hasOrigin bool, origin time.Time, prev int64) []byte {
+	since := func(t time.Time) int64 {
+		if !hasOrigin {
+			return 0
+		}
+		return int64(t.Sub(origin))
+	}
+	b = append(b, byte(opCheckpoint))
+	b = appendU(b, step)
+	b = appendU(b, b2u(hasOrigin))
+	b = appendI(b, prev)
+	b = appendU(b, b2u(p.closed))
+	b = appendU(b, b2u(p.started))
+	b = appendU(b, uint64(p.gen))
+	b = appendI(b, int64(p.hint))
+	b = appendU(b, uint64(p.making))
+	b = appendI(b, since(p.epoch))
+	b = appendI(b, p.last)
+	b = appendI(b, since(p.lastAt))
+	b = appendU(b, uint64(p.failures))
+	b = appendI(b, p.holdUntil)
+	b = appendI(b, int64(p.lastDelay))
+	b = appendBooks(b, p.books)
+	b = appendU(b, uint64(len(p.z.s)))
+	for i := range p.z.s {
+		s := &p.z.s[i]
+		b = appendU(b, uint64(s.state))
+		if s.state == free {
+			continue
+		}
+		b = appendI(b, s.born)
+		b = appendI(b, s.since)
+		b = appendU(b, uint64(s.gen))
+		b = appendI(b, int64(s.up))
+		b = appendI(b, int64(s.down))
+		b = appendI(b, int64(s.hi))
+	}
+	b = appendU(b, uint64(len(p.z.free)))
+	for _, i := range p.z.free {
+		b = appendU(b, uint64(i))
+	}
+	b = appendI(b, int64(p.z.top))
+	b = appendI(b, int64(p.z.bottom))
+	b = appendU(b, uint64(len(p.z.heap)))
+	for _, i := range p.z.heap {
+		b = appendU(b, uint64(i))
+	}
+	return b
+}
+
+// The hooks. Each recorded method of Pool starts with one line, "if p.rec
+// != nil { return p.recX(…) }". recX takes the recorder off the pool for
+// the length of the call (so that a method calling another, Made calling
+// MadeJitter, is recorded once), rolls the ring if the current half is full
+// (the checkpoint is the state before the step), makes the call, writes the
+// step and puts the recorder back.
+
+// recBegin detaches the recorder for one call and rolls the ring if due.
+func (p *Pool[T]) recBegin() *Recorder {
+	r := p.rec
+	p.rec = nil
+	if len(r.cur) >= r.half {
+		r.old, r.cur = r.cur, r.old[:0]
+		r.cur = p.appendCheckpoint(r.cur, r.steps, r.hasOrigin, r.origin, r.prev)
+	}
+	return r
+}
+
+// recEnd stores step b and attaches the recorder again.
+func (p *Pool[T]) recEnd(r *Recorder, b []byte) {
+	r.cur = b
+	r.steps++
+	p.rec = r
+}
+
+// at appends instant now, as the difference from the previous step's.
+func (r *Recorder) at(b []byte, now time.Time) []byte {
+	if !r.hasOrigin {
+		r.origin, r.hasOrigin = now, true
+	}
+	d := int64(now.Sub(r.origin))
+	b = appendI(b, d-r.prev)
+	r.prev = d
+	return b
+}
+
+// ref names item as the format does: its seat plus one, or 0 when p does
+// not hold it. hint is a seat to try before the map.
+func (p *Pool[T]) ref(item T, hint int32) uint64 {
+	if hint >= 0 && int(hint) < len(p.z.s) && p.z.s[hint].state != free && p.z.s[hint].item == item {
+		return uint64(hint) + 1
+	}
+	if i, ok := p.z.index[item]; ok {
+		return uint64(i) + 1
+	}
+	return 0
+}
+
+// appendRetired appends the seats of the last n resources retired: the
+// last n seats freed, in order.
+func (p *Pool[T]) appendRetired(b []byte, n int) []byte {
+	b = appendU(b, uint64(n))
+	for _, i := range p.z.free[len(p.z.free)-n:] {
+		b = appendU(b, uint64(i)+1)
+	}
+	return b
+}
+
+func (p *Pool[T]) recTake(now time.Time, roll float64, cpu int) Taken[T] {
+	r := p.recBegin()
+	top := p.z.top
+	a := p.Take(now, roll, cpu)
+	b := append(r.cur, byte(OpTake))
+	b = r.at(b, now)
+	b = appendF(b, roll)
+	b = appendI(b, int64(cpu))
+	b = append(b, byte(a.Kind), byte(a.Guard))
+	switch a.Kind {
+	case Ready:
+		b = appendU(b, uint64(p.hint)+1)
+		b = appendI(b, int64(a.Idle))
+	case Stale:
+		b = appendU(b, uint64(top)+1)
+	case Later:
+		b = appendI(b, int64(a.Delay))
+	}
+	p.recEnd(r, b)
+	return a
+}
+
+func (p *Pool[T]) recMade(item T, now time.Time, extra time.Duration) bool {
+	r := p.recBegin()
+	ref := p.ref(item, none)
+	ok := p.MadeJitter(item, now, extra)
+	b := append(r.cur, byte(OpMade))
+	b = appendU(b, ref)
+	b = r.at(b, now)
+	b = appendI(b, int64(extra))
+	b = append(b, byte(b2u(ok)))
+	p.recEnd(r, b)
+	return ok
+}
+
+func (p *Pool[T]) recUnmade(now time.Time, roll float64) {
+	r := p.recBegin()
+	p.Unmade(now, roll)
+	b := append(r.cur, byte(OpUnmade))
+	b = r.at(b, now)
+	b = appendF(b, roll)
+	p.recEnd(r, b)
+}
+
+func (p *Pool[T]) recGive(item T, now time.Time) bool {
+	r := p.recBegin()
+	ref := p.ref(item, p.hint)
+	ok := p.Give(item, now)
+	b := append(r.cur, byte(OpGive))
+	b = appendU(b, ref)
+	b = r.at(b, now)
+	b = append(b, byte(b2u(ok)))
+	p.recEnd(r, b)
+	return ok
+}
+
+func (p *Pool[T]) recGiveSeat(seat int32, item T, now time.Time) bool {
+	r := p.recBegin()
+	ref := p.ref(item, seat)
+	ok := p.GiveSeat(seat, item, now)
+	b := append(r.cur, byte(OpGiveSeat))
+	b = appendI(b, int64(seat))
+	b = appendU(b, ref)
+	b = r.at(b, now)
+	b = append(b, byte(b2u(ok)))
+	p.recEnd(r, b)
+	return ok
+}
+
+func (p *Pool[T]) recDrop(item T, now time.Time) bool {
+	r := p.recBegin()
+	ref := p.ref(item, none)
+	ok := p.Drop(item, now)
+	b := append(r.cur, byte(OpDrop))
+	b = appendU(b, ref)
+	b = r.at(b, now)
+	b = append(b, byte(b2u(ok)))
+	p.recEnd(r, b)
+	return ok
+}
+
+func (p *Pool[T]) recEvict(now time.Time) []T {
+	r := p.recBegin()
+	out := p.Evict(now)
+	b := append(r.cur, byte(OpEvict))
+	b = r.at(b, now)
+	b = p.appendRetired(b, len(out))
+	p.recEnd(r, b)
+	return out
+}
+
+func (p *Pool[T]) recClose() []T {
+	r := p.recBegin()
+	out := p.Close()
+	b := append(r.cur, byte(OpClose))
+	b = p.appendRetired(b, len(out))
+	p.recEnd(r, b)
+	return out
+}
+
+func (p *Pool[T]) recReset(now time.Time) []T {
+	r := p.recBegin()
+	out := p.Reset(now)
+	b := append(r.cur, byte(OpReset))
+	b = r.at(b, now)
+	b = p.appendRetired(b, len(out))
+	p.recEnd(r, b)
+	return out
+}
+
+func (p *Pool[T]) recRelent(seat int32, item T, n int, now time.Time) bool {
+	r := p.recBegin()
+	ref := p.ref(item, seat)
+	ok := p.Relent(seat, item, n, now)
+	b := append(r.cur, byte(OpRelent))
+	b = appendI(b, int64(seat))
+	b = appendU(b, ref)
+	b = appendI(b, int64(n))
+	b = r.at(b, now)
+	b = append(b, byte(b2u(ok)))
+	p.recEnd(r, b)
+	return ok
+}
+
+func (p *Pool[T]) recReserve(now time.Time, roll float64, cpu int) bool {
+	r := p.recBegin()
+	ok := p.Reserve(now, roll, cpu)
+	b := append(r.cur, byte(OpReserve))
+	b = r.at(b, now)
+	b = appendF(b, roll)
+	b = appendI(b, int64(cpu))
+	b = append(b, byte(b2u(ok)))
+	p.recEnd(r, b)
+	return ok
+}
+
+func (p *Pool[T]) recRefusal(now time.Time) float64 {
+	r := p.recBegin()
+	f := p.Refusal(now)
+	b := append(r.cur, byte(OpRefusal))
+	b = r.at(b, now)
+	b = appendF(b, f)
+	p.recEnd(r, b)
+	return f
+}
+
+func (p *Pool[T]) recLoans(dst []Lent[T], now time.Time) []Lent[T] {
+	r := p.recBegin()
+	start := len(dst)
+	dst = p.AppendLoans(dst, now)
+	b := append(r.cur, byte(OpLoans))
+	b = r.at(b, now)
+	b = appendU(b, uint64(len(dst)-start))
+	for _, l := range dst[start:] {
+		b = appendU(b, p.ref(l.Item, none))
+		b = appendI(b, int64(l.Held))
+	}
+	p.recEnd(r, b)
+	return dst
+}
+
+// The encoding.
+
+func appendU(b []byte, x uint64) []byte {
+	for x >= 0x80 {
+		b = append(b, byte(x)|0x80)
+		x >>= 7
+	}
+	return append(b, byte(x))
+}
+
+func appendI(b []byte, x int64) []byte { return appendU(b, uint64(x<<1)^uint64(x>>63)) }
+
+func appendF(b []byte, f float64) []byte {
+	return appendU(b, bits.ReverseBytes64(math.Float64bits(f)))
+}
+
+func b2u(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// fnv64 is FNV-1a, 64 bits, of b.
+func fnv64(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}

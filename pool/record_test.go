@@ -1,0 +1,353 @@
+package pool
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// drivePool makes steps random calls of every recorded kind into p, with
+// the clock moving on, standing still or stepping back, and the answers
+// acted on as a runtime would (made what Take said to make, gave back what
+// it lent).
+func drivePool(t *rapid.T, p *Pool[*int], steps int) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := start
+	var lent []*int
+	made := 0
+	fresh := func() *int { made++; v := made; return &v }
+	pick := func() (int, bool) {
+		if len(lent) == 0 {
+			return 0, false
+		}
+		return rapid.IntRange(0, len(lent)-1).Draw(t, "loan"), true
+	}
+	for range steps {
+		switch rapid.IntRange(0, 15).Draw(t, "op") {
+		case 0, 1, 2:
+			a := p.Take(now, rapid.Float64Range(0, 0.999).Draw(t, "roll"), 0)
+			switch a.Kind {
+			case Ready:
+				lent = append(lent, a.Item)
+			case Make:
+				if rapid.IntRange(0, 4).Draw(t, "fail") == 0 {
+					p.Unmade(now, rapid.Float64Range(0, 0.999).Draw(t, "roll"))
+				} else if v := fresh(); p.MadeJitter(v, now, time.Duration(rapid.IntRange(-5, 5).Draw(t, "jitter"))*time.Millisecond) {
+					lent = append(lent, v)
+				}
+			}
+		case 3, 4:
+			if i, ok := pick(); ok {
+				v := lent[i]
+				lent = append(lent[:i], lent[i+1:]...)
+				if rapid.Bool().Draw(t, "seat") {
+					p.GiveSeat(p.SeatOf(v), v, now)
+				} else {
+					p.Give(v, now)
+				}
+			}
+		case 5:
+			if i, ok := pick(); ok {
+				p.Drop(lent[i], now)
+				lent = append(lent[:i], lent[i+1:]...)
+			} else {
+				p.Drop(fresh(), now) // unknown: false
+			}
+		case 6:
+			p.Evict(now)
+		case 7:
+			if rapid.IntRange(0, 20).Draw(t, "close") == 0 {
+				p.Close()
+			}
+		case 8:
+			if rapid.IntRange(0, 5).Draw(t, "reset") == 0 {
+				p.Reset(now)
+			}
+		case 9:
+			if i, ok := pick(); ok {
+				p.Relent(p.SeatOf(lent[i]), lent[i], rapid.IntRange(0, 3).Draw(t, "n"), now)
+			}
+		case 10:
+			if p.Reserve(now, 0.5, 0) {
+				if v := fresh(); p.Made(v, now) {
+					lent = append(lent, v)
+				}
+			}
+		case 11:
+			p.Refusal(now)
+		case 12:
+			p.Loans(now)
+		case 13:
+			p.Give(fresh(), now) // unknown, or filling an open reservation
+		default:
+			step := time.Duration(rapid.IntRange(-200, 3000).Draw(t, "ms")) * time.Millisecond
+			now = now.Add(step)
+		}
+	}
+}
+
+func newRecordedPool(t *rapid.T, limit int) (*Pool[*int], *Recorder) {
+	l := Limits{
+		Size: rapid.IntRange(0, 5).Draw(t, "size"),
+		Idle: rapid.IntRange(0, 5).Draw(t, "idle"),
+		Keep: time.Duration(rapid.IntRange(0, 3).Draw(t, "keep")) * time.Second,
+		Life: time.Duration(rapid.IntRange(0, 5).Draw(t, "life")) * time.Second,
+	}
+	var w ward.Ward
+	if rapid.Bool().Draw(t, "backoff") {
+		b := ward.DefaultBackoff
+		b.Jitter = []ward.Jitter{ward.Rigid, ward.Full, ward.Equal, ward.Decorrelated, ward.Spread(0.3)}[rapid.IntRange(0, 4).Draw(t, "jitter")]
+		w.Backoff = &b
+	}
+	p, err := New[*int](l, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRecorder(limit)
+	if err := p.Record(r); err != nil {
+		t.Fatal(err)
+	}
+	return p, r
+}
+
+// TestRecordReplayPool records random runs of a Pool, some long enough to
+// roll the ring many times, and replays each with no difference.
+func TestRecordReplayPool(t *testing.T) {
+	rolled := 0
+	rapid.Check(t, func(t *rapid.T) {
+		p, r := newRecordedPool(t, MinRecordLimit)
+		drivePool(t, p, rapid.SampledFrom([]int{0, 1, 20, 300, 4000}).Draw(t, "steps"))
+		data := p.Recording(nil)
+		rc, err := ReadRecording(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.Total != r.Steps() {
+			t.Fatalf("the recording counts %d steps, the recorder %d", rc.Total, r.Steps())
+		}
+		if len(data) > MinRecordLimit+512 {
+			t.Fatalf("a recording of %d bytes from a recorder limited to %d", len(data), MinRecordLimit)
+		}
+		if err := rc.Replay(); err != nil {
+			t.Fatal(err)
+		}
+		if len(rc.cps) > 1 {
+			rolled++
+		}
+	})
+	if rolled == 0 {
+		t.Fatal("no run rolled the ring: the checkpoints in the middle went untested")
+	}
+}
+
+// TestRecordingRollsAndKeepsTheLatest checks that a long run keeps only the
+// latest steps, from a checkpoint, and that they replay.
+func TestRecordingRollsAndKeepsTheLatest(t *testing.T) {
+	p, _ := New[*int](Limits{Size: 2, Keep: time.Second}, ward.Ward{})
+	r := NewRecorder(MinRecordLimit)
+	if err := p.Record(r); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	for i := range 10000 {
+		now = now.Add(time.Millisecond)
+		a := p.Take(now, 0, 0)
+		switch a.Kind {
+		case Make:
+			v := i
+			p.Made(&v, now)
+			p.Give(&v, now)
+		case Ready:
+			p.Give(a.Item, now)
+		}
+	}
+	rc, err := ReadRecording(p.Recording(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Total != r.Steps() || rc.Steps[len(rc.Steps)-1].Index != rc.Total-1 {
+		t.Fatalf("total %d, recorder %d, last step %d", rc.Total, r.Steps(), rc.Steps[len(rc.Steps)-1].Index)
+	}
+	if rc.Steps[0].Index == 0 || len(rc.cps) != 2 {
+		t.Fatalf("the ring did not roll: first step %d, %d checkpoints", rc.Steps[0].Index, len(rc.cps))
+	}
+	if err := rc.Replay(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReplayNamesTheAlteredStep changes one answer in a recording (and
+// mends the checksum): Replay must name that step, and show both answers.
+func TestReplayNamesTheAlteredStep(t *testing.T) {
+	p, _ := New[*int](Limits{Size: 2}, ward.Ward{})
+	if err := p.Record(NewRecorder(0)); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(50, 0)
+	a, b := new(int), new(int)
+	p.Take(now, 0, 0) // 0: Make
+	p.Made(a, now)    // 1
+	p.Take(now, 0, 0) // 2: Make
+	p.Made(b, now)    // 3
+	p.Give(a, now)    // 4: true
+	p.Give(b, now)    // 5: true
+	p.Take(now, 0, 0) // 6: Ready b
+	p.Take(now, 0, 0) // 7: Ready a
+	p.Take(now, 0, 0) // 8: Wait
+	data := p.Recording(nil)
+	if err := Replay(data); err != nil {
+		t.Fatalf("unaltered: %v", err)
+	}
+	rc, err := ReadRecording(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rc.Steps[5]
+	if s.Op != OpGive || s.Answer() != "true" {
+		t.Fatalf("step 5 is %v", s)
+	}
+	// Step 5's answer is its last byte: true becomes false.
+	off := len(data) - 8 - len(rc.end) - sumLen(rc.Steps[6:])
+	if data[off-1] != 1 {
+		t.Fatalf("byte %d is %d, want the answer true", off-1, data[off-1])
+	}
+	altered := mend(append([]byte(nil), data...), off-1, 0)
+	err = Replay(altered)
+	var d *Divergence
+	if !errors.As(err, &d) {
+		t.Fatalf("Replay of an altered answer: %v", err)
+	}
+	if d.Index != 5 || d.Op != OpGive || !strings.HasSuffix(d.Want, "→ false") || !strings.HasSuffix(d.Got, "→ true") {
+		t.Fatalf("divergence %+v", d)
+	}
+	t.Log(d)
+}
+
+func sumLen(steps []Step) int {
+	n := 0
+	for _, s := range steps {
+		n += len(s.raw)
+	}
+	return n
+}
+
+// mend sets data[i] to v and writes the checksum again.
+func mend(data []byte, i int, v byte) []byte {
+	data[i] = v
+	body := data[:len(data)-8]
+	sum := fnv64(body)
+	for j := range 8 {
+		data[len(body)+j] = byte(sum >> (8 * (7 - j)))
+	}
+	return data
+}
+
+// TestRecordRefusesWardsItCannotRebuild: a guard with hidden state is
+// refused, by name, with ErrUnrecordable, and the pool is left unrecorded;
+// so is a second pool for one Recorder.
+func TestRecordRefusesWardsItCannotRebuild(t *testing.T) {
+	now := time.Unix(0, 0)
+	for name, w := range map[string]ward.Ward{
+		"Breaker": {Breaker: ward.NewBreaker(ward.DefaultSre, now)},
+		"Shedder": {Shedder: ward.NewShedder(ward.DefaultShed, now)},
+		"Bucket":  {Bucket: ward.NewBucket(1, 1, now)},
+		"Limiter": {Limiter: ward.NewLimiter(ward.DefaultAimd)},
+	} {
+		p, _ := New[*int](DefaultLimits, w)
+		err := p.Record(NewRecorder(0))
+		if !errors.Is(err, ErrUnrecordable) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", name, err)
+		}
+		if p.rec != nil || p.Recording(nil) != nil {
+			t.Errorf("%s: recording after a refusal", name)
+		}
+	}
+	r := NewRecorder(0)
+	p1, _ := New[*int](DefaultLimits, ward.Ward{})
+	p2, _ := New[*int](DefaultLimits, ward.Ward{})
+	if err := p1.Record(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := p2.Record(r); !errors.Is(err, ErrUnrecordable) {
+		t.Fatalf("one Recorder on two pools: %v", err)
+	}
+	if err := p1.Record(nil); err != nil || p1.rec != nil {
+		t.Fatalf("Record(nil): %v", err)
+	}
+	if err := p2.Record(r); err != nil {
+		t.Fatalf("a Recorder set free: %v", err)
+	}
+}
+
+// TestRecordAttachesToARunningPool: a recorder attached mid-run starts at a
+// checkpoint of the state as it stands, and replays from there.
+func TestRecordAttachesToARunningPool(t *testing.T) {
+	b := ward.DefaultBackoff
+	p, _ := New[*int](Limits{Size: 3, Keep: time.Second, Life: 3 * time.Second}, ward.Ward{Backoff: &b})
+	now := time.Unix(7, 0)
+	x, y := new(int), new(int)
+	p.Take(now, 0, 0)
+	p.Made(x, now)
+	p.Take(now, 0, 0)
+	p.Unmade(now, 0.3) // backoff holds makes back
+	p.Take(now, 0, 0)  // Later
+	now = now.Add(time.Second)
+	p.Take(now, 0, 0)
+	p.MadeJitter(y, now, time.Millisecond)
+	p.Give(x, now)
+	if err := p.Record(NewRecorder(0)); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(1500 * time.Millisecond)
+	p.Evict(now)
+	p.Take(now, 0, 0)
+	p.Give(y, now)
+	p.Loans(now)
+	p.Reset(now)
+	if err := Replay(p.Recording(nil)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecordingStepsRead checks the steps as read: operations, instants
+// and answers.
+func TestRecordingStepsRead(t *testing.T) {
+	p, _ := New[*int](Limits{Size: 1}, ward.Ward{})
+	r := NewRecorder(0)
+	if err := p.Record(r); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(100, 0)
+	v := new(int)
+	p.Take(t0, 0.25, 0)
+	p.Made(v, t0.Add(time.Millisecond))
+	p.Take(t0.Add(2*time.Millisecond), 0, 0)
+	p.Give(v, t0.Add(time.Second))
+	p.Take(t0.Add(1500*time.Millisecond), 0, 0)
+	p.Close()
+	rc, err := ReadRecording(p.Recording(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"#0 Take at=0s roll=0.25 cpu=0 → Make",
+		"#1 Made ref=0 at=1ms extra=0s → true",
+		"#2 Take at=2ms roll=0 cpu=0 → Wait",
+		"#3 Give ref=1 at=1s → true",
+		"#4 Take at=1.5s roll=0 cpu=0 → Ready seat=0 idle=500ms",
+		"#5 Close → seats []",
+	}
+	if len(rc.Steps) != len(want) {
+		t.Fatalf("%d steps, want %d", len(rc.Steps), len(want))
+	}
+	for i, s := range rc.Steps {
+		if s.String() != want[i] {
+			t.Errorf("step %d: %s, want %s", i, s, want[i])
+		}
+	}
+}
