@@ -36,13 +36,16 @@ import (
 //
 // # Bounded size: a ring of two halves
 //
-// A Recorder keeps at most about its limit in memory, as two halves. When
-// the current half is full, the older half is dropped and a new one begins
-// with a checkpoint: the pool's whole state in seat terms (about 8 bytes a
-// seat, and the books). A recording written out (Pool.Recording) is the
-// older half and the current one, so it always starts at a checkpoint and
-// holds between half the limit and the whole of it: the latest steps, which
-// are the ones a bug report needs, replayable on their own. A rolling file
+// A Recorder keeps about its limit of steps in memory, as two halves. When
+// the current half holds half the limit, the older half is dropped and a
+// new one begins with a checkpoint: the pool's whole state in seat terms
+// (about 10 bytes a seat in use, and the books), which comes on top of the
+// limit. A recording written out (Pool.Recording) is the older half and the
+// current one, so it always starts at a checkpoint and holds between half
+// the limit and the whole of it in steps: the latest ones, which are the
+// ones a bug report needs, replayable on their own. Rolling costs one
+// checkpoint per half the limit of steps, allocation-free once both halves
+// have grown. A rolling file
 // was the other choice; it would have to hold the same checkpoints to be
 // replayed from any file but the first, and it would do I/O under the
 // caller's lock, which the runtime never does.
@@ -160,8 +163,9 @@ var ErrUnrecordable = errors.New("wardpool: pool cannot be recorded")
 // A Recorder is not safe for concurrent use: it belongs to its pool, under
 // the same lock. When none is attached, a pool pays one nil test per call.
 type Recorder struct {
-	half     int    // a half is full at this many bytes
+	half     int    // a half is full at this many bytes of steps
 	old, cur []byte // the two halves; each begins with a checkpoint
+	mark     int    // the length of cur's checkpoint
 	steps    uint64 // steps recorded so far: the index of the next
 	attached bool
 
@@ -170,7 +174,8 @@ type Recorder struct {
 	prev      int64 // the instant of the last step written, since origin
 }
 
-// NewRecorder returns a Recorder that keeps about limit bytes in memory;
+// NewRecorder returns a Recorder that keeps about limit bytes of steps,
+// and two checkpoints (see the top of record.go), in memory;
 // zero means DefaultRecordLimit, and anything under MinRecordLimit (a
 // negative limit included) is raised to it.
 func NewRecorder(limit int) *Recorder {
@@ -196,10 +201,11 @@ func (r *Recorder) Steps() uint64 { return r.steps }
 // cannot read it. A Backoff is a policy whose state the pool keeps, so it
 // is recorded.
 func (p *Pool[T]) Record(r *Recorder) error {
+	if r == p.rec {
+		return nil
+	}
 	if r == nil {
-		if p.rec != nil {
-			p.rec.attached = false
-		}
+		p.rec.attached = false
 		p.rec = nil
 		return nil
 	}
@@ -209,11 +215,15 @@ func (p *Pool[T]) Record(r *Recorder) error {
 	if err := recordable(p.ward); err != nil {
 		return err
 	}
+	if p.rec != nil {
+		p.rec.attached = false
+	}
 	r.attached = true
 	if p.started {
 		r.origin, r.hasOrigin = p.epoch, true
 	}
 	r.cur = p.appendCheckpoint(r.cur[:0], r.steps, r.hasOrigin, r.origin, r.prev)
+	r.mark = len(r.cur)
 	r.old = r.old[:0]
 	p.rec = r
 	return nil
@@ -385,9 +395,10 @@ func (p *Pool[T]) appendCheckpoint(b []byte, step uint64, hasOrigin bool, origin
 func (p *Pool[T]) recBegin() *Recorder {
 	r := p.rec
 	p.rec = nil
-	if len(r.cur) >= r.half {
+	if len(r.cur)-r.mark >= r.half {
 		r.old, r.cur = r.cur, r.old[:0]
 		r.cur = p.appendCheckpoint(r.cur, r.steps, r.hasOrigin, r.origin, r.prev)
+		r.mark = len(r.cur)
 	}
 	return r
 }

@@ -351,3 +351,38 @@ func TestRecordingStepsRead(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordingOfABigPool: a checkpoint larger than the limit (two
+// thousand idle seats, a 4 KiB recorder) does not crowd the steps out:
+// the limit counts steps, each half holds its checkpoint on top.
+func TestRecordingOfABigPool(t *testing.T) {
+	p, _ := New[*int](Limits{}, ward.Ward{})
+	now := time.Unix(9, 0)
+	items := make([]*int, 2000)
+	for i := range items {
+		items[i] = new(int)
+		p.Take(now, 0, 0)
+		p.Made(items[i], now)
+	}
+	for _, v := range items {
+		p.Give(v, now)
+	}
+	if err := p.Record(NewRecorder(MinRecordLimit)); err != nil {
+		t.Fatal(err)
+	}
+	for range 3000 {
+		now = now.Add(time.Microsecond)
+		a := p.Take(now, 0, 0)
+		p.Give(a.Item, now)
+	}
+	rc, err := ReadRecording(p.Recording(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rc.Steps) < 200 || len(rc.cps) != 2 {
+		t.Fatalf("%d steps held of %d, %d checkpoints", len(rc.Steps), rc.Total, len(rc.cps))
+	}
+	if err := rc.Replay(); err != nil {
+		t.Fatal(err)
+	}
+}
