@@ -147,7 +147,10 @@ func TestKeeperRecordingReplays(t *testing.T) {
 				t.Errorf("seed %d: no %v in the recording (%v)", seed, op, ops)
 			}
 		}
-		if lane := k.laneTakes.Load(); uint64(relent) != lane || lane == 0 {
+		k.mu.Lock()
+		lane := k.laneTakes
+		k.mu.Unlock()
+		if uint64(relent) != lane || lane == 0 {
 			t.Errorf("seed %d: the lane made %d loans, the recording reports %d", seed, lane, relent)
 		}
 		if rc.Steps[0].Index != 0 || len(rc.cps) != 1 {
