@@ -74,6 +74,7 @@ import (
 //	seats      = n:u, n × (state:u [born:i since:i gen:u up:i down:i hi:i])
 //	             (the bracket for a seat that is not free)
 //	step       = op:u fields (the table below), answer after the arguments
+//	list       = n:u, n × seat:u
 //	end        = 0x41 steps:u books live:u idle:u busy:u
 //	checksum   = 8 bytes, FNV-1a 64 of everything before, big-endian
 //
