@@ -173,6 +173,12 @@ type Recorder struct {
 	origin    time.Time // instants are written as nanoseconds since origin
 	hasOrigin bool
 	prev      int64 // the instant of the last step written, since origin
+
+	// The pool's epoch, and it since origin: a now the pool's clock has
+	// just taken is written from the pool's own instant, without a
+	// subtraction of times (see Pool.recAt).
+	epoch    time.Time
+	epochOff int64
 }
 
 // NewRecorder returns a Recorder that keeps about limit bytes of steps,
@@ -397,11 +403,16 @@ func (p *Pool[T]) recBegin() *Recorder {
 	r := p.rec
 	p.rec = nil
 	if len(r.cur)-r.mark >= r.half {
-		r.old, r.cur = r.cur, r.old[:0]
-		r.cur = p.appendCheckpoint(r.cur, r.steps, r.hasOrigin, r.origin, r.prev)
-		r.mark = len(r.cur)
+		p.recRoll(r)
 	}
 	return r
+}
+
+// recRoll drops the older half and begins a new one with a checkpoint.
+func (p *Pool[T]) recRoll(r *Recorder) {
+	r.old, r.cur = r.cur, r.old[:0]
+	r.cur = p.appendCheckpoint(r.cur, r.steps, r.hasOrigin, r.origin, r.prev)
+	r.mark = len(r.cur)
 }
 
 // recEnd stores step b and attaches the recorder again.
@@ -411,12 +422,24 @@ func (p *Pool[T]) recEnd(r *Recorder, b []byte) {
 	p.rec = r
 }
 
-// at appends instant now, as the difference from the previous step's.
-func (r *Recorder) at(b []byte, now time.Time) []byte {
-	if !r.hasOrigin {
-		r.origin, r.hasOrigin = now, true
+// recAt appends instant now, given to the call just made, as the
+// difference from the previous step's. When the pool's clock took now as
+// its latest reading (the common case), now is the pool's instant plus its
+// epoch's offset from the origin: two loads instead of a subtraction of
+// times, and exactly the instant the pool used.
+func (p *Pool[T]) recAt(r *Recorder, b []byte, now time.Time) []byte {
+	var d int64
+	if now == p.lastAt && p.started && r.hasOrigin {
+		if p.epoch != r.epoch {
+			r.epoch, r.epochOff = p.epoch, int64(p.epoch.Sub(r.origin))
+		}
+		d = p.last + r.epochOff
+	} else {
+		if !r.hasOrigin {
+			r.origin, r.hasOrigin = now, true
+		}
+		d = int64(now.Sub(r.origin))
 	}
-	d := int64(now.Sub(r.origin))
 	b = appendI(b, d-r.prev)
 	r.prev = d
 	return b
@@ -449,7 +472,7 @@ func (p *Pool[T]) recTake(now time.Time, roll float64, cpu int) Taken[T] {
 	top := p.z.top
 	a := p.Take(now, roll, cpu)
 	b := append(r.cur, byte(OpTake))
-	b = r.at(b, now)
+	b = p.recAt(r, b, now)
 	b = appendF(b, roll)
 	b = appendI(b, int64(cpu))
 	b = append(b, byte(a.Kind), byte(a.Guard))
@@ -472,7 +495,7 @@ func (p *Pool[T]) recMade(item T, now time.Time, extra time.Duration) bool {
 	ok := p.MadeJitter(item, now, extra)
 	b := append(r.cur, byte(OpMade))
 	b = appendU(b, ref)
-	b = r.at(b, now)
+	b = p.recAt(r, b, now)
 	b = appendI(b, int64(extra))
 	b = append(b, byte(b2u(ok)))
 	p.recEnd(r, b)
@@ -483,7 +506,7 @@ func (p *Pool[T]) recUnmade(now time.Time, roll float64) {
 	r := p.recBegin()
 	p.Unmade(now, roll)
 	b := append(r.cur, byte(OpUnmade))
-	b = r.at(b, now)
+	b = p.recAt(r, b, now)
 	b = appendF(b, roll)
 	p.recEnd(r, b)
 }
@@ -494,7 +517,7 @@ func (p *Pool[T]) recGive(item T, now time.Time) bool {
 	ok := p.Give(item, now)
 	b := append(r.cur, byte(OpGive))
 	b = appendU(b, ref)
-	b = r.at(b, now)
+	b = p.recAt(r, b, now)
 	b = append(b, byte(b2u(ok)))
 	p.recEnd(r, b)
 	return ok
@@ -507,7 +530,7 @@ func (p *Pool[T]) recGiveSeat(seat int32, item T, now time.Time) bool {
 	b := append(r.cur, byte(OpGiveSeat))
 	b = appendI(b, int64(seat))
 	b = appendU(b, ref)
-	b = r.at(b, now)
+	b = p.recAt(r, b, now)
 	b = append(b, byte(b2u(ok)))
 	p.recEnd(r, b)
 	return ok
@@ -519,7 +542,7 @@ func (p *Pool[T]) recDrop(item T, now time.Time) bool {
 	ok := p.Drop(item, now)
 	b := append(r.cur, byte(OpDrop))
 	b = appendU(b, ref)
-	b = r.at(b, now)
+	b = p.recAt(r, b, now)
 	b = append(b, byte(b2u(ok)))
 	p.recEnd(r, b)
 	return ok
@@ -529,7 +552,7 @@ func (p *Pool[T]) recEvict(now time.Time) []T {
 	r := p.recBegin()
 	out := p.Evict(now)
 	b := append(r.cur, byte(OpEvict))
-	b = r.at(b, now)
+	b = p.recAt(r, b, now)
 	b = p.appendRetired(b, len(out))
 	p.recEnd(r, b)
 	return out
@@ -548,7 +571,7 @@ func (p *Pool[T]) recReset(now time.Time) []T {
 	r := p.recBegin()
 	out := p.Reset(now)
 	b := append(r.cur, byte(OpReset))
-	b = r.at(b, now)
+	b = p.recAt(r, b, now)
 	b = p.appendRetired(b, len(out))
 	p.recEnd(r, b)
 	return out
@@ -562,7 +585,7 @@ func (p *Pool[T]) recRelent(seat int32, item T, n int, now time.Time) bool {
 	b = appendI(b, int64(seat))
 	b = appendU(b, ref)
 	b = appendI(b, int64(n))
-	b = r.at(b, now)
+	b = p.recAt(r, b, now)
 	b = append(b, byte(b2u(ok)))
 	p.recEnd(r, b)
 	return ok
@@ -572,7 +595,7 @@ func (p *Pool[T]) recReserve(now time.Time, roll float64, cpu int) bool {
 	r := p.recBegin()
 	ok := p.Reserve(now, roll, cpu)
 	b := append(r.cur, byte(OpReserve))
-	b = r.at(b, now)
+	b = p.recAt(r, b, now)
 	b = appendF(b, roll)
 	b = appendI(b, int64(cpu))
 	b = append(b, byte(b2u(ok)))
@@ -584,7 +607,7 @@ func (p *Pool[T]) recRefusal(now time.Time) float64 {
 	r := p.recBegin()
 	f := p.Refusal(now)
 	b := append(r.cur, byte(OpRefusal))
-	b = r.at(b, now)
+	b = p.recAt(r, b, now)
 	b = appendF(b, f)
 	p.recEnd(r, b)
 	return f
@@ -595,7 +618,7 @@ func (p *Pool[T]) recLoans(dst []Lent[T], now time.Time) []Lent[T] {
 	start := len(dst)
 	dst = p.AppendLoans(dst, now)
 	b := append(r.cur, byte(OpLoans))
-	b = r.at(b, now)
+	b = p.recAt(r, b, now)
 	b = appendU(b, uint64(len(dst)-start))
 	for _, l := range dst[start:] {
 		b = appendU(b, p.ref(l.Item, none))
