@@ -91,6 +91,7 @@ func chaosRun(t *testing.T, seed uint64, limit int) ([]byte, *Keeper[*res]) {
 		}()
 	}
 	go func() { wg.Wait(); close(done) }()
+	midRun := 0
 	for i := 0; ; i++ {
 		select {
 		case <-done:
@@ -102,10 +103,20 @@ func chaosRun(t *testing.T, seed uint64, limit int) ([]byte, *Keeper[*res]) {
 			if i%31 == 0 {
 				k.Loans()
 			}
+			if i%50 == 5 {
+				// Written out on demand, mid-run: a recording of its own.
+				midRun++
+				if err := Replay(k.Recording()); err != nil {
+					t.Errorf("a recording written out mid-run: %v", err)
+				}
+			}
 			runtime.Gosched()
 			continue
 		}
 		break
+	}
+	if midRun == 0 {
+		t.Error("no recording was written out while the callers ran")
 	}
 	eventually(t, "the background work", func() bool { return settled(k) })
 	k.Stats() // folds the lane
