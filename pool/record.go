@@ -45,10 +45,19 @@ import (
 // the limit and the whole of it in steps: the latest ones, which are the
 // ones a bug report needs, replayable on their own. Rolling costs one
 // checkpoint per half the limit of steps, allocation-free once both halves
-// have grown. A rolling file
-// was the other choice; it would have to hold the same checkpoints to be
-// replayed from any file but the first, and it would do I/O under the
-// caller's lock, which the runtime never does.
+// have grown. A rolling file was the other choice; it would have to hold
+// the same checkpoints to be replayed from any file but the first, and it
+// would do I/O under the caller's lock, which the runtime never does.
+//
+// # Cost
+//
+// Off (no Recorder), each recorded method pays one nil test. On, a step
+// costs about 20 ns of CPU (the call goes through a wrapper that encodes
+// it). The Keeper's lane lends without the pool, so an uncontended
+// Acquire+Release through it records nothing until the lane is folded (one
+// Relent for many loans): recording costs it next to nothing. Through the
+// lock (a ward with a shedder or limiter, LeakAfter, or contention) each
+// Acquire+Release is two steps. Figures: BenchmarkRecordUncontended.
 //
 // # Format, version 1
 //
