@@ -56,8 +56,8 @@ import (
 // it). The Keeper's lane lends without the pool, so an uncontended
 // Acquire+Release through it records nothing until the lane is folded (one
 // Relent for many loans): recording costs it next to nothing. Through the
-// lock (a ward with a shedder or limiter, LeakAfter, or contention) each
-// Acquire+Release is two steps. Figures: BenchmarkRecordUncontended.
+// lock (with LeakAfter, or while callers queue) each Acquire+Release is two
+// steps. Figures: BenchmarkRecordUncontended.
 //
 // # Format, version 1
 //
