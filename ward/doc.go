@@ -5,21 +5,21 @@
 // an adaptive concurrency limit ([Limiter]). [Ward] groups the optional ones
 // in front of one pool.
 //
-// Two guards keep their state in a [Store] instead, so that the replicas of a
-// service act as one: [SharedBreaker], a breaker all of them open and probe
-// together, and [SharedPeriod], one quota per period they spend together.
-// [MemStore] is the in-memory Store; drivers/redis has one on Redis.
+// The guards that keep their state where every replica of a service sees it
+// (a shared breaker, rate, quota and connection budget) do I/O, so they live
+// apart, in package ward/shared.
 //
-// Nothing in this package reads a clock, draws a random number or starts a
-// goroutine. Every method that depends on time takes the caller's reading as
-// now; spans are time.Duration; every random decision takes a draw in [0, 1)
-// from the caller; CPU use is an int in thousandths. The same inputs give the
-// same answers on every machine, so an hour of traffic is a loop over now.
+// Nothing in this package reads a clock, draws a random number, starts a
+// goroutine or touches the network; purity_test.go holds it to that. Every
+// method that depends on time takes the caller's reading as now; spans are
+// time.Duration; every random decision takes a draw in [0, 1) from the
+// caller; CPU use is an int in thousandths. The same inputs give the same
+// answers on every machine, so an hour of traffic is a loop over now.
 //
 // Elapsed time is measured with time.Time.Sub, so readings from time.Now are
-// compared on the monotonic clock. Only [Counter], an aligned [Period] and
-// [SharedPeriod] read the wall clock (UnixNano), because they place windows
-// on the calendar.
+// compared on the monotonic clock. Only [Counter] and an aligned [Period]
+// read the wall clock's position (UnixNano), because they place windows on
+// the calendar.
 //
 // Bad input never panics. Draws that are NaN or negative are taken as 0 and
 // draws at or over 1 as the largest value below 1; CPU readings are held to

@@ -1,7 +1,6 @@
 package ward_test
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -136,25 +135,4 @@ func ExampleWard() {
 	fmt.Println(none.IsZero(), w.IsZero(), ward.GuardBreaker)
 	// Output:
 	// true false breaker
-}
-
-// Two replicas of a service spend one quota of two calls a minute to a
-// provider: the count lives in the store they share (Redis, in production:
-// drivers/redis has the Store).
-func ExampleSharedPeriod() {
-	store := ward.NewMemStore(nil)
-	a := ward.NewSharedPeriod(store, "provider", 2, time.Minute)
-	b := ward.NewSharedPeriod(store, "provider", 2, time.Minute)
-	ctx := context.Background()
-	now := time.Date(2026, 1, 1, 12, 0, 15, 0, time.UTC)
-	for _, p := range []*ward.SharedPeriod{a, b, a} {
-		q, err := p.Take(ctx, now)
-		fmt.Println(q, err)
-	}
-	fmt.Println("resets in", b.Next(now))
-	// Output:
-	// under <nil>
-	// hit <nil>
-	// over <nil>
-	// resets in 45s
 }

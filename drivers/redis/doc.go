@@ -1,7 +1,7 @@
 // Package redisward is a pool of go-redis v9 connections run by wardpool's
 // pool.Keeper, with a ward in front of the server, a leak watch behind it,
-// and a ward.Store on Redis (Store) through which replicas share breaker
-// and quota state.
+// and a shared.Store on Redis (Store) through which replicas share breaker,
+// rate and quota state and one connection budget.
 //
 // The package lives in the folder drivers/redis and is named redisward, so
 // that it never shadows go-redis in a file that imports both:
@@ -82,12 +82,13 @@
 //
 // # Sharing guards between replicas
 //
-// Store is a ward.Store whose every method is one atomic command: INCR with
-// the expiry set when the INCR creates the key (one Lua script), SET NX PX,
-// GET and DEL. ward.SharedBreakers in several processes over Stores on the
-// same server and key act as one breaker: failures from all of them are
-// counted by atomic increment, the open marker keeps the moment of the
-// first opener, and exactly one probe goes out across them when the
-// cooldown ends. ward.SharedPeriods over the same server and key spend one
-// quota per period between them, each take one INCR.
+// Store is a shared.Store (package ward/shared) whose every method is one
+// atomic command or script and one round trip: INCR with the expiry set when
+// the INCR creates the key, the two-window counter's read-compare-increment,
+// SET NX PX, GET, DEL, and each step of a fleet-wide connection budget.
+// shared.Breakers in several processes over Stores on the same server and
+// key act as one breaker; shared.Counters and shared.Periods spend one rate
+// or quota between them; shared.Budgets lease one budget of connections.
+// NewClientStore takes any go-redis client, so a Cluster or a Sentinel
+// failover client works: every call's keys share a hash tag, one slot.
 package redisward

@@ -10,6 +10,7 @@ import (
 
 	redisward "github.com/wardpool/wardpool/drivers/redis"
 	"github.com/wardpool/wardpool/ward"
+	"github.com/wardpool/wardpool/ward/shared"
 )
 
 // A pool of at most eight connections with a breaker in front of the
@@ -64,10 +65,11 @@ func ExampleNewStore() {
 	}
 	defer p.Close(ctx)
 
-	b := ward.NewSharedBreaker(redisward.NewStore(p, "myservice:"), "payments-api", ward.DefaultShared)
+	link := shared.Link{Store: redisward.NewStore(p, "myservice:"), Timeout: 50 * time.Millisecond}
+	b := shared.NewBreaker(link, "payments-api", shared.DefaultBreaker)
 	call, ok, err := b.Allow(ctx, time.Now())
 	if err != nil {
-		log.Printf("breaker store: %v (failing open)", err)
+		log.Printf("breaker store: %v (this replica decided alone)", err)
 	}
 	if !ok {
 		return // refused: the payments API is failing for every replica
@@ -80,3 +82,23 @@ func ExampleNewStore() {
 }
 
 func callPayments() error { return nil }
+
+// Replicas of a service share one budget of connections to a database: each
+// leases a slot before it dials and gives it back when the connection
+// closes. A *redis.ClusterClient or a failover client works as well as a
+// Pool.
+func ExampleNewClientStore() {
+	ctx := context.Background()
+	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+	defer c.Close()
+	cfg := shared.DefaultBudget
+	cfg.Slots = 40
+	link := shared.Link{Store: redisward.NewClientStore(c, "myservice:"), Timeout: 50 * time.Millisecond}
+	budget := shared.NewBudget(link, "orders-db", "host-7:pid-4242", cfg)
+	defer budget.Leave(ctx)
+	if ok, _ := budget.Lease(ctx); !ok {
+		return // the fleet's budget is spent: wait as for a full pool
+	}
+	// … dial; when the connection closes:
+	_ = budget.Return(ctx)
+}

@@ -6,57 +6,124 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/wardpool/wardpool/ward"
+	"github.com/wardpool/wardpool/ward/shared"
 )
 
-// Store is a ward.Store on Redis, through a Pool: every replica whose
-// guards use a Store on the same server and prefix shares their state. Each
-// method is one command, atomic on the server, and one round trip:
+// Processor runs one command: a *Pool, and every go-redis client
+// (redis.UniversalClient: a *redis.Client, a *redis.ClusterClient, a
+// failover client of Sentinel, a *redis.Ring) is one.
+type Processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// Store is a shared.Store on Redis: every replica whose shared guards use a
+// Store on the same server (or cluster) and prefix shares their state. Each
+// method is one command or one script, atomic on the server, and one round
+// trip:
 //
-//   - Incr runs a Lua script that INCRs the key and, when that created it
-//     (the count is 1), sets its PEXPIRE: two replicas incrementing at once
-//     get two distinct counts, and a new key is never left without its
-//     expiry by a replica that died between the two commands.
-//   - SetIfAbsent is SET key value NX PX ttl.
-//   - Get is GET and Del is DEL.
+//   - Incr runs a script that INCRs the key and, when that created it (the
+//     count is 1), sets its PEXPIRE: two replicas incrementing at once get
+//     two distinct counts, and a new key is never left without its expiry
+//     by a replica that died between two commands.
+//   - IncrUnder runs a script that reads both counts of the two-window
+//     counter, compares the estimate with the limit and increments.
+//   - SetIfAbsent is SET key value NX PX ttl; Get is GET; Del is DEL.
+//   - Budget runs the budget script: it reads the server's clock (TIME),
+//     drops the members whose lease ran out, applies the step and answers,
+//     all in one script (see shared.Budget for the rules).
 //
-// Expiry runs on the server's clock, to the millisecond: a positive ttl
-// under a millisecond becomes one. A ttl of zero or less stores the key
-// without expiry, as ward.MemStore does.
+// Scripts are sent by SHA (EVALSHA) and, when the server answers NOSCRIPT
+// (never seen, restarted, flushed, or another node of a cluster), whole.
+// The keys of one call share a hash tag, so on a Redis Cluster each call
+// goes to one node. Expiry runs on the server's clock, to the millisecond:
+// a positive ttl under a millisecond becomes one. A ttl of zero or less
+// stores the key without expiry, as shared.MemStore does.
 //
 // A Store is safe for concurrent use. The zero Store is not usable; build
-// one with NewStore.
+// one with NewStore or NewClientStore.
 type Store struct {
-	p      *Pool
+	p      Processor
 	prefix string
 }
 
-var _ ward.Store = (*Store)(nil)
+var _ shared.Store = (*Store)(nil)
 
 // NewStore returns a Store keeping its keys on p's server, each prefixed
-// with prefix (for example "myservice:ward:"; it may be empty).
+// with prefix (for example "myservice:ward:"; it may be empty, and must not
+// contain braces).
 func NewStore(p *Pool, prefix string) *Store {
 	return &Store{p: p, prefix: prefix}
 }
 
+// NewClientStore returns a Store over a go-redis client: c may be a
+// *redis.Client, a *redis.ClusterClient, a Sentinel failover client, or
+// anything else that runs a command (redis.UniversalClient is one).
+func NewClientStore(c Processor, prefix string) *Store {
+	return &Store{p: c, prefix: prefix}
+}
+
+// script is a Lua script and its SHA-1, its name in the server's cache.
+type script struct {
+	src, sha string
+}
+
+func newScript(src string) script {
+	h := sha1.Sum([]byte(src))
+	return script{src: src, sha: hex.EncodeToString(h[:])}
+}
+
+// run runs s with keys and args into a command made by mk, by SHA first,
+// whole when the server does not have it.
+func run[C redis.Cmder](ctx context.Context, p Processor, s script, mk func(ctx context.Context, args ...any) C, keys []string, args ...any) (C, error) {
+	build := func(verb, body string) C {
+		a := make([]any, 0, 3+len(keys)+len(args))
+		a = append(a, verb, body, len(keys))
+		for _, k := range keys {
+			a = append(a, k)
+		}
+		return mk(ctx, append(a, args...)...)
+	}
+	cmd := build("evalsha", s.sha)
+	err := p.Process(ctx, cmd)
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		cmd = build("eval", s.src)
+		err = p.Process(ctx, cmd)
+	}
+	return cmd, err
+}
+
 // incrScript is Store.Incr's script. KEYS[1] is the counter, ARGV[1] its
 // time to live in milliseconds for a new key (0: none).
-const incrScript = `local n = redis.call('INCR', KEYS[1])
+var incrScript = newScript(`local n = redis.call('INCR', KEYS[1])
 if n == 1 and tonumber(ARGV[1]) > 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
 end
-return n`
+return n`)
 
-// incrSHA is incrScript's SHA-1, its name in the server's script cache.
-var incrSHA = func() string {
-	h := sha1.Sum([]byte(incrScript))
-	return hex.EncodeToString(h[:])
-}()
+// incrUnderScript is Store.IncrUnder's script. KEYS[1] is the current
+// window's count, KEYS[2] the previous one's; ARGV[1] the previous count's
+// weight, ARGV[2] the limit, ARGV[3] a new count's time to live in
+// milliseconds (0: none). It returns {count, admitted}. Lua's numbers are
+// doubles, as Go's float64, so the comparison is the same in both.
+var incrUnderScript = newScript(`local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+local prev = tonumber(redis.call('GET', KEYS[2]) or '0')
+if cur == nil or prev == nil then
+  return redis.error_reply('ERR value is not an integer or out of range')
+end
+if not (cur + prev * tonumber(ARGV[1]) < tonumber(ARGV[2])) then
+  return {cur, 0}
+end
+local n = redis.call('INCR', KEYS[1])
+if n == 1 and tonumber(ARGV[3]) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return {n, 1}`)
 
 // millis returns ttl in whole milliseconds for PX and PEXPIRE: 0 for none,
 // at least 1 for a positive ttl.
@@ -67,29 +134,42 @@ func millis(ttl time.Duration) int64 {
 	return max(ttl.Milliseconds(), 1)
 }
 
-// Incr implements ward.Store. A key holding something other than an integer
-// fails with an error wrapping ward.ErrNotInteger.
-func (s *Store) Incr(ctx context.Context, key string, ttl time.Duration) (int64, error) {
-	k, ms := s.prefix+key, millis(ttl)
-	cmd := redis.NewIntCmd(ctx, "evalsha", incrSHA, 1, k, ms)
-	err := s.p.Process(ctx, cmd)
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		// The server has not seen the script yet (or was restarted, or
-		// flushed its cache): send it whole, which also caches it.
-		cmd = redis.NewIntCmd(ctx, "eval", incrScript, 1, k, ms)
-		err = s.p.Process(ctx, cmd)
+// notInteger wraps a server's refusal to count a non-integer in
+// shared.ErrNotInteger.
+func notInteger(err error) error {
+	var re redis.Error
+	if errors.As(err, &re) && strings.Contains(err.Error(), "not an integer") {
+		return fmt.Errorf("%w: %w", shared.ErrNotInteger, err)
 	}
+	return err
+}
+
+// Incr implements shared.Store. A key holding something other than an
+// integer fails with an error wrapping shared.ErrNotInteger.
+func (s *Store) Incr(ctx context.Context, key string, ttl time.Duration) (int64, error) {
+	cmd, err := run(ctx, s.p, incrScript, redis.NewIntCmd, []string{s.prefix + key}, millis(ttl))
 	if err != nil {
-		var re redis.Error
-		if errors.As(err, &re) && strings.Contains(err.Error(), "not an integer") {
-			return 0, fmt.Errorf("%w: %w", ward.ErrNotInteger, err)
-		}
-		return 0, err
+		return 0, notInteger(err)
 	}
 	return cmd.Val(), nil
 }
 
-// SetIfAbsent implements ward.Store.
+// IncrUnder implements shared.Store. A key holding something other than an
+// integer fails with an error wrapping shared.ErrNotInteger.
+func (s *Store) IncrUnder(ctx context.Context, key, prev string, weight float64, limit int64, ttl time.Duration) (int64, bool, error) {
+	cmd, err := run(ctx, s.p, incrUnderScript, redis.NewIntSliceCmd, []string{s.prefix + key, s.prefix + prev},
+		strconv.FormatFloat(weight, 'g', -1, 64), limit, millis(ttl))
+	if err != nil {
+		return 0, false, notInteger(err)
+	}
+	v := cmd.Val()
+	if len(v) != 2 {
+		return 0, false, fmt.Errorf("redisward: IncrUnder: unexpected reply %v", v)
+	}
+	return v[0], v[1] == 1, nil
+}
+
+// SetIfAbsent implements shared.Store.
 func (s *Store) SetIfAbsent(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	var cmd *redis.StatusCmd
 	if ms := millis(ttl); ms > 0 {
@@ -106,7 +186,7 @@ func (s *Store) SetIfAbsent(ctx context.Context, key, value string, ttl time.Dur
 	return true, nil
 }
 
-// Get implements ward.Store.
+// Get implements shared.Store.
 func (s *Store) Get(ctx context.Context, key string) (string, bool, error) {
 	cmd := redis.NewStringCmd(ctx, "get", s.prefix+key)
 	switch err := s.p.Process(ctx, cmd); {
@@ -118,7 +198,7 @@ func (s *Store) Get(ctx context.Context, key string) (string, bool, error) {
 	return cmd.Val(), true, nil
 }
 
-// Del implements ward.Store.
+// Del implements shared.Store.
 func (s *Store) Del(ctx context.Context, keys ...string) error {
 	if len(keys) == 0 {
 		return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/ward"
+	"github.com/wardpool/wardpool/ward/shared"
 )
 
 func TestStore(t *testing.T) {
@@ -56,7 +57,7 @@ func TestStore(t *testing.T) {
 	if err := a.Set(ctx, k+"text", "abc", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Incr(ctx, "text", time.Minute); !errors.Is(err, ward.ErrNotInteger) {
+	if _, err := s.Incr(ctx, "text", time.Minute); !errors.Is(err, shared.ErrNotInteger) {
 		t.Fatalf("Incr on text: %v, want ErrNotInteger", err)
 	}
 
@@ -102,7 +103,7 @@ func TestStore(t *testing.T) {
 // in-memory one and wants the same answers.
 func TestStoreLikeMemStore(t *testing.T) {
 	p, k := newPool(t, 1, nil)
-	stores := []ward.Store{NewStore(p, k), ward.NewMemStore(time.Now)}
+	stores := []shared.Store{NewStore(p, k), shared.NewMemStore(time.Now)}
 	ctx := context.Background()
 	var got [2][]string
 	for i, s := range stores {
@@ -121,7 +122,7 @@ func TestStoreLikeMemStore(t *testing.T) {
 		v, ok, err = s.Get(ctx, "c")
 		rec(v, ok, err)
 		n, err := s.Incr(ctx, "d", time.Minute)
-		rec(n, errors.Is(err, ward.ErrNotInteger))
+		rec(n, errors.Is(err, shared.ErrNotInteger))
 	}
 	for i := range got[0] {
 		if got[0][i] != got[1][i] {
@@ -133,9 +134,9 @@ func TestStoreLikeMemStore(t *testing.T) {
 // replicas returns n SharedBreakers on one key, each over its own pool (its
 // own connections), as n replicas of a service would hold them, with a
 // store to look at the shared state and the key.
-func replicas(t *testing.T, n int, pol ward.Shared) ([]*ward.SharedBreaker, *Store, string) {
+func replicas(t *testing.T, n int, pol shared.BreakerPolicy) ([]*shared.Breaker, *Store, string) {
 	t.Helper()
-	var bs []*ward.SharedBreaker
+	var bs []*shared.Breaker
 	var look *Store
 	var key string
 	for range n {
@@ -143,14 +144,14 @@ func replicas(t *testing.T, n int, pol ward.Shared) ([]*ward.SharedBreaker, *Sto
 		if look == nil {
 			look, key = NewStore(p, ""), k+"breaker"
 		}
-		bs = append(bs, ward.NewSharedBreaker(NewStore(p, ""), key, pol))
+		bs = append(bs, shared.NewBreaker(shared.Link{Store: NewStore(p, ""), Timeout: 5 * time.Second}, key, pol))
 	}
 	return bs, look, key
 }
 
 // together runs f on every replica from g goroutines each, released at
 // once, and waits for them.
-func together(bs []*ward.SharedBreaker, g int, f func(r, i int, b *ward.SharedBreaker)) {
+func together(bs []*shared.Breaker, g int, f func(r, i int, b *shared.Breaker)) {
 	var start, done sync.WaitGroup
 	start.Add(1)
 	for r, b := range bs {
@@ -169,17 +170,17 @@ func together(bs []*ward.SharedBreaker, g int, f func(r, i int, b *ward.SharedBr
 
 // TestSharedBreakerCountsEveryFailure: a burst of concurrent failures from
 // many replicas advances the shared count by exactly the burst (the key
-// layout, key+":failures", is the one ward.SharedBreaker documents).
+// layout, "{"+key+"}:failures", is the one shared.Breaker documents).
 func TestSharedBreakerCountsEveryFailure(t *testing.T) {
 	const nrep, g, each = 5, 8, 5
-	pol := ward.DefaultShared
+	pol := shared.DefaultBreaker
 	pol.Failures = 1 << 20 // never opens here: only the count is looked at
 	pol.Window = time.Minute
 	bs, look, key := replicas(t, nrep, pol)
 	ctx := context.Background()
 	now := time.Now()
 	var errs atomic.Int64
-	together(bs, g, func(_, _ int, b *ward.SharedBreaker) {
+	together(bs, g, func(_, _ int, b *shared.Breaker) {
 		for range each {
 			if err := b.Fail(ctx, now); err != nil {
 				errs.Add(1)
@@ -189,7 +190,7 @@ func TestSharedBreakerCountsEveryFailure(t *testing.T) {
 	if errs.Load() != 0 {
 		t.Fatalf("%d failures not recorded", errs.Load())
 	}
-	v, ok, err := look.Get(ctx, key+":failures")
+	v, ok, err := look.Get(ctx, "{"+key+"}:failures")
 	if err != nil || !ok || v != strconv.Itoa(nrep*g*each) {
 		t.Fatalf("failure count = %q %v %v, want %d", v, ok, err, nrep*g*each)
 	}
@@ -201,18 +202,18 @@ func TestSharedBreakerCountsEveryFailure(t *testing.T) {
 // push the cooldown on.
 func TestSharedBreakerOpensOnce(t *testing.T) {
 	const nrep = 20
-	pol := ward.Shared{Failures: nrep, Window: time.Minute, Cooldown: 10 * time.Second, Lease: time.Minute, Hold: time.Hour}
+	pol := shared.BreakerPolicy{Failures: nrep, Window: time.Minute, Cooldown: 10 * time.Second, Lease: time.Minute, Hold: time.Hour}
 	bs, look, key := replicas(t, nrep, pol)
 	ctx := context.Background()
 	base := time.Now()
 	// One failure short of the line: still closed everywhere.
-	together(bs[:nrep-1], 1, func(r, _ int, b *ward.SharedBreaker) {
+	together(bs[:nrep-1], 1, func(r, _ int, b *shared.Breaker) {
 		if err := b.Fail(ctx, base.Add(time.Duration(r)*time.Millisecond)); err != nil {
 			t.Error(err)
 		}
 	})
 	for _, b := range bs {
-		if st, err := b.State(ctx, base); err != nil || st != ward.Closed {
+		if st, err := b.State(ctx, base); err != nil || st != shared.Closed {
 			t.Fatalf("after %d failures: %v %v, want closed", nrep-1, st, err)
 		}
 	}
@@ -221,7 +222,7 @@ func TestSharedBreakerOpensOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	marker := func() string {
-		v, ok, err := look.Get(ctx, key+":open")
+		v, ok, err := look.Get(ctx, "{"+key+"}:open")
 		if err != nil || !ok {
 			t.Fatalf("open marker: %q %v %v", v, ok, err)
 		}
@@ -231,7 +232,7 @@ func TestSharedBreakerOpensOnce(t *testing.T) {
 		t.Fatalf("open marker %s, want the crosser's moment %d", got, crosser.UnixNano())
 	}
 	// A burst of later failures from every replica moves nothing.
-	together(bs, 4, func(r, i int, b *ward.SharedBreaker) {
+	together(bs, 4, func(r, i int, b *shared.Breaker) {
 		if err := b.Fail(ctx, crosser.Add(time.Duration(1+r*4+i)*time.Second)); err != nil {
 			t.Error(err)
 		}
@@ -244,7 +245,7 @@ func TestSharedBreakerOpensOnce(t *testing.T) {
 		if _, ok, err := b.Allow(ctx, crosser.Add(pol.Cooldown-time.Millisecond)); ok || err != nil {
 			t.Fatalf("Allow during the cooldown: %v %v", ok, err)
 		}
-		if st, _ := b.State(ctx, crosser.Add(pol.Cooldown)); st != ward.HalfOpen {
+		if st, _ := b.State(ctx, crosser.Add(pol.Cooldown)); st != shared.HalfOpen {
 			t.Fatalf("state at the end of the cooldown: %v", st)
 		}
 	}
@@ -255,7 +256,7 @@ func TestSharedBreakerOpensOnce(t *testing.T) {
 // the breaker for all.
 func TestSharedBreakerOneProbe(t *testing.T) {
 	const nrep, g = 8, 8
-	pol := ward.Shared{Failures: 3, Window: time.Minute, Cooldown: 5 * time.Second, Lease: time.Minute, Hold: time.Hour}
+	pol := shared.BreakerPolicy{Failures: 3, Window: time.Minute, Cooldown: 5 * time.Second, Lease: time.Minute, Hold: time.Hour}
 	bs, _, _ := replicas(t, nrep, pol)
 	ctx := context.Background()
 	opened := time.Now()
@@ -265,9 +266,9 @@ func TestSharedBreakerOneProbe(t *testing.T) {
 		}
 	}
 	var probes, refused, errs atomic.Int64
-	var probe atomic.Pointer[ward.SharedCall]
+	var probe atomic.Pointer[shared.Call]
 	at := opened.Add(pol.Cooldown)
-	together(bs, g, func(_, _ int, b *ward.SharedBreaker) {
+	together(bs, g, func(_, _ int, b *shared.Breaker) {
 		call, ok, err := b.Allow(ctx, at)
 		switch {
 		case err != nil:
@@ -302,7 +303,7 @@ func TestSharedBreakerOneProbe(t *testing.T) {
 // TestSharedBreakerLeaseRunsOut: a probe that never settles is given up on
 // when its lease ends on the server's clock, and another replica probes.
 func TestSharedBreakerLeaseRunsOut(t *testing.T) {
-	pol := ward.Shared{Failures: 1, Window: time.Minute, Cooldown: 0, Lease: 50 * time.Millisecond, Hold: time.Hour}
+	pol := shared.BreakerPolicy{Failures: 1, Window: time.Minute, Cooldown: 0, Lease: 50 * time.Millisecond, Hold: time.Hour}
 	bs, _, _ := replicas(t, 2, pol)
 	ctx := context.Background()
 	now := time.Now()
@@ -325,7 +326,7 @@ func TestSharedBreakerLeaseRunsOut(t *testing.T) {
 // closed), the breaker lets calls through and says why.
 func TestSharedBreakerFailsOpen(t *testing.T) {
 	p, k := newPool(t, 1, nil)
-	b := ward.NewSharedBreaker(NewStore(p, ""), k+"breaker", ward.DefaultShared)
+	b := shared.NewBreaker(shared.Link{Store: NewStore(p, ""), Timeout: 5 * time.Second}, k+"breaker", shared.DefaultBreaker)
 	ctx := context.Background()
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -341,14 +342,14 @@ func TestSharedBreakerFailsOpen(t *testing.T) {
 func TestSharedPeriodOnRedis(t *testing.T) {
 	const nrep, g, each, quota = 4, 8, 10, 137
 	ctx := context.Background()
-	var ps []*ward.SharedPeriod
+	var ps []*shared.Period
 	var key string
 	for range nrep {
 		p, k := newPool(t, 4, nil)
 		if key == "" {
 			key = k + "quota"
 		}
-		ps = append(ps, ward.NewSharedPeriod(NewStore(p, ""), key, quota, time.Hour))
+		ps = append(ps, shared.NewPeriod(shared.Link{Store: NewStore(p, ""), Timeout: 5 * time.Second}, key, quota, time.Hour, 0))
 	}
 	now := time.Now()
 	var admitted, hits, errs atomic.Int64
@@ -386,7 +387,7 @@ func TestSharedPeriodOnRedis(t *testing.T) {
 	}
 	a := admin(t)
 	start0 := now.UnixNano() - now.UnixNano()%int64(time.Hour)
-	ttl := a.PTTL(ctx, key+":"+strconv.FormatInt(start0, 10)).Val()
+	ttl := a.PTTL(ctx, "{"+key+"}:"+strconv.FormatInt(start0, 10)).Val()
 	if ttl <= 0 || ttl > 2*time.Hour {
 		t.Fatalf("the period's count has PTTL %v, want an expiry within two hours", ttl)
 	}

@@ -1,7 +1,9 @@
-package ward
+package shared
 
 import (
 	"context"
+	"errors"
+	"github.com/wardpool/wardpool/ward"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,14 +13,14 @@ import (
 func TestSharedPeriodIsOneQuotaAcrossReplicas(t *testing.T) {
 	clock := &fakeClock{t: time.Date(2026, 5, 6, 7, 8, 0, 0, time.UTC)} // on a minute
 	store := NewMemStore(clock.Now)
-	a := NewSharedPeriod(store, "pay", 3, time.Minute)
-	b := NewSharedPeriod(store, "pay", 3, time.Minute)
+	a := NewPeriod(Link{Store: store}, "pay", 3, time.Minute, 0)
+	b := NewPeriod(Link{Store: store}, "pay", 3, time.Minute, 0)
 	ctx := context.Background()
 	now := clock.Now()
 	for i, step := range []struct {
-		p    *SharedPeriod
-		want Quota
-	}{{a, Under}, {b, Under}, {a, Hit}, {b, Over}, {a, Over}} {
+		p    *Period
+		want ward.Quota
+	}{{a, ward.Under}, {b, ward.Under}, {a, ward.Hit}, {b, ward.Over}, {a, ward.Over}} {
 		got, err := step.p.Take(ctx, now.Add(time.Duration(i)*time.Second))
 		if err != nil || got != step.want {
 			t.Fatalf("take %d: %v %v, want %v", i, got, err, step.want)
@@ -32,7 +34,7 @@ func TestSharedPeriodIsOneQuotaAcrossReplicas(t *testing.T) {
 	if !next.Equal(now.Add(time.Minute)) {
 		t.Fatalf("next period at %v, want the next minute", next)
 	}
-	if got, err := b.Take(ctx, next); got != Under || err != nil {
+	if got, err := b.Take(ctx, next); got != ward.Under || err != nil {
 		t.Fatalf("first take of the next period: %v %v", got, err)
 	}
 	if left, _ := a.Left(ctx, next); left != 2 {
@@ -46,7 +48,7 @@ func TestSharedPeriodIsOneQuotaAcrossReplicas(t *testing.T) {
 }
 
 func TestSharedPeriodAlignsOnTheEpoch(t *testing.T) {
-	p := NewSharedPeriod(NewMemStore(nil), "k", 1, time.Hour)
+	p := NewPeriod(Link{Store: NewMemStore(nil)}, "k", 1, time.Hour, 0)
 	at := time.Date(2026, 5, 6, 7, 59, 59, 0, time.UTC)
 	if d := p.Next(at); d != time.Second {
 		t.Fatalf("Next at 07:59:59 = %v, want 1s", d)
@@ -75,7 +77,7 @@ func TestSharedPeriodAdmitsExactlyTheQuotaUnderConcurrency(t *testing.T) {
 	var admitted, hits atomic.Int64
 	var wg sync.WaitGroup
 	for range replicas {
-		p := NewSharedPeriod(store, "k", quota, time.Hour)
+		p := NewPeriod(Link{Store: store, Timeout: time.Minute}, "k", quota, time.Hour, 0)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -84,10 +86,10 @@ func TestSharedPeriodAdmitsExactlyTheQuotaUnderConcurrency(t *testing.T) {
 				if err != nil {
 					t.Error(err)
 				}
-				if q != Over {
+				if q != ward.Over {
 					admitted.Add(1)
 				}
-				if q == Hit {
+				if q == ward.Hit {
 					hits.Add(1)
 				}
 			}
@@ -99,37 +101,50 @@ func TestSharedPeriodAdmitsExactlyTheQuotaUnderConcurrency(t *testing.T) {
 	}
 }
 
-func TestSharedPeriodFailsOpen(t *testing.T) {
-	p := NewSharedPeriod(brokenStore{}, "k", 1, time.Minute)
+// TestSharedPeriodFallsBackToTheLocalQuota: with the store down, a local
+// aligned quota decides (here 2 a minute), the error is returned beside,
+// and every decision is counted; a negative local quota admits everything.
+func TestSharedPeriodFallsBackToTheLocalQuota(t *testing.T) {
+	p := NewPeriod(Link{Store: brokenStore{}}, "k", 10, time.Minute, 2)
 	ctx := context.Background()
-	for range 3 {
-		if q, err := p.Take(ctx, time.Now()); q != Under || err == nil {
-			t.Fatalf("Take with the store down: %v %v, want admitted with the error", q, err)
+	now := time.Date(2026, 5, 6, 7, 8, 0, 0, time.UTC)
+	for i, want := range []ward.Quota{ward.Under, ward.Hit, ward.Over} {
+		if q, err := p.Take(ctx, now); q != want || !errors.Is(err, errBroken) {
+			t.Fatalf("take %d with the store down: %v %v, want %v with the error", i, q, err, want)
 		}
 	}
-	if left, err := p.Left(ctx, time.Now()); left != 1 || err == nil {
+	if st := p.Stats(); st.Fallbacks != 3 || st.StoreErrors != 3 || st.Trips != 3 {
+		t.Fatalf("stats %+v, want 3 trips, errors and fallbacks", st)
+	}
+	if left, err := p.Left(ctx, now); left != 10 || err == nil {
 		t.Fatalf("Left with the store down: %d %v", left, err)
+	}
+	open := NewPeriod(Link{Store: brokenStore{}}, "k", 1, time.Minute, -1)
+	for range 3 {
+		if q, err := open.Take(ctx, now); q != ward.Under || err == nil {
+			t.Fatalf("fail-open Take: %v %v", q, err)
+		}
 	}
 }
 
 func TestSharedPeriodEdges(t *testing.T) {
 	store := NewMemStore(nil)
 	ctx := context.Background()
-	none := NewSharedPeriod(store, "none", 0, time.Minute)
-	if q, err := none.Take(ctx, time.Now()); q != Over || err != nil {
-		t.Fatalf("quota 0: %v %v, want Over", q, err)
+	none := NewPeriod(Link{Store: store}, "none", 0, time.Minute, 0)
+	if q, err := none.Take(ctx, time.Now()); q != ward.Over || err != nil {
+		t.Fatalf("quota 0: %v %v, want ward.Over", q, err)
 	}
-	if neg := NewSharedPeriod(store, "neg", -5, time.Minute); neg.Quota() != 0 {
+	if neg := NewPeriod(Link{Store: store}, "neg", -5, time.Minute, 0); neg.Quota() != 0 {
 		t.Fatalf("negative quota read as %d", neg.Quota())
 	}
-	if tiny := NewSharedPeriod(store, "tiny", 1, time.Nanosecond); tiny.Period() != time.Millisecond {
+	if tiny := NewPeriod(Link{Store: store}, "tiny", 1, time.Nanosecond, 0); tiny.Period() != time.Millisecond {
 		t.Fatalf("a sub-millisecond period read as %v", tiny.Period())
 	}
 	// A key that holds something else: Left says so.
-	if _, err := store.SetIfAbsent(ctx, NewSharedPeriod(store, "bad", 1, time.Minute).keyAt(time.Unix(0, 0)), "x", time.Hour); err != nil {
+	if _, err := store.SetIfAbsent(ctx, NewPeriod(Link{Store: store}, "bad", 1, time.Minute, 0).keyAt(time.Unix(0, 0)), "x", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewSharedPeriod(store, "bad", 1, time.Minute).Left(ctx, time.Unix(0, 0)); err == nil {
+	if _, err := NewPeriod(Link{Store: store}, "bad", 1, time.Minute, 0).Left(ctx, time.Unix(0, 0)); err == nil {
 		t.Fatal("Left of a key holding text: no error")
 	}
 }

@@ -1,4 +1,4 @@
-package ward
+package shared
 
 import (
 	"context"
@@ -30,10 +30,10 @@ func (c *fakeClock) Add(d time.Duration) time.Time {
 }
 
 // replicas returns n breakers over one store, as n processes would hold.
-func replicas(n int, store Store) []*SharedBreaker {
-	out := make([]*SharedBreaker, n)
+func replicas(n int, store Store) []*Breaker {
+	out := make([]*Breaker, n)
 	for i := range out {
-		out[i] = NewSharedBreaker(store, "svc", DefaultShared)
+		out[i] = NewBreaker(Link{Store: store, Timeout: time.Minute}, "svc", DefaultBreaker)
 	}
 	return out
 }
@@ -99,10 +99,10 @@ func TestMemStore(t *testing.T) {
 	}
 }
 
-// TestSharedBreakerConcurrentFailuresAllCount is the seed's point about
+// TestBreakerConcurrentFailuresAllCount is the seed's point about
 // atomic increments: twenty replicas failing at the same moment advance the
 // count by twenty and open the breaker.
-func TestSharedBreakerConcurrentFailuresAllCount(t *testing.T) {
+func TestBreakerConcurrentFailuresAllCount(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{t: t0}
 	store := NewMemStore(clock.Now)
@@ -116,7 +116,7 @@ func TestSharedBreakerConcurrentFailuresAllCount(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if v, _, _ := store.Get(ctx, "svc:failures"); v != "20" {
+	if v, _, _ := store.Get(ctx, "{svc}:failures"); v != "20" {
 		t.Fatalf("failure count = %q, want 20", v)
 	}
 	for i, r := range rs {
@@ -129,7 +129,7 @@ func TestSharedBreakerConcurrentFailuresAllCount(t *testing.T) {
 	}
 }
 
-func TestSharedBreakerOpensAtTheLineAndKeepsTheFirstMoment(t *testing.T) {
+func TestBreakerOpensAtTheLineAndKeepsTheFirstMoment(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{t: t0}
 	store := NewMemStore(clock.Now)
@@ -145,31 +145,31 @@ func TestSharedBreakerOpensAtTheLineAndKeepsTheFirstMoment(t *testing.T) {
 	for i := range 10 { // later failures must not push the cooldown
 		a.Fail(ctx, opened.Add(time.Duration(i+1)*time.Second))
 	}
-	if v, _, _ := store.Get(ctx, "svc:open"); v != strconv.FormatInt(opened.UnixNano(), 10) {
+	if v, _, _ := store.Get(ctx, "{svc}:open"); v != strconv.FormatInt(opened.UnixNano(), 10) {
 		t.Fatalf("open marker = %s, want the first opener's moment %d", v, opened.UnixNano())
 	}
-	if st, _ := a.State(ctx, opened.Add(DefaultShared.Cooldown-time.Nanosecond)); st != Open {
+	if st, _ := a.State(ctx, opened.Add(DefaultBreaker.Cooldown-time.Nanosecond)); st != Open {
 		t.Fatalf("state just before the cooldown ends = %v, want open", st)
 	}
-	if st, _ := a.State(ctx, opened.Add(DefaultShared.Cooldown)); st != HalfOpen {
+	if st, _ := a.State(ctx, opened.Add(DefaultBreaker.Cooldown)); st != HalfOpen {
 		t.Fatalf("state at the end of the cooldown = %v, want half-open", st)
 	}
 }
 
-// TestSharedBreakerOneProbe: N replicas reaching the end of the cooldown
+// TestBreakerOneProbe: N replicas reaching the end of the cooldown
 // together produce exactly one trial call, and its success closes the breaker
 // for all.
-func TestSharedBreakerOneProbe(t *testing.T) {
+func TestBreakerOneProbe(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{t: t0}
 	store := NewMemStore(clock.Now)
 	rs := replicas(16, store)
-	for range DefaultShared.Failures {
+	for range DefaultBreaker.Failures {
 		rs[0].Fail(ctx, t0)
 	}
-	now := t0.Add(DefaultShared.Cooldown)
+	now := t0.Add(DefaultBreaker.Cooldown)
 	var probes atomic.Int32
-	var probe atomic.Pointer[SharedCall]
+	var probe atomic.Pointer[Call]
 	var wg sync.WaitGroup
 	for _, r := range rs {
 		wg.Go(func() {
@@ -199,26 +199,26 @@ func TestSharedBreakerOneProbe(t *testing.T) {
 			t.Fatalf("replica %d after a successful probe: ok %v probe %v, want a plain call", i, ok, c.Probe)
 		}
 	}
-	if _, ok, _ := store.Get(ctx, "svc:failures"); ok {
+	if _, ok, _ := store.Get(ctx, "{svc}:failures"); ok {
 		t.Fatal("the failure count survived the close")
 	}
 }
 
-func TestSharedBreakerFailedProbeWaitsForTheLease(t *testing.T) {
+func TestBreakerFailedProbeWaitsForTheLease(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{t: t0}
 	store := NewMemStore(clock.Now)
-	b := NewSharedBreaker(store, "svc", DefaultShared)
-	for range DefaultShared.Failures {
+	b := NewBreaker(Link{Store: store}, "svc", DefaultBreaker)
+	for range DefaultBreaker.Failures {
 		b.Fail(ctx, t0)
 	}
-	now := clock.Add(DefaultShared.Cooldown)
+	now := clock.Add(DefaultBreaker.Cooldown)
 	c, ok, _ := b.Allow(ctx, now)
 	if !ok || !c.Probe {
 		t.Fatal("no probe after the cooldown")
 	}
 	c.Fail(ctx, now)
-	now = clock.Add(DefaultShared.Lease - time.Millisecond)
+	now = clock.Add(DefaultBreaker.Lease - time.Millisecond)
 	if _, ok, _ := b.Allow(ctx, now); ok {
 		t.Fatal("a second probe within the first one's lease")
 	}
@@ -227,12 +227,12 @@ func TestSharedBreakerFailedProbeWaitsForTheLease(t *testing.T) {
 		t.Fatal("no new probe once the failed probe's lease ran out")
 	}
 	// Successes that are not probes write nothing.
-	var zero SharedCall
+	var zero Call
 	if zero.Pass(ctx) != nil || zero.Fail(ctx, now) != nil {
-		t.Fatal("the zero SharedCall did something")
+		t.Fatal("the zero Call did something")
 	}
 	// Left open with no successful probe, the marker is forgotten after Hold.
-	clock.Add(DefaultShared.Hold)
+	clock.Add(DefaultBreaker.Hold)
 	if st, _ := b.State(ctx, clock.Now()); st != Closed {
 		t.Fatalf("state after Hold = %v, want closed", st)
 	}
@@ -244,15 +244,25 @@ type brokenStore struct{}
 var errBroken = errors.New("store down")
 
 func (brokenStore) Incr(context.Context, string, time.Duration) (int64, error) { return 0, errBroken }
+func (brokenStore) IncrUnder(context.Context, string, string, float64, int64, time.Duration) (int64, bool, error) {
+	return 0, false, errBroken
+}
 func (brokenStore) SetIfAbsent(context.Context, string, string, time.Duration) (bool, error) {
 	return false, errBroken
 }
 func (brokenStore) Get(context.Context, string) (string, bool, error) { return "", false, errBroken }
 func (brokenStore) Del(context.Context, ...string) error              { return errBroken }
+func (brokenStore) Budget(context.Context, BudgetOp) (BudgetReply, error) {
+	return BudgetReply{}, errBroken
+}
 
-func TestSharedBreakerFailsOpen(t *testing.T) {
+// TestBreakerFallsBackToALocalBreaker: with the store down, the breaker
+// lets calls through and says why, counts its own failures with the same
+// policy, opens locally at the line for Cooldown, and counts every
+// decision it made alone.
+func TestBreakerFallsBackToALocalBreaker(t *testing.T) {
 	ctx := context.Background()
-	b := NewSharedBreaker(brokenStore{}, "svc", DefaultShared)
+	b := NewBreaker(Link{Store: brokenStore{}}, "svc", DefaultBreaker)
 	c, ok, err := b.Allow(ctx, t0)
 	if !ok || !errors.Is(err, errBroken) {
 		t.Fatalf("Allow on a broken store = %v, %v; want true and the error", ok, err)
@@ -263,19 +273,60 @@ func TestSharedBreakerFailsOpen(t *testing.T) {
 	if _, err := b.State(ctx, t0); !errors.Is(err, errBroken) {
 		t.Fatalf("State on a broken store = %v", err)
 	}
-	// The lease step failing fails open as well.
+	for i := 1; i < DefaultBreaker.Failures-1; i++ {
+		b.Fail(ctx, t0)
+	}
+	if _, ok, _ := b.Allow(ctx, t0); !ok {
+		t.Fatal("the local fallback opened below the line")
+	}
+	b.Fail(ctx, t0) // the fifth
+	if _, ok, _ := b.Allow(ctx, t0.Add(DefaultBreaker.Cooldown-time.Nanosecond)); ok {
+		t.Fatal("the local fallback let a call through while open")
+	}
+	if b.Seen() != Open {
+		t.Fatalf("Seen = %v, want open", b.Seen())
+	}
+	if _, ok, _ := b.Allow(ctx, t0.Add(DefaultBreaker.Cooldown)); !ok {
+		t.Fatal("the local fallback stayed open past the cooldown")
+	}
+	st := b.Stats()
+	if st.Fallbacks != 4 || st.StoreErrors != st.Trips || st.Trips != uint64(4+1+DefaultBreaker.Failures) {
+		t.Fatalf("stats %+v, want 4 fallbacks and every trip an error", st)
+	}
+	// The lease step failing falls back as well.
 	store := &halfBroken{MemStore: NewMemStore(nil)}
-	h := NewSharedBreaker(store, "svc", DefaultShared)
-	for range DefaultShared.Failures {
+	h := NewBreaker(Link{Store: store}, "svc", DefaultBreaker)
+	for range DefaultBreaker.Failures {
 		h.Fail(ctx, t0)
 	}
 	store.broken = true
 	if _, ok, err := h.Allow(ctx, t0.Add(time.Hour)); !ok || !errors.Is(err, errBroken) {
 		t.Fatalf("Allow with a failing lease = %v, %v; want true and the error", ok, err)
 	}
-	c = SharedCall{b: h, Probe: true}
+	c = Call{b: h, Probe: true}
 	if err := c.Pass(ctx); err != nil {
 		t.Fatalf("Pass: %v", err)
+	}
+}
+
+// slowStore answers nothing until its caller's ctx ends.
+type slowStore struct{ brokenStore }
+
+func (slowStore) Get(ctx context.Context, _ string) (string, bool, error) {
+	<-ctx.Done()
+	return "", false, ctx.Err()
+}
+
+// TestBreakerTimeoutBoundsTheCaller: a store that never answers holds Allow
+// for the link's timeout, not for the caller's ctx.
+func TestBreakerTimeoutBoundsTheCaller(t *testing.T) {
+	b := NewBreaker(Link{Store: slowStore{}, Timeout: time.Millisecond}, "svc", DefaultBreaker)
+	_, ok, err := b.Allow(context.Background(), t0)
+	if !ok || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Allow on a silent store = %v %v, want through with DeadlineExceeded", ok, err)
+	}
+	if st := b.Stats(); st.Fallbacks != 1 || st.StoreErrors != 1 {
+		t.Fatalf("stats %+v", st)
 	}
 }
 
@@ -292,13 +343,13 @@ func (h *halfBroken) SetIfAbsent(ctx context.Context, k, v string, ttl time.Dura
 	return h.MemStore.SetIfAbsent(ctx, k, v, ttl)
 }
 
-func TestSharedPolicyClampedAndNames(t *testing.T) {
-	got := NewSharedBreaker(NewMemStore(nil), "k", Shared{Cooldown: -1}).Policy()
-	want := Shared{Failures: 1, Window: time.Millisecond, Cooldown: 0, Lease: time.Millisecond, Hold: time.Millisecond}
+func TestBreakerPolicyClampedAndNames(t *testing.T) {
+	got := NewBreaker(Link{Store: NewMemStore(nil)}, "k", BreakerPolicy{Cooldown: -1}).Policy()
+	want := BreakerPolicy{Failures: 1, Window: time.Millisecond, Cooldown: 0, Lease: time.Millisecond, Hold: time.Millisecond}
 	if got != want {
 		t.Fatalf("clamped = %+v, want %+v", got, want)
 	}
-	for s, name := range map[BreakerState]string{Closed: "closed", Open: "open", HalfOpen: "half-open"} {
+	for s, name := range map[State]string{Closed: "closed", Open: "open", HalfOpen: "half-open"} {
 		if s.String() != name {
 			t.Errorf("%d.String() = %q", s, s.String())
 		}
@@ -306,8 +357,8 @@ func TestSharedPolicyClampedAndNames(t *testing.T) {
 	// A marker that does not parse counts as cooled: the breaker probes.
 	ctx := context.Background()
 	store := NewMemStore(nil)
-	store.SetIfAbsent(ctx, "k:open", "garbage", 0)
-	b := NewSharedBreaker(store, "k", DefaultShared)
+	store.SetIfAbsent(ctx, "{k}:open", "garbage", 0)
+	b := NewBreaker(Link{Store: store}, "k", DefaultBreaker)
 	if st, _ := b.State(ctx, t0); st != HalfOpen {
 		t.Fatalf("state with a garbled marker = %v, want half-open", st)
 	}

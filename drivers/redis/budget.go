@@ -1,0 +1,124 @@
+package redisward
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wardpool/wardpool/ward/shared"
+)
+
+// budgetScript is Store.Budget's script, the same algorithm as
+// shared.MemStore's, step for step. KEYS: members (a sorted set, score: the
+// moment the member's lease ends, in the server's milliseconds), held (a
+// hash: member → slots), want (a sorted set of members waiting below their
+// share, score: when the wish lapses). ARGV: step, replica, budget, ttl in
+// ms, the replica's own count, overwrite (1/0), borrow (1/0). It returns
+// {granted, held, share, live, total, owed, room}.
+//
+// The clock is the server's (TIME), so that leases do not depend on the
+// replicas' clocks agreeing. Redis 7 replicates a script's effects, not the
+// script, which is what makes reading TIME before writing allowed.
+var budgetScript = newScript(`local members, heldk, wantk = KEYS[1], KEYS[2], KEYS[3]
+local step, me = ARGV[1], ARGV[2]
+local budget, ttl, mine = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local overwrite, borrow = ARGV[6] == '1', ARGV[7] == '1'
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for _, r in ipairs(redis.call('ZRANGEBYSCORE', members, '-inf', now)) do
+  redis.call('ZREM', members, r)
+  redis.call('HDEL', heldk, r)
+  redis.call('ZREM', wantk, r)
+end
+redis.call('ZREMRANGEBYSCORE', wantk, '-inf', now)
+if step == 'leave' then
+  redis.call('ZREM', members, me)
+  redis.call('HDEL', heldk, me)
+  redis.call('ZREM', wantk, me)
+else
+  local known = redis.call('ZSCORE', members, me)
+  redis.call('ZADD', members, now + ttl, me)
+  if (not known) or (step == 'renew' and overwrite) then
+    redis.call('HSET', heldk, me, math.max(mine, 0))
+  elseif step == 'return' then
+    if tonumber(redis.call('HGET', heldk, me) or '0') > 0 then
+      redis.call('HINCRBY', heldk, me, -1)
+    end
+  end
+end
+local live = redis.call('ZCARD', members)
+local share = 0
+if live > 0 then share = math.floor(math.max(budget, 0) / live) end
+local held, total = {}, 0
+local kv = redis.call('HGETALL', heldk)
+for i = 1, #kv, 2 do
+  local n = tonumber(kv[i + 1])
+  held[kv[i]] = n
+  total = total + n
+end
+local granted = 0
+if step == 'lease' then
+  local h = held[me] or 0
+  local reserved = 0
+  for _, r in ipairs(redis.call('ZRANGE', wantk, 0, -1)) do
+    if r ~= me then reserved = reserved + math.max(share - (held[r] or 0), 0) end
+  end
+  if total < budget and (h < share or (borrow and total + reserved < budget)) then
+    granted = 1
+    redis.call('HINCRBY', heldk, me, 1)
+    held[me] = h + 1
+    total = total + 1
+    redis.call('ZREM', wantk, me)
+  elseif h < share then
+    redis.call('ZADD', wantk, now + ttl, me)
+  end
+end
+local h = held[me] or 0
+local wanting = false
+for _, r in ipairs(redis.call('ZRANGE', wantk, 0, -1)) do
+  if r ~= me and (held[r] or 0) < share then wanting = true end
+end
+local lent = 0
+for _, n in pairs(held) do lent = lent + math.max(n - share, 0) end
+local owed = 0
+if wanting then owed = math.max(h - share, 0) end
+local room = h
+if (not borrow) and lent == 0 then room = share end
+if step ~= 'leave' then
+  redis.call('PEXPIRE', members, 2 * ttl)
+  redis.call('PEXPIRE', heldk, 2 * ttl)
+  redis.call('PEXPIRE', wantk, 2 * ttl)
+end
+return {granted, h, share, live, total, owed, room}`)
+
+// Budget implements shared.Store: one script, one round trip (see
+// budgetScript). The three keys are op.Key (which carries the hash tag)
+// followed by ":members", ":held" and ":want". The whole budget expires two
+// TTLs after its last step, so a fleet that went away leaves nothing.
+func (s *Store) Budget(ctx context.Context, op shared.BudgetOp) (shared.BudgetReply, error) {
+	base := s.prefix + op.Key
+	keys := []string{base + ":members", base + ":held", base + ":want"}
+	ttl := millis(max(op.TTL, time.Millisecond))
+	cmd, err := run(ctx, s.p, budgetScript, redis.NewIntSliceCmd, keys,
+		op.Step.String(), op.Replica, op.Budget, ttl, op.Held, flag(op.Overwrite), flag(op.Borrow))
+	if err != nil {
+		return shared.BudgetReply{}, err
+	}
+	v := cmd.Val()
+	if len(v) != 7 {
+		return shared.BudgetReply{}, fmt.Errorf("redisward: budget: unexpected reply %v", v)
+	}
+	return shared.BudgetReply{
+		Granted: v[0] == 1, Held: int(v[1]), Share: int(v[2]), Live: int(v[3]),
+		Total: int(v[4]), Owed: int(v[5]), Room: int(v[6]),
+	}, nil
+}
+
+func flag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

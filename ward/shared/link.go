@@ -1,0 +1,62 @@
+package shared
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultTimeout is the store timeout of a [Link] that sets none: long
+// enough for a round trip to a Redis in the same region, short enough that
+// a caller held by a dead store notices little.
+const DefaultTimeout = 100 * time.Millisecond
+
+// Link is how a shared guard reaches its store: the store, and how long one
+// round trip may take before the guard gives up on it and decides locally.
+type Link struct {
+	Store Store
+	// Timeout bounds every round trip, on top of the caller's ctx. Zero or
+	// less means DefaultTimeout.
+	Timeout time.Duration
+}
+
+func (l Link) timeout() time.Duration {
+	if l.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return l.Timeout
+}
+
+// Stats counts a shared guard's round trips and the decisions it made
+// without its store. Counters only rise.
+type Stats struct {
+	Trips       uint64 // round trips to the store
+	StoreErrors uint64 // round trips that failed or ran out of time
+	Fallbacks   uint64 // decisions made locally because the store did not answer
+}
+
+// tally is a guard's live Stats; safe for concurrent use.
+type tally struct {
+	trips, errs, fallbacks atomic.Uint64
+}
+
+func (t *tally) stats() Stats {
+	return Stats{Trips: t.trips.Load(), StoreErrors: t.errs.Load(), Fallbacks: t.fallbacks.Load()}
+}
+
+// trip bounds ctx by the link's timeout and counts the round trip; the
+// caller calls done with the trip's error.
+func (t *tally) trip(ctx context.Context, l Link) (context.Context, context.CancelFunc) {
+	t.trips.Add(1)
+	return context.WithTimeout(ctx, l.timeout())
+}
+
+// failed counts err, if any, as a store error and reports whether there was
+// one.
+func (t *tally) failed(err error) bool {
+	if err != nil {
+		t.errs.Add(1)
+		return true
+	}
+	return false
+}
