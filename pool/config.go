@@ -105,6 +105,9 @@ type Config[T comparable] struct {
 	// report them. NewKeeper fails, with ErrConfig, for a ward the recorder
 	// cannot rebuild (see Pool.Record). Nil records nothing, at no cost.
 	Recorder *Recorder
+	// Shared holds the guards shared with other replicas through a store:
+	// a fleet-wide connection budget and a shared breaker (see Shared).
+	Shared Shared
 }
 
 // Defaults of the Config fields whose zero means "the usual".
@@ -204,6 +207,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	k.spare.New = func() any { return &waiter[T]{ch: make(chan grant[T], 1)} }
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	k.base = k.clock.Now()
+	k.startShared(cfg.Shared)
 	if k.cached != nil {
 		k.baseMono = int64(k.base.Sub(clockOrigin))
 	}

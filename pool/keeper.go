@@ -73,6 +73,7 @@ type Keeper[T comparable] struct {
 	shedder     bool          // the ward has a shedder
 	laneOn      bool          // the lane may be used (see lane.go)
 	sweep       time.Duration // how often the timer folds the lane; 0: never needed
+	sh          *sharedRun    // the shared guards, if any (keeper_shared.go)
 
 	cpu    atomic.Int64       // latest CPU reading, thousandths
 	ctx    context.Context    // ends at Close: dials watch it

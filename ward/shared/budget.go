@@ -82,12 +82,17 @@ type Budget struct {
 	cfg     BudgetConfig
 	tally
 
-	mu       sync.Mutex // guards the fields below
-	held     int        // slots granted and not given back
-	inflight int        // steps sent and not yet answered
-	last     BudgetReply
-	known    bool // whether the store ever answered
-	b        BudgetStats
+	// sending is held shared by every step in flight, and alone by a Renew
+	// that sets the store's count to the replica's own: no step may land
+	// between that count being read and being written.
+	sending sync.RWMutex
+
+	mu    sync.Mutex // guards the fields below
+	held  int        // slots granted and not given back
+	dirty bool       // a step failed: the store's count may be off
+	last  BudgetReply
+	known bool // whether the store ever answered
+	b     BudgetStats
 }
 
 // BudgetStats is a replica's view of its budget. The counters only rise.
@@ -123,7 +128,8 @@ func (b *Budget) Config() BudgetConfig { return b.cfg }
 func (b *Budget) RenewEvery() time.Duration { return max(b.cfg.TTL/3, time.Millisecond) }
 
 // send runs one step with the replica's count (held before a lease, after a
-// return) and returns the reply, or the store's error.
+// return) and returns the reply, or the store's error, which marks the
+// store's count as possibly off. The caller holds sending.
 func (b *Budget) send(ctx context.Context, step BudgetStep, held int, overwrite bool) (BudgetReply, error) {
 	ctx, cancel := b.trip(ctx, b.link)
 	defer cancel()
@@ -131,7 +137,11 @@ func (b *Budget) send(ctx context.Context, step BudgetStep, held int, overwrite 
 		Step: step, Key: b.key, Replica: b.replica, Budget: b.cfg.Slots,
 		TTL: b.cfg.TTL, Held: held, Overwrite: overwrite, Borrow: b.cfg.Borrow,
 	})
-	b.failed(err)
+	if b.failed(err) {
+		b.mu.Lock()
+		b.dirty = true
+		b.mu.Unlock()
+	}
 	return r, err
 }
 
@@ -146,9 +156,10 @@ func (b *Budget) noteLocked(r BudgetReply) {
 // the fallback decides (granted only below Room) and the error is returned
 // beside.
 func (b *Budget) Lease(ctx context.Context) (bool, error) {
+	b.sending.RLock()
+	defer b.sending.RUnlock()
 	b.mu.Lock()
 	b.b.Leases++
-	b.inflight++
 	held := b.held
 	b.mu.Unlock()
 
@@ -156,7 +167,6 @@ func (b *Budget) Lease(ctx context.Context) (bool, error) {
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.inflight--
 	granted := r.Granted
 	if err != nil {
 		b.fallbacks.Add(1)
@@ -178,6 +188,8 @@ func (b *Budget) Lease(ctx context.Context) (bool, error) {
 // than was granted is ignored. A store error is returned; the store's count
 // is then corrected by the next Renew.
 func (b *Budget) Return(ctx context.Context) error {
+	b.sending.RLock()
+	defer b.sending.RUnlock()
 	b.mu.Lock()
 	if b.held == 0 {
 		b.mu.Unlock()
@@ -185,7 +197,6 @@ func (b *Budget) Return(ctx context.Context) error {
 	}
 	b.held--
 	b.b.Returned++
-	b.inflight++
 	held := b.held
 	b.mu.Unlock()
 
@@ -193,7 +204,6 @@ func (b *Budget) Return(ctx context.Context) error {
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.inflight--
 	if err == nil {
 		b.noteLocked(r)
 	}
@@ -202,14 +212,28 @@ func (b *Budget) Return(ctx context.Context) error {
 
 // Renew renews the replica's membership, and so its slots, and learns its
 // share and what it owes. Call it every RenewEvery while the replica lives
-// (and before its first Lease, to learn a Room for an early outage). When no
-// other step is in flight it also sets the store's count of this replica's
-// slots to its own, which rebuilds the leases after the store lost them.
+// (and before its first Lease, to learn a Room for an early outage).
+//
+// After a step failed (the store's count of this replica's slots may then
+// be off: a lease the store granted whose answer was lost, or slots granted
+// or given back while the store was unreachable), Renew also sets the
+// store's count to the replica's own, provided no other step is in flight
+// (it then holds the steps back for its one round trip); otherwise the
+// next Renew does. A store that lost everything learns the counts again
+// from each replica's next step.
 func (b *Budget) Renew(ctx context.Context) error {
 	b.mu.Lock()
 	b.b.Renewals++
-	overwrite := b.inflight == 0
-	b.inflight++
+	dirty := b.dirty
+	b.mu.Unlock()
+	overwrite := dirty && b.sending.TryLock()
+	if overwrite {
+		defer b.sending.Unlock()
+	} else {
+		b.sending.RLock()
+		defer b.sending.RUnlock()
+	}
+	b.mu.Lock()
 	held := b.held
 	b.mu.Unlock()
 
@@ -217,9 +241,11 @@ func (b *Budget) Renew(ctx context.Context) error {
 
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.inflight--
 	if err == nil {
 		b.noteLocked(r)
+		if overwrite {
+			b.dirty = false
+		}
 	}
 	return err
 }
@@ -228,17 +254,14 @@ func (b *Budget) Renew(ctx context.Context) error {
 // for it: call it when the pool has closed its connections. After Leave the
 // handle holds nothing and may Lease again (rejoining).
 func (b *Budget) Leave(ctx context.Context) error {
+	b.sending.RLock()
+	defer b.sending.RUnlock()
 	b.mu.Lock()
 	b.held = 0
 	b.known = false
-	b.inflight++
 	b.mu.Unlock()
 
 	_, err := b.send(ctx, StepLeave, 0, false)
-
-	b.mu.Lock()
-	b.inflight--
-	b.mu.Unlock()
 	return err
 }
 

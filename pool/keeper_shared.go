@@ -1,0 +1,248 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/wardpool/wardpool/ward/shared"
+)
+
+// Shared holds the guards a Keeper shares with the other replicas of its
+// service through a store (package ward/shared): they do I/O, so the Keeper
+// asks them outside its lock, on the dialing goroutine, each round trip
+// bounded by the guard's own store timeout. Both are optional; the zero
+// Shared changes nothing.
+//
+// Before each dial the Keeper asks, in order:
+//
+//  1. Breaker.Allow. A refusal fails the dial at once, without dialing,
+//     with an error wrapping ErrSharedOpen (counted as a failed dial, so
+//     the ward's own backoff and breaker see it too). After the dial, its
+//     outcome is reported (Fail, or Pass for the probe). A closed breaker
+//     costs one round trip per dial and none per loan.
+//  2. Budget.Lease. A refusal means the fleet's budget is spent: the
+//     reservation is given back without counting a failure, and the caller
+//     goes back to the front of the queue and waits as when the pool is
+//     full, in order, bounded by its ctx (counted in SharedStats.BudgetWaits).
+//     A connection given back by a loan is handed to it as usual; besides,
+//     the Keeper asks the budget again every RetryEvery while callers wait
+//     on it.
+//
+// Every resource whose dial was granted a slot gives it back (Budget.Return)
+// when it is closed, on the closing goroutine, or at once when its dial
+// fails. A loan that reuses an idle resource asks nothing.
+//
+// A goroutine of the Keeper renews the budget every Budget.RenewEvery, and
+// then gives back what the budget says it owes (slots borrowed beyond its
+// share while another replica waits): it closes that many idle resources.
+// Busy ones are given back the same way once they are idle again. At Close
+// the Keeper leaves the fleet (Budget.Leave) once its resources are closed,
+// waiting at most a second for them.
+type Shared struct {
+	Budget  *shared.Budget
+	Breaker *shared.Breaker
+	// RetryEvery is how often callers waiting on a spent budget ask it
+	// again; zero means 20ms.
+	RetryEvery time.Duration
+}
+
+// ErrSharedOpen is the error of an acquire whose dial the shared breaker
+// refused: the backend is failing for the fleet.
+var ErrSharedOpen = errors.New("wardpool: shared breaker open")
+
+// errBudgetSpent is what a dial refused by the budget returns to runDial,
+// which waits instead of failing.
+var errBudgetSpent = errors.New("wardpool: the fleet's budget is spent")
+
+// SharedStats is the Keeper's view of its shared guards.
+type SharedStats struct {
+	// BudgetWaits counts dials the budget refused; each one's caller, if
+	// any, went back to wait as for a full pool.
+	BudgetWaits uint64
+	// BreakerRefused counts dials the shared breaker refused.
+	BreakerRefused uint64
+	// Budget is the budget's own view (share, held, fallbacks, store
+	// errors); zero without a budget.
+	Budget shared.BudgetStats
+	// Breaker counts the breaker's round trips, store errors and local
+	// fallbacks, and BreakerState is the state it last saw.
+	Breaker      shared.Stats
+	BreakerState shared.State
+}
+
+// sharedRun is a Keeper's running Shared.
+type sharedRun struct {
+	Shared
+	wake        chan struct{} // a caller waits on the budget: retry soon
+	budgetWaits atomic.Uint64
+	refused     atomic.Uint64
+}
+
+// startShared wraps the Keeper's dial and close with the shared guards and
+// starts the goroutine that renews the budget. It runs in NewKeeper, before
+// any dial.
+func (k *Keeper[T]) startShared(s Shared) {
+	if s.Budget == nil && s.Breaker == nil {
+		return
+	}
+	if s.RetryEvery <= 0 {
+		s.RetryEvery = 20 * time.Millisecond
+	}
+	sh := &sharedRun{Shared: s, wake: make(chan struct{}, 1)}
+	k.sh = sh
+	dial, closeFn := k.dial, k.close
+	k.dial = func(ctx context.Context) (v T, err error) {
+		var call shared.Call
+		if sh.Breaker != nil {
+			var ok bool
+			call, ok, _ = sh.Breaker.Allow(ctx, k.clock.Now())
+			if !ok {
+				sh.refused.Add(1)
+				return v, ErrSharedOpen
+			}
+		}
+		if sh.Budget != nil {
+			if ok, _ := sh.Budget.Lease(ctx); !ok {
+				return v, errBudgetSpent
+			}
+		}
+		dialed := false
+		defer func() {
+			if dialed && err == nil {
+				if call.Probe {
+					_ = call.Pass(ctx)
+				}
+				return
+			}
+			// The dial failed or panicked: its slot goes back at once.
+			if sh.Budget != nil {
+				_ = sh.Budget.Return(context.WithoutCancel(ctx))
+			}
+			_ = call.Fail(context.WithoutCancel(ctx), k.clock.Now())
+		}()
+		v, err = dial(ctx)
+		dialed = true
+		return v, err
+	}
+	if sh.Budget != nil {
+		k.close = func(v T) error {
+			err := closeFn(v)
+			_ = sh.Budget.Return(context.Background())
+			return err
+		}
+		k.bg++ // the renewer; ended by Close
+		go k.renewer()
+	}
+}
+
+// budgetSpentLocked settles a dial the budget refused: the reservation goes
+// back uncounted, and its caller, if still waiting for it, goes back to the
+// front of the queue; the renewer asks the budget again soon.
+func (k *Keeper[T]) budgetSpentLocked(j dialJob[T], owner bool, now time.Time, fx *effects[T]) {
+	k.p.withdraw(now)
+	k.sh.budgetWaits.Add(1)
+	if owner && !k.closed {
+		k.q.pushFront(j.w)
+		k.queuedLocked(now, fx) // a release parked in the lane is served to it
+		select {
+		case k.sh.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	if owner {
+		k.grantLocked(j.w, grant[T]{err: ErrClosed})
+	}
+	k.serveLocked(now, fx)
+	k.armRetryLocked(now)
+}
+
+// withdraw gives back a Make reservation that will not be dialed (the
+// fleet's budget refused it) without counting a failure: nothing failed.
+func (p *Pool[T]) withdraw(now time.Time) {
+	if p.making == 0 {
+		return
+	}
+	p.making--
+	p.unlease(p.clock(now))
+}
+
+// renewer renews the budget every RenewEvery and gives back what it owes,
+// retries the waiting callers every RetryEvery while some wait on the
+// budget, and leaves the fleet at Close.
+func (k *Keeper[T]) renewer() {
+	sh := k.sh
+	renew := time.NewTicker(sh.Budget.RenewEvery())
+	defer renew.Stop()
+	_ = sh.Budget.Renew(k.ctx)
+	var retry <-chan time.Time
+	for {
+		select {
+		case <-k.ctx.Done():
+			k.leave()
+			return
+		case <-renew.C:
+			_ = sh.Budget.Renew(k.ctx)
+			k.giveBack()
+		case <-sh.wake:
+			if retry == nil {
+				retry = time.After(sh.RetryEvery)
+			}
+		case <-retry:
+			retry = nil
+			var fx effects[T]
+			k.lock()
+			k.serveLocked(k.clock.Now(), &fx)
+			k.unlockDo(&fx)
+		}
+	}
+}
+
+// giveBack closes as many idle resources as the budget says are owed.
+func (k *Keeper[T]) giveBack() {
+	owed := k.sh.Budget.Owed()
+	if owed <= 0 {
+		return
+	}
+	for i, l := range k.AcquireAllIdle(k.ctx) {
+		if i < owed {
+			l.Destroy()
+		} else {
+			l.Release()
+		}
+	}
+}
+
+// leave waits (up to a second) for the closes Close started to give their
+// slots back, then leaves the fleet, and ends the renewer.
+func (k *Keeper[T]) leave() {
+	for range 100 {
+		if k.sh.Budget.Held() == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = k.sh.Budget.Leave(context.Background())
+	k.mu.Lock()
+	k.bg--
+	k.drainedLocked()
+	k.mu.Unlock()
+}
+
+// SharedStats returns the Keeper's view of its shared guards; the zero
+// SharedStats without them.
+func (k *Keeper[T]) SharedStats() SharedStats {
+	if k.sh == nil {
+		return SharedStats{}
+	}
+	s := SharedStats{BudgetWaits: k.sh.budgetWaits.Load(), BreakerRefused: k.sh.refused.Load()}
+	if k.sh.Budget != nil {
+		s.Budget = k.sh.Budget.Stats()
+	}
+	if k.sh.Breaker != nil {
+		s.Breaker, s.BreakerState = k.sh.Breaker.Stats(), k.sh.Breaker.Seen()
+	}
+	return s
+}

@@ -1,0 +1,126 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool/ward/shared"
+)
+
+// sharedKeeper builds a Keeper on d leasing from a budget over store, as
+// replica name.
+func sharedKeeper(t *testing.T, d *dialer, store shared.Store, name string, slots int) (*Keeper[*res], *shared.Budget) {
+	t.Helper()
+	cfg := shared.DefaultBudget
+	cfg.Slots, cfg.TTL = slots, 300*time.Millisecond
+	b := shared.NewBudget(shared.Link{Store: store, Timeout: time.Minute}, "db", name, cfg)
+	k, _ := newTestKeeper(t, d, Config[*res]{
+		Limits: Limits{Size: 5},
+		Shared: Shared{Budget: b, RetryEvery: 2 * time.Millisecond},
+	})
+	return k, b
+}
+
+// TestKeeperSharedBudget: two Keepers on one budget of 3. The first takes
+// all three; its fourth caller waits as on a full pool (no failure
+// counted) until its ctx ends; a caller of the second waits until the
+// first closes one, and is then served; the fleet never holds more than 3;
+// and at Close each Keeper leaves the fleet.
+func TestKeeperSharedBudget(t *testing.T) {
+	store := shared.NewMemStore(nil)
+	d1, d2 := &dialer{}, &dialer{}
+	k1, b1 := sharedKeeper(t, d1, store, "one", 3)
+	k2, b2 := sharedKeeper(t, d2, store, "two", 3)
+	var loans []Loan[*res]
+	for range 3 {
+		loans = append(loans, mustAcquire(t, k1))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	_, err := k1.Acquire(ctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("acquire past the budget: %v, want to wait until its ctx ended", err)
+	}
+	if s := k1.Stats(); s.Failed != 0 || s.Live != 3 {
+		t.Fatalf("a refused lease changed the books: %+v", s.Books)
+	}
+	if s := k1.SharedStats(); s.BudgetWaits == 0 || s.Budget.Held != 3 {
+		t.Fatalf("shared stats %+v, want budget waits counted and 3 held", s)
+	}
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		l, err := k2.Acquire(ctx)
+		if err == nil {
+			l.Release()
+		}
+		got <- err
+	}()
+	eventually(t, "the second Keeper's caller to wait on the budget", func() bool {
+		return k2.SharedStats().BudgetWaits > 0
+	})
+	if d1.open()+d2.open() > 3 {
+		t.Fatalf("the fleet holds %d, over the budget of 3", d1.open()+d2.open())
+	}
+	loans[0].Destroy() // closed: its slot goes back to the fleet
+	if err := <-got; err != nil {
+		t.Fatalf("the second Keeper's caller: %v", err)
+	}
+	if b1.Held()+b2.Held() > 3 || d1.open()+d2.open() > 3 {
+		t.Fatalf("held %d+%d, open %d+%d: over the budget", b1.Held(), b2.Held(), d1.open(), d2.open())
+	}
+	for _, l := range loans[1:] {
+		l.Release()
+	}
+	closeKeeper(t, k1)
+	closeKeeper(t, k2)
+	r, err := store.Budget(context.Background(), shared.BudgetOp{Step: shared.StepRenew, Key: "{db}", Replica: "look", Budget: 3, TTL: time.Second})
+	if err != nil || r.Live != 1 || r.Total != 0 {
+		t.Fatalf("after both closed the store holds %+v %v, want only the looker", r, err)
+	}
+}
+
+// TestKeeperSharedBreaker: a shared breaker opened by the fleet refuses the
+// dial before it is made, says why, and counts it.
+func TestKeeperSharedBreaker(t *testing.T) {
+	store := shared.NewMemStore(nil)
+	pol := shared.DefaultBreaker
+	pol.Failures = 1
+	br := shared.NewBreaker(shared.Link{Store: store, Timeout: time.Minute}, "db", pol)
+	d := &dialer{}
+	k, clock := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}, Shared: Shared{Breaker: br}})
+	l := mustAcquire(t, k) // closed: one round trip, and the dial
+	l.Release()
+	if err := br.Fail(context.Background(), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	l = mustAcquire(t, k) // the idle one: the breaker is not asked
+	l2, err := k.Acquire(context.Background())
+	if !errors.Is(err, ErrSharedOpen) {
+		t.Fatalf("acquire needing a dial with the shared breaker open: %v %v", l2, err)
+	}
+	l.Release()
+	if _, _, dials := d.counts(); dials > 1 {
+		t.Fatalf("%d dials at once", dials)
+	}
+	if opened, _, _ := d.counts(); opened != 1 {
+		t.Fatalf("dialed %d, want 1: the refused dial was made", opened)
+	}
+	s := k.SharedStats()
+	if s.BreakerRefused != 1 || s.BreakerState != shared.Open || s.Breaker.Trips != 4 {
+		t.Fatalf("shared stats %+v, want 1 refusal, state open, 4 round trips", s)
+	}
+}
+
+// closeKeeper closes k, failing the test if that takes more than 5s.
+func closeKeeper(t *testing.T, k *Keeper[*res]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := k.Close(ctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
