@@ -370,4 +370,3 @@ func TestSharedBreakerFleetDials(t *testing.T) {
 		t.Fatalf("shared %d dials against local %d: the shared breaker saved less than it should", fleet, alone)
 	}
 }
-
