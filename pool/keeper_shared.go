@@ -36,8 +36,11 @@ import (
 //
 // A goroutine of the Keeper renews the budget every Budget.RenewEvery, and
 // then gives back what the budget says it owes (slots borrowed beyond its
-// share while another replica waits): it closes that many idle resources.
-// Busy ones are given back the same way once they are idle again. At Close
+// share while another replica waits): it closes that many idle resources,
+// and the rest as their loans end (closed instead of kept or handed on).
+// A lease refused with a debt in its answer marks the debt the same way at
+// once, so a borrower with callers of its own gives back within RetryEvery
+// of the first loan that ends. At Close
 // the Keeper leaves the fleet (Budget.Leave) once its resources are closed,
 // waiting at most a second for them.
 type Shared struct {
@@ -78,6 +81,25 @@ type sharedRun struct {
 	wake        chan struct{} // a caller waits on the budget: retry soon
 	budgetWaits atomic.Uint64
 	refused     atomic.Uint64
+	// blocked is until when (Unix ns) the budget is known spent: dials
+	// until then wait without asking it, so that a queue of callers costs
+	// one round trip per RetryEvery, not one per release.
+	blocked atomic.Int64
+	// owe is how many resources to close as their loans end rather than
+	// keep, to give back slots borrowed beyond the share; the Keeper's mu
+	// guards it.
+	owe int
+}
+
+// oweLocked reports whether the resource of a loan ending now is to be
+// closed to give its slot back to the fleet, and counts it if so. k.mu
+// must be held.
+func (k *Keeper[T]) oweLocked() bool {
+	if k.sh == nil || k.sh.owe <= 0 || k.closed {
+		return false
+	}
+	k.sh.owe--
+	return true
 }
 
 // startShared wraps the Keeper's dial and close with the shared guards and
@@ -104,7 +126,18 @@ func (k *Keeper[T]) startShared(s Shared) {
 			}
 		}
 		if sh.Budget != nil {
+			if time.Now().UnixNano() < sh.blocked.Load() {
+				return v, errBudgetSpent
+			}
 			if ok, _ := sh.Budget.Lease(ctx); !ok {
+				sh.blocked.Store(time.Now().Add(sh.RetryEvery).UnixNano())
+				if owed := sh.Budget.Owed(); owed > 0 {
+					// Others wait below their share while this replica
+					// holds more: close as many as loans end.
+					k.mu.Lock()
+					sh.owe = max(sh.owe, owed)
+					k.mu.Unlock()
+				}
 				return v, errBudgetSpent
 			}
 		}
@@ -144,8 +177,7 @@ func (k *Keeper[T]) budgetSpentLocked(j dialJob[T], owner bool, now time.Time, f
 	k.p.withdraw(now)
 	k.sh.budgetWaits.Add(1)
 	if owner && !k.closed {
-		k.q.pushFront(j.w)
-		k.queuedLocked(now, fx) // a release parked in the lane is served to it
+		k.q.pushFront(j.w) // the lane stays shut while anyone is queued
 		select {
 		case k.sh.wake <- struct{}{}:
 		default:
@@ -200,19 +232,23 @@ func (k *Keeper[T]) renewer() {
 	}
 }
 
-// giveBack closes as many idle resources as the budget says are owed.
+// giveBack closes as many idle resources as the budget says are owed, and
+// marks the rest to be closed as their loans end.
 func (k *Keeper[T]) giveBack() {
 	owed := k.sh.Budget.Owed()
-	if owed <= 0 {
-		return
-	}
-	for i, l := range k.AcquireAllIdle(k.ctx) {
-		if i < owed {
-			l.Destroy()
-		} else {
-			l.Release()
+	if owed > 0 {
+		for _, l := range k.AcquireAllIdle(k.ctx) {
+			if owed > 0 {
+				owed--
+				l.Destroy()
+			} else {
+				l.Release()
+			}
 		}
 	}
+	k.mu.Lock()
+	k.sh.owe = owed
+	k.mu.Unlock()
 }
 
 // leave waits (up to a second) for the closes Close started to give their

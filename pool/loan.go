@@ -71,6 +71,11 @@ func (k *Keeper[T]) release(l Loan[T]) {
 		k.unlockDo(&fx)
 		return
 	}
+	if k.oweLocked() { // a slot owed to the fleet (keeper_shared.go)
+		k.dropLocked(l.e, l.item, true, &fx)
+		k.unlockDo(&fx)
+		return
+	}
 	if k.reuse != nil {
 		k.unlockDo(&fx)
 		if err := k.safeReuse(l.item); err != nil {

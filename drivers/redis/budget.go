@@ -14,14 +14,16 @@ import (
 // shared.MemStore's, step for step. KEYS: members (a sorted set, score: the
 // moment the member's lease ends, in the server's milliseconds), held (a
 // hash: member → slots), want (a sorted set of members waiting below their
-// share, score: when the wish lapses). ARGV: step, replica, budget, ttl in
+// share, score: when the wish lapses), rebuild (present, for one TTL, while
+// the store relearns the counts after meeting a member it did not know
+// holding slots). ARGV: step, replica, budget, ttl in
 // ms, the replica's own count, overwrite (1/0), borrow (1/0). It returns
 // {granted, held, share, live, total, owed, room}.
 //
 // The clock is the server's (TIME), so that leases do not depend on the
 // replicas' clocks agreeing. Redis 7 replicates a script's effects, not the
 // script, which is what makes reading TIME before writing allowed.
-var budgetScript = newScript(`local members, heldk, wantk = KEYS[1], KEYS[2], KEYS[3]
+var budgetScript = newScript(`local members, heldk, wantk, rebuild = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local step, me = ARGV[1], ARGV[2]
 local budget, ttl, mine = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local overwrite, borrow = ARGV[6] == '1', ARGV[7] == '1'
@@ -40,6 +42,9 @@ if step == 'leave' then
 else
   local known = redis.call('ZSCORE', members, me)
   redis.call('ZADD', members, now + ttl, me)
+  if (not known) and mine > 0 then
+    redis.call('SET', rebuild, '1', 'PX', ttl)
+  end
   if (not known) or (step == 'renew' and overwrite) then
     redis.call('HSET', heldk, me, math.max(mine, 0))
   elseif step == 'return' then
@@ -65,7 +70,8 @@ if step == 'lease' then
   for _, r in ipairs(redis.call('ZRANGE', wantk, 0, -1)) do
     if r ~= me then reserved = reserved + math.max(share - (held[r] or 0), 0) end
   end
-  if total < budget and (h < share or (borrow and total + reserved < budget)) then
+  local rebuilding = redis.call('EXISTS', rebuild) == 1
+  if (not rebuilding) and total < budget and (h < share or (borrow and total + reserved < budget)) then
     granted = 1
     redis.call('HINCRBY', heldk, me, 1)
     held[me] = h + 1
@@ -94,12 +100,12 @@ end
 return {granted, h, share, live, total, owed, room}`)
 
 // Budget implements shared.Store: one script, one round trip (see
-// budgetScript). The three keys are op.Key (which carries the hash tag)
-// followed by ":members", ":held" and ":want". The whole budget expires two
+// budgetScript). The four keys are op.Key (which carries the hash tag)
+// followed by ":members", ":held", ":want" and ":rebuild". The whole budget expires two
 // TTLs after its last step, so a fleet that went away leaves nothing.
 func (s *Store) Budget(ctx context.Context, op shared.BudgetOp) (shared.BudgetReply, error) {
 	base := s.prefix + op.Key
-	keys := []string{base + ":members", base + ":held", base + ":want"}
+	keys := []string{base + ":members", base + ":held", base + ":want", base + ":rebuild"}
 	ttl := millis(max(op.TTL, time.Millisecond))
 	cmd, err := run(ctx, s.p, budgetScript, redis.NewIntSliceCmd, keys,
 		op.Step.String(), op.Replica, op.Budget, ttl, op.Held, flag(op.Overwrite), flag(op.Borrow))

@@ -39,6 +39,12 @@ var DefaultBudget = BudgetConfig{TTL: 5 * time.Second, Borrow: true}
 // held: that is how a replica that died gives its slots back with nobody's
 // help.
 //
+// When a replica the store does not know arrives holding slots (the store
+// lost its data, or the replica's lease ran out while it lived on), the
+// store's total is wrong until every live replica has reported what it
+// holds: for one TTL from then, every lease is refused (a rebuild). A
+// fleet's first start, whose replicas hold nothing, has no such wait.
+//
 // The share of each live member is Slots ÷ live members, rounded down. A
 // lease is granted when the fleet holds fewer than Slots and either the
 // replica holds fewer than its share, or it may borrow (Borrow) and the free
@@ -145,8 +151,14 @@ func (b *Budget) send(ctx context.Context, step BudgetStep, held int, overwrite 
 	return r, err
 }
 
-// noteLocked records a reply. mu must be held.
+// noteLocked records a reply, once the step's own effect on held is
+// counted. mu must be held. Replies may arrive out of order (a Renew sent
+// before a Return may answer after it), so with borrowing the room is held
+// to what the replica holds now: a stale reply never lets it grow alone.
 func (b *Budget) noteLocked(r BudgetReply) {
+	if b.cfg.Borrow {
+		r.Room = min(r.Room, b.held)
+	}
 	b.last, b.known = r, true
 }
 
@@ -171,14 +183,15 @@ func (b *Budget) Lease(ctx context.Context) (bool, error) {
 	if err != nil {
 		b.fallbacks.Add(1)
 		granted = b.known && b.held < b.last.Room
-	} else {
-		b.noteLocked(r)
 	}
 	if granted {
 		b.held++
 		b.b.Granted++
 	} else {
 		b.b.Refused++
+	}
+	if err == nil {
+		b.noteLocked(r)
 	}
 	return granted, err
 }
@@ -197,6 +210,12 @@ func (b *Budget) Return(ctx context.Context) error {
 	}
 	b.held--
 	b.b.Returned++
+	if b.cfg.Borrow {
+		// The slot is the fleet's again: with borrowing, the room is what
+		// is held, so it shrinks with it (another replica may have it
+		// before this one hears from the store again).
+		b.last.Room = min(b.last.Room, b.held)
+	}
 	held := b.held
 	b.mu.Unlock()
 

@@ -33,6 +33,7 @@ type memEntry struct {
 type memBudget struct {
 	members, want map[string]time.Time
 	held          map[string]int
+	rebuild       time.Time // leases are refused until then; zero: none
 }
 
 // NewMemStore returns an empty store whose expiries run on clock (time.Now in
@@ -230,6 +231,10 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 	} else {
 		_, known := b.members[me]
 		b.members[me] = now.Add(max(op.TTL, time.Millisecond))
+		if !known && op.Held > 0 {
+			// Slots the store did not know of: rebuild for one TTL.
+			b.rebuild = now.Add(max(op.TTL, time.Millisecond))
+		}
 		if !known || (op.Step == StepRenew && op.Overwrite) {
 			b.held[me] = max(op.Held, 0)
 		} else if op.Step == StepReturn && b.held[me] > 0 {
@@ -253,7 +258,8 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 				reserved += max(share-b.held[r], 0)
 			}
 		}
-		granted = total < op.Budget && (h < share || (op.Borrow && total+reserved < op.Budget))
+		rebuilding := expire && now.Before(b.rebuild)
+		granted = !rebuilding && total < op.Budget && (h < share || (op.Borrow && total+reserved < op.Budget))
 		switch {
 		case granted:
 			b.held[me]++

@@ -17,7 +17,7 @@ import (
 // on one budget. Errors are returned, never swallowed; ctx bounds each call.
 //
 // The keys a guard passes in one call (Del's keys, IncrUnder's two, a
-// budget's three) share one hash tag, "{…}", so that a Redis Cluster keeps
+// budget's four) share one hash tag, "{…}", so that a Redis Cluster keeps
 // them in one slot.
 type Store interface {
 	// Incr adds one to the integer at key and returns the new value. A key
@@ -79,9 +79,9 @@ func (s BudgetStep) String() string {
 // the store.
 type BudgetOp struct {
 	Step BudgetStep
-	// Key names the budget; the store derives its three keys from it
-	// (Key+":members", Key+":held", Key+":want"), so Key carries the hash
-	// tag.
+	// Key names the budget; the store derives its four keys from it
+	// (Key+":members", Key+":held", Key+":want", Key+":rebuild"), so Key
+	// carries the hash tag.
 	Key string
 	// Replica is the asking replica's name, unique in the fleet.
 	Replica string
