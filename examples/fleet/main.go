@@ -1,0 +1,276 @@
+// Command fleet runs a fleet of replicas, each with its own pool.Pool, that
+// share one connection budget through a shared.Budget over one in-memory
+// store, in virtual time, and prints one row a second: the fleet's total
+// against the budget, the share, and each replica's connections and waiting
+// callers.
+//
+// Time is virtual: the store's clock is a variable the loop moves by 10 ms
+// steps, so a minute runs in milliseconds and the same -seed prints the same
+// table on every machine. The first half of the replicas is busy from the
+// start; the second half is idle until -late, then as busy. Watch the
+// first half borrow the whole budget while the others ask for nothing,
+// then give it back, down to their share, once the others ask.
+//
+// Each replica drives its Pool as pool.Keeper with Config.Shared does: a
+// caller finding no idle connection asks the budget for a slot before the
+// pool makes one; refused, it waits in order (giving up after -patience)
+// and the replica asks again no sooner than 20 ms later; a connection
+// closed (idle past -keep, or given back because the budget says the
+// replica owes it) returns its slot; every TTL/3 the replica renews its
+// membership and closes what it owes that is idle, and it closes the rest
+// as their loans end.
+//
+//	go run ./examples/fleet -replicas 20 -budget 40 -seconds 30 -seed 7
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
+	"github.com/wardpool/wardpool/ward/shared"
+)
+
+// config is one run's settings.
+type config struct {
+	replicas, budget, size int
+	seconds                int
+	late                   time.Duration // when the second half starts asking
+	rate                   float64       // arrivals per second at a busy replica
+	hold                   time.Duration // mean loan
+	patience               time.Duration // how long a caller waits
+	keep                   time.Duration // idle connections are closed after this
+	ttl                    time.Duration
+	borrow                 bool
+	seed                   uint64
+}
+
+// row is one second of the run.
+type row struct {
+	at      time.Duration
+	total   int   // connections open across the fleet
+	share   int   // the fair share at the end of the second
+	held    []int // per replica: connections open
+	waiting []int // per replica: callers waiting at the end of the second
+	served  []int // per replica: loans begun during the second
+	gaveUp  []int // per replica: callers who gave up during the second
+}
+
+// replica is one process of the fleet.
+type replica struct {
+	p      *pool.Pool[int]
+	budget *shared.Budget
+	queue  []time.Time // arrival instants of waiting callers, oldest first
+	loans  []loan
+	nextID int
+	busy   bool
+	retry  time.Time // no lease before then: the budget was spent
+	owe    int       // connections to close as their loans end
+	renew  time.Time
+	served int
+	gaveUp int
+}
+
+type loan struct {
+	id  int
+	end time.Time
+}
+
+func main() {
+	var c config
+	flag.IntVar(&c.replicas, "replicas", 20, "replicas in the fleet")
+	flag.IntVar(&c.budget, "budget", 40, "connections the fleet may hold")
+	flag.IntVar(&c.size, "size", 20, "each replica's pool size")
+	flag.IntVar(&c.seconds, "seconds", 30, "virtual seconds to run")
+	flag.DurationVar(&c.late, "late", 10*time.Second, "when the second half of the replicas starts asking")
+	flag.Float64Var(&c.rate, "rate", 150, "arrivals per second at a busy replica")
+	flag.DurationVar(&c.hold, "hold", 20*time.Millisecond, "mean time a caller holds a connection")
+	flag.DurationVar(&c.patience, "patience", 500*time.Millisecond, "how long a caller waits before giving up")
+	flag.DurationVar(&c.keep, "keep", 2*time.Second, "idle connections are closed after this")
+	flag.DurationVar(&c.ttl, "ttl", 3*time.Second, "membership lease of each replica")
+	flag.BoolVar(&c.borrow, "borrow", true, "let replicas borrow slots others leave unused")
+	flag.Uint64Var(&c.seed, "seed", 1, "random seed: the same seed prints the same table")
+	flag.Parse()
+	if err := c.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "fleet:", err)
+		os.Exit(2)
+	}
+	show(os.Stdout, c, run(c))
+}
+
+// check reports a setting that cannot run.
+func (c config) check() error {
+	switch {
+	case c.replicas < 1 || c.replicas > 1000:
+		return fmt.Errorf("-replicas %d: want 1 to 1000", c.replicas)
+	case c.budget < 0 || c.size < 1:
+		return fmt.Errorf("-budget %d, -size %d: want a budget of 0 or more and a size of 1 or more", c.budget, c.size)
+	case c.seconds < 1 || c.seconds > 3600:
+		return fmt.Errorf("-seconds %d: want 1 to 3600", c.seconds)
+	case c.rate < 0 || c.hold <= 0 || c.patience <= 0 || c.keep <= 0 || c.ttl < 30*time.Millisecond:
+		return fmt.Errorf("-rate, -hold, -patience, -keep must be positive and -ttl at least 30ms")
+	}
+	return nil
+}
+
+const step = 10 * time.Millisecond
+
+// run runs the fleet and returns its rows.
+func run(c config) []row {
+	rng := rand.New(rand.NewPCG(c.seed, 0x666c656574))
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := start
+	store := shared.NewMemStore(func() time.Time { return now })
+	link := shared.Link{Store: store, Timeout: time.Hour} // in memory: never late
+	bcfg := shared.BudgetConfig{Slots: c.budget, TTL: c.ttl, Borrow: c.borrow}
+	ctx := context.Background()
+	rs := make([]*replica, c.replicas)
+	for i := range rs {
+		p, err := pool.New[int](pool.Limits{Size: c.size, Idle: c.size, Keep: c.keep}, ward.Ward{})
+		if err != nil {
+			panic(err) // the limits are checked above
+		}
+		rs[i] = &replica{p: p, budget: shared.NewBudget(link, "db", fmt.Sprint("replica-", i), bcfg), busy: i < (c.replicas+1)/2}
+		rs[i].budget.Renew(ctx)
+		rs[i].renew = now.Add(rs[i].budget.RenewEvery())
+	}
+	var rows []row
+	giveBack := func(r *replica, ids ...int) {
+		for range ids {
+			r.budget.Return(ctx)
+		}
+	}
+	for tick := 1; tick <= c.seconds*int(time.Second/step); tick++ {
+		now = now.Add(step)
+		for i, r := range rs {
+			if !r.busy && now.Sub(start) >= c.late {
+				r.busy = true
+			}
+			// Loans that ended: given back, or closed to pay a debt.
+			kept := r.loans[:0]
+			for _, l := range r.loans {
+				switch {
+				case now.Before(l.end):
+					kept = append(kept, l)
+				case r.owe > 0:
+					r.owe--
+					r.p.Drop(l.id, now)
+					giveBack(r, l.id)
+				case !r.p.Give(l.id, now):
+					giveBack(r, l.id)
+				}
+			}
+			r.loans = kept
+			// Idle connections past -keep.
+			giveBack(r, r.p.Evict(now)...)
+			// Renewal, and what is owed.
+			if !now.Before(r.renew) {
+				r.budget.Renew(ctx)
+				r.renew = now.Add(r.budget.RenewEvery())
+				owed := r.budget.Owed()
+				for owed > 0 && r.p.Idle() > 0 {
+					t := r.p.Take(now, 0, 0)
+					r.p.Drop(t.Item, now)
+					giveBack(r, t.Item)
+					owed--
+				}
+				r.owe = owed
+			}
+			// Arrivals: a Poisson stream at -rate while busy.
+			if r.busy {
+				for n := poisson(rng, c.rate*step.Seconds()); n > 0; n-- {
+					r.queue = append(r.queue, now)
+				}
+			}
+			// Callers who ran out of patience.
+			for len(r.queue) > 0 && now.Sub(r.queue[0]) >= c.patience {
+				r.queue = r.queue[1:]
+				r.gaveUp++
+			}
+			// Serve in order: idle first, else a slot from the budget.
+			for len(r.queue) > 0 {
+				var id int
+				if r.p.Idle() > 0 {
+					t := r.p.Take(now, 0, 0)
+					id = t.Item
+				} else if r.p.Live() < c.size && !now.Before(r.retry) {
+					ok, _ := r.budget.Lease(ctx)
+					if !ok {
+						r.retry = now.Add(20 * time.Millisecond)
+						if owed := r.budget.Owed(); owed > r.owe {
+							r.owe = owed
+						}
+						break
+					}
+					if t := r.p.Take(now, 0, 0); t.Kind != pool.Make {
+						panic(fmt.Sprintf("replica %d: Take answered %v with no idle and room", i, t.Kind))
+					}
+					r.nextID++
+					id = r.nextID
+					r.p.Made(id, now)
+				} else {
+					break
+				}
+				r.queue = r.queue[1:]
+				r.served++
+				r.loans = append(r.loans, loan{id: id, end: now.Add(time.Duration(rng.ExpFloat64() * float64(c.hold)))})
+			}
+		}
+		if tick%int(time.Second/step) == 0 {
+			rw := row{at: now.Sub(start)}
+			for _, r := range rs {
+				rw.total += r.p.Live()
+				rw.held = append(rw.held, r.p.Live())
+				rw.waiting = append(rw.waiting, len(r.queue))
+				rw.served = append(rw.served, r.served)
+				rw.gaveUp = append(rw.gaveUp, r.gaveUp)
+				r.served, r.gaveUp = 0, 0
+			}
+			rw.share = rs[0].budget.Stats().Share
+			rows = append(rows, rw)
+		}
+	}
+	return rows
+}
+
+// poisson draws from a Poisson distribution of mean m (Knuth's method,
+// for the small means of one step).
+func poisson(rng *rand.Rand, m float64) int {
+	if m <= 0 {
+		return 0
+	}
+	n, p := 0, rng.Float64()
+	for limit := math.Exp(-m); p > limit; n++ {
+		p *= rng.Float64()
+	}
+	return n
+}
+
+// show writes the table: per second, the fleet against the budget, then
+// each replica's open connections, callers waiting, loans and callers who
+// gave up.
+func show(w io.Writer, c config, rows []row) {
+	fmt.Fprintf(w, "fleet: %d replicas, budget %d, size %d each, seed %d; the second half asks from %v\n",
+		c.replicas, c.budget, c.size, c.seed, c.late)
+	fmt.Fprintf(w, "%4s %9s %5s  %s\n", "t", "open/bud", "share", "per replica: open connections / callers waiting (loans this second, gave up)")
+	for _, r := range rows {
+		var b strings.Builder
+		for i := range r.held {
+			fmt.Fprintf(&b, " %d/%d", r.held[i], r.waiting[i])
+		}
+		loans, gave := 0, 0
+		for i := range r.served {
+			loans += r.served[i]
+			gave += r.gaveUp[i]
+		}
+		fmt.Fprintf(w, "%3ds %5d/%-3d %5d %s  (%d loans, %d gave up)\n", int(r.at/time.Second), r.total, c.budget, r.share, b.String(), loans, gave)
+	}
+}
