@@ -124,3 +124,46 @@ func closeKeeper(t *testing.T, k *Keeper[*res]) {
 		t.Fatalf("Close: %v", err)
 	}
 }
+
+// TestKeeperSharedCosts counts round trips: a loan that reuses an idle
+// resource asks the store nothing; a dial costs one lease and one breaker
+// look (closed); a close one return; and the loop of acquire and release
+// on an idle resource allocates nothing with shared guards set.
+func TestKeeperSharedCosts(t *testing.T) {
+	store := shared.NewMemStore(nil)
+	cfg := shared.DefaultBudget
+	cfg.Slots = 4
+	b := shared.NewBudget(shared.Link{Store: store, Timeout: time.Minute}, "db", "one", cfg)
+	br := shared.NewBreaker(shared.Link{Store: store, Timeout: time.Minute}, "db", shared.DefaultBreaker)
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}, Shared: Shared{Budget: b, Breaker: br}})
+	eventually(t, "the first renewal", func() bool { return b.Stats().Renewals > 0 })
+	trips := func() uint64 { return b.Stats().Trips - b.Stats().Renewals + br.Stats().Trips }
+	before := trips()
+	l := mustAcquire(t, k)
+	if got := trips() - before; got != 2 {
+		t.Fatalf("a dial cost %d round trips, want 2 (lease, breaker)", got)
+	}
+	l.Release()
+	before = trips()
+	allocs := testing.AllocsPerRun(1000, func() {
+		l, err := k.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release()
+	})
+	if got := trips() - before; got != 0 {
+		t.Fatalf("loans of an idle resource cost %d round trips, want 0", got)
+	}
+	if allocs != 0 {
+		t.Fatalf("a loan of an idle resource allocated %v times", allocs)
+	}
+	l = mustAcquire(t, k)
+	before = trips()
+	l.Destroy()
+	eventually(t, "the close to give its slot back", func() bool { return b.Held() == 0 })
+	if got := trips() - before; got != 1 {
+		t.Fatalf("a close cost %d round trips, want 1 (return)", got)
+	}
+}
