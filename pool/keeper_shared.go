@@ -17,6 +17,8 @@ import (
 //
 // Before each dial the Keeper asks, in order:
 //
+//  0. Dials.Take, when set: one round trip; over the rate, the dial fails
+//     with ErrSharedRate (see Dials).
 //  1. Breaker.Allow. A refusal fails the dial at once, without dialing,
 //     with an error wrapping ErrSharedOpen (counted as a failed dial, so
 //     the ward's own backoff and breaker see it too). After the dial, its
@@ -46,6 +48,10 @@ import (
 type Shared struct {
 	Budget  *shared.Budget
 	Breaker *shared.Breaker
+	// Dials is a fleet-wide rate on dials (a shared two-window counter):
+	// a dial over it fails at once with an error wrapping ErrSharedRate,
+	// counted as a failed dial, so the ward's backoff spaces the next.
+	Dials *shared.Counter
 	// RetryEvery is how often callers waiting on a spent budget ask it
 	// again; zero means 20ms.
 	RetryEvery time.Duration
@@ -54,6 +60,10 @@ type Shared struct {
 // ErrSharedOpen is the error of an acquire whose dial the shared breaker
 // refused: the backend is failing for the fleet.
 var ErrSharedOpen = errors.New("wardpool: shared breaker open")
+
+// ErrSharedRate is the error of an acquire whose dial the fleet's shared
+// rate on dials refused.
+var ErrSharedRate = errors.New("wardpool: shared dial rate spent")
 
 // errBudgetSpent is what a dial refused by the budget returns to runDial,
 // which waits instead of failing.
@@ -64,8 +74,12 @@ type SharedStats struct {
 	// BudgetWaits counts dials the budget refused; each one's caller, if
 	// any, went back to wait as for a full pool.
 	BudgetWaits uint64
-	// BreakerRefused counts dials the shared breaker refused.
-	BreakerRefused uint64
+	// BreakerRefused counts dials the shared breaker refused, and
+	// RateRefused those the shared rate on dials refused.
+	BreakerRefused, RateRefused uint64
+	// Dials counts the shared rate's round trips, store errors and local
+	// fallbacks.
+	Dials shared.Stats
 	// Budget is the budget's own view (share, held, fallbacks, store
 	// errors); zero without a budget.
 	Budget shared.BudgetStats
@@ -81,6 +95,7 @@ type sharedRun struct {
 	wake        chan struct{} // a caller waits on the budget: retry soon
 	budgetWaits atomic.Uint64
 	refused     atomic.Uint64
+	rateRefused atomic.Uint64
 	// blocked is until when (Unix ns) the budget is known spent: dials
 	// until then wait without asking it, so that a queue of callers costs
 	// one round trip per RetryEvery, not one per release.
@@ -106,7 +121,7 @@ func (k *Keeper[T]) oweLocked() bool {
 // starts the goroutine that renews the budget. It runs in NewKeeper, before
 // any dial.
 func (k *Keeper[T]) startShared(s Shared) {
-	if s.Budget == nil && s.Breaker == nil {
+	if s.Budget == nil && s.Breaker == nil && s.Dials == nil {
 		return
 	}
 	if s.RetryEvery <= 0 {
@@ -116,6 +131,12 @@ func (k *Keeper[T]) startShared(s Shared) {
 	k.sh = sh
 	dial, closeFn := k.dial, k.close
 	k.dial = func(ctx context.Context) (v T, err error) {
+		if sh.Dials != nil {
+			if ok, _ := sh.Dials.Take(ctx, k.clock.Now()); !ok {
+				sh.rateRefused.Add(1)
+				return v, ErrSharedRate
+			}
+		}
 		var call shared.Call
 		if sh.Breaker != nil {
 			var ok bool
@@ -273,7 +294,10 @@ func (k *Keeper[T]) SharedStats() SharedStats {
 	if k.sh == nil {
 		return SharedStats{}
 	}
-	s := SharedStats{BudgetWaits: k.sh.budgetWaits.Load(), BreakerRefused: k.sh.refused.Load()}
+	s := SharedStats{BudgetWaits: k.sh.budgetWaits.Load(), BreakerRefused: k.sh.refused.Load(), RateRefused: k.sh.rateRefused.Load()}
+	if k.sh.Dials != nil {
+		s.Dials = k.sh.Dials.Stats()
+	}
 	if k.sh.Budget != nil {
 		s.Budget = k.sh.Budget.Stats()
 	}

@@ -167,3 +167,24 @@ func TestKeeperSharedCosts(t *testing.T) {
 		t.Fatalf("a close cost %d round trips, want 1 (return)", got)
 	}
 }
+
+// TestKeeperSharedDialRate: a fleet-wide rate of two dials a minute; the
+// third dial fails at once, says why, and is counted.
+func TestKeeperSharedDialRate(t *testing.T) {
+	store := shared.NewMemStore(nil)
+	rate := shared.NewCounter(shared.Link{Store: store, Timeout: time.Minute}, "dials", 2, time.Minute, 0)
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 5}, Shared: Shared{Dials: rate}, Logger: quietLogger()})
+	a, b := mustAcquire(t, k), mustAcquire(t, k)
+	if _, err := k.Acquire(context.Background()); !errors.Is(err, ErrSharedRate) {
+		t.Fatalf("third dial in the minute: %v, want ErrSharedRate", err)
+	}
+	a.Release()
+	b.Release()
+	if s := k.SharedStats(); s.RateRefused != 1 || s.Dials.Trips != 3 {
+		t.Fatalf("shared stats %+v", s)
+	}
+	if opened, _, _ := d.counts(); opened != 2 {
+		t.Fatalf("dialed %d, want 2", opened)
+	}
+}

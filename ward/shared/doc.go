@@ -39,6 +39,9 @@
 // the room of its last reply. A caller is never held by a dead store past
 // the timeout.
 //
+// A pool.Keeper takes a Budget and a Breaker in its Config.Shared and asks
+// them before each dial, outside its lock; see pool/keeper_shared.go.
+//
 // [MemStore] keeps everything in one process's memory, on a clock of the
 // caller's choosing; it is what tests and the virtual-time fleet run on.
 // drivers/redis has the Store on Redis (a single server, Sentinel or
