@@ -171,7 +171,7 @@ type Call struct {
 func (b *Breaker) State(ctx context.Context, now time.Time) (State, error) {
 	ctx, cancel := b.trip(ctx, b.link)
 	defer cancel()
-	v, ok, err := b.link.Store.Get(ctx, b.open)
+	v, ok, err := b.link.store().Get(ctx, b.open)
 	if b.failed(err) || !ok {
 		return Closed, err
 	}
@@ -197,7 +197,7 @@ func (b *Breaker) cooling(v string, now time.Time) bool {
 // local fallback decides and the store's error is returned beside.
 func (b *Breaker) Allow(ctx context.Context, now time.Time) (Call, bool, error) {
 	tctx, cancel := b.trip(ctx, b.link)
-	v, ok, err := b.link.Store.Get(tctx, b.open)
+	v, ok, err := b.link.store().Get(tctx, b.open)
 	cancel()
 	if b.failed(err) {
 		c, ok := b.local(now)
@@ -213,7 +213,7 @@ func (b *Breaker) Allow(ctx context.Context, now time.Time) (Call, bool, error) 
 	}
 	b.see(HalfOpen)
 	tctx, cancel = b.trip(ctx, b.link)
-	won, err := b.link.Store.SetIfAbsent(tctx, b.probe, strconv.FormatInt(now.UnixNano(), 10), b.p.Lease)
+	won, err := b.link.store().SetIfAbsent(tctx, b.probe, strconv.FormatInt(now.UnixNano(), 10), b.p.Lease)
 	cancel()
 	if b.failed(err) {
 		c, ok := b.local(now)
@@ -274,7 +274,7 @@ func (c Call) Pass(ctx context.Context) error {
 	b := c.b
 	ctx, cancel := b.trip(ctx, b.link)
 	defer cancel()
-	err := b.link.Store.Del(ctx, b.open, b.probe, b.failures)
+	err := b.link.store().Del(ctx, b.open, b.probe, b.failures)
 	if !b.failed(err) {
 		b.see(Closed)
 	}
@@ -294,7 +294,7 @@ func (c Call) Fail(ctx context.Context, now time.Time) error {
 // store does not answer, the failure is counted by the local fallback.
 func (b *Breaker) Fail(ctx context.Context, now time.Time) error {
 	tctx, cancel := b.trip(ctx, b.link)
-	n, err := b.link.Store.Incr(tctx, b.failures, b.p.Window)
+	n, err := b.link.store().Incr(tctx, b.failures, b.p.Window)
 	cancel()
 	if b.failed(err) {
 		b.failLocal(now)
@@ -306,7 +306,7 @@ func (b *Breaker) Fail(ctx context.Context, now time.Time) error {
 	// Every failure at or past the line tries, so a crosser whose write was
 	// lost is covered by the next; SetIfAbsent keeps the first moment.
 	tctx, cancel = b.trip(ctx, b.link)
-	_, err = b.link.Store.SetIfAbsent(tctx, b.open, strconv.FormatInt(now.UnixNano(), 10), b.p.Hold)
+	_, err = b.link.store().SetIfAbsent(tctx, b.open, strconv.FormatInt(now.UnixNano(), 10), b.p.Hold)
 	cancel()
 	if b.failed(err) {
 		b.failLocal(now)

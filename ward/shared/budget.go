@@ -139,7 +139,7 @@ func (b *Budget) RenewEvery() time.Duration { return max(b.cfg.TTL/3, time.Milli
 func (b *Budget) send(ctx context.Context, step BudgetStep, held int, overwrite bool) (BudgetReply, error) {
 	ctx, cancel := b.trip(ctx, b.link)
 	defer cancel()
-	r, err := b.link.Store.Budget(ctx, BudgetOp{
+	r, err := b.link.store().Budget(ctx, BudgetOp{
 		Step: step, Key: b.key, Replica: b.replica, Budget: b.cfg.Slots,
 		TTL: b.cfg.TTL, Held: held, Overwrite: overwrite, Borrow: b.cfg.Borrow,
 	})

@@ -365,3 +365,26 @@ func TestBudgetProperty(t *testing.T) {
 		}
 	})
 }
+
+// TestNoStore: a Link without a Store is a store that never answers: every
+// guard decides locally, says why, and counts it; nothing panics.
+func TestNoStore(t *testing.T) {
+	ctx := context.Background()
+	var none Link
+	if _, ok, err := NewBreaker(none, "b", DefaultBreaker).Allow(ctx, t0); !ok || !errors.Is(err, ErrNoStore) {
+		t.Fatalf("breaker: %v %v", ok, err)
+	}
+	if ok, err := NewCounter(none, "c", 5, time.Second, 1).Take(ctx, t0); !ok || !errors.Is(err, ErrNoStore) {
+		t.Fatalf("counter: %v %v", ok, err)
+	}
+	if _, err := NewPeriod(none, "p", 5, time.Second, 1).Take(ctx, t0); !errors.Is(err, ErrNoStore) {
+		t.Fatalf("period: %v", err)
+	}
+	b := NewBudget(none, "d", "r", DefaultBudget)
+	if ok, err := b.Lease(ctx); ok || !errors.Is(err, ErrNoStore) {
+		t.Fatalf("budget: %v %v, want refused (it never heard from a store)", ok, err)
+	}
+	if b.Stats().Fallbacks != 1 {
+		t.Fatalf("budget stats %+v", b.Stats())
+	}
+}

@@ -88,7 +88,7 @@ func (c *Counter) Take(ctx context.Context, now time.Time) (bool, error) {
 	cur, prev, overlap := c.windows(now)
 	ctx, cancel := c.trip(ctx, c.link)
 	defer cancel()
-	_, ok, err := c.link.Store.IncrUnder(ctx, cur, prev, overlap, c.limit, 2*c.window)
+	_, ok, err := c.link.store().IncrUnder(ctx, cur, prev, overlap, c.limit, 2*c.window)
 	if c.failed(err) {
 		c.fallbacks.Add(1)
 		if c.open {

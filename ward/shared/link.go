@@ -2,6 +2,7 @@ package shared
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 )
@@ -14,10 +15,40 @@ const DefaultTimeout = 100 * time.Millisecond
 // Link is how a shared guard reaches its store: the store, and how long one
 // round trip may take before the guard gives up on it and decides locally.
 type Link struct {
+	// Store is where the state lives. A nil Store is a store that is never
+	// reachable: every call fails with ErrNoStore and the guard decides
+	// locally, as it does when a real store is down.
 	Store Store
 	// Timeout bounds every round trip, on top of the caller's ctx. Zero or
 	// less means DefaultTimeout.
 	Timeout time.Duration
+}
+
+// ErrNoStore is the store error of a guard whose Link has no Store.
+var ErrNoStore = errors.New("wardpool: shared: no store")
+
+// store returns the link's store, or one that always fails.
+func (l Link) store() Store {
+	if l.Store == nil {
+		return noStore{}
+	}
+	return l.Store
+}
+
+// noStore is the store of a Link without one.
+type noStore struct{}
+
+func (noStore) Incr(context.Context, string, time.Duration) (int64, error) { return 0, ErrNoStore }
+func (noStore) IncrUnder(context.Context, string, string, float64, int64, time.Duration) (int64, bool, error) {
+	return 0, false, ErrNoStore
+}
+func (noStore) SetIfAbsent(context.Context, string, string, time.Duration) (bool, error) {
+	return false, ErrNoStore
+}
+func (noStore) Get(context.Context, string) (string, bool, error) { return "", false, ErrNoStore }
+func (noStore) Del(context.Context, ...string) error              { return ErrNoStore }
+func (noStore) Budget(context.Context, BudgetOp) (BudgetReply, error) {
+	return BudgetReply{}, ErrNoStore
 }
 
 func (l Link) timeout() time.Duration {

@@ -90,7 +90,7 @@ func (p *Period) Take(ctx context.Context, now time.Time) (ward.Quota, error) {
 	defer cancel()
 	// The count lives its period's remainder plus one more period: long
 	// enough for a store whose clock runs behind the caller's.
-	n, err := p.link.Store.Incr(ctx, p.keyAt(now), p.Next(now)+p.period)
+	n, err := p.link.store().Incr(ctx, p.keyAt(now), p.Next(now)+p.period)
 	switch {
 	case p.failed(err):
 		p.fallbacks.Add(1)
@@ -113,7 +113,7 @@ func (p *Period) Take(ctx context.Context, now time.Time) (ward.Quota, error) {
 func (p *Period) Left(ctx context.Context, now time.Time) (int, error) {
 	ctx, cancel := p.trip(ctx, p.link)
 	defer cancel()
-	v, ok, err := p.link.Store.Get(ctx, p.keyAt(now))
+	v, ok, err := p.link.store().Get(ctx, p.keyAt(now))
 	if p.failed(err) || !ok {
 		return int(p.quota), err
 	}
