@@ -101,20 +101,26 @@ type sharedRun struct {
 	// one round trip per RetryEvery, not one per release.
 	blocked atomic.Int64
 	// owe is how many resources to close as their loans end rather than
-	// keep, to give back slots borrowed beyond the share; the Keeper's mu
-	// guards it.
-	owe int
+	// keep, to give back slots borrowed beyond the share.
+	owe atomic.Int64
 }
 
 // oweLocked reports whether the resource of a loan ending now is to be
 // closed to give its slot back to the fleet, and counts it if so. k.mu
 // must be held.
 func (k *Keeper[T]) oweLocked() bool {
-	if k.sh == nil || k.sh.owe <= 0 || k.closed {
+	if k.sh == nil || k.closed {
 		return false
 	}
-	k.sh.owe--
-	return true
+	for {
+		n := k.sh.owe.Load()
+		if n <= 0 {
+			return false
+		}
+		if k.sh.owe.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
 }
 
 // startShared wraps the Keeper's dial and close with the shared guards and
@@ -152,12 +158,10 @@ func (k *Keeper[T]) startShared(s Shared) {
 			}
 			if ok, _ := sh.Budget.Lease(ctx); !ok {
 				sh.blocked.Store(time.Now().Add(sh.RetryEvery).UnixNano())
-				if owed := sh.Budget.Owed(); owed > 0 {
+				if owed := int64(sh.Budget.Owed()); owed > sh.owe.Load() {
 					// Others wait below their share while this replica
 					// holds more: close as many as loans end.
-					k.mu.Lock()
-					sh.owe = max(sh.owe, owed)
-					k.mu.Unlock()
+					sh.owe.Store(owed)
 				}
 				return v, errBudgetSpent
 			}
@@ -267,9 +271,7 @@ func (k *Keeper[T]) giveBack() {
 			}
 		}
 	}
-	k.mu.Lock()
-	k.sh.owe = owed
-	k.mu.Unlock()
+	k.sh.owe.Store(int64(owed))
 }
 
 // leave waits (up to a second) for the closes Close started to give their

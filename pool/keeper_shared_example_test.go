@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,7 +42,7 @@ func ExampleShared() {
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	_, err := b.Acquire(short)
 	cancel()
-	fmt.Println("b while a holds both:", err, "- budget waits:", b.SharedStats().BudgetWaits > 0)
+	fmt.Println("b while a holds both: gave up at its deadline:", errors.Is(err, context.DeadlineExceeded), "- budget waits:", b.SharedStats().BudgetWaits > 0)
 
 	l1.Destroy() // closed: its slot goes back to the fleet
 	l3, err := b.Acquire(ctx)
@@ -52,6 +53,6 @@ func ExampleShared() {
 	a.Close(ctx)
 	b.Close(ctx)
 	// Output:
-	// b while a holds both: context deadline exceeded - budget waits: true
+	// b while a holds both: gave up at its deadline: true - budget waits: true
 	// b after a closed one: <nil> - b holds 1
 }
