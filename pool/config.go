@@ -106,7 +106,8 @@ type Config[T comparable] struct {
 	// cannot rebuild (see Pool.Record). Nil records nothing, at no cost.
 	Recorder *Recorder
 	// Shared holds the guards shared with other replicas through a store:
-	// a fleet-wide connection budget and a shared breaker (see Shared).
+	// a fleet-wide connection budget, a shared breaker and a shared rate on
+	// dials (see Shared).
 	Shared Shared
 }
 
