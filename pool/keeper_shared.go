@@ -36,10 +36,12 @@ import (
 // when it is closed, on the closing goroutine, or at once when its dial
 // fails. A loan that reuses an idle resource asks nothing.
 //
-// A goroutine of the Keeper renews the budget every Budget.RenewEvery, and
-// then gives back what the budget says it owes (slots borrowed beyond its
+// A goroutine of the Keeper renews the budget every Budget.RenewEvery (every
+// 100ms while it holds more than its share, to hear soon that others ask),
+// and then gives back what the budget says it owes (slots borrowed beyond its
 // share while another replica waits): it closes that many idle resources,
-// and the rest as their loans end (closed instead of kept or handed on).
+// and the rest as their loans end (closed instead of kept or handed on:
+// while it owes, releases skip the lane and take the locked path).
 // A lease refused with a debt in its answer marks the debt the same way at
 // once, so a borrower with callers of its own gives back within RetryEvery
 // of the first loan that ends. At Close
@@ -104,6 +106,10 @@ type sharedRun struct {
 	// keep, to give back slots borrowed beyond the share.
 	owe atomic.Int64
 }
+
+// owing reports whether the Keeper owes the fleet slots: releases then take
+// the locked path, where oweLocked closes what is owed. No lock needed.
+func (k *Keeper[T]) owing() bool { return k.sh != nil && k.sh.owe.Load() > 0 }
 
 // oweLocked reports whether the resource of a loan ending now is to be
 // closed to give its slot back to the fleet, and counts it if so. k.mu
@@ -226,22 +232,34 @@ func (p *Pool[T]) withdraw(now time.Time) {
 	p.unlease(p.clock(now))
 }
 
-// renewer renews the budget every RenewEvery and gives back what it owes,
+// borrowerRenew is how often a Keeper holding more than its share renews,
+// so that it learns within that long that another replica waits.
+const borrowerRenew = 100 * time.Millisecond
+
+// renewer renews the budget every RenewEvery (every borrowerRenew while it
+// holds more than its share) and gives back what it owes,
 // retries the waiting callers every RetryEvery while some wait on the
 // budget, and leaves the fleet at Close.
 func (k *Keeper[T]) renewer() {
 	sh := k.sh
-	renew := time.NewTicker(sh.Budget.RenewEvery())
-	defer renew.Stop()
+	every := sh.Budget.RenewEvery()
+	tick := time.NewTicker(min(every, borrowerRenew))
+	defer tick.Stop()
 	_ = sh.Budget.Renew(k.ctx)
+	last := time.Now()
 	var retry <-chan time.Time
 	for {
 		select {
 		case <-k.ctx.Done():
 			k.leave()
 			return
-		case <-renew.C:
+		case <-tick.C:
+			// A borrower renews often, to hear soon that others ask.
+			if st := sh.Budget.Stats(); time.Since(last) < every && st.Held <= st.Share {
+				continue
+			}
 			_ = sh.Budget.Renew(k.ctx)
+			last = time.Now()
 			k.giveBack()
 		case <-sh.wake:
 			if retry == nil {

@@ -43,6 +43,8 @@ func TestKeeperSharedBudget(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("acquire past the budget: %v, want to wait until its ctx ended", err)
 	}
+	// A retry of the budget may be in flight for the caller who left.
+	eventually(t, "the retries to settle", func() bool { return k1.Stats().Dialing == 0 })
 	if s := k1.Stats(); s.Failed != 0 || s.Live != 3 {
 		t.Fatalf("a refused lease changed the books: %+v", s.Books)
 	}
@@ -186,5 +188,64 @@ func TestKeeperSharedDialRate(t *testing.T) {
 	}
 	if opened, _, _ := d.counts(); opened != 2 {
 		t.Fatalf("dialed %d, want 2", opened)
+	}
+}
+
+// TestKeeperSharedGivesBackWhenOthersAsk: a Keeper that borrowed the whole
+// budget while the other asked for nothing, and keeps its loans going with
+// no queue of its own (its releases would take the lane), gives back down
+// to its share once the other asks: the other's caller is served.
+func TestKeeperSharedGivesBackWhenOthersAsk(t *testing.T) {
+	store := shared.NewMemStore(nil)
+	d1, d2 := &dialer{}, &dialer{}
+	k1, b1 := sharedKeeper(t, d1, store, "one", 4)
+	k2, _ := sharedKeeper(t, d2, store, "two", 4)
+	var loans []Loan[*res]
+	for range 4 {
+		loans = append(loans, mustAcquire(t, k1))
+	}
+	got := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		l, err := k2.Acquire(ctx)
+		if err == nil {
+			l.Release()
+		}
+		got <- err
+	}()
+	// k1 keeps lending and taking back its four, never queueing.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case err := <-got:
+				got <- err
+				return
+			default:
+			}
+			for i, l := range loans {
+				if l.Valid() {
+					l.Release()
+				}
+				if nl, err := k1.TryAcquire(context.Background()); err == nil {
+					loans[i] = nl
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	<-done
+	if err := <-got; err != nil {
+		t.Fatalf("the asking Keeper's caller: %v", err)
+	}
+	for _, l := range loans {
+		if l.Valid() {
+			l.Release()
+		}
+	}
+	if h := b1.Held(); h > 3 {
+		t.Fatalf("the borrower still holds %d of 4 after the other asked", h)
 	}
 }

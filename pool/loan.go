@@ -57,7 +57,7 @@ func (l Loan[T]) Release() {
 		return
 	}
 	k := l.e.k
-	if k.laneOn && k.releaseLane(l) {
+	if k.laneOn && !k.owing() && k.releaseLane(l) {
 		return
 	}
 	k.release(l)
