@@ -44,9 +44,14 @@ import (
 // while it owes, releases skip the lane and take the locked path).
 // A lease refused with a debt in its answer marks the debt the same way at
 // once, so a borrower with callers of its own gives back within RetryEvery
-// of the first loan that ends. At Close
-// the Keeper leaves the fleet (Budget.Leave) once its resources are closed,
-// waiting at most a second for them.
+// of the first loan that ends. At Close the Keeper leaves the fleet
+// (Budget.Leave) once its resources are closed, waiting at most a second
+// for them.
+//
+// A budget's refusal gives back the pool's Make reservation through a step
+// the pool's Recorder does not write down yet (withdraw): a Keeper with both
+// Config.Recorder and a Budget records what it does, but the recording does
+// not replay once a lease was refused.
 type Shared struct {
 	Budget  *shared.Budget
 	Breaker *shared.Breaker
