@@ -78,12 +78,22 @@ type xConfig struct {
 	// (its AIMD bounds all set to it, so the limit never moves); 0 for no
 	// ward.
 	leases int
+	// backoff puts a ward Backoff in front of the pool: rigid waits of
+	// xBackoff.Base doubling to its Cap after each failed make.
+	backoff bool
 }
+
+// xBackoff is the policy of the configurations with a backoff: waits of 2ns
+// then 4ns (the cap), so that each edge is a step or two away.
+var xBackoff = ward.Backoff{Base: 2, Factor: 2, Cap: 4, Attempts: 3}
 
 func (c xConfig) String() string {
 	s := fmt.Sprintf("size=%d idle=%d keep=%v life=%v", c.lim.Size, c.lim.Idle, c.lim.Keep > 0, c.lim.Life > 0)
 	if c.leases > 0 {
 		s += fmt.Sprintf(" leases=%d", c.leases)
+	}
+	if c.backoff {
+		s += " backoff"
 	}
 	return s
 }
@@ -103,6 +113,9 @@ func xConfigs() []xConfig {
 		out = append(out, xConfig{lim: pool.Limits{Size: size, Keep: xKeep, Life: xLife}, leases: 1})
 	}
 	out = append(out, xConfig{lim: pool.Limits{Size: 3, Idle: 1, Keep: xKeep, Life: xLife}, leases: 2})
+	for _, size := range []int{2, 0} {
+		out = append(out, xConfig{lim: pool.Limits{Size: size, Keep: xKeep}, backoff: true})
+	}
 	return out
 }
 
@@ -127,6 +140,12 @@ type xRes struct {
 type xModel struct {
 	lim    pool.Limits
 	leases int // the limiter's fixed limit; 0 for no ward
+
+	// With a backoff: failed makes in a row, and how long from now makes
+	// are held back (zero or less: not held).
+	backoff  bool
+	failures int
+	hold     int64
 
 	idle   []xRes // the idle stack, top (last given back) first
 	lent   []xRes // out on loan, in the order lent
@@ -214,6 +233,10 @@ func (m *xModel) take() pool.Taken[int] {
 		m.books.Waited++
 		return pool.Taken[int]{Kind: pool.Wait}
 	}
+	if m.backoff && m.failures > 0 && m.hold > 0 {
+		m.books.Deferred++
+		return pool.Taken[int]{Kind: pool.Later, Delay: time.Duration(m.hold), Guard: ward.GuardBackoff}
+	}
 	if m.noLease() {
 		m.books.Waited++
 		return pool.Taken[int]{Kind: pool.Wait, Guard: ward.GuardLimiter}
@@ -237,6 +260,7 @@ func (m *xModel) made(id int, extra time.Duration) bool {
 	reserved := m.making > 0
 	if reserved {
 		m.making--
+		m.failures, m.hold = 0, 0 // a make that succeeded ends the backoff
 	}
 	if m.holds(id) {
 		return true
@@ -261,6 +285,13 @@ func (m *xModel) unmade() {
 	if m.making > 0 {
 		m.making--
 		m.books.Failed++
+		if m.backoff {
+			// The wait after the n-th failure in a row, rigid: Base ×
+			// Factor^(n−1), held to Cap.
+			m.failures++
+			wait := float64(xBackoff.Base) * math.Pow(xBackoff.Factor, float64(m.failures-1))
+			m.hold = int64(min(wait, float64(xBackoff.Cap)))
+		}
 	}
 }
 
@@ -271,6 +302,7 @@ func (m *xModel) give(id int) bool {
 			return false
 		}
 		m.making--
+		m.failures, m.hold = 0, 0 // a make that succeeded ends the backoff
 		m.lent = append(m.lent, xRes{id: id})
 		m.books.Made++
 		m.books.Loans++
@@ -335,6 +367,7 @@ func (m *xModel) close() []int {
 }
 
 func (m *xModel) step(d int64) {
+	m.hold -= d
 	for _, rs := range [][]xRes{m.idle, m.lent} {
 		for i := range rs {
 			rs[i].since += d
@@ -419,6 +452,10 @@ func (w *xWorld) key() string {
 		}
 	}
 	b.WriteString(strconv.Itoa(flags))
+	if m.backoff {
+		// Failures past the second all wait the cap.
+		fmt.Fprintf(&b, "b%d/%d", min(m.failures, 3), max(m.hold, 0))
+	}
 	b.WriteByte('m')
 	b.WriteString(strconv.Itoa(m.making))
 	b.WriteByte('i')
@@ -588,6 +625,9 @@ func (w *xWorld) calls(depth int) []xCall {
 			}
 		}
 	}
+	if m.backoff && m.hold > 0 {
+		edge(m.hold)
+	}
 	if !w.decades {
 		steps[int64(xDecades)] = true
 	}
@@ -615,6 +655,10 @@ func newRun(t testing.TB, c xConfig) *xRun {
 	if c.leases > 0 {
 		r.lim = ward.NewLimiter(ward.Aimd{Initial: c.leases, Min: c.leases, Max: c.leases})
 		w.Limiter = r.lim
+	}
+	if c.backoff {
+		b := xBackoff
+		w.Backoff = &b
 	}
 	p, err := pool.New[int](c.lim, w)
 	if err != nil {
@@ -833,7 +877,7 @@ func replay(t testing.TB, c xConfig, path []xCall) *xRun {
 // difference, with the path that leads to it.
 func walk(t testing.TB, c xConfig, depth int) xStats {
 	st := xStats{reached: map[string]int{}}
-	root := xWorld{m: xModel{lim: c.lim, leases: c.leases}, now: xBase, gone: -1}
+	root := xWorld{m: xModel{lim: c.lim, leases: c.leases, backoff: c.backoff}, now: xBase, gone: -1}
 	seen := map[string]bool{root.key(): true}
 	frontier := []xNode{{w: root}}
 	st.states = 1
@@ -946,7 +990,7 @@ func TestExhaustivePool(t *testing.T) {
 	t.Logf("all %d configurations to depth %d: %d states, %d transitions, deepest new state at depth %d, in %v",
 		len(xConfigs()), depth, total.states, total.transitions, total.depth, time.Since(start).Round(time.Millisecond))
 	want := []string{
-		"Take Ready", "Take Stale", "Take Make", "Take Wait", "Take Wait limiter", "Take Closed",
+		"Take Ready", "Take Stale", "Take Make", "Take Wait", "Take Wait limiter", "Take Closed", "Take Later backoff",
 		"Made fresh true closed=false", "Made fresh false closed=false", "Made fresh false closed=true",
 		"Made held true closed=false", "Made held true closed=true",
 		"Give held true closed=false", "Give held false closed=false", "Give held false closed=true",

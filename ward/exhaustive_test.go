@@ -20,7 +20,9 @@ import (
 // (000 for the breaker, the bucket and the period, 004 for the two-window
 // counter), through the exported API only. Backoff keeps no state of its
 // own: the chain of waits a caller builds with it (each Decorrelated wait
-// grows from the one before) is walked instead.
+// grows from the one before) is walked instead, and the state a pool keeps
+// with one (failures in a row, the moment it may make again) is walked with
+// the pool, in pool/exhaustive_test.go.
 //
 // A guard cannot be copied through its API, so each transition is checked on
 // a guard rebuilt by replaying the path to its parent. States are
@@ -81,7 +83,8 @@ type wNode[S any] struct {
 // walkGuard explores m breadth first to depth from model state s0 and fails
 // t at the first difference, with the path to it. It returns the distinct
 // states, the transitions and the deepest level with a new state.
-func walkGuard[G, S any](t *testing.T, m wMachine[G, S], s0 S, depth int) (states, transitions, reached int) {
+func walkGuard[G, S any](t *testing.T, m wMachine[G, S], s0 S, depth int, want ...string) (states, transitions, reached int) {
+	answers := map[string]int{}
 	seen := map[string]bool{m.key(&s0, wBase): true}
 	frontier := []wNode[S]{{s: s0, now: wBase}}
 	states = 1
@@ -100,6 +103,7 @@ func walkGuard[G, S any](t *testing.T, m wMachine[G, S], s0 S, depth int) (state
 				got := m.real(g, st, now)
 				want := m.model(&s, st, now, got)
 				transitions++
+				answers[st.op+got]++
 				msg := ""
 				if got != want {
 					msg = fmt.Sprintf("%v answered %s, want %s", st, got, want)
@@ -130,6 +134,13 @@ func walkGuard[G, S any](t *testing.T, m wMachine[G, S], s0 S, depth int) (state
 			reached = d + 1
 		}
 		frontier = next
+	}
+	// The walk must have reached each answer it is there to check: one
+	// that never refused would pass without testing a refusal.
+	for _, a := range want {
+		if answers[a] == 0 {
+			t.Errorf("%s: the walk never answered %q (answers: %v)", m.name, a, answers)
+		}
 	}
 	return states, transitions, reached
 }
@@ -250,7 +261,7 @@ func counterKey(c *counterModel, ns int64) string {
 }
 
 func TestExhaustiveCounter(t *testing.T) {
-	states, transitions, reached := walkGuard(t, counterMachine(), counterModel{}, depthOr(9))
+	states, transitions, reached := walkGuard(t, counterMachine(), counterModel{}, depthOr(9), "Taketrue", "Takefalse")
 	t.Logf("Counter (limit %d, window %dns): %d states, %d transitions, depth %d", cLimit, cW, states, transitions, reached)
 }
 
@@ -347,7 +358,7 @@ func periodMachine(align bool) wMachine[*ward.Period, periodModel] {
 func TestExhaustivePeriod(t *testing.T) {
 	for _, align := range []bool{false, true} {
 		m := periodMachine(align)
-		states, transitions, reached := walkGuard(t, m, periodModel{align: align}, depthOr(9))
+		states, transitions, reached := walkGuard(t, m, periodModel{align: align}, depthOr(9), "Takeunder", "Takehit", "Takeover")
 		t.Logf("%s (quota %d, period %dns): %d states, %d transitions, depth %d", m.name, pQuota, pLen, states, transitions, reached)
 	}
 }
@@ -497,8 +508,267 @@ func bucketMachine() wMachine[*ward.Bucket, bucketModel] {
 }
 
 func TestExhaustiveBucket(t *testing.T) {
-	states, transitions, reached := walkGuard(t, bucketMachine(), bucketModel{tokens: bBurst * bUnit}, depthOr(6))
+	states, transitions, reached := walkGuard(t, bucketMachine(), bucketModel{tokens: bBurst * bUnit}, depthOr(6), "Take(true", "Take(false")
 	t.Logf("Bucket (rate %d/s, burst %d): %d states, %d transitions, depth %d", bRate, bBurst, states, transitions, reached)
 }
 
 const debugKeys = false
+
+// ---------------------------------------------------------------- Breaker
+
+// The breaker of seed 000, with a window of two buckets of two nanoseconds.
+// With accepts successes out of total calls in the window, failing the run
+// of failing buckets before the newest and working the run of working ones:
+//
+//	w    = max(K − (K − Floor) × failing / Size, Floor)
+//	drop = (total − Protection − w × accepts) / (total + 1) × (Size − working) / Size
+//
+// and a call is refused when its draw falls under drop, unless nothing has
+// been let through for a whole Probe. The model keeps the window as two
+// tallies and the index of the newest bucket since the window's origin.
+var brPolicy = ward.Sre{K: 1.5, Floor: 1.1, Protection: 1, Probe: 5, Size: 2, Window: 4}
+
+const (
+	brWidth = 2 // ns
+	brSpan  = 4 // ns
+)
+
+type brTally struct{ total, success, failure, drop int64 }
+
+type breakerModel struct {
+	origin, head int64 // the newest bucket opened at origin + head × width (ns after wBase)
+	old, cur     brTally
+	sent         bool
+	last         int64
+}
+
+func (b *breakerModel) start() int64 { return b.origin + b.head*brWidth }
+
+// write moves the window to ns as a write does: buckets passed are emptied;
+// a now further back than the span starts the window over there.
+func (b *breakerModel) write(ns int64) {
+	d := ns - b.start()
+	switch {
+	case d < -brSpan:
+		b.origin, b.head, b.old, b.cur = ns, 0, brTally{}, brTally{}
+	case d < brWidth:
+	default:
+		n := d / brWidth
+		b.head += n
+		if n == 1 {
+			b.old, b.cur = b.cur, brTally{}
+		} else {
+			b.old, b.cur = brTally{}, brTally{}
+		}
+	}
+}
+
+// fold is the runs over whole buckets, oldest first.
+func fold(ts ...brTally) (failing, working int) {
+	for _, t := range ts {
+		switch {
+		case t.success == 0 && t.failure == 0:
+		case t.success == 0:
+			failing, working = failing+1, 0
+		case t.failure == 0:
+			failing, working = 0, working+1
+		default:
+			failing, working = 0, 0
+		}
+	}
+	return failing, working
+}
+
+func brDrop(total, accepts int64, failing, working int) float64 {
+	p, size := brPolicy, float64(brPolicy.Size)
+	w := max(p.K-(p.K-p.Floor)*float64(failing)/size, p.Floor)
+	return (float64(total) - p.Protection - w*float64(accepts)) / (float64(total) + 1) * (size - float64(working)) / size
+}
+
+// ratio is what Ratio reads at ns: every bucket still in the window, the
+// runs over whole ones only, nothing when the clock is back past the span.
+func (b *breakerModel) ratio(ns int64) float64 {
+	d := ns - b.start()
+	var total, accepts int64
+	var f, w int
+	switch {
+	case d < -brSpan:
+	case d < brWidth:
+		total, accepts = b.old.total+b.cur.total, b.old.success+b.cur.success
+		f, w = fold(b.old)
+	case d < 2*brWidth:
+		total, accepts = b.cur.total, b.cur.success
+		f, w = fold(b.cur)
+	}
+	return max(brDrop(total, accepts, f, w), 0)
+}
+
+func roll01(r float64) float64 {
+	switch {
+	case !(r > 0):
+		return 0
+	case r >= 1:
+		return math.Nextafter(1, 0)
+	}
+	return r
+}
+
+func breakerMachine() wMachine[*ward.Breaker, breakerModel] {
+	off := func(now time.Time) int64 { return int64(now.Sub(wBase)) }
+	return wMachine[*ward.Breaker, breakerModel]{
+		name:  "Breaker",
+		guard: func(now time.Time) *ward.Breaker { return ward.NewBreaker(brPolicy, now) },
+		steps: func(*breakerModel, time.Time) []wStep {
+			out := []wStep{{op: "Pass"}, {op: "Fail"}}
+			for _, r := range []float64{0, 0.5, 0.99} {
+				out = append(out, wStep{op: "Allow(", arg: r})
+			}
+			for _, dt := range []time.Duration{1, brWidth, 2 * brWidth, -1, -brSpan - 1} {
+				out = append(out, wStep{dt: dt, op: "read"})
+			}
+			return out
+		},
+		real: func(g *ward.Breaker, st wStep, now time.Time) string {
+			switch st.op {
+			case "Pass":
+				g.Pass(now)
+			case "Fail":
+				g.Fail(now)
+			case "Allow(":
+				_, ok := g.Allow(now, st.arg)
+				return fmt.Sprint(ok)
+			}
+			return ""
+		},
+		model: func(b *breakerModel, st wStep, now time.Time, got string) string {
+			ns := off(now)
+			switch st.op {
+			case "Pass", "Fail":
+				b.write(ns)
+				b.cur.total++
+				if st.op == "Pass" {
+					b.cur.success++
+				} else {
+					b.cur.failure++
+				}
+			case "Allow(":
+				b.write(ns)
+				f, w := fold(b.old)
+				d := brDrop(b.old.total+b.cur.total, b.old.success+b.cur.success, f, w)
+				r := roll01(st.arg)
+				probe := !b.sent || ns-b.last >= int64(brPolicy.Probe)
+				refuse := d > 0 && r < d && !probe
+				if math.Abs(r-d) < 1e-12 && !probe {
+					refuse = got == "false" // on the edge: either
+				}
+				if refuse {
+					b.cur.total++
+					b.cur.drop++
+					return "false"
+				}
+				b.sent, b.last = true, ns
+				return "true"
+			}
+			return ""
+		},
+		look: func(g *ward.Breaker, b *breakerModel, now time.Time) string {
+			for _, d := range []time.Duration{0, 1, brWidth, 2 * brWidth, -1, -brSpan - 1} {
+				at := now.Add(d)
+				if got, want := g.Ratio(at), b.ratio(off(at)); math.Abs(got-want) > 1e-12 {
+					return fmt.Sprintf("Ratio at now%+v = %v, want %v", d, got, want)
+				}
+			}
+			return ""
+		},
+		key: func(b *breakerModel, now time.Time) string {
+			ns := off(now)
+			since := int64(brPolicy.Probe)
+			if b.sent {
+				since = min(ns-b.last, since)
+			}
+			return fmt.Sprintf("%d %v %v %d", b.start()-ns, b.old, b.cur, since)
+		},
+	}
+}
+
+func TestExhaustiveBreaker(t *testing.T) {
+	states, transitions, reached := walkGuard(t, breakerMachine(), breakerModel{}, depthOr(7), "Allow(true", "Allow(false")
+	t.Logf("Breaker (%+v): %d states, %d transitions, depth %d", brPolicy, states, transitions, reached)
+}
+
+// ---------------------------------------------------------------- Backoff
+
+// Backoff is a value and keeps nothing between calls; what keeps state over
+// time is the chain a caller builds with it, each retry's number and the
+// wait before it (Decorrelated grows from that). The walk takes every chain
+// of draws from a few classes, out-of-range ones included, up to the
+// attempts the policy allows, and holds every wait to seed 000's shape for
+// its jitter, the ceiling being min(Base × Factor^(retry−1), Cap):
+//
+//	Rigid         the ceiling
+//	Full          uniform over [0, ceiling]
+//	Equal         ceiling/2 + uniform over [0, ceiling/2]
+//	Decorrelated  uniform over [Base, 3 × previous], held to Cap
+//	Spread(f)     uniform over [ceiling × (1 − f), ceiling × (1 + f)]
+//
+// where "uniform" reads the draw as a fraction (NaN and negatives as 0, one
+// and more as just under 1), rounded to the nanosecond.
+func TestExhaustiveBackoff(t *testing.T) {
+	draws := []float64{0, 0.25, 0.5, 0.999, 1.5, -1, math.NaN()}
+	states, transitions := 0, 0
+	for _, j := range []ward.Jitter{ward.Rigid, ward.Full, ward.Equal, ward.Decorrelated, ward.Spread(0.25)} {
+		b := ward.Backoff{Base: 100 * time.Millisecond, Factor: 3, Cap: time.Second, Attempts: 5, Jitter: j}
+		type node struct {
+			retry int
+			prev  time.Duration
+		}
+		seen := map[node]bool{}
+		frontier := []node{{}}
+		for len(frontier) > 0 {
+			var next []node
+			for _, n := range frontier {
+				if !b.More(n.retry + 1) {
+					continue // the policy allows no further call
+				}
+				retry := n.retry + 1
+				c := min(float64(b.Base)*math.Pow(b.Factor, float64(retry-1)), float64(b.Cap))
+				if got := b.Ceiling(retry); math.Abs(float64(got)-c) > 1 {
+					t.Fatalf("%v: Ceiling(%d) = %v, want %vns", j, retry, got, c)
+				}
+				for _, r := range draws {
+					u := roll01(r)
+					var want float64
+					switch j {
+					case ward.Rigid:
+						want = c
+					case ward.Full:
+						want = c * u
+					case ward.Equal:
+						want = c/2 + c/2*u
+					case ward.Decorrelated:
+						lo := float64(b.Base)
+						hi := max(3*float64(max(n.prev, b.Base)), lo)
+						want = min(lo+(hi-lo)*u, float64(b.Cap))
+					default:
+						want = c * (1 - 0.25 + 2*0.25*u)
+					}
+					got := b.Delay(retry, r, n.prev)
+					transitions++
+					if math.Abs(float64(got)-want) > 1 {
+						t.Fatalf("%v: Delay(%d, %v, %v) = %v, want %vns", j, retry, r, n.prev, got, want)
+					}
+					if s := (node{retry, got}); !seen[s] {
+						seen[s] = true
+						next = append(next, s)
+					}
+				}
+			}
+			frontier = next
+		}
+		states += len(seen)
+		if b.More(b.Attempts) || !b.More(b.Attempts-1) {
+			t.Errorf("%v: More is wrong at the last attempt", j)
+		}
+	}
+	t.Logf("Backoff chains: %d distinct (retry, previous wait) states, %d waits checked", states, transitions)
+}
