@@ -25,9 +25,9 @@ import (
 // life extra, extreme ones included) and of each held one, Give and Drop of
 // each held resource and of a foreign one (never seen, and one the pool has
 // let go of), Evict, Close, Reset, Reserve, a reading earlier than the
-// latest, and clock
-// steps that land one before, on and one after each resource's Keep and Life
-// edge, plus a step of one nanosecond and a step of decades. The walk may
+// latest, and clock steps that land one before, on and one after each
+// resource's Keep and Life edge (and the edge of a backoff's hold), plus a
+// step of one nanosecond and a step of decades. The walk may
 // also begin with a stray zero time.Time as the pool's first reading.
 //
 // Resources are ints, numbered in the order the walk makes them (from 0, the
@@ -37,7 +37,14 @@ import (
 // every age is clamped to one past its limit (past is past) and counters are
 // left out (no decision reads them). Two paths to one canonical form lead to
 // the same futures, as far as the reference model can tell, so one is
-// expanded; every transition is checked, wherever it lands.
+// expanded; every transition is checked, wherever it lands. (What the model
+// cannot see, such as which seat of the arena a resource sits in, may differ
+// between two paths merged this way; the walk expands the first path found,
+// the shortest.)
+//
+// The pools walked (xConfigs): Size 1, 2, 3 and 0 (no limit), each with
+// Idle off and 1, and Keep and Life each off and on; a few behind a ward
+// Limiter with a fixed limit, and two behind a ward Backoff.
 //
 // At every state the walk checks the real Pool against a reference model
 // written here from the documentation (xModel: slices and linear scans,
