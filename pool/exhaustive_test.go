@@ -24,7 +24,8 @@ import (
 // each class of draws, Unmade, Made of a fresh handle (with and without a
 // life extra, extreme ones included) and of each held one, Give and Drop of
 // each held resource and of a foreign one (never seen, and one the pool has
-// let go of), Evict, Close, Reset, Reserve, a reading earlier than the
+// let go of), Evict, Close, Reset, Reserve, Relent of each held one (Lane is
+// checked at every state), a reading earlier than the
 // latest, and clock steps that land one before, on and one after each
 // resource's Keep and Life edge (and the edge of a backoff's hold), plus a
 // step of one nanosecond and a step of decades. The walk may
@@ -396,6 +397,26 @@ func (m *xModel) reset() []int {
 	return out
 }
 
+// relent is Relent: n Give/Take pairs a runtime made itself with lent
+// resource id, reported now. Refused (false, nothing changed) with a
+// limiter in the ward, n not positive, or id not lent.
+func (m *xModel) relent(id, n int) bool {
+	idle, i := m.find(id)
+	if m.leases > 0 || n <= 0 || i < 0 || idle {
+		return false
+	}
+	m.lent[i].since = 0
+	m.books.Loans += uint64(n)
+	m.books.Reused += uint64(n)
+	return true
+}
+
+// lane is Lane: whether a Give and a Take of the same resource at once
+// would change nothing but that loan and the books.
+func (m *xModel) lane() bool {
+	return m.leases == 0 && !m.closed && (m.lim.Idle == 0 || len(m.idle) < m.lim.Idle)
+}
+
 // reserve is Reserve: a Make reservation without a caller, answered as
 // Take would answer a Make (the idle ones are not looked at), a refusal
 // counted nowhere.
@@ -543,6 +564,7 @@ const (
 	opFarFirst
 	opReset
 	opReserve
+	opRelent
 )
 
 // xCall is one concrete call: the op with its arguments resolved.
@@ -585,6 +607,8 @@ func (c xCall) String() string {
 		return "Reset"
 	case opReserve:
 		return "Reserve"
+	case opRelent:
+		return fmt.Sprintf("Relent(%d %s, n %d)", c.id, c.what, c.cpu)
 	}
 	return "?"
 }
@@ -643,12 +667,19 @@ func (w *xWorld) calls(depth int) []xCall {
 		}
 		held = append(held, xCall{id: r.id, what: what})
 	}
-	for _, h := range held {
-		for _, op := range []xOp{opMade, opGive, opDrop} {
+	for i, h := range held {
+		for _, op := range []xOp{opMade, opGive, opDrop, opRelent} {
 			c := h
 			c.op = op
 			c.what = "held, " + h.what
+			if op == opRelent {
+				c.cpu = 2 // n, the pairs reported
+			}
 			out = append(out, c)
+		}
+		if i == len(held)-1 {
+			// n of zero: refused.
+			out = append(out, xCall{op: opRelent, id: h.id, what: "held, " + h.what})
 		}
 	}
 	out = append(out,
@@ -770,6 +801,8 @@ func (r *xRun) apply(c xCall, now time.Time) xAnswer {
 		a.items = p.Reset(now)
 	case opReserve:
 		a.ok = p.Reserve(now, 0, 0)
+	case opRelent:
+		a.ok = p.Relent(p.SeatOf(c.id), c.id, c.cpu, now)
 	case opStep:
 	}
 	r.buf = p.AppendLoans(r.buf[:0], now)
@@ -805,6 +838,8 @@ func (w *xWorld) apply(c xCall) xAnswer {
 		a.items = m.reset()
 	case opReserve:
 		a.ok = m.reserve()
+	case opRelent:
+		a.ok = m.relent(c.id, c.cpu)
 	case opFarFirst:
 		w.far = true
 	case opStep:
@@ -869,6 +904,8 @@ func (r *xRun) check(w *xWorld, c xCall, want, got xAnswer, prev pool.Books) str
 			c, p.Live(), p.Idle(), p.Busy(), b.Live, b.Idle, b.Busy)
 	case p.Making() != m.making || p.IsClosed() != m.closed:
 		return fmt.Sprintf("after %v Making %d closed %v, want %d %v", c, p.Making(), p.IsClosed(), m.making, m.closed)
+	case p.Lane() != m.lane():
+		return fmt.Sprintf("after %v Lane = %v, want %v", c, p.Lane(), m.lane())
 	}
 	if r.lim != nil && r.lim.Inflight() != m.busy() {
 		return fmt.Sprintf("after %v the limiter holds %d leases for %d busy", c, r.lim.Inflight(), m.busy())
@@ -1005,6 +1042,8 @@ func (st *xStats) note(c xCall, want xAnswer, w *xWorld) {
 		st.reached[fmt.Sprintf("%v %d", c, min(len(want.items), 2))]++
 	case opReserve:
 		st.reached[fmt.Sprintf("Reserve %v", want.ok)]++
+	case opRelent:
+		st.reached[fmt.Sprintf("Relent %v", want.ok)]++
 	case opStep:
 		if c.step == int64(xDecades) {
 			st.reached["clock decades"]++
@@ -1069,7 +1108,7 @@ func TestExhaustivePool(t *testing.T) {
 		"Give held true closed=false", "Give held false closed=false", "Give held false closed=true",
 		"Give foreign false closed=false", "Give foreign true closed=false", "Give let go of false closed=false",
 		"Drop held true closed=false", "Drop foreign false closed=false",
-		"Evict 0", "Evict 1", "Close 1", "Reset 1", "Reserve true", "Reserve false", "Give of one lent before a Reset false", "clock decades", "far first reading",
+		"Evict 0", "Evict 1", "Close 1", "Reset 1", "Reserve true", "Reserve false", "Relent true", "Relent false", "Give of one lent before a Reset false", "clock decades", "far first reading",
 		"MadeJitter -9223372036854775808", "MadeJitter 9223372036854775807",
 	}
 	if depth >= 5 {
