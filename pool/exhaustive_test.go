@@ -1055,9 +1055,9 @@ func (st *xStats) note(c xCall, want xAnswer, w *xWorld) {
 
 // The default depths: about a minute on two slow cores (see the file's
 // comment), the lower one under -race. Measured on a shared two-core
-// machine: depth 7 without -race took 27 s of CPU (698,085 states,
-// 6,380,705 transitions), depth 6 under -race 34 s of CPU (231,648 states,
-// 1,988,334 transitions); each level deeper costs about three times more.
+// machine: depth 7 without -race took 28 s of CPU (698,085 states,
+// 7,190,829 transitions), depth 6 under -race 34 s of CPU (231,648 states,
+// 2,221,363 transitions); each level deeper costs about three times more.
 const (
 	exhaustiveNormalDepth = 7
 	exhaustiveRaceDepth   = 6
