@@ -18,12 +18,13 @@ var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.wardpool.rec from 
 // The generated traces in testdata were drawn with this seed and count.
 const (
 	testSeed  = 1
-	testCount = 160
+	testCount = 200
 )
 
-// minHandouts is the least number of compared hand-outs the committed
-// traces must give against each reference.
-const minHandouts = 1000
+// minHandouts is the least number of hand-outs the committed traces must
+// give compared with each reference: whole traces, and the traces compared
+// up to deliberate difference 3.
+var minHandouts = map[string]int{SQLAlchemy: 2000, GenericPool: 5000}
 
 func stepFiles(t *testing.T) []string {
 	t.Helper()
@@ -99,15 +100,20 @@ func TestReferences(t *testing.T) {
 			}
 		})
 	}
+	compared := map[string]int{}
 	for _, r := range Totals(rows) {
+		compared[r.Reference] += r.Handouts
 		if r.Reason != "" {
-			t.Logf("%s: %d traces %s", r.Reference, r.Traces, r.Reason)
+			t.Logf("%s: %d traces %s: %d hand-outs before it, %d after it held to the reference's rule",
+				r.Reference, r.Traces, r.Reason, r.Handouts, r.Ruled)
 			continue
 		}
-		if r.Handouts < minHandouts {
-			t.Errorf("%s: %d hand-outs compared, want at least %d", r.Reference, r.Handouts, minHandouts)
-		}
 		t.Logf("%s: %d traces, %d hand-outs, %d refusals, %d traces differ", r.Reference, r.Traces, r.Handouts, r.Refusals, r.Differ)
+	}
+	for ref, least := range minHandouts {
+		if compared[ref] < least {
+			t.Errorf("%s: %d hand-outs compared, want at least %d", ref, compared[ref], least)
+		}
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 
 // Families lists the kinds of trace Generate draws, in the order it returns
 // them.
-var Families = []string{"seats", "drops", "life", "idle"}
+var Families = []string{"seats", "drops", "life", "idle", "gaps"}
 
 // Moves is the number of takes and gives in a generated trace, not counting
 // the one ask past the ceiling (nor, in idle traces, the evicts).
@@ -37,12 +37,18 @@ const GenAgeMS = 10_000
 //   - life: a clock moving 0-5 s per move and a lifetime of GenAgeMS;
 //     compared with both: SQLAlchemy's pool_recycle, and generic-pool's
 //     testOnBorrow with a validate that fails a resource past its life.
-//     Those SQLAlchemy recycles in place over other idle records are
-//     counted, not compared (NotCompared; README.md, difference 3).
+//     Those in which SQLAlchemy recycles in place over other idle records
+//     are compared up to that step (NotCompared; README.md, difference 3).
 //   - idle: the same clock and an idle age of GenAgeMS, with an evict at
 //     every moment the clock has moved before a take; compared with
 //     generic-pool, the one that retires by idle time, and only through its
 //     evictor.
+//   - gaps: as idle, but with evicts only now and then (before about a
+//     quarter of the steps) and wherever a take would otherwise meet an idle
+//     resource past its age on top (where the two pools differ on purpose:
+//     README.md, difference 4). So takes lend resources at every idle age
+//     up to the limit, exactly on it too, with stale ones sitting idle below
+//     until an evict sweeps them; compared with generic-pool.
 func Generate(seed uint64, count int) map[string][]Trace {
 	out := make(map[string][]Trace, len(Families))
 	for f, family := range Families {
@@ -69,6 +75,11 @@ func Generate(seed uint64, count int) map[string][]Trace {
 				t.Policy.Age, t.Policy.AgeMS = IdleAge, GenAgeMS
 				clock(r, t.Steps)
 				t.Steps = evictBeforeTakes(t.Steps)
+			case "gaps":
+				t.Compare = []string{GenericPool}
+				t.Policy.Age, t.Policy.AgeMS = IdleAge, GenAgeMS
+				clock(r, t.Steps)
+				t.Steps = evictSometimes(r, t.Steps, GenAgeMS)
 			}
 			out[family] = append(out[family], t)
 		}
@@ -165,6 +176,44 @@ func evictBeforeTakes(steps []Step) []Step {
 			swept = s.At
 		}
 		out = append(out, s)
+	}
+	return out
+}
+
+// evictSometimes puts an evict before about a quarter of the steps, and
+// before every take that would otherwise find an idle resource past age on
+// top of the idle stack. It follows the stack as any pool of this policy
+// keeps it: a give puts its resource on top, a take lends the top one, an
+// evict removes every one idle longer than age (strictly).
+func evictSometimes(r *rand.Rand, steps []Step, age int64) []Step {
+	out := make([]Step, 0, 2*len(steps))
+	var idle []int64 // when each idle resource was given back, top last
+	evict := func(at int64) {
+		out = append(out, Step{Verb: Evict, At: at})
+		kept := idle[:0]
+		for _, since := range idle {
+			if at-since <= age {
+				kept = append(kept, since)
+			}
+		}
+		idle = kept
+	}
+	for _, s := range steps {
+		switch {
+		case r.IntN(4) == 0:
+			evict(s.At)
+		case s.Verb == Take && len(idle) > 0 && s.At-idle[len(idle)-1] > age:
+			evict(s.At)
+		}
+		out = append(out, s)
+		switch s.Verb {
+		case Take:
+			if n := len(idle); n > 0 {
+				idle = idle[:n-1]
+			}
+		case Give:
+			idle = append(idle, s.At)
+		}
 	}
 	return out
 }

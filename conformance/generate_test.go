@@ -29,6 +29,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 func TestGenerateShape(t *testing.T) {
 	const count = 40
 	all := Generate(9, count)
+	between := 0 // takes of an idle resource at a moment no evict swept
 	for _, family := range Families {
 		traces := all[family]
 		if len(traces) != count {
@@ -87,14 +88,14 @@ func TestGenerateShape(t *testing.T) {
 			if (family == "drops") != (drops > 0) {
 				t.Errorf("%s: %d drops", tr.Name, drops)
 			}
-			if (family == "idle") != (evicts > 0) {
+			if family == "idle" && evicts == 0 || family != "idle" && family != "gaps" && evicts > 0 {
 				t.Errorf("%s: %d evicts", tr.Name, evicts)
 			}
-			timed := family == "life" || family == "idle"
+			timed := family == "life" || family == "idle" || family == "gaps"
 			if timed != (last > 0) {
 				t.Errorf("%s: clock ends at %d", tr.Name, last)
 			}
-			wantAge := map[string]Age{"life": LifeAge, "idle": IdleAge}[family]
+			wantAge := map[string]Age{"life": LifeAge, "idle": IdleAge, "gaps": IdleAge}[family]
 			if tr.Policy.Age != wantAge {
 				t.Errorf("%s: age %v, want %v", tr.Name, tr.Policy.Age, wantAge)
 			}
@@ -112,6 +113,27 @@ func TestGenerateShape(t *testing.T) {
 			if _, refused := rec.Handouts(); refused != 1 {
 				t.Errorf("%s: %d refusals, want 1", tr.Name, refused)
 			}
+			if family == "gaps" {
+				// No take meets a resource past its age on top (the
+				// pools differ there on purpose), and some take lends
+				// one between evicts.
+				swept := int64(-1)
+				idle := 0
+				for _, e := range rec.Entries {
+					switch {
+					case e.Step.Verb == Evict:
+						swept = e.Step.At
+					case e.Step.Verb == Take && len(e.Closed) > 0:
+						t.Errorf("%s: %v closed %v at a take", tr.Name, e.Step, e.Closed)
+					case e.Step.Verb == Take && idle > 0 && swept != e.Step.At:
+						between++
+					}
+					idle = e.Idle
+				}
+			}
 		}
+	}
+	if between == 0 {
+		t.Error("no gaps trace takes an idle resource between evicts")
 	}
 }

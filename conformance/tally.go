@@ -15,14 +15,16 @@ import (
 
 // Row is one line of a conformance table: what was compared with one
 // reference in one step file, or in all of them (File "all"); or, when
-// Reason is set, the traces of that file left out of the comparison with
-// that reference, and why.
+// Reason is set, the traces of that file not compared whole with that
+// reference, and why.
 type Row struct {
 	Reference string
 	File      string
 	// Reason is empty for a row of compared traces. For a row of traces not
-	// compared it says why (see NotCompared); such a row counts Traces and
-	// Steps, and no hand-outs, refusals or differences.
+	// compared whole it says why (see NotCompared); such a row counts Traces
+	// and Steps, and, for InPlaceRecycle, the hand-outs, refusals and
+	// differences of the steps before deliberate difference 3 (and Ruled
+	// after it).
 	Reason string
 	// Ran lists the versions that answered, as their recordings' ran lines
 	// say, without the reference's name.
@@ -36,6 +38,10 @@ type Row struct {
 	// hand-outs recorded identically (the same step answered with the same
 	// line) by both pools.
 	Differ, Same int
+	// Ruled counts, in a row of traces compared up to deliberate difference
+	// 3 (InPlaceRecycle), the hand-outs from that step on, which are held to
+	// the model of SQLAlchemy's rule (SQLAlchemyRule) instead.
+	Ruled int
 }
 
 // Difference is the first place where a trace's recordings differ.
@@ -57,8 +63,11 @@ func (d Difference) String() string {
 //
 // It returns a row for each step file and reference with something to
 // compare and, for each trace that differs, the first difference. A trace
-// that NotCompared leaves out is not compared but counted, in a row of its
-// own that carries the reason. A trace that names a reference with no
+// that NotCompared leaves out is counted in a row of its own that carries
+// the reason; for InPlaceRecycle it is compared up to deliberate difference
+// 3, whose step must be exactly it (CheckDifference3). Every SQLAlchemy
+// recording is also held to the model of its rule (SQLAlchemyRule), and a
+// departure is a difference too. A trace that names a reference with no
 // recording for it, or a recording with no trace, is an error: a comparison
 // silently skipped is not a comparison.
 func Tally(dir string, replay bool) ([]Row, []Difference, error) {
@@ -112,6 +121,17 @@ func Tally(dir string, replay bool) ([]Row, []Difference, error) {
 					return nil, nil, fmt.Errorf("%s.%s.rec: no recording of trace %s", base, Wardpool, t.Name)
 				}
 				ran := strings.TrimPrefix(want.Ran, ref+" ")
+				if ref == SQLAlchemy {
+					// Every SQLAlchemy recording, compared or not, is
+					// held to the model of its rule.
+					rule, err := SQLAlchemyRule(t)
+					if err != nil {
+						return nil, nil, err
+					}
+					if d := Diff(want, rule); d != "" {
+						diffs = append(diffs, Difference{File: row.File, Reference: ref + " (its rule, sqlrule.go)", Trace: t.Name, Text: d})
+					}
+				}
 				if why := NotCompared(ref, want); why != "" {
 					l := left[why]
 					if l == nil {
@@ -123,6 +143,32 @@ func Tally(dir string, replay bool) ([]Row, []Difference, error) {
 					}
 					l.Traces++
 					l.Steps += len(want.Entries)
+					if why == InPlaceRecycle {
+						// Compared up to the recycle, which must be
+						// exactly difference 3; the rest was held to
+						// SQLAlchemy's rule above.
+						k := FirstInPlaceRecycle(want)
+						before := Recording{Name: want.Name, Policy: want.Policy, Entries: want.Entries[:k]}
+						after := Recording{Entries: want.Entries[k:]}
+						n, r := before.Handouts()
+						l.Handouts += n
+						l.Refusals += r
+						ruled, _ := after.Handouts()
+						l.Ruled += ruled
+						mine := got
+						if len(mine.Entries) > k {
+							mine.Entries = mine.Entries[:k]
+						}
+						l.Same += sameHandouts(before, mine)
+						d := Diff(before, mine)
+						if d == "" {
+							d = CheckDifference3(want, got, k)
+						}
+						if d != "" {
+							l.Differ++
+							diffs = append(diffs, Difference{File: row.File, Reference: ref, Trace: t.Name, Text: d})
+						}
+					}
 					continue
 				}
 				if !slices.Contains(row.Ran, ran) {
@@ -157,33 +203,31 @@ func Tally(dir string, replay bool) ([]Row, []Difference, error) {
 
 // InPlaceRecycle is the reason NotCompared gives for a lifetime trace that
 // SQLAlchemy recorded recycling a connection in place over other idle
-// records: deliberate difference 3 in README.md.
-const InPlaceRecycle = "not compared: in-place recycle over idle records (difference 3)"
+// records: deliberate difference 3 in README.md. Such a trace is compared
+// with wardpool up to that step; the step must be exactly difference 3
+// (CheckDifference3); from there on SQLAlchemy's recording is held to the
+// model of its rule (SQLAlchemyRule), as every SQLAlchemy recording is.
+const InPlaceRecycle = "compared up to difference 3"
 
 // NotCompared returns why the trace that ref recorded as rec is left out of
 // the comparison with ref, or "" when it is compared. The decision reads
 // only the reference's own recording, never wardpool's, so a trace drawn
 // from any seed is sorted the same way before anything is compared.
 //
-// One rule holds today: a lifetime trace is not compared with SQLAlchemy
-// when its recording shows a take that closes a resource (a recycle at
-// checkout) while two or more were idle after the step before it (at the
-// start of a trace none are). SQLAlchemy then replaces the connection inside
-// the record it popped and leaves the records below it idle; what it hands
-// out and counts from there on is its bookkeeping (README.md, deliberate
-// difference 3). A recycle with one idle, or none, is compared.
+// One rule holds today: a lifetime trace is not compared whole with
+// SQLAlchemy when its recording shows a take that closes a resource (a
+// recycle at checkout) while two or more were idle after the step before it
+// (at the start of a trace none are; FirstInPlaceRecycle finds the step).
+// SQLAlchemy then replaces the connection inside the record it popped and
+// leaves the records below it idle; what it hands out and counts from there
+// on is its bookkeeping (README.md, deliberate difference 3). Tally compares
+// such a trace up to that step and checks the step itself. A recycle with
+// one idle, or none, is compared.
 func NotCompared(ref string, rec Recording) string {
-	if ref != SQLAlchemy || rec.Policy.Age != LifeAge {
+	if ref != SQLAlchemy || FirstInPlaceRecycle(rec) < 0 {
 		return ""
 	}
-	idle := 0
-	for _, e := range rec.Entries {
-		if e.Step.Verb == Take && len(e.Closed) > 0 && idle >= 2 {
-			return InPlaceRecycle
-		}
-		idle = e.Idle
-	}
-	return ""
+	return InPlaceRecycle
 }
 
 // Totals adds rows up into one row per reference, in the order of
@@ -240,6 +284,7 @@ func total(rows []Row, ref, reason string) Row {
 		t.Refusals += r.Refusals
 		t.Differ += r.Differ
 		t.Same += r.Same
+		t.Ruled += r.Ruled
 	}
 	return t
 }
@@ -264,6 +309,8 @@ func WriteTable(w io.Writer, rows []Row) error {
 	for _, r := range rows {
 		result := "all identical"
 		switch {
+		case r.Reason == InPlaceRecycle && r.Differ == 0:
+			result = fmt.Sprintf("identical up to difference 3, which is exactly it; after it %d hand-outs as SQLAlchemy's rule says", r.Ruled)
 		case r.Reason != "":
 			result = r.Reason
 		case r.Differ > 0:
