@@ -312,11 +312,13 @@ func (p *Pool[T]) Unmade(now time.Time, roll float64) {
 //   - item is already idle: a double give. The pool cannot tell which holder
 //     is right, so it takes the handle out altogether (counted retired)
 //     rather than let one handle sit in two seats or be lent to two callers;
-//   - item is unknown and no reservation is open.
+//   - item is unknown and no reservation is open, or item is unknown and
+//     the pool is closed: nothing is counted, and an open reservation stays
+//     open for Made or Unmade to settle.
 //
-// An unknown item while a reservation is open is one made after a Make
-// without Made being called: it fills that reservation, born now, and is then
-// given back as any other. A resource given back past Life is kept: Take
+// An unknown item while a reservation is open (and the pool not closed) is
+// one made after a Make without Made being called: it fills that
+// reservation, born now, and is then given back as any other. A resource given back past Life is kept: Take
 // answers it Stale, or Evict retires it, as the next look at it will.
 func (p *Pool[T]) Give(item T, now time.Time) bool {
 	if p.rec != nil {

@@ -97,6 +97,14 @@ func (b *Bucket) Next(now time.Time, n float64) time.Duration {
 		return Never
 	}
 	d := time.Duration(math.Ceil(secs * float64(time.Second)))
+	if gap := b.at.Sub(now); gap > 0 {
+		// Read at a now before the last reading (a clock stepped back):
+		// the bucket fills from that reading on, not from now.
+		if d > Never-gap {
+			return Never
+		}
+		d += gap
+	}
 	// Rounding can leave the level a hair under n at now+d; step past it so
 	// that a Take at the promised moment succeeds.
 	for step := time.Duration(1); b.level(now.Add(d)) < n; step *= 2 {

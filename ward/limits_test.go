@@ -367,3 +367,20 @@ func TestDeadline(t *testing.T) {
 		t.Fatal("the zero Deadline expired")
 	}
 }
+
+func TestBucketNextAfterTheClockSteppedBack(t *testing.T) {
+	// Read at a now before the bucket's last reading, the wait counts the
+	// fill from that reading: exact, not a search's overshoot.
+	t0 := time.Unix(1000, 0)
+	b := NewBucket(2, 2, t0)
+	if !b.Take(t0.Add(-250*time.Millisecond), 1) {
+		t.Fatal("take from a full bucket")
+	}
+	now := t0.Add(-500 * time.Millisecond)
+	if got := b.Next(now, 2); got != 750*time.Millisecond {
+		t.Fatalf("Next = %v, want 750ms (250ms to the last reading, then 500ms for one token at 2/s)", got)
+	}
+	if !b.Take(now.Add(750*time.Millisecond), 2) {
+		t.Fatal("a take at the moment Next named failed")
+	}
+}
