@@ -50,6 +50,10 @@ type Pool[T comparable] struct {
 	closed bool
 	gen    uint32 // the generation: Reset moves it on (see Reset)
 
+	// ceiling is the most resources that may be live, set from outside
+	// (SetCeiling); -1 when none is set.
+	ceiling int
+
 	// The pool's clock: instants are nanoseconds since epoch, the first now
 	// it was given, and never go backwards (see the type's doc).
 	epoch   time.Time
@@ -75,7 +79,7 @@ func New[T comparable](l Limits, w ward.Ward) (*Pool[T], error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Pool[T]{limits: l, ward: w, warded: !w.IsZero(), hint: none}
+	p := &Pool[T]{limits: l, ward: w, warded: !w.IsZero(), hint: none, ceiling: -1}
 	capacity := l.Size
 	if capacity == 0 || capacity > 1024 {
 		capacity = 16
@@ -187,9 +191,9 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 		p.books.Reused++
 		return Taken[T]{Kind: Ready, Item: s.item, Idle: sat}
 	}
-	if p.limits.Size > 0 && p.Live() >= p.limits.Size {
+	if g, full := p.full(); full {
 		p.books.Waited++
-		return Taken[T]{Kind: Wait}
+		return Taken[T]{Kind: Wait, Guard: g}
 	}
 	if p.warded {
 		if refusal, ok := p.admit(t, roll, cpu, true); !ok {
@@ -250,10 +254,10 @@ func (p *Pool[T]) MadeJitter(item T, now time.Time, extra time.Duration) bool {
 		return false
 	}
 	if !reserved {
-		// A resource nobody asked for: it needs room under Size and the
-		// lease and flight every loan holds (asked with a cool CPU reading
-		// and no breaker: it is made already).
-		if p.limits.Size > 0 && p.Live() >= p.limits.Size {
+		// A resource nobody asked for: it needs room under Size (and the
+		// ceiling) and the lease and flight every loan holds (asked with a
+		// cool CPU reading and no breaker: it is made already).
+		if _, full := p.full(); full {
 			return false
 		}
 		if _, ok := p.admit(t, 0, 0, false); !ok {
@@ -357,7 +361,8 @@ func (p *Pool[T]) giveLent(i int32, t int64) bool {
 	if p.warded {
 		p.onLoanEnd(p.z.s[i].since, t, true)
 	}
-	if p.closed || p.z.s[i].gen != p.gen || (p.limits.Idle > 0 && p.z.idle >= p.limits.Idle) {
+	if p.closed || p.z.s[i].gen != p.gen || (p.limits.Idle > 0 && p.z.idle >= p.limits.Idle) ||
+		(p.ceiling >= 0 && p.Live() > p.ceiling) {
 		p.z.remove(i)
 		p.books.Retired++
 		return false

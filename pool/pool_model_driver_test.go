@@ -206,9 +206,9 @@ func (d *driver) pickItem(s source, label string, freshOK bool) (int, string) {
 const opTable = "tttttgtmtgjmgutgmdtcgeltmgjrdugtktmegtgt"
 
 // opTableRuntime adds the calls a runtime makes beyond taking and giving: R
-// Reset, L Relent. The fuzz corpus decodes its bytes with opTable, which is
+// Reset, L Relent, C SetCeiling, T Trim. The fuzz corpus decodes its bytes with opTable, which is
 // left as it was.
-const opTableRuntime = opTable + "RLLgLt"
+const opTableRuntime = opTable + "RLLgLtCTCgt"
 
 func draw(s source) float64 {
 	switch s.intn(8, "roll") {
@@ -250,7 +250,7 @@ func runOps(t tb, s source, steps int, wk wardKind, ops string) {
 	if err != nil {
 		t.Fatalf("New(%+v): %v", lim, err)
 	}
-	d := &driver{t: t, p: p, m: &model{lim: lim, pairs: w.Shedder == nil && w.Limiter == nil}, w: w, wk: wk, lim: lim, now: start, foreign: 1, ops: ops}
+	d := &driver{t: t, p: p, m: &model{lim: lim, ceil: -1, pairs: w.Shedder == nil && w.Limiter == nil}, w: w, wk: wk, lim: lim, now: start, foreign: 1, ops: ops}
 	if s.intn(3, "warm?") == 1 {
 		d.warm(s)
 	}
@@ -493,6 +493,23 @@ func (d *driver) step(s source) {
 		d.reach(fmt.Sprint("Reset ", len(got) > 0))
 		if !sameItems(got, want) {
 			d.fail("Reset(%v): got %v, want %v (in any order)", at, got, want)
+		}
+		handed = append(handed, got...)
+	case op == 'C':
+		n := s.intn(d.lim.Size+3, "ceiling") - 1 // -1 (none) to Size+1
+		d.p.SetCeiling(n)
+		d.m.ceil = n
+		d.logf("SetCeiling(%d)", n)
+		d.reach(fmt.Sprint("SetCeiling ", n >= 0))
+		if got := d.p.Ceiling(); got != n {
+			d.fail("Ceiling() = %d after SetCeiling(%d)", got, n)
+		}
+	case op == 'T':
+		got, want := d.p.Trim(now), d.m.trim(now)
+		d.logf("Trim(%v) = %v", at, got)
+		d.reach(fmt.Sprint("Trim ", len(got) > 0))
+		if !slices.Equal(got, want) {
+			d.fail("Trim(%v): got %v, want %v (oldest returned first)", at, got, want)
 		}
 		handed = append(handed, got...)
 	case op == 'L':

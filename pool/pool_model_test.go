@@ -29,6 +29,7 @@ type model struct {
 	lent   []mseat // out on loan, in no order
 	making int     // open Make reservations
 	gen    int     // Resets so far
+	ceil   int     // SetCeiling's ceiling, or -1 (set by the driver)
 	pairs  bool    // the ward lets Give/Take pairs pass unseen (Relent)
 
 	books pool.Books // counters only; gauges are computed
@@ -165,6 +166,10 @@ func (m *model) takeOr(now time.Time, refused *pool.Taken[int]) pool.Taken[int] 
 		m.books.Waited++
 		return pool.Taken[int]{Kind: pool.Wait}
 	}
+	if m.ceil >= 0 && m.live() >= m.ceil {
+		m.books.Waited++
+		return pool.Taken[int]{Kind: pool.Wait, Guard: ward.GuardCeiling}
+	}
 	if r, ok := accept(ward.GuardBackoff, ward.GuardBreaker, ward.GuardShedder, ward.GuardLimiter, ward.GuardBucket); ok {
 		return r
 	}
@@ -190,7 +195,7 @@ func (m *model) made(item int, now time.Time, extra time.Duration) bool {
 		}
 		return false
 	}
-	if !reserved && m.lim.Size > 0 && m.live() >= m.lim.Size {
+	if !reserved && ((m.lim.Size > 0 && m.live() >= m.lim.Size) || (m.ceil >= 0 && m.live() >= m.ceil)) {
 		return false
 	}
 	m.lent = append(m.lent, mseat{item: item, born: t + int64(extra), since: t, gen: m.gen})
@@ -228,7 +233,8 @@ func (m *model) give(item int, now time.Time) bool {
 	}
 	s := m.lent[i]
 	m.lent = slices.Delete(m.lent, i, i+1)
-	if m.closed || s.gen != m.gen || (m.lim.Idle > 0 && len(m.idle) >= m.lim.Idle) {
+	if m.closed || s.gen != m.gen || (m.lim.Idle > 0 && len(m.idle) >= m.lim.Idle) ||
+		(m.ceil >= 0 && m.live()+1 > m.ceil) {
 		m.books.Retired++
 		return false
 	}
@@ -250,6 +256,19 @@ func (m *model) reset(now time.Time) []int {
 		m.books.Retired++
 	}
 	m.idle = nil
+	return out
+}
+
+// trim retires idle items, the longest idle first, while more are live
+// than the ceiling.
+func (m *model) trim(now time.Time) []int {
+	m.clock(now)
+	var out []int
+	for m.ceil >= 0 && m.live() > m.ceil && len(m.idle) > 0 {
+		out = append(out, m.idle[0].item)
+		m.idle = m.idle[1:]
+		m.books.Retired++
+	}
 	return out
 }
 

@@ -77,7 +77,8 @@ import (
 //	chunk      = checkpoint step...
 //	checkpoint = 0x40 index:u origin:u prev:i closed:u started:u gen:u
 //	             hint:i making:u epoch:i last:i lastAt:i failures:u hold:i
-//	             delay:i books seats free:list top:i bottom:i heap:list
+//	             delay:i ceiling:i books seats free:list top:i bottom:i
+//	             heap:list
 //	books      = 11 × u: Made Failed Loans Reused Retired IdleRetired
 //	             LifeRetired Dropped Waited Deferred Shed
 //	seats      = n:u, n × (state:u [born:i since:i gen:u up:i down:i hi:i])
@@ -103,6 +104,8 @@ import (
 //	11 Reserve   at roll:f cpu:i → ok:u
 //	12 Refusal   at → ratio:f
 //	13 Loans     at → n:u n × (ref held:i)
+//	14 Ceiling   n:i
+//	15 Trim      at → n:u n × ref
 //
 // The seats a list of retired resources names (Evict, Close, Reset, a Stale
 // answer) are the ones they held before they left.
@@ -125,13 +128,15 @@ const (
 	OpReserve
 	OpRefusal
 	OpLoans
+	OpCeiling
+	OpTrim
 
 	opCheckpoint Op = 0x40
 	opEnd        Op = 0x41
 )
 
 var opNames = [...]string{"Op(0)", "Take", "Made", "Unmade", "Give", "GiveSeat", "Drop",
-	"Evict", "Close", "Reset", "Relent", "Reserve", "Refusal", "Loans"}
+	"Evict", "Close", "Reset", "Relent", "Reserve", "Refusal", "Loans", "Ceiling", "Trim"}
 
 // String returns the operation's name, such as "Take".
 func (o Op) String() string {
@@ -372,6 +377,7 @@ func (p *Pool[T]) appendCheckpoint(b []byte, step uint64, hasOrigin bool, origin
 	b = appendU(b, uint64(p.failures))
 	b = appendI(b, p.holdUntil)
 	b = appendI(b, int64(p.lastDelay))
+	b = appendI(b, int64(p.ceiling))
 	b = appendBooks(b, p.books)
 	b = appendU(b, uint64(len(p.z.s)))
 	for i := range p.z.s {
@@ -561,6 +567,24 @@ func (p *Pool[T]) recEvict(now time.Time) []T {
 	r := p.recBegin()
 	out := p.Evict(now)
 	b := append(r.cur, byte(OpEvict))
+	b = p.recAt(r, b, now)
+	b = p.appendRetired(b, len(out))
+	p.recEnd(r, b)
+	return out
+}
+
+func (p *Pool[T]) recCeiling(n int) {
+	r := p.recBegin()
+	p.SetCeiling(n)
+	b := append(r.cur, byte(OpCeiling))
+	b = appendI(b, int64(n))
+	p.recEnd(r, b)
+}
+
+func (p *Pool[T]) recTrim(now time.Time) []T {
+	r := p.recBegin()
+	out := p.Trim(now)
+	b := append(r.cur, byte(OpTrim))
 	b = p.recAt(r, b, now)
 	b = p.appendRetired(b, len(out))
 	p.recEnd(r, b)

@@ -89,7 +89,10 @@ func (s Step) String() string {
 	if s.Op == OpRelent {
 		fmt.Fprintf(&b, " n=%d", s.N)
 	}
-	if s.Op != OpClose {
+	if s.Op == OpCeiling {
+		fmt.Fprintf(&b, " n=%d", s.N)
+	}
+	if s.Op != OpClose && s.Op != OpCeiling {
 		fmt.Fprintf(&b, " at=%v", s.At)
 	}
 	switch s.Op {
@@ -276,8 +279,10 @@ func readStep(r *reader) Step {
 		s.Seat, s.Ref, s.At = r.seat(), r.u(), time.Duration(r.i())
 	case OpRelent:
 		s.Seat, s.Ref, s.N, s.At = r.seat(), r.u(), int(r.i()), time.Duration(r.i())
-	case OpEvict, OpReset, OpRefusal, OpLoans:
+	case OpEvict, OpReset, OpRefusal, OpLoans, OpTrim:
 		s.At = time.Duration(r.i())
+	case OpCeiling:
+		s.N = int(r.i())
 	case OpClose:
 	default:
 		r.fail("unknown operation %d at byte %d", s.Op, start)
@@ -308,7 +313,7 @@ func skipAnswer(r *reader, op Op) {
 		}
 	case OpMade, OpGive, OpGiveSeat, OpDrop, OpRelent, OpReserve:
 		r.byte()
-	case OpEvict, OpClose, OpReset:
+	case OpEvict, OpClose, OpReset, OpTrim:
 		for n := r.count(1); n > 0; n-- {
 			r.u()
 		}
@@ -343,7 +348,7 @@ func describeAnswer(op Op, ans []byte) string {
 		}
 	case OpMade, OpGive, OpGiveSeat, OpDrop, OpRelent, OpReserve:
 		out = strconv.FormatBool(r.byte() == 1)
-	case OpEvict, OpClose, OpReset:
+	case OpEvict, OpClose, OpReset, OpTrim:
 		seats := []string{}
 		for n := r.count(1); n > 0; n-- {
 			seats = append(seats, strconv.FormatInt(int64(r.u())-1, 10))
@@ -382,6 +387,7 @@ type cpState struct {
 	making, failures           int
 	holdUntil                  int64
 	lastDelay                  time.Duration
+	ceiling                    int
 	books                      Books
 	seats                      []seat[uint64]
 	free, heap                 []int32
@@ -398,6 +404,7 @@ func (c *cpState) read(r *reader) {
 	c.epoch, c.last, c.lastAt = r.i(), r.i(), r.i()
 	c.failures = r.n()
 	c.holdUntil, c.lastDelay = r.i(), time.Duration(r.i())
+	c.ceiling = int(r.i())
 	k := &c.books
 	for _, v := range [...]*uint64{&k.Made, &k.Failed, &k.Loans, &k.Reused, &k.Retired,
 		&k.IdleRetired, &k.LifeRetired, &k.Dropped, &k.Waited, &k.Deferred, &k.Shed} {
@@ -523,6 +530,7 @@ func (rc *Recording) restore(raw []byte) (*Pool[uint64], uint64, *Recorder, erro
 	p.closed, p.started, p.gen, p.hint, p.making = c.closed, c.started, c.gen, c.hint, c.making
 	p.epoch, p.last, p.lastAt = at(c.epoch), c.last, at(c.lastAt)
 	p.failures, p.holdUntil, p.lastDelay = c.failures, c.holdUntil, c.lastDelay
+	p.ceiling = max(c.ceiling, -1)
 	p.books = c.books
 	next := uint64(1)
 	p.z.s = c.seats
@@ -622,6 +630,10 @@ func (rc *Recording) Replay() (err error) {
 			p.Evict(now)
 		case OpClose:
 			p.Close()
+		case OpCeiling:
+			p.SetCeiling(s.N)
+		case OpTrim:
+			p.Trim(now)
 		case OpReset:
 			p.Reset(now)
 		case OpRelent:

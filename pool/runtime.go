@@ -1,6 +1,10 @@
 package pool
 
-import "time"
+import (
+	"time"
+
+	"github.com/wardpool/wardpool/ward"
+)
 
 // This file is the part of Pool's API that a runtime needs beyond taking and
 // giving: seats (so a runtime can keep its own per-resource records in a
@@ -67,7 +71,7 @@ func (p *Pool[T]) Reserve(now time.Time, roll float64, cpu int) bool {
 		return false
 	}
 	t := p.clock(now)
-	if p.limits.Size > 0 && p.Live() >= p.limits.Size {
+	if _, full := p.full(); full {
 		return false
 	}
 	if _, ok := p.admit(t, roll, cpu, true); !ok {
@@ -127,7 +131,8 @@ func (p *Pool[T]) SeatGeneration(seat int32) uint32 {
 // may carry out any number of such pairs itself, without the pool, and
 // report them afterwards with Relent.
 func (p *Pool[T]) Lane() bool {
-	return p.pairs() && !p.closed && (p.limits.Idle == 0 || p.z.idle < p.limits.Idle)
+	return p.pairs() && !p.closed && (p.limits.Idle == 0 || p.z.idle < p.limits.Idle) &&
+		(p.ceiling < 0 || p.Live() <= p.ceiling)
 }
 
 // pairs reports whether the ward lets Give/Take pairs pass unseen at all.
@@ -161,4 +166,52 @@ func (p *Pool[T]) Relent(seat int32, item T, n int, now time.Time) bool {
 	p.books.Loans += uint64(n)
 	p.books.Reused += uint64(n)
 	return true
+}
+
+// full reports whether the pool has no room for another resource: Size is
+// reached (ward.GuardNone), or the ceiling set from outside is
+// (ward.GuardCeiling).
+func (p *Pool[T]) full() (ward.Guard, bool) {
+	live := p.Live()
+	if p.limits.Size > 0 && live >= p.limits.Size {
+		return ward.GuardNone, true
+	}
+	if p.ceiling >= 0 && live >= p.ceiling {
+		return ward.GuardCeiling, true
+	}
+	return ward.GuardNone, false
+}
+
+// SetCeiling sets the most resources that may be live from now on, below
+// Limits.Size, from knowledge outside the pool: the slots of a fleet-wide
+// connection budget this replica holds (Keeper does this with
+// Config.Shared). Take answers Wait, with Guard ward.GuardCeiling, when the
+// ceiling is reached; a Give while more are live than the ceiling retires
+// the resource (false: the caller closes it), and Trim retires idle ones
+// above it; Lane reports false meanwhile. A negative n removes the ceiling,
+// which is the default.
+func (p *Pool[T]) SetCeiling(n int) {
+	if p.rec != nil {
+		p.recCeiling(n)
+		return
+	}
+	p.ceiling = max(n, -1)
+}
+
+// Ceiling returns the ceiling SetCeiling set, and -1 when none is set.
+func (p *Pool[T]) Ceiling() int { return p.ceiling }
+
+// Trim retires idle resources, those given back longest ago first, while
+// more are live than the ceiling, and returns them for the caller to close
+// (counted retired); nil without a ceiling or when nothing is over it.
+func (p *Pool[T]) Trim(now time.Time) []T {
+	if p.rec != nil {
+		return p.recTrim(now)
+	}
+	t := p.clock(now)
+	var out []T
+	for p.ceiling >= 0 && p.Live() > p.ceiling && p.z.bottom != none {
+		out = append(out, p.retire(p.z.bottom, t, fresh))
+	}
+	return out
 }

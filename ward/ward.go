@@ -38,10 +38,13 @@ const (
 	GuardBucket
 	GuardBackoff
 	GuardLimiter
+	// GuardCeiling is not a guard of a Ward: it names a ceiling set on a
+	// pool from outside (a fleet's connection budget, see pool.SetCeiling).
+	GuardCeiling
 )
 
 // String returns the guard's name in lower case: "breaker", "shedder",
-// "bucket", "backoff", "limiter", or "none".
+// "bucket", "backoff", "limiter", "ceiling", or "none".
 func (g Guard) String() string {
 	switch g {
 	case GuardBreaker:
@@ -54,6 +57,8 @@ func (g Guard) String() string {
 		return "backoff"
 	case GuardLimiter:
 		return "limiter"
+	case GuardCeiling:
+		return "ceiling"
 	case GuardNone:
 		return "none"
 	}
