@@ -1,0 +1,899 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"go.uber.org/goleak"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// The linearizability check of the Keeper.
+//
+// Random stress records histories of concurrent calls on a Keeper, each call
+// with the instants it began and ended, and porcupine decides whether each
+// history could have come from some order of those calls, one at a time,
+// each taking effect at an instant between its beginning and its end, on a
+// sequential specification. The specification is the Pool itself: every
+// call is replayed, in the order porcupine tries, on a fresh Pool, so the
+// Keeper is held to the Pool's own answers (strict LIFO, its books, Keep and
+// Life at the clock's instants) and not to a second copy of the rules.
+//
+// What is observable, and what the specification allows:
+//
+//   - Acquire returns the resource the Pool's Take answers Ready with. When
+//     Take answers Make, it returns the resource dialed for that very call
+//     (the fake dial sees which call it dials for through the context's
+//     values), which is new by construction. Take answering Wait means the
+//     call cannot take effect at that point: it takes effect later, when a
+//     Release, a Destroy or a landing dial makes something available; who
+//     of several waiters is served first is not checked here (it is
+//     internal: the instant each joined the queue is not observable), the
+//     FIFO tests in keeper_stress_test.go cover it.
+//   - A dial is two events: the reservation, at the call that was answered
+//     Make, and the landing (Made), after the dial returned. The landing is
+//     an operation of its own in the history, from the dial's return to the
+//     end of its Acquire (which gets the resource) or, for a TryAcquire's
+//     background dial, to the end of the round; a background resource joins
+//     the idle stack on top, or goes to a waiter.
+//   - TryAcquire returns the Ready resource, or ErrWouldWait; the
+//     specification requires a background dial exactly when Take answers
+//     Make, and none when it answers Wait.
+//   - Release gives back (Give); with Config.Reset set and failing, or for a
+//     resource made before the last Keeper.Reset, it drops instead. Destroy
+//     drops. Keeper.Reset retires every idle resource and condemns the lent
+//     ones; a dial landing after it makes a resource of the new generation.
+//     Close closes the Pool; an Acquire whose dial lands after it gets
+//     ErrClosed.
+//   - Stats' Live, Idle and Busy are the Pool's gauges. (Counters such as
+//     Loans or Waited count the Keeper's own retries, which are not part of
+//     the specification.)
+//   - Time moves only between rounds, while no call is in flight: a round's
+//     calls all happen at one instant, the clock then steps, and the
+//     Keeper's timer evicts what went stale (the specification evicts at
+//     the new instant). Keep and Life are strict: a resource exactly Keep
+//     old is still fresh.
+//
+// A history that no order explains is printed (the smallest of the run),
+// and porcupine's visualization of it is written as HTML; its path is
+// logged.
+
+// TestKeeperLinearizableLockPath checks histories of a Keeper whose hot
+// slots are off (a leak watch, or an Idle ceiling below Size), so that every
+// loan goes through the lock and the Pool: the specification must accept
+// every one of them.
+func TestKeeperLinearizableLockPath(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	runLinear(t, linearRuns(t, 1500), false)
+}
+
+// TestKeeperLinearizable checks histories of a Keeper in its default
+// configuration, hot slots on.
+//
+// Issue 10: the hot slots lend the lowest-numbered occupied slot rather
+// than the most recently returned resource, and decide Keep, Life and the
+// dial apart from the Pool; this test fails until that is fixed. Set
+// WARDPOOL_LINEAR_SKIP_HOT to skip it meanwhile.
+func TestKeeperLinearizable(t *testing.T) {
+	if os.Getenv("WARDPOOL_LINEAR_SKIP_HOT") != "" {
+		t.Skip("WARDPOOL_LINEAR_SKIP_HOT is set: the hot slots' known departures from the Pool (issue 10) are not checked")
+	}
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	runLinear(t, linearRuns(t, 1500), true)
+}
+
+// linearRuns is how many histories a test records: n, a tenth with -short,
+// or WARDPOOL_LINEAR_RUNS.
+func linearRuns(t *testing.T, n int) int {
+	if s := os.Getenv("WARDPOOL_LINEAR_RUNS"); s != "" {
+		if _, err := fmt.Sscan(s, &n); err != nil || n < 1 {
+			t.Fatalf("WARDPOOL_LINEAR_RUNS=%q: want a positive count", s)
+		}
+		return n
+	}
+	if testing.Short() {
+		return n / 10
+	}
+	return n
+}
+
+// runLinear records runs histories (hot: with the hot slots on) and checks
+// each. It fails if any is not linearizable, reporting how many passed and
+// printing the smallest that failed.
+func runLinear(t *testing.T, runs int, hot bool) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("WARDPOOL_LINEAR_SEED"); s != "" {
+		fmt.Sscan(s, &seed)
+	}
+	var (
+		ok, unknown int
+		bad         []*linHistory
+		smallest    *linHistory
+		ops         int
+	)
+	for i := range runs {
+		h := recordLinear(t, seed+uint64(i), hot)
+		if t.Failed() {
+			return
+		}
+		ops += len(h.ops)
+		model := h.model()
+		res, info := porcupine.CheckOperationsVerbose(model, h.ops, 10*time.Second)
+		switch res {
+		case porcupine.Ok:
+			ok++
+		case porcupine.Unknown:
+			unknown++
+		default:
+			h.info = info
+			bad = append(bad, h)
+			if smallest == nil || len(h.ops) < len(smallest.ops) {
+				smallest = h
+			}
+		}
+	}
+	t.Logf("%d of %d histories linearizable (%.1f%%), %d not, %d undecided in time; %d operations; seed %d",
+		ok, runs, 100*float64(ok)/float64(runs), len(bad), unknown, ops, seed)
+	if unknown > 0 {
+		t.Errorf("%d histories undecided within the checker's timeout", unknown)
+	}
+	if smallest == nil {
+		return
+	}
+	if dump := os.Getenv("WARDPOOL_LINEAR_DUMP"); dump != "" {
+		var b strings.Builder
+		for _, h := range bad {
+			fmt.Fprintf(&b, "seed %d\n%s\n", h.seed, h.describe())
+		}
+		os.WriteFile(dump, []byte(b.String()), 0o644)
+	}
+	dir := os.Getenv("WARDPOOL_LINEAR_HTML")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, fmt.Sprintf("linear-%d.html", smallest.seed))
+	if err := porcupine.VisualizePath(smallest.model(), smallest.info, path); err != nil {
+		t.Logf("writing the visualization: %v", err)
+	} else {
+		t.Logf("visualization of the history below: %s", path)
+	}
+	t.Errorf("%d of %d histories are not linearizable against the Pool; the smallest (seed %d):\n%s",
+		len(bad), runs, smallest.seed, smallest.describe())
+}
+
+// Operations of a history.
+type linKind uint8
+
+const (
+	linAcquire linKind = iota
+	linTry
+	linRelease
+	linDestroy
+	linReset
+	linClose
+	linStats
+	linAdvance
+	linLand
+)
+
+// linIn is an operation's input.
+type linIn struct {
+	kind linKind
+	n    int           // the operation's number, which its dial carries
+	id   int           // Release, Destroy, Land: the resource
+	fail bool          // Release: Config.Reset fails for it
+	own  bool          // Land: the dial was an Acquire's own (else background)
+	d    time.Duration // Advance
+}
+
+// linOut is an operation's output.
+type linOut struct {
+	err    linErr
+	id     int // the resource lent, 0 if none
+	dialed int // the resource dialed for this call, 0 if none
+	live   int // Stats
+	idle   int
+	busy   int
+}
+
+type linErr uint8
+
+const (
+	linNone linErr = iota
+	linClosed
+	linWouldWait
+	linOther
+)
+
+// linHistory is one recorded history and what it ran with.
+type linHistory struct {
+	seed   uint64
+	cfg    string
+	start  time.Time
+	limits Limits
+	ops    []porcupine.Operation
+	info   porcupine.LinearizationInfo
+}
+
+// linMachine is the specification: a Pool, driven as the Keeper should
+// drive it, and what the Keeper keeps beside it.
+type linMachine struct {
+	p       *Pool[int]
+	now     time.Time
+	gen     int               // Keeper.Reset calls so far
+	born    map[int]int       // resource -> the gen it landed in
+	at      map[int]time.Time // resource -> when it landed (its birth)
+	pending map[int]linPend   // operation -> its dial not yet landed
+}
+
+// linPend is a reservation: the dial of an Acquire (own) or a TryAcquire.
+type linPend struct {
+	id     int
+	own    bool
+	closed bool // the Acquire was answered ErrClosed: its dial lands after Close
+}
+
+// linState is porcupine's state: the operations taken so far, replayed on
+// a fresh machine at each step (the Pool cannot be copied), and a summary
+// of what the machine holds, by which equal states are recognised.
+type linState struct {
+	steps []linStep
+	sum   string
+}
+
+type linStep struct {
+	in  linIn
+	out linOut
+}
+
+// model is the specification for h, for porcupine.
+func (h *linHistory) model() porcupine.Model {
+	limits := h.limits
+	build := func(steps []linStep) *linMachine {
+		p, err := New[int](limits, ward.Ward{})
+		if err != nil {
+			panic(err)
+		}
+		m := &linMachine{p: p, now: h.start, born: map[int]int{}, at: map[int]time.Time{}, pending: map[int]linPend{}}
+		for _, s := range steps {
+			if !m.apply(s.in, s.out) {
+				panic("replay of an accepted step refused")
+			}
+		}
+		return m
+	}
+	return porcupine.Model{
+		Init: func() any { return &linState{sum: build(nil).summary()} },
+		Step: func(state, input, output any) (bool, any) {
+			s := state.(*linState)
+			in, out := input.(linIn), output.(linOut)
+			m := build(s.steps)
+			if !m.apply(in, out) {
+				return false, nil
+			}
+			steps := append(s.steps[:len(s.steps):len(s.steps)], linStep{in, out})
+			return true, &linState{steps: steps, sum: m.summary()}
+		},
+		Equal: func(a, b any) bool { return a.(*linState).sum == b.(*linState).sum },
+		Hash: func(s any) uint64 {
+			f := fnv.New64a()
+			f.Write([]byte(s.(*linState).sum))
+			return f.Sum64()
+		},
+		DescribeOperation: func(input, output any) string { return describeLin(input.(linIn), output.(linOut)) },
+		DescribeState:     func(s any) string { return s.(*linState).sum },
+	}
+}
+
+// apply takes one operation with its output on the machine, and reports
+// whether the specification allows it.
+func (m *linMachine) apply(in linIn, out linOut) bool {
+	p, now := m.p, m.now
+	switch in.kind {
+	case linAcquire, linTry:
+		if p.IsClosed() {
+			return out.err == linClosed && out.dialed == 0
+		}
+		for {
+			t := p.Take(now, 0, 0)
+			switch t.Kind {
+			case Stale:
+				continue
+			case Ready:
+				return out.err == linNone && out.id == t.Item && out.dialed == 0
+			case Make:
+				if out.dialed == 0 {
+					return false
+				}
+				switch {
+				case in.kind == linTry && out.err == linWouldWait:
+					m.pending[in.n] = linPend{id: out.dialed}
+				case in.kind == linAcquire && out.err == linNone && out.id == out.dialed:
+					m.pending[in.n] = linPend{id: out.dialed, own: true}
+				case in.kind == linAcquire && out.err == linClosed:
+					m.pending[in.n] = linPend{id: out.dialed, own: true, closed: true}
+				default:
+					return false
+				}
+				return true
+			case Wait:
+				// TryAcquire says so; Acquire waits, and takes effect
+				// later.
+				return in.kind == linTry && out.err == linWouldWait && out.dialed == 0
+			default:
+				return false
+			}
+		}
+	case linLand:
+		pend, ok := m.pending[in.n]
+		if !ok || pend.id != in.id || pend.own != in.own {
+			return false
+		}
+		delete(m.pending, in.n)
+		kept := p.Made(in.id, now)
+		if pend.own && kept == pend.closed {
+			return false
+		}
+		m.born[in.id], m.at[in.id] = m.gen, now
+		if kept && !pend.own {
+			p.Give(in.id, now) // a background dial's resource goes idle
+		}
+		return true
+	case linRelease:
+		if in.fail || m.born[in.id] != m.gen {
+			return p.Drop(in.id, now) // Reset hook failed, or made before Keeper.Reset
+		}
+		if !p.Holds(in.id) {
+			return false
+		}
+		p.Give(in.id, now)
+		return true
+	case linDestroy:
+		return p.Drop(in.id, now)
+	case linReset:
+		m.gen++
+		for p.Idle() > 0 {
+			if t := p.Take(now, 0, 0); t.Kind == Ready {
+				p.Drop(t.Item, now)
+			}
+		}
+		return true
+	case linClose:
+		p.Close()
+		return out.err == linNone
+	case linStats:
+		return out.live == p.Live() && out.idle == p.Idle() && out.busy == p.Busy()
+	case linAdvance:
+		m.now = now.Add(in.d)
+		p.Evict(m.now)
+		return true
+	}
+	return false
+}
+
+// summary describes everything that decides the machine's later answers:
+// the idle stack in order with each resource's idle time and birth, the
+// lent ones, the reservations, the generation each resource belongs to,
+// and the time. It probes the pool destructively: the machine is spent.
+func (m *linMachine) summary() string {
+	var b strings.Builder
+	p, now := m.p, m.now
+	fmt.Fprintf(&b, "t=%v closed=%v", now.Sub(time.Time{}), p.IsClosed())
+	lent := p.Loans(now)
+	slices.SortFunc(lent, func(x, y Lent[int]) int { return x.Item - y.Item })
+	b.WriteString(" lent[")
+	for _, l := range lent {
+		fmt.Fprintf(&b, " c%d%s", l.Item, m.age(l.Item))
+	}
+	pend := make([]int, 0, len(m.pending))
+	for n := range m.pending {
+		pend = append(pend, n)
+	}
+	slices.Sort(pend)
+	b.WriteString(" ] making[")
+	for _, n := range pend {
+		fmt.Fprintf(&b, " #%d:c%d/%v/%v", n, m.pending[n].id, m.pending[n].own, m.pending[n].closed)
+	}
+	b.WriteString(" ] idle top first[")
+	for p.Idle() > 0 {
+		t := p.Take(now, 0, 0)
+		fmt.Fprintf(&b, " c%d:%v/%v%s", t.Item, t.Kind, t.Idle, m.age(t.Item))
+	}
+	b.WriteString(" ]")
+	return b.String()
+}
+
+// age is a resource's age and generation, for the summary.
+func (m *linMachine) age(id int) string {
+	return fmt.Sprintf("(%v,g%d)", m.now.Sub(m.at[id]), m.gen-m.born[id])
+}
+
+// describeLin is one operation, short.
+func describeLin(in linIn, out linOut) string {
+	res := func() string {
+		s := ""
+		switch out.err {
+		case linClosed:
+			s = "ErrClosed"
+		case linWouldWait:
+			s = "ErrWouldWait"
+		case linOther:
+			s = "error"
+		default:
+			s = fmt.Sprintf("c%d", out.id)
+		}
+		if out.dialed != 0 {
+			s += fmt.Sprintf(" (dialed c%d)", out.dialed)
+		}
+		return s
+	}
+	switch in.kind {
+	case linAcquire:
+		return "Acquire → " + res()
+	case linTry:
+		return "TryAcquire → " + res()
+	case linRelease:
+		if in.fail {
+			return fmt.Sprintf("Release(c%d), Reset hook fails", in.id)
+		}
+		return fmt.Sprintf("Release(c%d)", in.id)
+	case linDestroy:
+		return fmt.Sprintf("Destroy(c%d)", in.id)
+	case linReset:
+		return "Keeper.Reset"
+	case linClose:
+		return "Close"
+	case linStats:
+		return fmt.Sprintf("Stats → live %d idle %d busy %d", out.live, out.idle, out.busy)
+	case linAdvance:
+		return fmt.Sprintf("clock +%v", in.d)
+	case linLand:
+		who := "background"
+		if in.own {
+			who = "for #" + fmt.Sprint(in.n)
+		}
+		return fmt.Sprintf("dial of c%d lands (%s)", in.id, who)
+	}
+	return "?"
+}
+
+// describe prints the history, one operation a line in the order they
+// began, with the instants each began and ended.
+func (h *linHistory) describe() string {
+	ops := slices.Clone(h.ops)
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return int(a.Call - b.Call) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s\n", h.cfg)
+	for _, o := range ops {
+		in := o.Input.(linIn)
+		who := fmt.Sprintf("g%d", o.ClientId)
+		if in.kind == linLand {
+			who = "dial"
+		}
+		fmt.Fprintf(&b, "  %4d..%-4d %-5s #%-3d %s\n", o.Call, o.Return, who, in.n, describeLin(in, o.Output.(linOut)))
+	}
+	if len(h.info.PartialLinearizations()) > 0 {
+		b.WriteString("  longest order the Pool accepts:")
+		longest := []int(nil)
+		for _, part := range h.info.PartialLinearizations() {
+			for _, l := range part {
+				if len(l) > len(longest) {
+					longest = l
+				}
+			}
+		}
+		for _, i := range longest {
+			fmt.Fprintf(&b, " #%d", h.ops[i].Input.(linIn).n)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// The recorder.
+
+type linCtxKey struct{}
+
+// linRecorder collects one history as it runs.
+type linRecorder struct {
+	clock atomic.Int64 // logical instants: begin and end of each call
+
+	mu    sync.Mutex
+	ops   []porcupine.Operation
+	dials []linDial
+	n     int
+
+	resetFails map[int]bool // resources whose next Config.Reset fails
+}
+
+// linDial is a dial: for which operation, which resource, when it returned.
+type linDial struct {
+	n, id int
+	ret   int64
+}
+
+func (r *linRecorder) tick() int64 { return r.clock.Add(1) }
+
+// next numbers an operation and returns a context that carries its number
+// to the dial.
+func (r *linRecorder) next() (int, context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	return r.n, context.WithValue(context.Background(), linCtxKey{}, r.n)
+}
+
+func (r *linRecorder) add(client int, in linIn, call, ret int64, out linOut) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
+}
+
+// dialed is the resource dialed for operation n, 0 if none.
+func (r *linRecorder) dialed(n int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range r.dials {
+		if d.n == n {
+			return d.id
+		}
+	}
+	return 0
+}
+
+// linWorld is one run: the Keeper, its fakes, the recorder.
+type linWorld struct {
+	k      *Keeper[*res]
+	clock  *fakeClock
+	rec    *linRecorder
+	nextID atomic.Int64
+	closes sync.Map // *res -> closed
+	twice  atomic.Int64
+
+	// The round's barrier: workers that finished their round release their
+	// loans while someone is blocked (in Acquire or Close), so that nobody
+	// waits for a loan held across the barrier.
+	mu      sync.Mutex
+	cond    *sync.Cond
+	workers int
+	arrived int
+	blocked int
+}
+
+func errKind(err error) linErr {
+	switch {
+	case err == nil:
+		return linNone
+	case errors.Is(err, ErrClosed):
+		return linClosed
+	case errors.Is(err, ErrWouldWait):
+		return linWouldWait
+	}
+	return linOther
+}
+
+// recordLinear runs one random history.
+func recordLinear(t *testing.T, seed uint64, hot bool) *linHistory {
+	r := rand.New(rand.NewPCG(seed, 0x11ea))
+	workers := 2 + r.IntN(7)
+	size := 1 + r.IntN(4)
+	step := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}[r.IntN(3)]
+	keep := []time.Duration{0, 2 * time.Second, 3 * time.Second}[r.IntN(3)]
+	life := []time.Duration{0, 3 * time.Second, 4 * time.Second}[r.IntN(3)]
+	idle := 0
+	var leak time.Duration
+	if hot {
+		if r.IntN(2) == 0 {
+			idle = size
+		}
+	} else {
+		idle = r.IntN(size + 1)
+		if idle == 0 || idle == size {
+			leak = time.Hour // no report within a history: only turns the hot slots off
+		}
+	}
+	withReset := r.IntN(2) == 0
+	rounds := 2 + r.IntN(3)
+	closeIn := -1 // the round in which a worker closes the Keeper
+	if r.IntN(4) == 0 {
+		closeIn = r.IntN(rounds)
+	}
+
+	w := &linWorld{clock: newFakeClock(), rec: &linRecorder{resetFails: map[int]bool{}}, workers: workers}
+	w.cond = sync.NewCond(&w.mu)
+	h := &linHistory{
+		seed:   seed,
+		limits: Limits{Size: size, Idle: idle, Keep: keep, Life: life},
+		start:  w.clock.Now(),
+		cfg: fmt.Sprintf("size=%d idle=%d keep=%v life=%v step=%v workers=%d resethook=%v leakwatch=%v",
+			size, idle, keep, life, step, workers, withReset, leak > 0),
+	}
+	cfg := Config[*res]{
+		Limits:    h.limits,
+		Dial:      w.dial,
+		Close:     w.close,
+		Clock:     w.clock,
+		Rand:      func() float64 { return 0.5 },
+		LeakAfter: leak,
+		OnLeak:    func(Leak[*res]) {},
+		Logger:    quietLogger(),
+	}
+	if withReset {
+		cfg.Reset = w.resetHook
+	}
+	k, err := NewKeeper(cfg)
+	if err != nil {
+		t.Fatalf("NewKeeper(%s): %v", h.cfg, err)
+	}
+	if (k.gate.Load()&gateOff == 0) != hot {
+		t.Fatalf("%s: hot slots on is %v, want %v", h.cfg, !hot, hot)
+	}
+	w.k = k
+
+	loans := make([][]Loan[*res], workers)
+	closed := false
+	for round := range rounds {
+		last := round == rounds-1 || round == closeIn
+		w.arrived = 0
+		var wg sync.WaitGroup
+		for g := range workers {
+			wg.Add(1)
+			rg := rand.New(rand.NewPCG(seed, uint64(round*16+g)))
+			closer := round == closeIn && g == 0
+			go func() {
+				defer wg.Done()
+				w.work(g, rg, &loans[g], 1+rg.IntN(4), closer, last)
+			}()
+		}
+		wg.Wait()
+		// Background dials land before the clock moves.
+		eventually(t, "dials to land", func() bool { return settled(k) })
+		end := w.rec.tick()
+		w.rec.mu.Lock()
+		w.landings(end)
+		w.rec.mu.Unlock()
+		if round == closeIn {
+			closed = true
+		}
+		if last {
+			break
+		}
+		call := w.rec.tick()
+		w.clock.Advance(step)
+		eventually(t, "timer work to end", func() bool { return settled(k) })
+		w.rec.add(workers, linIn{kind: linAdvance, d: step}, call, w.rec.tick(), linOut{})
+	}
+	if !closed {
+		n, _ := w.rec.next()
+		call := w.rec.tick()
+		err := k.Close(context.Background())
+		w.rec.add(workers, linIn{kind: linClose, n: n}, call, w.rec.tick(), linOut{err: errKind(err)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := k.Close(ctx); err != nil {
+		t.Fatalf("%s: Close: %v", h.cfg, err)
+	}
+	// Nothing lost: every resource dialed was closed, once.
+	opened := int(w.nextID.Load())
+	shut := 0
+	w.closes.Range(func(any, any) bool { shut++; return true })
+	if opened != shut || w.twice.Load() != 0 {
+		t.Fatalf("%s: %d resources dialed, %d closed, %d closed twice", h.cfg, opened, shut, w.twice.Load())
+	}
+	h.ops = w.rec.ops
+	return h
+}
+
+// landings adds a landing operation for every dial, from its return to the
+// end of the Acquire it was for (which got the resource, or ErrClosed) or to
+// end, the end of the round, for a background dial. Called with rec.mu held.
+func (w *linWorld) landings(end int64) {
+	rec := w.rec
+	byN := map[int]int{}
+	for i, o := range rec.ops {
+		byN[o.Input.(linIn).n] = i
+	}
+	for _, d := range rec.dials {
+		i, known := byN[d.n]
+		var o porcupine.Operation
+		if known {
+			// A TryAcquire's dial may start after the call returned: its
+			// output learns of it here.
+			o = rec.ops[i]
+			out := o.Output.(linOut)
+			out.dialed = d.id
+			rec.ops[i].Output = out
+		}
+		own := known && o.Input.(linIn).kind == linAcquire
+		ret := end
+		if own {
+			ret = o.Return
+		}
+		rec.ops = append(rec.ops, porcupine.Operation{
+			ClientId: 1000 + d.id,
+			Input:    linIn{kind: linLand, n: d.n, id: d.id, own: own},
+			Call:     d.ret,
+			Return:   ret,
+			Output:   linOut{},
+		})
+	}
+	rec.dials = rec.dials[:0]
+}
+
+// work is worker g's part of a round: ops calls, then the barrier; in the
+// last round it releases everything it holds.
+func (w *linWorld) work(g int, r *rand.Rand, loans *[]Loan[*res], ops int, closer, last bool) {
+	rec := w.rec
+	closeAt := -1
+	if closer {
+		closeAt = r.IntN(ops)
+	}
+	for i := range ops {
+		held := len(*loans)
+		x := r.IntN(100)
+		switch {
+		case i == closeAt:
+			for len(*loans) > 0 { // Close waits for every loan, this one's too
+				w.releaseOp(g, r, loans)
+			}
+			w.closeOp(g)
+		case held == 0 && x < 60:
+			w.acquireOp(g, loans)
+		case held > 0 && x < 45:
+			w.releaseOp(g, r, loans)
+		case held > 0 && x < 55:
+			w.destroyOp(g, r, loans)
+		case x < 85:
+			if held < 3 {
+				n, ctx := rec.next()
+				call := rec.tick()
+				l, err := w.k.TryAcquire(ctx)
+				ret := rec.tick()
+				out := linOut{err: errKind(err), dialed: rec.dialed(n)}
+				if err == nil {
+					out.id = l.Value().id
+					*loans = append(*loans, l)
+				}
+				rec.add(g, linIn{kind: linTry, n: n}, call, ret, out)
+			}
+		case x < 92:
+			n, _ := rec.next()
+			call := rec.tick()
+			s := w.k.Stats()
+			rec.add(g, linIn{kind: linStats, n: n}, call, rec.tick(), linOut{live: s.Live, idle: s.Idle, busy: s.Busy})
+		default:
+			n, _ := rec.next()
+			call := rec.tick()
+			w.k.Reset()
+			rec.add(g, linIn{kind: linReset, n: n}, call, rec.tick(), linOut{})
+		}
+	}
+	w.mu.Lock()
+	w.arrived++
+	w.cond.Broadcast()
+	for {
+		if last && len(*loans) > 0 || w.blocked > 0 && len(*loans) > 0 {
+			w.mu.Unlock()
+			w.releaseOp(g, r, loans)
+			w.mu.Lock()
+			continue
+		}
+		if w.arrived == w.workers {
+			break
+		}
+		w.cond.Wait()
+	}
+	w.mu.Unlock()
+}
+
+func (w *linWorld) block(d int) {
+	w.mu.Lock()
+	w.blocked += d
+	w.cond.Broadcast()
+	w.mu.Unlock()
+}
+
+func (w *linWorld) acquireOp(g int, loans *[]Loan[*res]) {
+	rec := w.rec
+	n, ctx := rec.next()
+	w.block(1)
+	call := rec.tick()
+	l, err := w.k.Acquire(ctx)
+	ret := rec.tick()
+	w.block(-1)
+	out := linOut{err: errKind(err), dialed: rec.dialed(n)}
+	if err == nil {
+		out.id = l.Value().id
+		*loans = append(*loans, l)
+	}
+	rec.add(g, linIn{kind: linAcquire, n: n}, call, ret, out)
+}
+
+func (w *linWorld) closeOp(g int) {
+	rec := w.rec
+	n, _ := rec.next()
+	w.block(1)
+	call := rec.tick()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := w.k.Close(ctx)
+	cancel()
+	ret := rec.tick()
+	w.block(-1)
+	rec.add(g, linIn{kind: linClose, n: n}, call, ret, linOut{err: errKind(err)})
+}
+
+func (w *linWorld) releaseOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
+	rec := w.rec
+	i := r.IntN(len(*loans))
+	l := (*loans)[i]
+	*loans = slices.Delete(*loans, i, i+1)
+	id := l.Value().id
+	fail := w.k.reset != nil && r.IntN(4) == 0
+	if fail {
+		rec.mu.Lock()
+		rec.resetFails[id] = true
+		rec.mu.Unlock()
+	}
+	n, _ := rec.next()
+	call := rec.tick()
+	l.Release()
+	rec.add(g, linIn{kind: linRelease, n: n, id: id, fail: fail}, call, rec.tick(), linOut{})
+}
+
+func (w *linWorld) destroyOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
+	rec := w.rec
+	i := r.IntN(len(*loans))
+	l := (*loans)[i]
+	*loans = slices.Delete(*loans, i, i+1)
+	n, _ := rec.next()
+	call := rec.tick()
+	l.Destroy()
+	rec.add(g, linIn{kind: linDestroy, n: n, id: l.Value().id}, call, rec.tick(), linOut{})
+}
+
+// dial numbers resources and notes which operation each was dialed for.
+func (w *linWorld) dial(ctx context.Context) (*res, error) {
+	n, ok := ctx.Value(linCtxKey{}).(int)
+	if !ok {
+		n = -1
+	}
+	v := &res{id: int(w.nextID.Add(1))}
+	w.rec.mu.Lock()
+	w.rec.dials = append(w.rec.dials, linDial{n: n, id: v.id, ret: w.rec.tick()})
+	w.rec.mu.Unlock()
+	return v, nil
+}
+
+func (w *linWorld) close(v *res) error {
+	if _, again := w.closes.LoadOrStore(v, true); again {
+		w.twice.Add(1)
+	}
+	return nil
+}
+
+var errLinReset = errors.New("reset refused")
+
+// resetHook fails for the resources the releasing worker chose.
+func (w *linWorld) resetHook(_ context.Context, v *res) error {
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
+	if w.rec.resetFails[v.id] {
+		delete(w.rec.resetFails, v.id)
+		return errLinReset
+	}
+	return nil
+}
