@@ -123,6 +123,7 @@ func runLinear(t *testing.T, runs int, hot bool) {
 		bad         []*linHistory
 		smallest    *linHistory
 		ops         int
+		tally       = map[string]int{}
 	)
 	for i := range runs {
 		h := recordLinear(t, seed+uint64(i), hot)
@@ -130,6 +131,7 @@ func runLinear(t *testing.T, runs int, hot bool) {
 			return
 		}
 		ops += len(h.ops)
+		h.tally(tally)
 		model := h.model()
 		res, info := porcupine.CheckOperationsVerbose(model, h.ops, 10*time.Second)
 		switch res {
@@ -147,6 +149,7 @@ func runLinear(t *testing.T, runs int, hot bool) {
 	}
 	t.Logf("%d of %d histories linearizable (%.1f%%), %d not, %d undecided in time; %d operations; seed %d",
 		ok, runs, 100*float64(ok)/float64(runs), len(bad), unknown, ops, seed)
+	t.Logf("operations seen: %s", tallyString(tally))
 	if unknown > 0 {
 		t.Errorf("%d histories undecided within the checker's timeout", unknown)
 	}
@@ -187,6 +190,8 @@ const (
 	linStats
 	linAdvance
 	linLand
+	linAttempt   // an Acquire's or TryAcquire's take of a resource whose check then failed
+	linCheckFail // the failed check, which drops the resource
 )
 
 // linIn is an operation's input.
@@ -337,6 +342,19 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 				return false
 			}
 		}
+	case linAttempt:
+		for {
+			switch t := p.Take(now, 0, 0); t.Kind {
+			case Stale:
+				continue
+			case Ready:
+				return t.Item == out.id
+			default:
+				return false
+			}
+		}
+	case linCheckFail:
+		return p.Drop(in.id, now)
 	case linLand:
 		pend, ok := m.pending[in.n]
 		if !ok || pend.id != in.id || pend.own != in.own {
@@ -460,6 +478,10 @@ func describeLin(in linIn, out linOut) string {
 		return fmt.Sprintf("Stats → live %d idle %d busy %d", out.live, out.idle, out.busy)
 	case linAdvance:
 		return fmt.Sprintf("clock +%v", in.d)
+	case linAttempt:
+		return fmt.Sprintf("takes c%d to check it", out.id)
+	case linCheckFail:
+		return fmt.Sprintf("Check(c%d) fails: dropped", in.id)
 	case linLand:
 		who := "background"
 		if in.own {
@@ -468,6 +490,66 @@ func describeLin(in linIn, out linOut) string {
 		return fmt.Sprintf("dial of c%d lands (%s)", in.id, who)
 	}
 	return "?"
+}
+
+// tally counts h's operations by what they did, to show what a run
+// covered.
+func (h *linHistory) tally(into map[string]int) {
+	for _, o := range h.ops {
+		in, out := o.Input.(linIn), o.Output.(linOut)
+		key := ""
+		switch in.kind {
+		case linAcquire, linTry:
+			key = map[linKind]string{linAcquire: "Acquire", linTry: "TryAcquire"}[in.kind]
+			switch {
+			case out.err == linClosed:
+				key += " ErrClosed"
+			case out.err == linWouldWait && out.dialed != 0:
+				key += " ErrWouldWait+dial"
+			case out.err == linWouldWait:
+				key += " ErrWouldWait"
+			case out.dialed != 0:
+				key += " dialed"
+			default:
+				key += " idle"
+			}
+		case linRelease:
+			key = "Release"
+			if in.fail {
+				key = "Release (Reset hook fails)"
+			}
+		case linLand:
+			key = "landing"
+			if !in.own {
+				key = "background landing"
+			}
+		case linDestroy:
+			key = "Destroy"
+		case linAttempt:
+			key = "Check fails"
+		case linCheckFail:
+			continue
+		default:
+			key = strings.Fields(describeLin(in, out))[0]
+		}
+		into[key]++
+	}
+}
+
+func tallyString(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", k, m[k])
+	}
+	return b.String()
 }
 
 // describe prints the history, one operation a line in the order they
@@ -517,6 +599,14 @@ type linRecorder struct {
 	n     int
 
 	resetFails map[int]bool // resources whose next Config.Reset fails
+	checks     []linCheck   // the failed Config.Check calls of the round, in order
+}
+
+// linCheck is a failed Config.Check call: for which operation, on which
+// resource, when it began and ended.
+type linCheck struct {
+	n, id     int
+	call, ret int64
 }
 
 // linDial is a dial: for which operation, which resource, when it returned.
@@ -571,6 +661,8 @@ type linWorld struct {
 	workers int
 	arrived int
 	blocked int
+
+	checkFails *rand.Rand // guarded by rec.mu
 }
 
 func errKind(err error) linErr {
@@ -585,117 +677,191 @@ func errKind(err error) linErr {
 	return linOther
 }
 
-// recordLinear runs one random history.
-func recordLinear(t *testing.T, seed uint64, hot bool) *linHistory {
-	r := rand.New(rand.NewPCG(seed, 0x11ea))
-	workers := 2 + r.IntN(7)
+// linConfig is what a history runs with, drawn from its seed.
+type linConfig struct {
+	limits     Limits
+	step       time.Duration // the clock's step between rounds
+	workers    int
+	rounds     int
+	closeIn    int  // the round in which a worker closes the Keeper; -1: none
+	resetHook  bool // Config.Reset set, failing when the releaser says so
+	checkHook  bool // Config.Check set on every borrow, failing a quarter of the time
+	leakWatch  bool // LeakAfter set (an hour: it only turns the hot slots off)
+	hot        bool // the hot slots are on
+	checkFails *rand.Rand
+}
+
+func (c linConfig) String() string {
+	return fmt.Sprintf("size=%d idle=%d keep=%v life=%v step=%v workers=%d resethook=%v checkhook=%v leakwatch=%v",
+		c.limits.Size, c.limits.Idle, c.limits.Keep, c.limits.Life, c.step, c.workers, c.resetHook, c.checkHook, c.leakWatch)
+}
+
+// drawLinConfig draws a configuration from r; hot says whether the hot
+// slots are to be on.
+func drawLinConfig(r *rand.Rand, hot bool) linConfig {
 	size := 1 + r.IntN(4)
-	step := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}[r.IntN(3)]
-	keep := []time.Duration{0, 2 * time.Second, 3 * time.Second}[r.IntN(3)]
-	life := []time.Duration{0, 3 * time.Second, 4 * time.Second}[r.IntN(3)]
-	idle := 0
-	var leak time.Duration
+	c := linConfig{
+		limits: Limits{
+			Size: size,
+			Keep: []time.Duration{0, 2 * time.Second, 3 * time.Second}[r.IntN(3)],
+			Life: []time.Duration{0, 3 * time.Second, 4 * time.Second}[r.IntN(3)],
+		},
+		step:      []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}[r.IntN(3)],
+		workers:   2 + r.IntN(7),
+		rounds:    2 + r.IntN(3),
+		closeIn:   -1,
+		resetHook: r.IntN(2) == 0,
+		checkHook: r.IntN(3) == 0,
+		hot:       hot,
+	}
+	if r.IntN(4) == 0 {
+		c.closeIn = r.IntN(c.rounds)
+	}
 	if hot {
 		if r.IntN(2) == 0 {
-			idle = size
+			c.limits.Idle = size // the hot slots need Idle 0 or Size
 		}
 	} else {
-		idle = r.IntN(size + 1)
-		if idle == 0 || idle == size {
-			leak = time.Hour // no report within a history: only turns the hot slots off
-		}
+		c.limits.Idle = r.IntN(size + 1)
+		c.leakWatch = c.limits.Idle == 0 || c.limits.Idle == size
 	}
-	withReset := r.IntN(2) == 0
-	rounds := 2 + r.IntN(3)
-	closeIn := -1 // the round in which a worker closes the Keeper
-	if r.IntN(4) == 0 {
-		closeIn = r.IntN(rounds)
-	}
+	c.checkFails = rand.New(rand.NewPCG(r.Uint64(), 0))
+	return c
+}
 
-	w := &linWorld{clock: newFakeClock(), rec: &linRecorder{resetFails: map[int]bool{}}, workers: workers}
+// newLinWorld builds a Keeper for c on the fakes, recording into a new
+// history.
+func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory) {
+	w := &linWorld{clock: newFakeClock(), rec: &linRecorder{resetFails: map[int]bool{}}, workers: c.workers, checkFails: c.checkFails}
 	w.cond = sync.NewCond(&w.mu)
-	h := &linHistory{
-		seed:   seed,
-		limits: Limits{Size: size, Idle: idle, Keep: keep, Life: life},
-		start:  w.clock.Now(),
-		cfg: fmt.Sprintf("size=%d idle=%d keep=%v life=%v step=%v workers=%d resethook=%v leakwatch=%v",
-			size, idle, keep, life, step, workers, withReset, leak > 0),
-	}
+	h := &linHistory{seed: seed, limits: c.limits, start: w.clock.Now(), cfg: c.String()}
 	cfg := Config[*res]{
-		Limits:    h.limits,
-		Dial:      w.dial,
-		Close:     w.close,
-		Clock:     w.clock,
-		Rand:      func() float64 { return 0.5 },
-		LeakAfter: leak,
-		OnLeak:    func(Leak[*res]) {},
-		Logger:    quietLogger(),
+		Limits: c.limits,
+		Dial:   w.dial,
+		Close:  w.close,
+		Clock:  w.clock,
+		Rand:   func() float64 { return 0.5 },
+		OnLeak: func(Leak[*res]) {},
+		Logger: quietLogger(),
 	}
-	if withReset {
+	if c.leakWatch {
+		cfg.LeakAfter = time.Hour
+	}
+	if c.resetHook {
 		cfg.Reset = w.resetHook
+	}
+	if c.checkHook {
+		cfg.Check, cfg.CheckIdle = w.checkHook, -1
 	}
 	k, err := NewKeeper(cfg)
 	if err != nil {
 		t.Fatalf("NewKeeper(%s): %v", h.cfg, err)
 	}
-	if (k.gate.Load()&gateOff == 0) != hot {
-		t.Fatalf("%s: hot slots on is %v, want %v", h.cfg, !hot, hot)
+	if hot := k.gate.Load()&gateOff == 0; hot != c.hot {
+		t.Fatalf("%s: hot slots on is %v, want %v", h.cfg, hot, c.hot)
 	}
 	w.k = k
+	return w, h
+}
 
-	loans := make([][]Loan[*res], workers)
+// recordLinear runs one random history.
+func recordLinear(t *testing.T, seed uint64, hot bool) *linHistory {
+	r := rand.New(rand.NewPCG(seed, 0x11ea))
+	c := drawLinConfig(r, hot)
+	w, h := newLinWorld(t, c, seed)
+	loans := make([][]Loan[*res], c.workers)
 	closed := false
-	for round := range rounds {
-		last := round == rounds-1 || round == closeIn
+	for round := range c.rounds {
+		last := round == c.rounds-1 || round == c.closeIn
 		w.arrived = 0
 		var wg sync.WaitGroup
-		for g := range workers {
+		for g := range c.workers {
 			wg.Add(1)
 			rg := rand.New(rand.NewPCG(seed, uint64(round*16+g)))
-			closer := round == closeIn && g == 0
+			closer := round == c.closeIn && g == 0
 			go func() {
 				defer wg.Done()
 				w.work(g, rg, &loans[g], 1+rg.IntN(4), closer, last)
 			}()
 		}
 		wg.Wait()
-		// Background dials land before the clock moves.
-		eventually(t, "dials to land", func() bool { return settled(k) })
-		end := w.rec.tick()
-		w.rec.mu.Lock()
-		w.landings(end)
-		w.rec.mu.Unlock()
-		if round == closeIn {
+		w.endRound(t)
+		if round == c.closeIn {
 			closed = true
 		}
 		if last {
 			break
 		}
 		call := w.rec.tick()
-		w.clock.Advance(step)
-		eventually(t, "timer work to end", func() bool { return settled(k) })
-		w.rec.add(workers, linIn{kind: linAdvance, d: step}, call, w.rec.tick(), linOut{})
+		w.clock.Advance(c.step)
+		eventually(t, "timer work to end", func() bool { return settled(w.k) })
+		w.rec.add(c.workers, linIn{kind: linAdvance, d: c.step}, call, w.rec.tick(), linOut{})
 	}
+	w.finish(t, h, closed)
+	return h
+}
+
+// endRound waits for the background dials to land, and adds their
+// landings and the failed checks to the history.
+func (w *linWorld) endRound(t testing.TB) {
+	eventually(t, "dials to land", func() bool { return settled(w.k) })
+	end := w.rec.tick()
+	w.rec.mu.Lock()
+	w.splitChecks()
+	w.landings(end)
+	w.rec.mu.Unlock()
+}
+
+// finish closes the Keeper (recording the Close unless closed already),
+// checks that every resource dialed was closed once, and hands the
+// history to h.
+func (w *linWorld) finish(t testing.TB, h *linHistory, closed bool) {
 	if !closed {
 		n, _ := w.rec.next()
 		call := w.rec.tick()
-		err := k.Close(context.Background())
-		w.rec.add(workers, linIn{kind: linClose, n: n}, call, w.rec.tick(), linOut{err: errKind(err)})
+		err := w.k.Close(context.Background())
+		w.rec.add(w.workers, linIn{kind: linClose, n: n}, call, w.rec.tick(), linOut{err: errKind(err)})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := k.Close(ctx); err != nil {
+	if err := w.k.Close(ctx); err != nil {
 		t.Fatalf("%s: Close: %v", h.cfg, err)
 	}
-	// Nothing lost: every resource dialed was closed, once.
-	opened := int(w.nextID.Load())
-	shut := 0
+	opened, shut := int(w.nextID.Load()), 0
 	w.closes.Range(func(any, any) bool { shut++; return true })
 	if opened != shut || w.twice.Load() != 0 {
 		t.Fatalf("%s: %d resources dialed, %d closed, %d closed twice", h.cfg, opened, shut, w.twice.Load())
 	}
 	h.ops = w.rec.ops
-	return h
+}
+
+// splitChecks turns each Acquire or TryAcquire whose Config.Check failed
+// into a chain: an attempt that took the resource (from the call's
+// beginning to the check's), the check that dropped it, and the call's
+// last attempt with its output (from the check's end to the call's).
+// Called with rec.mu held.
+func (w *linWorld) splitChecks() {
+	rec := w.rec
+	if len(rec.checks) == 0 {
+		return
+	}
+	var ops []porcupine.Operation
+	for _, o := range rec.ops {
+		in := o.Input.(linIn)
+		from := o.Call
+		for _, c := range rec.checks {
+			if c.n != in.n || (in.kind != linAcquire && in.kind != linTry) {
+				continue
+			}
+			ops = append(ops,
+				porcupine.Operation{ClientId: o.ClientId, Input: linIn{kind: linAttempt, n: in.n}, Call: from, Output: linOut{id: c.id}, Return: c.call},
+				porcupine.Operation{ClientId: o.ClientId, Input: linIn{kind: linCheckFail, n: in.n, id: c.id}, Call: c.call, Output: linOut{}, Return: c.ret})
+			from = c.ret
+		}
+		o.Call = from
+		ops = append(ops, o)
+	}
+	rec.ops, rec.checks = ops, rec.checks[:0]
 }
 
 // landings adds a landing operation for every dial, from its return to the
@@ -757,7 +923,7 @@ func (w *linWorld) work(g int, r *rand.Rand, loans *[]Loan[*res], ops int, close
 			w.releaseOp(g, r, loans)
 		case held > 0 && x < 55:
 			w.destroyOp(g, r, loans)
-		case x < 85:
+		case x < 88:
 			if held < 3 {
 				n, ctx := rec.next()
 				call := rec.tick()
@@ -770,7 +936,7 @@ func (w *linWorld) work(g int, r *rand.Rand, loans *[]Loan[*res], ops int, close
 				}
 				rec.add(g, linIn{kind: linTry, n: n}, call, ret, out)
 			}
-		case x < 92:
+		case x < 95:
 			n, _ := rec.next()
 			call := rec.tick()
 			s := w.k.Stats()
@@ -885,7 +1051,23 @@ func (w *linWorld) close(v *res) error {
 	return nil
 }
 
-var errLinReset = errors.New("reset refused")
+var (
+	errLinReset = errors.New("reset refused")
+	errLinCheck = errors.New("check failed")
+)
+
+// checkHook fails a quarter of the checks, and records those.
+func (w *linWorld) checkHook(ctx context.Context, v *res) error {
+	n, _ := ctx.Value(linCtxKey{}).(int)
+	call := w.rec.tick()
+	w.rec.mu.Lock()
+	defer w.rec.mu.Unlock()
+	if w.checkFails.IntN(4) != 0 {
+		return nil
+	}
+	w.rec.checks = append(w.rec.checks, linCheck{n: n, id: v.id, call: call, ret: w.rec.tick()})
+	return errLinCheck
+}
 
 // resetHook fails for the resources the releasing worker chose.
 func (w *linWorld) resetHook(_ context.Context, v *res) error {
