@@ -207,11 +207,9 @@ type linIn struct {
 // linOut is an operation's output.
 type linOut struct {
 	err    linErr
-	id     int // the resource lent, 0 if none
-	dialed int // the resource dialed for this call, 0 if none
-	live   int // Stats
-	idle   int
-	busy   int
+	id     int   // the resource lent, 0 if none
+	dialed int   // the resource dialed for this call, 0 if none
+	books  Books // Stats, as linBooks reads it
 }
 
 type linErr uint8
@@ -229,8 +227,10 @@ type linHistory struct {
 	cfg    string
 	start  time.Time
 	limits Limits
-	ops    []porcupine.Operation
-	info   porcupine.LinearizationInfo
+	// laneLoans is how many of the loans the Keeper's lock-free lane made.
+	laneLoans int
+	ops       []porcupine.Operation
+	info      porcupine.LinearizationInfo
 }
 
 // linMachine is the specification: a Pool, driven as the Keeper should
@@ -238,10 +238,7 @@ type linHistory struct {
 type linMachine struct {
 	p       *Pool[int]
 	now     time.Time
-	gen     int               // Keeper.Reset calls so far
-	born    map[int]int       // resource -> the gen it landed in
-	at      map[int]time.Time // resource -> when it landed (its birth)
-	pending map[int]linPend   // operation -> its dial not yet landed
+	pending map[int]linPend // operation -> its dial not yet landed
 }
 
 // linPend is a reservation: the dial of an Acquire (own) or a TryAcquire.
@@ -272,7 +269,7 @@ func (h *linHistory) model() porcupine.Model {
 		if err != nil {
 			panic(err)
 		}
-		m := &linMachine{p: p, now: h.start, born: map[int]int{}, at: map[int]time.Time{}, pending: map[int]linPend{}}
+		m := &linMachine{p: p, now: h.start, pending: map[int]linPend{}}
 		for _, s := range steps {
 			if !m.apply(s.in, s.out) {
 				panic("replay of an accepted step refused")
@@ -365,35 +362,29 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		if pend.own && kept == pend.closed {
 			return false
 		}
-		m.born[in.id], m.at[in.id] = m.gen, now
 		if kept && !pend.own {
 			p.Give(in.id, now) // a background dial's resource goes idle
 		}
 		return true
 	case linRelease:
-		if in.fail || m.born[in.id] != m.gen {
-			return p.Drop(in.id, now) // Reset hook failed, or made before Keeper.Reset
+		if in.fail {
+			return p.Drop(in.id, now) // the Reset hook failed: destroyed
 		}
 		if !p.Holds(in.id) {
 			return false
 		}
-		p.Give(in.id, now)
+		p.Give(in.id, now) // false (closed, or made before a Reset): closed
 		return true
 	case linDestroy:
 		return p.Drop(in.id, now)
 	case linReset:
-		m.gen++
-		for p.Idle() > 0 {
-			if t := p.Take(now, 0, 0); t.Kind == Ready {
-				p.Drop(t.Item, now)
-			}
-		}
+		p.Reset(now)
 		return true
 	case linClose:
 		p.Close()
 		return out.err == linNone
 	case linStats:
-		return out.live == p.Live() && out.idle == p.Idle() && out.busy == p.Busy()
+		return linBooks(p.Books()) == out.books
 	case linAdvance:
 		m.now = now.Add(in.d)
 		p.Evict(m.now)
@@ -409,7 +400,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 func (m *linMachine) summary() string {
 	var b strings.Builder
 	p, now := m.p, m.now
-	fmt.Fprintf(&b, "t=%v closed=%v", now.Sub(time.Time{}), p.IsClosed())
+	fmt.Fprintf(&b, "t=%v closed=%v books=%+v", now.Sub(time.Time{}), p.IsClosed(), linBooks(p.Books()))
 	lent := p.Loans(now)
 	slices.SortFunc(lent, func(x, y Lent[int]) int { return x.Item - y.Item })
 	b.WriteString(" lent[")
@@ -434,9 +425,22 @@ func (m *linMachine) summary() string {
 	return b.String()
 }
 
-// age is a resource's age and generation, for the summary.
+// age is a resource's age and how many Resets ago it was made, for the
+// summary.
 func (m *linMachine) age(id int) string {
-	return fmt.Sprintf("(%v,g%d)", m.now.Sub(m.at[id]), m.gen-m.born[id])
+	seat := m.p.SeatOf(id)
+	born, _ := m.p.Born(seat)
+	return fmt.Sprintf("(%v,g-%d)", m.now.Sub(born), m.p.Generation()-m.p.SeatGeneration(seat))
+}
+
+// linBooks is the part of a Keeper's books the specification holds it to:
+// the gauges, and the counters whose every step is a call of the
+// specification. (Waited counts the Keeper's asking again for its queue,
+// and the split of Retired into IdleRetired and LifeRetired depends on the
+// instants at which the timer runs between two of the clock's steps.)
+func linBooks(b Books) Books {
+	return Books{Live: b.Live, Idle: b.Idle, Busy: b.Busy, Made: b.Made, Loans: b.Loans,
+		Reused: b.Reused, Retired: b.Retired, Dropped: b.Dropped, Failed: b.Failed}
 }
 
 // describeLin is one operation, short.
@@ -475,7 +479,9 @@ func describeLin(in linIn, out linOut) string {
 	case linClose:
 		return "Close"
 	case linStats:
-		return fmt.Sprintf("Stats → live %d idle %d busy %d", out.live, out.idle, out.busy)
+		b := out.books
+		return fmt.Sprintf("Stats → live %d idle %d busy %d, made %d loans %d reused %d retired %d dropped %d",
+			b.Live, b.Idle, b.Busy, b.Made, b.Loans, b.Reused, b.Retired, b.Dropped)
 	case linAdvance:
 		return fmt.Sprintf("clock +%v", in.d)
 	case linAttempt:
@@ -495,6 +501,7 @@ func describeLin(in linIn, out linOut) string {
 // tally counts h's operations by what they did, to show what a run
 // covered.
 func (h *linHistory) tally(into map[string]int) {
+	into["loans from the lane"] += h.laneLoans
 	for _, o := range h.ops {
 		in, out := o.Input.(linIn), o.Output.(linOut)
 		key := ""
@@ -833,6 +840,9 @@ func (w *linWorld) finish(t testing.TB, h *linHistory, closed bool) {
 		t.Fatalf("%s: %d resources dialed, %d closed, %d closed twice", h.cfg, opened, shut, w.twice.Load())
 	}
 	h.ops = w.rec.ops
+	w.k.mu.Lock()
+	h.laneLoans = int(w.k.laneTakes) // what the lock-free lane lent, folded by Close
+	w.k.mu.Unlock()
 }
 
 // splitChecks turns each Acquire or TryAcquire whose Config.Check failed
@@ -940,7 +950,7 @@ func (w *linWorld) work(g int, r *rand.Rand, loans *[]Loan[*res], ops int, close
 			n, _ := rec.next()
 			call := rec.tick()
 			s := w.k.Stats()
-			rec.add(g, linIn{kind: linStats, n: n}, call, rec.tick(), linOut{live: s.Live, idle: s.Idle, busy: s.Busy})
+			rec.add(g, linIn{kind: linStats, n: n}, call, rec.tick(), linOut{books: linBooks(s.Books)})
 		default:
 			n, _ := rec.next()
 			call := rec.tick()
@@ -1167,11 +1177,15 @@ func TestLinearSpec(t *testing.T) {
 			newLinScript(lim(2, 0, 2*time.Second)).dialed(1).release(1).advance(time.Second).acquire(1).release(1).advance(1500 * time.Millisecond).acquire(1), false},
 		{"within Life is lent",
 			newLinScript(lim(2, 0, 2*time.Second)).dialed(1).release(1).advance(time.Second).acquire(1).release(1).advance(time.Second).acquire(1), true},
-		{"the books", newLinScript(lim(2, 0, 0)).dialed(1).dialed(2).release(1).op(linIn{kind: linStats}, linOut{live: 2, idle: 1, busy: 1}), true},
-		{"books that do not add up", newLinScript(lim(2, 0, 0)).dialed(1).dialed(2).release(1).op(linIn{kind: linStats}, linOut{live: 2, idle: 0, busy: 2}), false},
+		{"the books", newLinScript(lim(2, 0, 0)).dialed(1).dialed(2).release(1).acquire(1).release(1).
+			op(linIn{kind: linStats}, linOut{books: Books{Live: 2, Idle: 1, Busy: 1, Made: 2, Loans: 3, Reused: 1}}), true},
+		{"books that do not add up", newLinScript(lim(2, 0, 0)).dialed(1).dialed(2).release(1).acquire(1).release(1).
+			op(linIn{kind: linStats}, linOut{books: Books{Live: 2, Idle: 0, Busy: 2, Made: 2, Loans: 3, Reused: 1}}), false},
+		{"a loan the books missed", newLinScript(lim(2, 0, 0)).dialed(1).dialed(2).release(1).acquire(1).release(1).
+			op(linIn{kind: linStats}, linOut{books: Books{Live: 2, Idle: 1, Busy: 1, Made: 2, Loans: 2, Reused: 0}}), false},
 		{"Reset retires the idle and condemns the lent",
 			newLinScript(lim(2, 0, 0)).dialed(1).dialed(2).release(2).op(linIn{kind: linReset}, linOut{}).release(1).
-				op(linIn{kind: linStats}, linOut{}).dialed(3), true},
+				op(linIn{kind: linStats}, linOut{books: Books{Made: 2, Loans: 2, Retired: 2}}).dialed(3), true},
 		{"a condemned resource is not lent again",
 			newLinScript(lim(2, 0, 0)).dialed(1).op(linIn{kind: linReset}, linOut{}).release(1).acquire(1), false},
 		{"a failing Reset hook drops",
