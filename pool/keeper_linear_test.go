@@ -946,8 +946,9 @@ func (w *linWorld) finish(t testing.TB, h *linHistory, closed bool) {
 
 // splitChecks turns each Acquire or TryAcquire whose Config.Check failed
 // into a chain: an attempt that took the resource (from the call's
-// beginning to the check's), the check that dropped it, and the call's
-// last attempt with its output (from the check's end to the call's).
+// beginning to the check's), the drop that follows the check (from the
+// check's beginning to the call's end), and the call's last attempt with
+// its output (from the check's end to the call's).
 // Called with rec.mu held.
 func (w *linWorld) splitChecks() {
 	rec := w.rec
@@ -964,7 +965,9 @@ func (w *linWorld) splitChecks() {
 			}
 			ops = append(ops,
 				porcupine.Operation{ClientId: o.ClientId, Input: linIn{kind: linAttempt, n: in.n}, Call: from, Output: linOut{id: c.id}, Return: c.call},
-				porcupine.Operation{ClientId: o.ClientId, Input: linIn{kind: linCheckFail, n: in.n, id: c.id}, Call: c.call, Output: linOut{}, Return: c.ret})
+				// The Keeper drops the resource after the check returned:
+				// by the end of the call, which comes later.
+				porcupine.Operation{ClientId: o.ClientId, Input: linIn{kind: linCheckFail, n: in.n, id: c.id}, Call: c.call, Output: linOut{}, Return: o.Return})
 			from = c.ret
 		}
 		o.Call = from
