@@ -111,13 +111,20 @@ func linearRuns(t *testing.T, n int) int {
 	return n
 }
 
-// runLinear records runs histories (lane: with the lock-free lane open) and checks
-// each. It fails if any is not linearizable, reporting how many passed and
-// printing the smallest that failed.
+// runLinear records runs histories (lane: with the lock-free lane open) and
+// checks each. It fails if any is not linearizable, reporting how many
+// passed and printing the smallest that failed. WARDPOOL_LINEAR_SEED sets
+// the first history's seed, WARDPOOL_LINEAR_HTML where the visualization
+// goes (a temporary directory otherwise), WARDPOOL_LINEAR_DUMP a file that
+// receives every failing history.
 func runLinear(t *testing.T, runs int, lane bool) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("WARDPOOL_LINEAR_SEED"); s != "" {
-		fmt.Sscan(s, &seed)
+		// The same configurations and scripts again; the interleavings
+		// are the scheduler's.
+		if _, err := fmt.Sscan(s, &seed); err != nil {
+			t.Fatalf("WARDPOOL_LINEAR_SEED=%q: want a number", s)
+		}
 	}
 	var (
 		ok, unknown int
@@ -162,7 +169,9 @@ func runLinear(t *testing.T, runs int, lane bool) {
 		for _, h := range bad {
 			fmt.Fprintf(&b, "seed %d\n%s\n", h.seed, h.describe())
 		}
-		os.WriteFile(dump, []byte(b.String()), 0o644)
+		if err := os.WriteFile(dump, []byte(b.String()), 0o644); err != nil {
+			t.Logf("WARDPOOL_LINEAR_DUMP: %v", err)
+		}
 	}
 	dir := os.Getenv("WARDPOOL_LINEAR_HTML")
 	if dir == "" {
