@@ -75,8 +75,8 @@ import (
 // logged.
 
 // TestKeeperLinearizableLockPath checks histories of a Keeper whose lane is
-// shut for good (a leak watch, or an Idle ceiling below Size), so that every
-// loan goes through the lock and the Pool.
+// shut for good (by a leak watch), so that every loan goes through the lock
+// and the Pool.
 func TestKeeperLinearizableLockPath(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	runLinear(t, linearRuns(t, 1500), false)
@@ -773,6 +773,7 @@ type linWorld struct {
 	blocked int
 
 	checkFails *rand.Rand // guarded by rec.mu
+	resetHook  bool       // Config.Reset is set
 }
 
 func errKind(err error) linErr {
@@ -827,14 +828,8 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 	if r.IntN(4) == 0 {
 		c.closeIn = r.IntN(c.rounds)
 	}
-	if lane {
-		if r.IntN(2) == 0 {
-			c.limits.Idle = size // the lane needs Idle 0 or Size
-		}
-	} else {
-		c.limits.Idle = r.IntN(size + 1)
-		c.leakWatch = c.limits.Idle == 0 || c.limits.Idle == size
-	}
+	c.limits.Idle = r.IntN(size + 1)
+	c.leakWatch = !lane
 	c.checkFails = rand.New(rand.NewPCG(r.Uint64(), 0))
 	return c
 }
@@ -859,7 +854,7 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 		cfg.LeakAfter = time.Hour
 	}
 	if c.resetHook {
-		cfg.Reset = w.resetHook
+		cfg.Reset, w.resetHook = w.resetFails, true
 	}
 	if c.checkHook {
 		cfg.Check, cfg.CheckIdle = w.checkHook, -1
@@ -868,8 +863,8 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 	if err != nil {
 		t.Fatalf("NewKeeper(%s): %v", h.cfg, err)
 	}
-	if open := k.gate.Load()&gateOff == 0; open != c.lane {
-		t.Fatalf("%s: lane open is %v, want %v", h.cfg, open, c.lane)
+	if k.laneOn != c.lane {
+		t.Fatalf("%s: lane on is %v, want %v", h.cfg, k.laneOn, c.lane)
 	}
 	w.k = k
 	return w, h
@@ -1131,7 +1126,7 @@ func (w *linWorld) releaseOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
 	l := (*loans)[i]
 	*loans = slices.Delete(*loans, i, i+1)
 	id := l.Value().id
-	fail := w.k.reset != nil && r.IntN(4) == 0
+	fail := w.resetHook && r.IntN(4) == 0
 	if fail {
 		rec.mu.Lock()
 		rec.resetFails[id] = true
@@ -1192,8 +1187,9 @@ func (w *linWorld) checkHook(ctx context.Context, v *res) error {
 	return errLinCheck
 }
 
-// resetHook fails for the resources the releasing worker chose.
-func (w *linWorld) resetHook(_ context.Context, v *res) error {
+// resetFails is Config.Reset: it fails for the resources the releasing
+// worker chose.
+func (w *linWorld) resetFails(_ context.Context, v *res) error {
 	w.rec.mu.Lock()
 	defer w.rec.mu.Unlock()
 	if w.rec.resetFails[v.id] {
