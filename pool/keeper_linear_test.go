@@ -55,7 +55,8 @@ import (
 //     specification wants a background dial exactly when Take answers Make,
 //     and none when it answers Wait.
 //   - Release gives back (Give, which retires a resource made before the
-//     last Reset); with Config.Reset failing it drops instead. Destroy drops.
+//     last Reset); with Config.Reset failing it drops instead. Destroy and
+//     Hijack drop.
 //     A failed Config.Check splits its call in three: the take, the drop,
 //     and the rest of the call. Keeper.Reset is Pool.Reset, Close is
 //     Pool.Close.
@@ -195,6 +196,7 @@ const (
 	linTry
 	linRelease
 	linDestroy
+	linHijack
 	linReset
 	linClose
 	linStats
@@ -386,7 +388,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		}
 		p.Give(in.id, now) // false (closed, or made before a Reset): closed
 		return true
-	case linDestroy:
+	case linDestroy, linHijack:
 		return p.Drop(in.id, now)
 	case linReset:
 		p.Reset(now)
@@ -487,6 +489,8 @@ func describeLin(in linIn, out linOut) string {
 		return fmt.Sprintf("Release(c%d)", in.id)
 	case linDestroy:
 		return fmt.Sprintf("Destroy(c%d)", in.id)
+	case linHijack:
+		return fmt.Sprintf("Hijack(c%d)", in.id)
 	case linReset:
 		return "Keeper.Reset"
 	case linClose:
@@ -547,6 +551,8 @@ func (h *linHistory) tally(into map[string]int) {
 			}
 		case linDestroy:
 			key = "Destroy"
+		case linHijack:
+			key = "Hijack"
 		case linTimer:
 			key = "timer runs"
 		case linAttempt:
@@ -1145,6 +1151,12 @@ func (w *linWorld) destroyOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
 	*loans = slices.Delete(*loans, i, i+1)
 	n, _ := rec.next()
 	call := rec.tick()
+	if r.IntN(3) == 0 {
+		v := l.Hijack()
+		rec.add(g, linIn{kind: linHijack, n: n, id: v.id}, call, rec.tick(), linOut{})
+		w.close(v) // the caller's to close now
+		return
+	}
 	l.Destroy()
 	rec.add(g, linIn{kind: linDestroy, n: n, id: l.Value().id}, call, rec.tick(), linOut{})
 }
