@@ -56,8 +56,6 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 	owner := j.w != nil && j.w.attached && j.w.ticket == j.ticket
 	var zero T
 	switch {
-	case errors.Is(err, errBudgetSpent): // not a failure: wait (keeper_shared.go)
-		k.budgetSpentLocked(j, owner, now, &fx)
 	case err == nil && v == zero:
 		err = errZeroDial
 		fallthrough

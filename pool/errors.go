@@ -79,6 +79,10 @@ type AcquireError struct {
 	// Leaked is how many loans were out longer than Config.LeakAfter (zero
 	// without the leak watch).
 	Leaked int
+	// Ceiling is the ceiling a fleet's budget set on the pool (see Shared),
+	// and -1 without one: with Busy at it, the budget is what held the
+	// caller back.
+	Ceiling int
 	// LastDialError is the error of the latest failed dial, and
 	// LastDialAgo how long before the end it came; nil and zero when no
 	// dial has failed.
@@ -99,6 +103,9 @@ func (e *AcquireError) Error() string {
 		fmt.Fprintf(&b, "%d resources busy", e.Busy)
 	}
 	fmt.Fprintf(&b, ", %d callers waiting", e.Waiting)
+	if e.Ceiling >= 0 {
+		fmt.Fprintf(&b, ", the fleet's budget allowing %d here", e.Ceiling)
+	}
 	if e.Leaked > 0 {
 		fmt.Fprintf(&b, ", %d loans held longer than LeakAfter", e.Leaked)
 	}

@@ -230,6 +230,9 @@ func (k *Keeper[T]) unlockDo(fx *effects[T]) {
 // closeLocked queues v to be closed by a closer, starting one if fewer than
 // Closers run. A caller never closes: a Close that hangs must not hold it.
 func (k *Keeper[T]) closeLocked(v T) {
+	if k.sh != nil {
+		k.slotGoneLocked()
+	}
 	k.closing = append(k.closing, v)
 	if k.closerN < k.closers && k.closerN < len(k.closing) {
 		k.closerN++

@@ -11,47 +11,36 @@ import (
 
 // Shared holds the guards a Keeper shares with the other replicas of its
 // service through a store (package ward/shared): they do I/O, so the Keeper
-// asks them outside its lock, on the dialing goroutine, each round trip
-// bounded by the guard's own store timeout. Both are optional; the zero
-// Shared changes nothing.
+// asks them outside its lock, each round trip bounded by the guard's own
+// store timeout. All are optional; the zero Shared changes nothing.
 //
-// Before each dial the Keeper asks, in order:
-//
-//  0. Dials.Take, when set: one round trip; over the rate, the dial fails
-//     with ErrSharedRate (see Dials).
-//  1. Breaker.Allow. A refusal fails the dial at once, without dialing,
-//     with an error wrapping ErrSharedOpen (counted as a failed dial, so
-//     the ward's own backoff and breaker see it too). After the dial, its
-//     outcome is reported (Fail, or Pass for the probe). A closed breaker
-//     costs one round trip per dial and none per loan.
-//  2. Budget.Lease. A refusal means the fleet's budget is spent: the
-//     reservation is given back without counting a failure, and the caller
-//     goes back to the front of the queue and waits as when the pool is
-//     full, in order, bounded by its ctx (counted in SharedStats.BudgetWaits).
-//     A connection given back by a loan is handed to it as usual; besides,
-//     the Keeper asks the budget again every RetryEvery while callers wait
-//     on it.
-//
-// Every resource whose dial was granted a slot gives it back (Budget.Return)
-// when it is closed, on the closing goroutine, or at once when its dial
-// fails. A loan that reuses an idle resource asks nothing.
+// The budget is a ceiling the pool holds itself to (Pool.SetCeiling): the
+// pool may have as many resources live as the slots this replica leased,
+// less those on their way back. So the pool, not the runtime, decides: a
+// Take at the ceiling answers Wait, and the caller waits in order, bounded
+// by its ctx, exactly as when the pool is full. While callers wait at the
+// ceiling (or MinIdle is short of it), one goroutine of the Keeper leases a
+// slot at a time from the budget, raising the ceiling by one for each, and
+// asks again every RetryEvery while the budget is spent (counted in
+// SharedStats.BudgetWaits). A resource leaving the pool lowers the ceiling
+// at once and gives its slot back (Budget.Return) once it is closed, on the
+// closing goroutine. A loan that reuses an idle resource asks nothing.
 //
 // A goroutine of the Keeper renews the budget every Budget.RenewEvery (every
-// 100ms while it holds more than its share, to hear soon that others ask),
-// and then gives back what the budget says it owes (slots borrowed beyond its
-// share while another replica waits): it closes that many idle resources,
-// and the rest as their loans end (closed instead of kept or handed on:
-// while it owes, releases skip the lane and take the locked path).
-// A lease refused with a debt in its answer marks the debt the same way at
-// once, so a borrower with callers of its own gives back within RetryEvery
-// of the first loan that ends. At Close the Keeper leaves the fleet
-// (Budget.Leave) once its resources are closed, waiting at most a second
-// for them.
+// 100ms while it holds more than its share, to hear soon that others ask).
+// When the budget says this replica owes slots (borrowed beyond its share
+// while another replica waits), the ceiling drops by that much: the pool
+// retires idle resources over it at once (Trim), and busy ones as they come
+// back (a Give above the ceiling retires). At Close the Keeper leaves the
+// fleet (Budget.Leave) once its resources are closed, waiting at most a
+// second for them.
 //
-// A budget's refusal gives back the pool's Make reservation through a step
-// the pool's Recorder does not write down yet (withdraw): a Keeper with both
-// Config.Recorder and a Budget records what it does, but the recording does
-// not replay once a lease was refused.
+// Before each dial the Keeper asks, in order, Dials.Take (a fleet-wide rate
+// on dials; over it the dial fails with ErrSharedRate) and Breaker.Allow (a
+// refusal fails the dial, without dialing, with ErrSharedOpen; the dial's
+// outcome is reported after). Both count as failed dials, so the ward's own
+// backoff and breaker see them. A closed breaker costs one round trip per
+// dial and none per loan.
 type Shared struct {
 	Budget  *shared.Budget
 	Breaker *shared.Breaker
@@ -72,14 +61,10 @@ var ErrSharedOpen = errors.New("wardpool: shared breaker open")
 // rate on dials refused.
 var ErrSharedRate = errors.New("wardpool: shared dial rate spent")
 
-// errBudgetSpent is what a dial refused by the budget returns to runDial,
-// which waits instead of failing.
-var errBudgetSpent = errors.New("wardpool: the fleet's budget is spent")
-
 // SharedStats is the Keeper's view of its shared guards.
 type SharedStats struct {
-	// BudgetWaits counts dials the budget refused; each one's caller, if
-	// any, went back to wait as for a full pool.
+	// BudgetWaits counts leases the budget refused while callers waited at
+	// the pool's ceiling (or MinIdle was short of it).
 	BudgetWaits uint64
 	// BreakerRefused counts dials the shared breaker refused, and
 	// RateRefused those the shared rate on dials refused.
@@ -99,37 +84,111 @@ type SharedStats struct {
 // sharedRun is a Keeper's running Shared.
 type sharedRun struct {
 	Shared
-	wake        chan struct{} // a caller waits on the budget: retry soon
 	budgetWaits atomic.Uint64
 	refused     atomic.Uint64
 	rateRefused atomic.Uint64
-	// blocked is until when (Unix ns) the budget is known spent: dials
-	// until then wait without asking it, so that a queue of callers costs
-	// one round trip per RetryEvery, not one per release.
-	blocked atomic.Int64
-	// owe is how many resources to close as their loans end rather than
-	// keep, to give back slots borrowed beyond the share.
-	owe atomic.Int64
+
+	// Guarded by Keeper.mu: the slots leased from the budget and held, of
+	// them those whose resource is being closed (given back once closed),
+	// and those the budget says this replica owes. The pool's ceiling is
+	// leased - transit - owe.
+	leased, transit, owe int
+	leasing              bool // the leaser is running
 }
 
-// owing reports whether the Keeper owes the fleet slots: releases then take
-// the locked path, where oweLocked closes what is owed. No lock needed.
-func (k *Keeper[T]) owing() bool { return k.sh != nil && k.sh.owe.Load() > 0 }
+// ceilingLocked sets the pool's ceiling from the slots held.
+func (k *Keeper[T]) ceilingLocked() {
+	sh := k.sh
+	k.p.SetCeiling(max(sh.leased-sh.transit-sh.owe, 0))
+}
 
-// oweLocked reports whether the resource of a loan ending now is to be
-// closed to give its slot back to the fleet, and counts it if so. k.mu
-// must be held.
-func (k *Keeper[T]) oweLocked() bool {
-	if k.sh == nil || k.closed {
+// slotGoneLocked follows a resource's leaving the pool (to be closed, or
+// hijacked): its slot is on its way back to the budget, and counts toward
+// a debt.
+func (k *Keeper[T]) slotGoneLocked() {
+	sh := k.sh
+	if sh == nil || sh.Budget == nil {
+		return
+	}
+	sh.transit++
+	if sh.owe > 0 {
+		sh.owe--
+	}
+	k.ceilingLocked()
+}
+
+// slotBack gives the slot of a resource that left the pool back to the
+// budget, outside the lock, and settles it.
+func (k *Keeper[T]) slotBack() {
+	sh := k.sh
+	_ = sh.Budget.Return(context.Background())
+	k.mu.Lock()
+	sh.leased--
+	sh.transit--
+	k.ceilingLocked() // unchanged: both fell by one
+	k.mu.Unlock()
+}
+
+// sharedLocked starts the leaser when callers wait at the ceiling, or
+// MinIdle is short because of it. Called by unlock.
+func (k *Keeper[T]) sharedLocked() {
+	sh := k.sh
+	if sh.Budget == nil || sh.leasing || k.closed || !k.wantSlotLocked() {
+		return
+	}
+	sh.leasing = true
+	k.bg++
+	go k.leaser()
+}
+
+// wantSlotLocked reports whether another slot would let the pool serve
+// someone: callers wait, or MinIdle is short, and the ceiling (not Size) is
+// what holds the pool back.
+func (k *Keeper[T]) wantSlotLocked() bool {
+	if k.q.live == 0 && k.p.Idle()+k.warming >= k.minIdle {
 		return false
 	}
+	c := k.p.Ceiling()
+	return c >= 0 && k.p.Live() >= c && (k.limits.Size == 0 || c < k.limits.Size) && k.sh.owe == 0
+}
+
+// leaser leases slots one at a time while they are wanted, raising the
+// ceiling for each; a spent budget is asked again every RetryEvery.
+func (k *Keeper[T]) leaser() {
+	sh := k.sh
+	defer func() {
+		k.mu.Lock()
+		sh.leasing = false
+		k.bg--
+		k.drainedLocked()
+		k.mu.Unlock()
+	}()
 	for {
-		n := k.sh.owe.Load()
-		if n <= 0 {
-			return false
+		k.mu.Lock()
+		want := !k.closed && k.wantSlotLocked()
+		k.mu.Unlock()
+		if !want {
+			return
 		}
-		if k.sh.owe.CompareAndSwap(n, n-1) {
-			return true
+		if ok, _ := sh.Budget.Lease(k.ctx); !ok {
+			sh.budgetWaits.Add(1)
+			select {
+			case <-k.ctx.Done():
+				return
+			case <-time.After(sh.RetryEvery):
+			}
+			continue
+		}
+		var fx effects[T]
+		k.lock()
+		sh.leased++
+		k.ceilingLocked()
+		now := k.clock.Now()
+		k.serveLocked(now, &fx)
+		k.topUpLocked(now, &fx)
+		k.unlockDo(&fx)
+		if k.closed {
+			return
 		}
 	}
 }
@@ -144,7 +203,7 @@ func (k *Keeper[T]) startShared(s Shared) {
 	if s.RetryEvery <= 0 {
 		s.RetryEvery = 20 * time.Millisecond
 	}
-	sh := &sharedRun{Shared: s, wake: make(chan struct{}, 1)}
+	sh := &sharedRun{Shared: s}
 	k.sh = sh
 	dial, closeFn := k.dial, k.close
 	k.dial = func(ctx context.Context) (v T, err error) {
@@ -163,20 +222,6 @@ func (k *Keeper[T]) startShared(s Shared) {
 				return v, ErrSharedOpen
 			}
 		}
-		if sh.Budget != nil {
-			if time.Now().UnixNano() < sh.blocked.Load() {
-				return v, errBudgetSpent
-			}
-			if ok, _ := sh.Budget.Lease(ctx); !ok {
-				sh.blocked.Store(time.Now().Add(sh.RetryEvery).UnixNano())
-				if owed := int64(sh.Budget.Owed()); owed > sh.owe.Load() {
-					// Others wait below their share while this replica
-					// holds more: close as many as loans end.
-					sh.owe.Store(owed)
-				}
-				return v, errBudgetSpent
-			}
-		}
 		dialed := false
 		defer func() {
 			if dialed && err == nil {
@@ -185,10 +230,9 @@ func (k *Keeper[T]) startShared(s Shared) {
 				}
 				return
 			}
-			// The dial failed or panicked: its slot goes back at once.
-			if sh.Budget != nil {
-				_ = sh.Budget.Return(context.WithoutCancel(ctx))
-			}
+			// The dial failed or panicked: the breaker hears of it. (A
+			// budget's slot stays leased: the pool's reservation is given
+			// back with Unmade, and the next dial uses it.)
 			_ = call.Fail(context.WithoutCancel(ctx), k.clock.Now())
 		}()
 		v, err = dial(ctx)
@@ -197,44 +241,13 @@ func (k *Keeper[T]) startShared(s Shared) {
 	}
 	if sh.Budget != nil {
 		k.close = func(v T) error {
-			err := closeFn(v)
-			_ = sh.Budget.Return(context.Background())
-			return err
+			defer k.slotBack()
+			return closeFn(v)
 		}
-		k.bg++ // the renewer; ended by Close
+		k.p.SetCeiling(0) // nothing leased yet
+		k.bg++            // the renewer; ended by Close
 		go k.renewer()
 	}
-}
-
-// budgetSpentLocked settles a dial the budget refused: the reservation goes
-// back uncounted, and its caller, if still waiting for it, goes back to the
-// front of the queue; the renewer asks the budget again soon.
-func (k *Keeper[T]) budgetSpentLocked(j dialJob[T], owner bool, now time.Time, fx *effects[T]) {
-	k.p.withdraw(now)
-	k.sh.budgetWaits.Add(1)
-	if owner && !k.closed {
-		k.q.pushFront(j.w) // the lane stays shut while anyone is queued
-		select {
-		case k.sh.wake <- struct{}{}:
-		default:
-		}
-		return
-	}
-	if owner {
-		k.grantLocked(j.w, grant[T]{err: ErrClosed})
-	}
-	k.serveLocked(now, fx)
-	k.armRetryLocked(now)
-}
-
-// withdraw gives back a Make reservation that will not be dialed (the
-// fleet's budget refused it) without counting a failure: nothing failed.
-func (p *Pool[T]) withdraw(now time.Time) {
-	if p.making == 0 {
-		return
-	}
-	p.making--
-	p.unlease(p.clock(now))
 }
 
 // borrowerRenew is how often a Keeper holding more than its share renews,
@@ -242,9 +255,8 @@ func (p *Pool[T]) withdraw(now time.Time) {
 const borrowerRenew = 100 * time.Millisecond
 
 // renewer renews the budget every RenewEvery (every borrowerRenew while it
-// holds more than its share) and gives back what it owes,
-// retries the waiting callers every RetryEvery while some wait on the
-// budget, and leaves the fleet at Close.
+// holds more than its share), gives back what it owes, and leaves the fleet
+// at Close.
 func (k *Keeper[T]) renewer() {
 	sh := k.sh
 	every := sh.Budget.RenewEvery()
@@ -252,7 +264,6 @@ func (k *Keeper[T]) renewer() {
 	defer tick.Stop()
 	_ = sh.Budget.Renew(k.ctx)
 	last := time.Now()
-	var retry <-chan time.Time
 	for {
 		select {
 		case <-k.ctx.Done():
@@ -266,35 +277,22 @@ func (k *Keeper[T]) renewer() {
 			_ = sh.Budget.Renew(k.ctx)
 			last = time.Now()
 			k.giveBack()
-		case <-sh.wake:
-			if retry == nil {
-				retry = time.After(sh.RetryEvery)
-			}
-		case <-retry:
-			retry = nil
-			var fx effects[T]
-			k.lock()
-			k.serveLocked(k.clock.Now(), &fx)
-			k.unlockDo(&fx)
 		}
 	}
 }
 
-// giveBack closes as many idle resources as the budget says are owed, and
-// marks the rest to be closed as their loans end.
+// giveBack lowers the ceiling by what the budget says is owed: the pool
+// retires idle resources over it now, and busy ones as they come back.
 func (k *Keeper[T]) giveBack() {
 	owed := k.sh.Budget.Owed()
-	if owed > 0 {
-		for _, l := range k.AcquireAllIdle(k.ctx) {
-			if owed > 0 {
-				owed--
-				l.Destroy()
-			} else {
-				l.Release()
-			}
-		}
-	}
-	k.sh.owe.Store(int64(owed))
+	var fx effects[T]
+	k.lock()
+	// What is on its way back already pays part of the debt; each resource
+	// Trim retires pays one more (slotGoneLocked).
+	k.sh.owe = max(owed-k.sh.transit, 0)
+	k.ceilingLocked()
+	k.closeAllLocked(k.p.Trim(k.clock.Now()))
+	k.unlockDo(&fx)
 }
 
 // leave waits (up to a second) for the closes Close started to give their

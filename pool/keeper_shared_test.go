@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,15 @@ func TestKeeperSharedBudget(t *testing.T) {
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("acquire past the budget: %v, want to wait until its ctx ended", err)
+	}
+	// The pool itself answered Wait at the ceiling the budget set, and the
+	// caller's error says so.
+	var ae *AcquireError
+	if !errors.As(err, &ae) || ae.Ceiling != 3 || !strings.Contains(err.Error(), "budget allowing 3") {
+		t.Fatalf("acquire past the budget: %v, want an AcquireError naming the ceiling of 3", err)
+	}
+	if s := k1.Stats(); s.Waited == 0 {
+		t.Fatalf("the pool answered no Wait at the ceiling: %+v", s.Books)
 	}
 	// A retry of the budget may be in flight for the caller who left.
 	eventually(t, "the retries to settle", func() bool { return k1.Stats().Dialing == 0 })

@@ -112,6 +112,9 @@ func (k *Keeper[T]) lock() {
 
 // unlock opens the lane, if the pool and the queue allow, and releases k.mu.
 func (k *Keeper[T]) unlock() {
+	if k.sh != nil {
+		k.sharedLocked()
+	}
 	if k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.p.Lane() {
 		k.epoch++
 		k.slot.Store(uint64(k.epoch&usMask) << usShift)

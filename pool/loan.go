@@ -57,7 +57,7 @@ func (l Loan[T]) Release() {
 		return
 	}
 	k := l.e.k
-	if k.laneOn && !k.owing() && k.releaseLane(l) {
+	if k.laneOn && k.releaseLane(l) {
 		return
 	}
 	k.release(l)
@@ -68,11 +68,6 @@ func (k *Keeper[T]) release(l Loan[T]) {
 	var fx effects[T]
 	k.lock()
 	if !k.endLocked(l, &fx) {
-		k.unlockDo(&fx)
-		return
-	}
-	if k.oweLocked() { // a slot owed to the fleet (keeper_shared.go)
-		k.dropLocked(l.e, l.item, true, &fx)
 		k.unlockDo(&fx)
 		return
 	}
@@ -182,6 +177,17 @@ func (k *Keeper[T]) dropLocked(e *entry[T], item T, closeIt bool, fx *effects[T]
 	k.p.Drop(item, now)
 	if closeIt {
 		k.closeLocked(item)
+	} else if k.sh != nil && k.sh.Budget != nil {
+		// Hijacked: out of the pool, and its slot back to the fleet.
+		k.slotGoneLocked()
+		k.bg++
+		go func() {
+			k.slotBack()
+			k.mu.Lock()
+			k.bg--
+			k.drainedLocked()
+			k.mu.Unlock()
+		}()
 	}
 	k.serveLocked(now, fx)
 	k.topUpLocked(now, fx)
