@@ -1,0 +1,379 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+)
+
+// This file records real Keeper runs on a fake clock, with a load the test
+// knows, and holds what ReadKeeper makes of the recordings against it.
+
+// fakeClock is a pool.Clock that moves only when the test says.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c      *fakeClock
+	at     time.Time
+	f      func()
+	active bool
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) pool.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f, active: true}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.active
+	t.active = false
+	return was
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.active
+	t.at, t.active = t.c.now.Add(d), true
+	if !slices.Contains(t.c.timers, t) {
+		t.c.timers = append(t.c.timers, t)
+	}
+	return was
+}
+
+// to moves the clock to at, running the timers due by then, in order, on
+// the caller's goroutine.
+func (c *fakeClock) to(at time.Time) {
+	c.mu.Lock()
+	for {
+		var next *fakeTimer
+		for _, t := range c.timers {
+			if t.active && !t.at.After(at) && (next == nil || t.at.Before(next.at)) {
+				next = t
+			}
+		}
+		if next == nil {
+			break
+		}
+		if next.at.After(c.now) {
+			c.now = next.at
+		}
+		next.active = false
+		c.mu.Unlock()
+		next.f()
+		c.mu.Lock()
+	}
+	c.now = at
+	c.mu.Unlock()
+}
+
+// gatedDialer makes resources whose dials end when the test opens them.
+type gatedDialer struct {
+	mu    sync.Mutex
+	gates []chan struct{} // dials begun, not yet let through
+	n     int
+}
+
+func (d *gatedDialer) dial(ctx context.Context) (*int, error) {
+	g := make(chan struct{})
+	d.mu.Lock()
+	d.gates = append(d.gates, g)
+	d.mu.Unlock()
+	<-g
+	d.mu.Lock()
+	d.n++
+	v := d.n
+	d.mu.Unlock()
+	return &v, nil
+}
+
+func (d *gatedDialer) take() []chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g := d.gates
+	d.gates = nil
+	return g
+}
+
+// truth is one caller of a driven run, as the test saw it, in ns since the
+// first arrival: -1 for what never happened.
+type truth struct {
+	asked, got, released int64
+	behind               bool // arrived while others were queued
+}
+
+// drive runs load (arrivals with holds) against a recorded Keeper with
+// limits l, on a fake clock, every dial taking dial, and returns the
+// recording and what each caller saw. With lock, the leak watch is on, so
+// that every loan goes through the Keeper's lock; otherwise the lane may
+// lend. Events of the load must fall on distinct instants (the test fails
+// otherwise): two at one instant would leave their order to the scheduler.
+func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock bool) ([]byte, []truth) {
+	t.Helper()
+	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
+	clock := &fakeClock{now: base}
+	d := &gatedDialer{}
+	cfg := pool.Config[*int]{
+		Limits:   l,
+		Dial:     d.dial,
+		Close:    func(*int) error { return nil },
+		Clock:    clock,
+		Recorder: pool.NewRecorder(8 << 20),
+	}
+	if lock {
+		cfg.LeakAfter = time.Hour
+	}
+	k, err := pool.NewKeeper(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		i    int
+		loan pool.Loan[*int]
+		err  error
+	}
+	results := make(chan result, len(load))
+	seen := make([]truth, len(load))
+	for i := range seen {
+		seen[i] = truth{asked: int64(load[i].At), got: -1, released: -1}
+	}
+	type timed struct {
+		at   time.Duration
+		i    int // the caller releasing, or -1: a dial ending
+		loan pool.Loan[*int]
+		gate chan struct{}
+	}
+	var pending []timed
+	now := time.Duration(0)
+	outstanding := 0
+	// settle waits until every caller asking has been lent a resource or is
+	// queued or waiting on a dial that is held at its gate.
+	settle := func() {
+		deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing check
+		for {
+			for _, g := range d.take() {
+				pending = append(pending, timed{at: now + dial, i: -1, gate: g})
+			}
+			select {
+			case r := <-results:
+				outstanding--
+				if r.err != nil {
+					t.Fatalf("caller %d: %v", r.i, r.err)
+				}
+				seen[r.i].got = int64(now)
+				pending = append(pending, timed{at: now + load[r.i].Hold, i: r.i, loan: r.loan})
+				continue
+			default:
+			}
+			st := k.Stats()
+			d.mu.Lock()
+			held := len(d.gates)
+			d.mu.Unlock()
+			blocked := 0
+			for _, p := range pending {
+				if p.i < 0 {
+					blocked++
+				}
+			}
+			if held == 0 && st.Dialing == blocked && outstanding == st.Waiting+st.Dialing {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the Keeper did not settle: %d asking, %+v", outstanding, st)
+			}
+			runtime.Gosched()
+		}
+	}
+	next := 0
+	for {
+		settle()
+		slices.SortFunc(pending, func(a, b timed) int { return cmp.Compare(a.at, b.at) })
+		at, kind := time.Duration(-1), ""
+		if next < len(load) {
+			at, kind = load[next].At, "arrive"
+		}
+		if len(pending) > 0 && (at < 0 || pending[0].at <= at) {
+			if at == pending[0].at || len(pending) > 1 && pending[1].at == pending[0].at {
+				t.Fatalf("two events at %v: the load must keep its instants apart", pending[0].at)
+			}
+			at, kind = pending[0].at, "pending"
+		}
+		if at < 0 {
+			break
+		}
+		now = at
+		clock.to(base.Add(at))
+		switch kind {
+		case "arrive":
+			i := next
+			next++
+			seen[i].behind = k.Stats().Waiting > 0
+			outstanding++
+			go func() {
+				l, err := k.Acquire(context.Background())
+				results <- result{i, l, err}
+			}()
+		case "pending":
+			p := pending[0]
+			pending = pending[1:]
+			if p.i < 0 {
+				close(p.gate)
+			} else {
+				seen[p.i].released = int64(now)
+				p.loan.Release()
+			}
+		}
+	}
+	data := k.Recording()
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return data, seen
+}
+
+// steadyLoad is n callers arriving about every gap, each holding about
+// hold, drawn from seed, at instants of whole microseconds plus an odd few
+// nanoseconds so that no two events of a run meet.
+func steadyLoad(seed uint64, n int, gap, hold time.Duration) []Arrival {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	out := make([]Arrival, n)
+	at := time.Duration(0)
+	for i := range out {
+		out[i] = Arrival{At: at, Hold: time.Duration(rng.Int64N(int64(2*hold)))/time.Microsecond*time.Microsecond + time.Duration(2*rng.IntN(400)+1)}
+		at += time.Duration(rng.Int64N(int64(2*gap)))/time.Microsecond*time.Microsecond + time.Duration(2*rng.IntN(400)+1)
+	}
+	return out
+}
+
+// wantRows is what ReadKeeper should make of seen: every caller as it was,
+// except that one who arrived behind others is seen first when served.
+func wantRows(seen []truth) []Row {
+	out := make([]Row, len(seen))
+	for i, s := range seen {
+		out[i] = Row{Asked: s.asked, Acquired: s.got, Release: s.released}
+		if s.behind {
+			out[i].Asked = s.got
+		}
+	}
+	sortRows(out)
+	return out
+}
+
+func sortRows(rows []Row) {
+	slices.SortFunc(rows, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(a.Asked, b.Asked), cmp.Compare(a.Acquired, b.Acquired), cmp.Compare(a.Release, b.Release))
+	})
+}
+
+func bare(rows []Row) []Row {
+	out := make([]Row, len(rows))
+	for i, r := range rows {
+		out[i] = Row{Asked: r.Asked, Acquired: r.Acquired, Release: r.Release}
+	}
+	sortRows(out)
+	return out
+}
+
+// replayed runs the sim on kl's load with its recorded limits and dial
+// time, recording the run, and holds its Take answers against the
+// recording's.
+func replayed(t *testing.T, kl *KeeperLoad, dial time.Duration) Match {
+	t.Helper()
+	s, _ := Builtin("steady")
+	s.Limits, s.Dial, s.Timeout, s.Bursts = kl.Limits, dial, 0, nil
+	s.Seconds = int(kl.End()/time.Second) + 2
+	rec := pool.NewRecorder(64 << 20)
+	res, err := Run(s, Options{Load: kl.Load(s.Hold), Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pool.ReadRecording(res.Recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Reproduced(kl.Source, got)
+}
+
+// TestKeeperRecordingThroughTheLock records Keeper runs whose every loan
+// goes through the lock (the leak watch shuts the lane), a light load and
+// a heavy one, and checks every caller ReadKeeper rebuilds against the run:
+// exact, except callers who queued behind others, who are first seen when
+// served. When nobody queued behind another, the sim replaying the load
+// with the recorded limits and dial time gives back every Take answer.
+func TestKeeperRecordingThroughTheLock(t *testing.T) {
+	const dial = 7 * time.Millisecond
+	limits := pool.Limits{Size: 3, Idle: 3, Keep: time.Minute}
+	for _, c := range []struct {
+		name   string
+		seed   uint64
+		gap    time.Duration
+		behind bool // callers queue behind others
+	}{{"light", 2, 15 * time.Millisecond, false}, {"heavy", 1, 9 * time.Millisecond, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			load := steadyLoad(c.seed, 150, c.gap, 20*time.Millisecond)
+			data, seen := drive(t, load, limits, dial, true)
+			kl, err := ReadKeeper(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kl.Limits != limits || kl.Backoff || kl.Dropped != 0 {
+				t.Fatalf("limits %+v backoff %v dropped %d", kl.Limits, kl.Backoff, kl.Dropped)
+			}
+			behind := 0
+			for _, s := range seen {
+				if s.behind {
+					behind++
+				}
+			}
+			n := kl.Counts
+			t.Logf("%d callers, %d behind others: %v", len(seen), behind, n)
+			if n.Queued == 0 || n.Dialed == 0 || n.Lock == 0 || (behind > 0) != c.behind {
+				t.Fatalf("the load did not exercise what it is for: %v", n)
+			}
+			if n.Lane != 0 || n.Before != 0 || n.Guessed != 0 || n.Failed+n.GaveUp+n.Waiting != 0 {
+				t.Fatalf("counts %v", n)
+			}
+			if n.AtReturn != behind {
+				t.Errorf("%d callers read as first seen at a return, %d arrived behind others", n.AtReturn, behind)
+			}
+			if got, want := bare(kl.Rows), wantRows(seen); !slices.Equal(got, want) {
+				for i := range min(len(got), len(want)) {
+					if got[i] != want[i] {
+						t.Fatalf("row %d of %d: read %+v, the run was %+v", i, len(want), got[i], want[i])
+					}
+				}
+				t.Fatalf("%d rows read, %d callers", len(got), len(want))
+			}
+			if kl.Dial != dial {
+				t.Errorf("dial time read as %v, it was %v", kl.Dial, dial)
+			}
+			m := replayed(t, kl, dial)
+			t.Logf("replay: %v", m)
+			if behind == 0 && (!m.Exact() || m.Recorded == 0) {
+				t.Errorf("replay: %v", m)
+			}
+		})
+	}
+}
