@@ -377,3 +377,74 @@ func TestKeeperRecordingThroughTheLock(t *testing.T) {
 		})
 	}
 }
+
+// TestKeeperRecordingOfTheLane records one caller at a time through the
+// Keeper's lane, which reaches the pool only as Relent counts when the
+// sweep folds it: ReadKeeper gives back every loan, the ones that went
+// through the lock at their instants, the lane's spread between them.
+func TestKeeperRecordingOfTheLane(t *testing.T) {
+	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
+	clock := &fakeClock{now: base}
+	n := 0
+	k, err := pool.NewKeeper(pool.Config[*int]{
+		Limits:   pool.Limits{Size: 2, Idle: 2, Keep: time.Minute},
+		Dial:     func(context.Context) (*int, error) { n++; v := n; return &v, nil },
+		Close:    func(*int) error { return nil },
+		Clock:    clock,
+		Recorder: pool.NewRecorder(1 << 20),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var seen []truth
+	at := time.Duration(0)
+	for range 400 {
+		clock.to(base.Add(at))
+		l, err := k.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold := 2*time.Millisecond + time.Duration(rng.IntN(20_000))*time.Microsecond
+		clock.to(base.Add(at + hold))
+		l.Release()
+		seen = append(seen, truth{asked: int64(at), got: int64(at), released: int64(at + hold)})
+		at += hold + 2*time.Millisecond + time.Duration(rng.IntN(30_000))*time.Microsecond
+	}
+	data := k.Recording()
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	kl, err := ReadKeeper(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kl.Counts
+	t.Logf("%v", c)
+	if c.Lane == 0 || c.Lane+c.Lock+c.Dialed != len(seen) || c.Open+c.Before+c.AtReturn+c.Failed+c.GaveUp+c.Waiting != 0 {
+		t.Fatalf("%d loans read as: %v", len(seen), c)
+	}
+	if len(kl.Rows) != len(seen) {
+		t.Fatalf("%d rows for %d loans", len(kl.Rows), len(seen))
+	}
+	exact := map[int64]bool{}
+	for _, s := range seen {
+		exact[s.asked] = true
+	}
+	for i, r := range kl.Rows {
+		if r.Acquired != r.Asked || r.Release < r.Acquired {
+			t.Fatalf("row %d: %+v: a lane loan waits for nothing and ends after it begins", i, r)
+		}
+		// A loan read as exact began when one did; the first of a lane run
+		// too, and the last lane loan before a fold (its start is
+		// recorded, to the lane's millisecond).
+		if r.Answers != "lane" && !exact[r.Asked] {
+			t.Errorf("row %d read as %s at %v: no loan began then", i, r.Answers, time.Duration(r.Asked))
+		}
+	}
+	first, last := kl.Rows[0], kl.Rows[len(kl.Rows)-1]
+	if first.Asked != seen[0].asked || last.Asked > seen[len(seen)-1].asked || kl.End() != time.Duration(seen[len(seen)-1].released) {
+		t.Errorf("first %+v, last %+v, end %v; the run went from %v to %v", first, last, kl.End(),
+			time.Duration(seen[0].asked), time.Duration(seen[len(seen)-1].released))
+	}
+}
