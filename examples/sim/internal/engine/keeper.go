@@ -82,9 +82,11 @@ type KeeperLoad struct {
 	// ring dropped before them.
 	Steps   int
 	Dropped uint64
-	// Dial is the median time from a Make to the Made that settled it, over
-	// the callers served by a dial (paired in order); zero when none was.
-	Dial time.Duration
+	// Dial is the median time from a Make to the Made that settled it,
+	// over the Dials dials made for a caller (paired in order); zero when
+	// there were none.
+	Dial  time.Duration
+	Dials int
 	// Counts says which callers were read how.
 	Counts KeeperCounts
 	// Source is the recording as read, for Reproduced.
@@ -244,6 +246,7 @@ func ReadKeeper(data []byte) (*KeeperLoad, error) {
 	if len(rc.Steps) > 0 {
 		kl.Dropped = rc.Steps[0].Index
 	}
+	kl.Dials = len(kr.dials)
 	if n := len(kr.dials); n > 0 {
 		slices.Sort(kr.dials)
 		kl.Dial = kr.dials[(n-1)/2]
@@ -312,11 +315,16 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 		stale  *kcaller
 		staleQ bool  // the stale caller is the queue's head
 		retry  int64 = -1
+		// queued says a caller may be queued that the recording has not
+		// shown: since a Wait, until a return that no Take follows at
+		// once (the Keeper serves its queue at every return).
+		queued bool
 	)
 	for i := 0; i < len(steps); i++ {
 		s := steps[i]
 		t := int64(s.At)
 		line := int(min(s.Index, 1<<40)) + 1
+		ret := false // a return, after which the Keeper serves its queue
 		switch s.Op {
 		case pool.OpTake:
 			kind, seat, ok := takeAnswer(s.Answer())
@@ -326,10 +334,14 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 			var c *kcaller
 			head := false // c is the head of the queue
 			serve := false
+			serves := room && roomAt == t || retry >= 0 && t >= retry && len(kr.queue) > 0
+			if serves && len(kr.queue) == 0 && !queued {
+				serves = false // nobody can be queued: a caller arriving at the instant of a return
+			}
 			switch {
 			case stale != nil:
 				c, head, serve = stale, staleQ, room
-			case room && roomAt == t, retry >= 0 && t >= retry && len(kr.queue) > 0:
+			case serves:
 				serve = true
 				if len(kr.queue) > 0 {
 					c, head = kr.queue[0], true
@@ -376,6 +388,7 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 				if !serve {
 					c.how = "queued"
 					kr.queue = append(kr.queue, c)
+					queued = true
 				}
 			case pool.Later:
 				if serve {
@@ -422,6 +435,7 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 					kr.seats.release(seat)
 				}
 				i++
+				ret = true
 			default:
 				if c == nil || c.bg {
 					c = &kcaller{asked: t, how: "atreturn"}
@@ -429,6 +443,7 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 				kr.lend(c, seat, t, line)
 			}
 		case pool.OpUnmade:
+			ret = true
 			if len(kr.dialing) > 0 {
 				c := kr.dialing[0]
 				kr.dialing = kr.dialing[1:]
@@ -447,6 +462,7 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 				seat = s.Seat
 			}
 			kr.end(seat, t)
+			ret = true
 			if s.Answer() == "true" && s.Op == pool.OpDrop || s.Answer() == "false" && s.Op != pool.OpDrop && s.Ref != 0 {
 				kr.seats.release(seat) // dropped, or retired on its way back
 			}
@@ -457,11 +473,18 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 		case pool.OpRelent:
 			kr.relent(s.Seat, s.N, t, line)
 		}
-		room, roomAt = true, t
-		if s.Op == pool.OpRelent || s.Op == pool.OpRefusal || s.Op == pool.OpLoans || s.Op == pool.OpReserve {
-			room = false // not a return: nothing is served after it
-		}
+		room, roomAt = ret, t
 		stale = nil
+		if ret && (i+1 == len(steps) || steps[i+1].Op != pool.OpTake || int64(steps[i+1].At) != t) {
+			// Nobody was served at this return: nobody was queued, and
+			// the callers still queued here gave up.
+			queued = false
+			for _, q := range kr.queue {
+				q.how = "gaveup"
+				kr.fail(q, line)
+			}
+			kr.queue = kr.queue[:0]
+		}
 	}
 	for _, c := range kr.queue {
 		c.how = "waiting"
