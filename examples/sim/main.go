@@ -16,6 +16,7 @@
 //	go run ./examples/sim -scenario my.txt           # a scenario file (see below)
 //	go run ./examples/sim -record load.csv           # write the run's load as CSV
 //	go run ./examples/sim -replay load.csv -size 8 -compare size=16
+//	go run ./examples/sim -replay pool.rec           # a Keeper's recording
 //	go run ./examples/sim -suggest -target 10ms      # smallest Size, Idle, Keep
 //
 // Scenarios. -scenario names a built-in (burst, steady, slowdown, outage) or
@@ -33,6 +34,20 @@
 // they held are as recorded; the dial time is a parameter; a caller that was
 // never served holds for -hold if served now. So the answer is an estimate
 // of what other limits would have done to the same work, not a measurement.
+//
+// -replay also reads a Keeper's own recording (Config.Recorder, written out
+// by Keeper.Recording; told from a CSV by its first bytes) and rebuilds its
+// callers from the recorded calls (internal/engine/keeper.go says how). It
+// starts from the recorded limits, ward and dial time (the median from Make
+// to Made), which flags override, and prints what it read exactly (callers
+// lent at once, after a recorded Wait, or by their own dial: asked, lent and
+// returned at recorded instants) and what it estimated: the lane's loans,
+// recorded only as counts, are spread evenly between recorded instants, and
+// a caller that queued behind others is first seen when served. With the
+// recorded limits it also says how many of the recorded Take answers the
+// replay gives back, in order and at their instants.
+//
+//	go run ./examples/sim -replay pool.rec -compare size=16
 package main
 
 import (
