@@ -14,12 +14,15 @@ import (
 // one a byte (take, made, unmade, give, drop, evict, relent, reserve, and
 // the clock moving), as a runtime may make them in any order, and returns
 // the recording.
-func poolRecording(t testing.TB, ops []byte) []byte {
+func poolRecording(t testing.TB, ops []byte) []byte { return poolRecordingIn(t, ops, 0) }
+
+// poolRecordingIn is poolRecording with a Recorder of limit bytes.
+func poolRecordingIn(t testing.TB, ops []byte, limit int) []byte {
 	p, err := pool.New[int](pool.Limits{Size: 3, Idle: 2, Keep: 40 * time.Millisecond}, ward.Ward{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Record(pool.NewRecorder(0)); err != nil {
+	if err := p.Record(pool.NewRecorder(limit)); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
@@ -125,6 +128,24 @@ func TestReadKeeperRefusesBadRecordings(t *testing.T) {
 	if IsKeeperRecording([]byte("asked,acquired,released\n")) || !IsKeeperRecording(good) {
 		t.Fatal("IsKeeperRecording mistakes a CSV for a recording, or the other way")
 	}
+}
+
+// A recording whose ring dropped its start reads too: the loans that began
+// before it are left out, counted, and the rest are read.
+func TestReadKeeperOfARolledRecording(t *testing.T) {
+	var ops []byte
+	for i := range 3000 {
+		ops = append(ops, 0, 2, 0x10, 2, byte(i%7)<<4|0xf, 4, 0x1f, 4, 0, 0x2f, 5)
+	}
+	kl, err := ReadKeeper(poolRecordingIn(t, ops, pool.MinRecordLimit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d steps, %d dropped: %v", kl.Steps, kl.Dropped, kl.Counts)
+	if kl.Dropped == 0 || kl.Counts.Before == 0 || kl.Counts.Lock == 0 {
+		t.Fatalf("%d dropped: %v", kl.Dropped, kl.Counts)
+	}
+	checkLoad(t, kl)
 }
 
 // FuzzReadKeeper: any bytes give a load or an error wrapping

@@ -130,7 +130,10 @@ type truth struct {
 // that every loan goes through the Keeper's lock; otherwise the lane may
 // lend. Events of the load must fall on distinct instants (the test fails
 // otherwise): two at one instant would leave their order to the scheduler.
-func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock bool) ([]byte, []truth) {
+//
+// giveUp names callers that give up (their context is canceled) at an
+// instant, if not served by then.
+func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock bool, giveUp map[int]time.Duration) ([]byte, []truth) {
 	t.Helper()
 	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
 	clock := &fakeClock{now: base}
@@ -161,7 +164,8 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock
 	}
 	type timed struct {
 		at   time.Duration
-		i    int // the caller releasing, or -1: a dial ending
+		i    int                // the caller releasing, or -1: a dial ending
+		stop context.CancelFunc // a caller giving up
 		loan pool.Loan[*int]
 		gate chan struct{}
 	}
@@ -180,7 +184,10 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock
 			case r := <-results:
 				outstanding--
 				if r.err != nil {
-					t.Fatalf("caller %d: %v", r.i, r.err)
+					if _, ok := giveUp[r.i]; !ok {
+						t.Fatalf("caller %d: %v", r.i, r.err)
+					}
+					continue
 				}
 				seen[r.i].got = int64(now)
 				pending = append(pending, timed{at: now + load[r.i].Hold, i: r.i, loan: r.loan})
@@ -193,7 +200,7 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock
 			d.mu.Unlock()
 			blocked := 0
 			for _, p := range pending {
-				if p.i < 0 {
+				if p.i < 0 && p.stop == nil {
 					blocked++
 				}
 			}
@@ -231,14 +238,21 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock
 			next++
 			seen[i].behind = k.Stats().Waiting > 0
 			outstanding++
+			ctx, stop := context.WithCancel(context.Background())
+			if at, ok := giveUp[i]; ok {
+				pending = append(pending, timed{at: at, i: i, stop: stop})
+			}
 			go func() {
-				l, err := k.Acquire(context.Background())
+				defer stop()
+				l, err := k.Acquire(ctx)
 				results <- result{i, l, err}
 			}()
 		case "pending":
 			p := pending[0]
 			pending = pending[1:]
-			if p.i < 0 {
+			if p.stop != nil {
+				p.stop()
+			} else if p.i < 0 {
 				close(p.gate)
 			} else {
 				seen[p.i].released = int64(now)
@@ -333,7 +347,7 @@ func TestKeeperRecordingThroughTheLock(t *testing.T) {
 	}{{"light", 2, 15 * time.Millisecond, false}, {"heavy", 1, 9 * time.Millisecond, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			load := steadyLoad(c.seed, 150, c.gap, 20*time.Millisecond)
-			data, seen := drive(t, load, limits, dial, true)
+			data, seen := drive(t, load, limits, dial, true, nil)
 			kl, err := ReadKeeper(data)
 			if err != nil {
 				t.Fatal(err)
@@ -446,5 +460,33 @@ func TestKeeperRecordingOfTheLane(t *testing.T) {
 	if first.Asked != seen[0].asked || last.Asked > seen[len(seen)-1].asked || kl.End() != time.Duration(seen[len(seen)-1].released) {
 		t.Errorf("first %+v, last %+v, end %v; the run went from %v to %v", first, last, kl.End(),
 			time.Duration(seen[0].asked), time.Duration(seen[len(seen)-1].released))
+	}
+}
+
+// A caller that gives up while queued is not in the recording as such: its
+// Wait is, and the next return serves nobody, so it reads as having given
+// up, never served.
+func TestKeeperRecordingOfACallerWhoGaveUp(t *testing.T) {
+	ms := time.Millisecond
+	load := []Arrival{{At: 0, Hold: 50 * ms}, {At: 10 * ms, Hold: 5 * ms}, {At: 60 * ms, Hold: 5 * ms}}
+	data, seen := drive(t, load, pool.Limits{Size: 1, Idle: 1, Keep: time.Minute}, 3*ms, true, map[int]time.Duration{1: 20 * ms})
+	kl, err := ReadKeeper(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kl.Counts
+	if c.Dialed != 1 || c.Lock != 1 || c.GaveUp != 1 || c.Queued+c.AtReturn+c.Failed+c.Waiting != 0 {
+		t.Fatalf("%v", c)
+	}
+	want := []Row{
+		{Asked: 0, Acquired: seen[0].got, Release: seen[0].released, Answers: "dialed"},
+		{Asked: int64(10 * ms), Acquired: -1, Release: -1, Answers: "gaveup"},
+		{Asked: int64(60 * ms), Acquired: int64(60 * ms), Release: int64(65 * ms), Answers: "lock"},
+	}
+	for i := range kl.Rows {
+		kl.Rows[i].Line = 0
+	}
+	if !slices.Equal(kl.Rows, want) {
+		t.Fatalf("rows %+v, want %+v", kl.Rows, want)
 	}
 }
