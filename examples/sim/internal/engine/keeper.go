@@ -43,10 +43,13 @@ import (
 //   - A Made names no seat; the loan's seat is learnt when a seat no known
 //     loan holds comes back (the oldest such loan, when several are out).
 //   - The lane's loans reach the pool only as Relent counts, the last of them
-//     with its start: the n loans a Relent reports, and the loan before
-//     them, are spread evenly from that loan's start to the last start, each
-//     held until the next begins. Their count and the last start are
-//     recorded; every other instant of theirs is an estimate (Lane).
+//     with its start (to the lane's millisecond: Keeper keeps a start within
+//     a millisecond of the one before): the n loans a Relent reports, and
+//     the loan before them, are spread evenly from that loan's start to the
+//     last start, each held until the next begins. Their count, the first
+//     start, the last start and the last return are recorded; every other
+//     instant of theirs is an estimate (Lane), and the holds are upper
+//     bounds (the idle time between lane loans is not recorded).
 //   - A caller that gave up is not in the recording as such; what is left of
 //     it (a dial handed on, a waiter never served) is counted, not replayed
 //     as served. Loans that began before the recording (its ring dropped

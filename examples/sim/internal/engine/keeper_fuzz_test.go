@@ -186,3 +186,20 @@ func FuzzKeeperSteps(f *testing.F) {
 		checkLoad(t, kl)
 	})
 }
+
+// BenchmarkReadKeeper reads a full default-size recording (1 MiB of
+// steps) into a load.
+func BenchmarkReadKeeper(b *testing.B) {
+	var ops []byte
+	for i := range 40_000 {
+		ops = append(ops, 0, 2, 0x10, 2, byte(i%7)<<4|0xf, 4, 0x1f, 4, 0, 0x2f, 5)
+	}
+	data := poolRecordingIn(b, ops, 0)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ReadKeeper(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
