@@ -43,7 +43,8 @@
 // lent at once, after a recorded Wait, or by their own dial: asked, lent and
 // returned at recorded instants) and what it estimated: the lane's loans,
 // recorded only as counts, are spread evenly between recorded instants, and
-// a caller that queued behind others is first seen when served. With the
+// a caller that queued behind others is first seen when the Keeper asked
+// for it at the head of its queue. With the
 // recorded limits it also says how many of the recorded Take answers the
 // replay gives back, in order and at their instants.
 //
@@ -315,7 +316,7 @@ func keeperNotes(w io.Writer, kl *engine.KeeperLoad, s engine.Scenario) {
 	c := kl.Counts
 	fmt.Fprintf(w, "recording      %d steps (%d dropped by the recorder's ring before them), limits %+v\n", kl.Steps, kl.Dropped, kl.Limits)
 	fmt.Fprintf(w, "exact          %d callers lent at once, %d after a recorded Wait, %d by their own dial: asked, lent and returned as recorded\n", c.Lock, c.Queued, c.Dialed)
-	fmt.Fprintf(w, "estimated      %d lane loans (count exact, instants spread evenly between recorded ones); %d first seen when served (queued behind others: arrival late)\n", c.Lane, c.AtReturn)
+	fmt.Fprintf(w, "estimated      %d lane loans (count exact, instants spread evenly between recorded ones); %d first seen when the Keeper served its queue (queued behind others: arrival late)\n", c.Lane, c.AtReturn)
 	fmt.Fprintf(w, "not served     %d refused or failed dials, %d gave up (what is left of them: a waiter never served, a dial handed on), %d waiting at the end: each holds for -hold (%v) if served now\n", c.Failed, c.GaveUp, c.Waiting, s.Hold)
 	if c.Before+c.Open+c.Guessed > 0 {
 		fmt.Fprintf(w, "partial        %d loans begun before the recording left out, %d still out at its end, %d returns paired by guess\n", c.Before, c.Open, c.Guessed)

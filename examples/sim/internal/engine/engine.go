@@ -245,7 +245,7 @@ func Run(s Scenario, opt Options) (*Result, error) {
 	}
 	for len(r.q) > 0 || r.havePend {
 		var e event
-		if r.havePend && (len(r.q) == 0 || r.arrival.before(&r.q[0])) {
+		if r.havePend && (len(r.q) == 0 || r.arrival.before(&r.q[0]) && !(r.pending.Last && r.arrival.at == r.q[0].at)) {
 			e, r.havePend = r.arrival, false
 		} else {
 			e = r.q.pop()

@@ -31,10 +31,13 @@ import (
 //     instant. This is exact unless an older waiter gave up (that is not
 //     recorded: its arrival is then given to the next one).
 //   - A caller that arrives while others queue joins the queue without
-//     asking the pool, so nothing of it is recorded until it is served: its
-//     arrival is taken as the instant it was served, which is late. Such
-//     callers are counted as AtReturn, with the new callers who came at the
-//     very instant of a return, which the recording cannot tell apart.
+//     asking the pool, so nothing of it is recorded until the Keeper asks
+//     for it, at the head of its queue: a Take at a return that answers
+//     Wait (it is there by then) or lends. Its arrival is taken as that
+//     instant, which is late, and it asks after what came back then
+//     (Arrival.Last), as it did. Such callers are counted as AtReturn, with
+//     the new callers who came at the very instant of a return while a
+//     queue may have been there, which the recording cannot tell apart.
 //   - A Take that answers Make starts a dial; the next Made begins the loan of
 //     the oldest caller dialing (in order: exact when dials end in the order
 //     they began), unless the Keeper hands the new resource on at once, which
@@ -106,9 +109,9 @@ type KeeperCounts struct {
 	Queued int
 	// Dialed: served by a dial of their own (paired with dials in order).
 	Dialed int
-	// AtReturn: first seen at the instant something came back, with no
-	// Wait on record: a caller arriving then (exact) or one that had queued
-	// behind others unrecorded (arrival late).
+	// AtReturn: first seen when the Keeper served its queue, with no Wait
+	// of their own on record: callers that had queued behind others
+	// (arrival late), or that arrived at that very instant (exact).
 	AtReturn int
 	// Lane: loans spread over a Relent, and the loan before them: counts
 	// exact, instants estimated.
@@ -138,7 +141,7 @@ func (c KeeperCounts) Estimated() int { return c.Lane + c.AtReturn }
 // String says in one line how the callers were read.
 func (c KeeperCounts) String() string {
 	return fmt.Sprintf("%d through the lock at once, %d after a recorded Wait, %d by their own dial (exact); "+
-		"%d first seen at a return (arrival exact or late), %d lane loans (spread evenly: estimated); "+
+		"%d first seen when the Keeper served its queue (arrival late, or exact), %d lane loans (spread evenly: estimated); "+
 		"%d refused or failed, %d gave up, %d waiting at the end, %d still out; %d loans begun before the recording left out; "+
 		"%d returns paired with one of several dialed loans (a guess)",
 		c.Lock, c.Queued, c.Dialed, c.AtReturn, c.Lane, c.Failed, c.GaveUp, c.Waiting, c.Open, c.Before, c.Guessed)
@@ -151,6 +154,7 @@ type kcaller struct {
 	dialAt int64  // when its dial began
 	wake   int64  // told Later: when it asks again
 	bg     bool   // a background dial (Reserve): no caller
+	last   bool   // first seen right after a return at its instant
 }
 
 // keeperReader rebuilds the callers of one recording.
@@ -349,7 +353,7 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 				if len(kr.queue) > 0 {
 					c, head = kr.queue[0], true
 				} else {
-					c = &kcaller{asked: t, how: "atreturn"}
+					c = &kcaller{asked: t, how: "atreturn", last: true}
 				}
 			default:
 				// A new caller, or one waking from Later. The Keeper asks
@@ -362,7 +366,7 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 				kr.queue = kr.queue[:0]
 				c = kr.wake(t)
 				if c == nil {
-					c = &kcaller{asked: t, how: "lock"}
+					c = &kcaller{asked: t, how: "lock", last: room && roomAt == t}
 				}
 			}
 			stale, staleQ = nil, false
@@ -387,18 +391,25 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 				}
 				c.dialAt = t
 				kr.dialing = append(kr.dialing, c)
-			case pool.Wait:
-				if !serve {
-					c.how = "queued"
-					kr.queue = append(kr.queue, c)
-					queued = true
-				}
-			case pool.Later:
-				if serve {
-					retry = t // the Keeper's timer serves the queue again
-				} else {
+			case pool.Wait, pool.Later:
+				switch {
+				case !serve:
+					if kind == pool.Wait {
+						c.how = "queued"
+						kr.queue = append(kr.queue, c)
+						queued = true
+						break
+					}
 					c.wake = t + int64(laterDelay(s.Answer()))
 					kr.sleepers = append(kr.sleepers, c)
+				case !head:
+					// The Keeper asked for a caller the recording has not
+					// shown: one queued behind others, there by now at the
+					// latest. It heads the queue from here.
+					kr.queue = append(kr.queue, c)
+				}
+				if serve && kind == pool.Later {
+					retry = t // the Keeper's timer serves the queue again
 				}
 			case pool.Shed, pool.Closed:
 				pop()
@@ -568,7 +579,7 @@ func (kr *keeperReader) lend(c *kcaller, seat int32, t int64, line int) {
 		how = "atreturn"
 	}
 	kr.count(how, 1)
-	kr.rows = append(kr.rows, Row{Line: line, Asked: c.asked, Acquired: t, Release: -1, Answers: how})
+	kr.rows = append(kr.rows, Row{Line: line, Asked: c.asked, Acquired: t, Release: -1, Answers: how, Last: c.last})
 	r := len(kr.rows) - 1
 	if seat < 0 {
 		kr.unseated = append(kr.unseated, r)
@@ -593,7 +604,7 @@ func (kr *keeperReader) fail(c *kcaller, line int) {
 		c.how = "failed"
 		kr.counts.Failed++
 	}
-	kr.rows = append(kr.rows, Row{Line: line, Asked: c.asked, Acquired: -1, Release: -1, Answers: c.how})
+	kr.rows = append(kr.rows, Row{Line: line, Asked: c.asked, Acquired: -1, Release: -1, Answers: c.how, Last: c.last})
 }
 
 // loanAt returns the row of the loan out in seat, learning the seat of a

@@ -16,6 +16,10 @@ type Arrival struct {
 	// Recorded says the hold was measured, not drawn: a slowdown in the
 	// scenario does not stretch it.
 	Recorded bool
+	// Last says the caller asks after everything else that happens at its
+	// instant (a return, a dial ending): a recording shows it asked after
+	// them, at one reading of a clock.
+	Last bool
 }
 
 // Load is the seam through which the simulator takes its callers: a
