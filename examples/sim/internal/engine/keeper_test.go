@@ -486,3 +486,33 @@ func TestKeeperRecordingOfACallerWhoGaveUp(t *testing.T) {
 		t.Fatalf("rows %+v, want %+v", kl.Rows, want)
 	}
 }
+
+// Over loads of every weight, pools of one to four and dials of several
+// lengths: every caller is read as it was (or, queued behind others, no
+// earlier than it arrived), and the replay gives back every Take answer.
+func TestKeeperRecordingReplaysItsDecisions(t *testing.T) {
+	var all KeeperCounts
+	for seed := range uint64(12) {
+		size := 1 + int(seed%4)
+		gap := time.Duration(3+seed*2) * time.Millisecond
+		dial := time.Duration(1+seed%5) * time.Millisecond
+		load := steadyLoad(seed+100, 80, gap, 15*time.Millisecond)
+		data, seen := drive(t, load, pool.Limits{Size: size, Idle: size, Keep: time.Minute}, dial, true, nil)
+		kl, err := ReadKeeper(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRows(t, kl.Rows, seen)
+		if m := replayed(t, kl, dial); !m.Exact() {
+			t.Errorf("seed %d, Size %d, gap %v, dial %v: %v (%v)", seed, size, gap, dial, m, kl.Counts)
+		}
+		all.Lock += kl.Counts.Lock
+		all.Queued += kl.Counts.Queued
+		all.Dialed += kl.Counts.Dialed
+		all.AtReturn += kl.Counts.AtReturn
+	}
+	t.Logf("%v", all)
+	if all.Lock == 0 || all.Queued == 0 || all.Dialed == 0 || all.AtReturn == 0 {
+		t.Fatalf("the loads did not queue, dial and queue behind: %v", all)
+	}
+}
