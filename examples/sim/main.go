@@ -200,10 +200,14 @@ func cli(args []string, out io.Writer) error {
 		record = engine.NewCSVWriter(recFile)
 	}
 	opt := engine.Options{Load: load(), Record: record}
-	if kl != nil && sameAsRecorded(s, kl) {
+	switch {
+	case kl == nil || !sameAsRecorded(s, kl):
+	case kl.Counts.Lane > 0:
+		fmt.Fprintf(out, "decisions      not compared: the Keeper's lane lent %d times without asking the pool, which the replay asks each time\n\n", kl.Counts.Lane)
+	default:
 		// Replayed with the limits it was recorded with: say how many of
 		// the recorded decisions the replay gives back.
-		opt.Recorder = pool.NewRecorder(min(64*len(kl.Rows)+pool.MinRecordLimit, 1<<30))
+		opt.Recorder = pool.NewRecorder(min(256*len(kl.Rows)+pool.DefaultRecordLimit, 1<<30))
 	}
 	a, err := engine.Run(s, opt)
 	if err != nil {
@@ -214,7 +218,11 @@ func cli(args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("the replay's own recording: %w", err)
 		}
-		fmt.Fprintf(out, "decisions      with the recorded limits and a dial of %v: %v\n\n", s.Dial, engine.Reproduced(kl.Source, got))
+		if len(got.Steps) > 0 && got.Steps[0].Index > 0 {
+			fmt.Fprintf(out, "decisions      not compared: the replay made more calls than its recorder kept\n\n")
+		} else {
+			fmt.Fprintf(out, "decisions      with the recorded limits and a dial of %v: %v\n\n", s.Dial, engine.Reproduced(kl.Source, got))
+		}
 	}
 	if record != nil {
 		if err := errors.Join(record.Close(), recFile.Close()); err != nil {
