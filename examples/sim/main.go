@@ -16,6 +16,7 @@
 //	go run ./examples/sim -scenario my.txt           # a scenario file (see below)
 //	go run ./examples/sim -record load.csv           # write the run's load as CSV
 //	go run ./examples/sim -replay load.csv -size 8 -compare size=16
+//	go run ./examples/sim -replay pool.rec           # a Keeper's recording
 //	go run ./examples/sim -suggest -target 10ms      # smallest Size, Idle, Keep
 //
 // Scenarios. -scenario names a built-in (burst, steady, slowdown, outage) or
@@ -33,9 +34,25 @@
 // they held are as recorded; the dial time is a parameter; a caller that was
 // never served holds for -hold if served now. So the answer is an estimate
 // of what other limits would have done to the same work, not a measurement.
+//
+// -replay also reads a Keeper's own recording (Config.Recorder, written out
+// by Keeper.Recording; told from a CSV by its first bytes) and rebuilds its
+// callers from the recorded calls (internal/engine/keeper.go says how). It
+// starts from the recorded limits, ward and dial time (the median from Make
+// to Made), which flags override, and prints what it read exactly (callers
+// lent at once, after a recorded Wait, or by their own dial: asked, lent and
+// returned at recorded instants) and what it estimated: the lane's loans,
+// recorded only as counts, are spread evenly between recorded instants, and
+// a caller that queued behind others is first seen when the Keeper asked
+// for it at the head of its queue. With the
+// recorded limits it also says how many of the recorded Take answers the
+// replay gives back, in order and at their instants.
+//
+//	go run ./examples/sim -replay pool.rec -compare size=16
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,6 +63,8 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/examples/sim/internal/engine"
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // options are the command's flags beyond the scenario.
@@ -75,7 +94,7 @@ func cli(args []string, out io.Writer) error {
 	var o options
 	fs.StringVar(&o.scenario, "scenario", "burst", "a built-in scenario ("+strings.Join(engine.Builtins, ", ")+") or a scenario file")
 	fs.StringVar(&o.compare, "compare", "", `run a second configuration on the same load: settings such as "size=16" or "ward=none, size=8"`)
-	fs.StringVar(&o.replay, "replay", "", "replay the load of this CSV (asked,acquired,released[,answers]) instead of the synthetic one")
+	fs.StringVar(&o.replay, "replay", "", "replay the load of this CSV (asked,acquired,released[,answers]) or Keeper recording (pool.Recorder) instead of the synthetic one")
 	fs.StringVar(&o.record, "record", "", "write the run's load and the pool's answers to this CSV")
 	fs.StringVar(&o.svg, "svg", "", "write the chart to this SVG file")
 	fs.StringVar(&o.html, "html", "", "write the chart and tables to this self-contained HTML file")
@@ -115,19 +134,32 @@ func cli(args []string, out io.Writer) error {
 		return err
 	}
 	var rec *engine.Recording
-	var origin time.Time // of a recording with wall-clock times
+	var kl *engine.KeeperLoad // of a Keeper's recording
+	var origin time.Time      // of a recording with wall-clock times
 	if o.replay != "" {
-		f, err := os.Open(o.replay)
+		data, err := os.ReadFile(o.replay)
 		if err != nil {
 			return err
 		}
-		rec, err = engine.ReadCSV(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("%s: %w", o.replay, err)
+		if engine.IsKeeperRecording(data) {
+			if kl, err = engine.ReadKeeper(data); err != nil {
+				return fmt.Errorf("%s: %w", o.replay, err)
+			}
+			rec = &kl.Recording
+			// The recorded pool's limits, its ward (a recording never
+			// has a breaker) and its dial time, unless flags say others.
+			s.Limits, s.Breaker, s.Backoff = kl.Limits, false, kl.Backoff
+			if kl.Dials > 0 {
+				s.Dial = kl.Dial
+			}
+			s.Note = fmt.Sprintf("%d callers rebuilt from a Keeper recording; holds as recorded, lane loans spread, dial time a parameter", len(rec.Rows))
+		} else {
+			if rec, err = engine.ReadCSV(bytes.NewReader(data)); err != nil {
+				return fmt.Errorf("%s: %w", o.replay, err)
+			}
+			s.Note = fmt.Sprintf("%d recorded callers; holds as recorded, dial time a parameter", len(rec.Rows))
 		}
 		s.Name = "replay of " + o.replay
-		s.Note = fmt.Sprintf("%d recorded callers; holds as recorded, dial time a parameter", len(rec.Rows))
 		s.Bursts = nil // a recording has its own bursts
 		s.Seconds = max(int(math.Ceil(rec.End().Seconds())), 1)
 		origin = rec.Origin
@@ -155,6 +187,9 @@ func cli(args []string, out io.Writer) error {
 	if o.suggest {
 		return suggest(out, s, rec, o)
 	}
+	if kl != nil {
+		keeperNotes(out, kl, s)
+	}
 	var record *engine.CSVWriter
 	var recFile *os.File
 	if o.record != "" {
@@ -164,9 +199,30 @@ func cli(args []string, out io.Writer) error {
 		defer recFile.Close()
 		record = engine.NewCSVWriter(recFile)
 	}
-	a, err := engine.Run(s, engine.Options{Load: load(), Record: record})
+	opt := engine.Options{Load: load(), Record: record}
+	switch {
+	case kl == nil || !sameAsRecorded(s, kl):
+	case kl.Counts.Lane > 0:
+		fmt.Fprintf(out, "decisions      not compared: the Keeper's lane lent %d times without asking the pool, which the replay asks each time\n\n", kl.Counts.Lane)
+	default:
+		// Replayed with the limits it was recorded with: say how many of
+		// the recorded decisions the replay gives back.
+		opt.Recorder = pool.NewRecorder(min(256*len(kl.Rows)+pool.DefaultRecordLimit, 1<<30))
+	}
+	a, err := engine.Run(s, opt)
 	if err != nil {
 		return err
+	}
+	if opt.Recorder != nil {
+		got, err := pool.ReadRecording(a.Recording)
+		if err != nil {
+			return fmt.Errorf("the replay's own recording: %w", err)
+		}
+		if len(got.Steps) > 0 && got.Steps[0].Index > 0 {
+			fmt.Fprintf(out, "decisions      not compared: the replay made more calls than its recorder kept\n\n")
+		} else {
+			fmt.Fprintf(out, "decisions      with the recorded limits and a dial of %v: %v\n\n", s.Dial, engine.Reproduced(kl.Source, got))
+		}
 	}
 	if record != nil {
 		if err := errors.Join(record.Close(), recFile.Close()); err != nil {
@@ -260,4 +316,30 @@ func writeFile(name string, write func(io.Writer) error) error {
 		return err
 	}
 	return f.Close()
+}
+
+// keeperNotes says how the callers of a Keeper's recording were rebuilt:
+// what is exact and what is an estimate (see engine/keeper.go).
+func keeperNotes(w io.Writer, kl *engine.KeeperLoad, s engine.Scenario) {
+	c := kl.Counts
+	fmt.Fprintf(w, "recording      %d steps (%d dropped by the recorder's ring before them), limits %+v\n", kl.Steps, kl.Dropped, kl.Limits)
+	fmt.Fprintf(w, "exact          %d callers lent at once, %d after a recorded Wait, %d by their own dial: asked, lent and returned as recorded\n", c.Lock, c.Queued, c.Dialed)
+	fmt.Fprintf(w, "estimated      %d lane loans (count exact, instants spread evenly between recorded ones); %d first seen when the Keeper served its queue (queued behind others: arrival late)\n", c.Lane, c.AtReturn)
+	fmt.Fprintf(w, "not served     %d refused or failed dials, %d gave up (what is left of them: a waiter never served, a dial handed on), %d waiting at the end: each holds for -hold (%v) if served now\n", c.Failed, c.GaveUp, c.Waiting, s.Hold)
+	if c.Before+c.Open+c.Guessed > 0 {
+		fmt.Fprintf(w, "partial        %d loans begun before the recording left out, %d still out at its end, %d returns paired by guess\n", c.Before, c.Open, c.Guessed)
+	}
+	if kl.Dials > 0 {
+		fmt.Fprintf(w, "dial           %v measured (median of %d, Make to Made); the replay dials in %v\n", kl.Dial, kl.Dials, s.Dial)
+	}
+	fmt.Fprintln(w)
+}
+
+// sameAsRecorded reports whether s runs the pool kl was recorded from:
+// its limits and ward.
+func sameAsRecorded(s engine.Scenario, kl *engine.KeeperLoad) bool {
+	if s.Limits != kl.Limits || s.Breaker || s.Backoff != kl.Backoff {
+		return false
+	}
+	return !kl.Backoff || kl.Source.Backoff != nil && *kl.Source.Backoff == ward.DefaultBackoff
 }

@@ -2,18 +2,22 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/xml"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wardpool/wardpool/examples/sim/internal/engine"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // sim runs the command with args and returns what it printed.
@@ -384,5 +388,115 @@ func TestReplayOfWallClockTimesNamesTheClock(t *testing.T) {
 	out := sim(t, "-replay", name, "-size", "4", "-compare", "size=8", "-dial", "0")
 	if !strings.Contains(out, "at 14:02:01.004 A queued callers for") || !strings.Contains(out, "B for 0s of it") {
 		t.Fatalf("no wall-clock queue in:\n%s", out)
+	}
+}
+
+// poolRun records a pool.Pool driven as a Keeper drives one (a caller asks;
+// on Make its dial ends dial later with Made and the loan; a return is
+// given back; nobody queues: Size is never reached), callers arriving every
+// gap and holding hold, and returns the recording.
+func poolRun(t *testing.T, n int, gap, hold, dial time.Duration) []byte {
+	t.Helper()
+	p, err := pool.New[int](pool.Limits{Size: 4, Idle: 4, Keep: time.Minute}, ward.Ward{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Record(pool.NewRecorder(0)); err != nil {
+		t.Fatal(err)
+	}
+	type ev struct {
+		at   time.Duration
+		item int // 0: an arrival; -1: a dial ending; else a return
+	}
+	var evs []ev
+	for i := range n {
+		evs = append(evs, ev{at: time.Duration(i)*gap + time.Duration(i%3)*time.Microsecond})
+	}
+	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
+	next := 1
+	for len(evs) > 0 {
+		slices.SortStableFunc(evs, func(a, b ev) int { return cmp.Compare(a.at, b.at) })
+		e := evs[0]
+		evs = evs[1:]
+		now := base.Add(e.at)
+		switch e.item {
+		case 0:
+			switch a := p.Take(now, 0, 0); a.Kind {
+			case pool.Ready:
+				evs = append(evs, ev{at: e.at + hold, item: a.Item})
+			case pool.Make:
+				evs = append(evs, ev{at: e.at + dial, item: -1})
+			default:
+				t.Fatalf("Take at %v: %v", e.at, a.Kind)
+			}
+		case -1:
+			p.Made(next, now)
+			evs = append(evs, ev{at: e.at + hold, item: next})
+			next++
+		default:
+			p.Give(e.item, now)
+		}
+	}
+	return p.Recording(nil)
+}
+
+// A Keeper's recording replays: the command says what it read exactly and
+// what it estimated, and, with the recorded limits, gives back every
+// recorded decision; other limits are a what-if like a CSV's.
+func TestReplayOfAKeeperRecording(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pool.rec")
+	data := poolRun(t, 300, 10*time.Millisecond, 23*time.Millisecond, 4*time.Millisecond)
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := sim(t, "-replay", file, "-table=false")
+	for _, want := range []string{
+		"recording      ", "Size:4", "exact          297 callers lent at once, 0 after a recorded Wait, 3 by their own dial",
+		"estimated      0 lane loans", "dial           4ms measured (median of 3",
+		"decisions      with the recorded limits and a dial of 4ms: all 300 recorded Take answers given back",
+		"callers        300: 300 served",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	// What if the pool had been smaller: no claim about the decisions.
+	out = sim(t, "-replay", file, "-table=false", "-size", "2")
+	if strings.Contains(out, "decisions") || !strings.Contains(out, "Size 2") {
+		t.Errorf("-size 2:\n%s", out)
+	}
+	// A cut recording is a clear error, never a panic.
+	cut := filepath.Join(dir, "cut.rec")
+	os.WriteFile(cut, data[:len(data)-3], 0o644)
+	if err := cli([]string{"-replay", cut}, &bytes.Buffer{}); !errors.Is(err, pool.ErrRecording) || !strings.Contains(err.Error(), "cut.rec: wardpool: bad recording") {
+		t.Errorf("a cut recording: %v", err)
+	}
+}
+
+// The lane's loans never asked the pool: a replay that asks for each of
+// them makes no claim about the recorded decisions.
+func TestReplayOfALaneRecordingMakesNoClaim(t *testing.T) {
+	p, err := pool.New[int](pool.Limits{Size: 4, Idle: 4, Keep: time.Minute}, ward.Ward{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Record(pool.NewRecorder(0)); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
+	p.Take(now, 0, 0)
+	p.Made(1, now.Add(time.Millisecond))
+	p.Relent(p.SeatOf(1), 1, 5, now.Add(40*time.Millisecond))
+	p.Give(1, now.Add(45*time.Millisecond))
+	file := filepath.Join(t.TempDir(), "lane.rec")
+	if err := os.WriteFile(file, p.Recording(nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := sim(t, "-replay", file, "-table=false")
+	for _, want := range []string{"estimated      6 lane loans", "decisions      not compared: the Keeper's lane lent 6 times", "callers        6: 6 served"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
 	}
 }

@@ -53,6 +53,9 @@ type Row struct {
 	Asked             int64 // since the start
 	Acquired, Release int64 // -1 when empty
 	Answers           string
+	// Last says the caller asked after everything else at its instant (see
+	// Arrival.Last); a CSV cannot say so, a Keeper's recording can.
+	Last bool
 }
 
 // Recording is a load read from a CSV: its rows in order of Asked.
@@ -288,7 +291,7 @@ func (r *Recording) End() time.Duration {
 func (r *Recording) Load(hold time.Duration) Load {
 	a := make([]Arrival, len(r.Rows))
 	for i, row := range r.Rows {
-		a[i] = Arrival{At: time.Duration(row.Asked), Hold: hold}
+		a[i] = Arrival{At: time.Duration(row.Asked), Hold: hold, Last: row.Last}
 		switch {
 		case row.Acquired >= 0 && row.Release >= 0:
 			a[i].Hold, a[i].Recorded = time.Duration(row.Release-row.Acquired), true

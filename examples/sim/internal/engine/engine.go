@@ -106,6 +106,9 @@ type Result struct {
 	Sum      Summary
 	// Episodes are the queue episodes, in order (at most MaxEpisodes).
 	Episodes []Episode
+	// Recording is the recording of the run's pool, written out at its
+	// end, when Options.Recorder was set (see pool.Pool.Recording).
+	Recording []byte
 }
 
 // MaxEpisodes bounds Result.Episodes; later episodes still count in the
@@ -123,6 +126,11 @@ type Options struct {
 	// Record, when set, receives every caller of the run as a row of the
 	// CSV format ReadCSV reads (see CSVWriter).
 	Record *CSVWriter
+	// Recorder, when set, records every call the run makes into its pool
+	// (see pool.Recorder), so that a replay of a Keeper's recording can be
+	// held against it (Reproduced). A scenario with a breaker cannot be
+	// recorded: Run fails.
+	Recorder *pool.Recorder
 }
 
 // ErrLoad is returned for a load that goes back in time.
@@ -213,6 +221,11 @@ func Run(s Scenario, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opt.Recorder != nil {
+		if err := p.Record(opt.Recorder); err != nil {
+			return nil, err
+		}
+	}
 	r := &run{
 		s: &s, opt: opt, p: p, origin: origin,
 		end:  int64(s.Seconds) * int64(time.Second),
@@ -232,7 +245,7 @@ func Run(s Scenario, opt Options) (*Result, error) {
 	}
 	for len(r.q) > 0 || r.havePend {
 		var e event
-		if r.havePend && (len(r.q) == 0 || r.arrival.before(&r.q[0])) {
+		if r.havePend && (len(r.q) == 0 || r.arrival.before(&r.q[0]) && !(r.pending.Last && r.arrival.at == r.q[0].at)) {
 			e, r.havePend = r.arrival, false
 		} else {
 			e = r.q.pop()
@@ -255,6 +268,9 @@ func Run(s Scenario, opt Options) (*Result, error) {
 		}
 	}
 	r.finish()
+	if opt.Recorder != nil {
+		r.res.Recording = p.Recording(nil)
+	}
 	return &r.res, nil
 }
 

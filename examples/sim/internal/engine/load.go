@@ -16,13 +16,17 @@ type Arrival struct {
 	// Recorded says the hold was measured, not drawn: a slowdown in the
 	// scenario does not stretch it.
 	Recorded bool
+	// Last says the caller asks after everything else that happens at its
+	// instant (a return, a dial ending): a recording shows it asked after
+	// them, at one reading of a clock.
+	Last bool
 }
 
 // Load is the seam through which the simulator takes its callers: a
 // synthetic stream (Poisson), a CSV of acquire and release times (ReadCSV),
-// or any other recording adapted to it. The Keeper's own recorder is meant
-// to plug in here: an adapter that yields, per acquire, when it was asked
-// for and how long it was held (release minus grant) is all a replay needs. Next returns the arrivals in order
+// a Keeper's own recording (ReadKeeper), or any other recording adapted to
+// it: per acquire, when it was asked for and how long it was held (release
+// minus grant) is all a replay needs. Next returns the arrivals in order
 // of At (equal instants in the order given), and false when there are no
 // more. A Load is used by one run at a time.
 type Load interface {

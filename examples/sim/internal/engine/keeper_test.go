@@ -1,0 +1,518 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+)
+
+// This file records real Keeper runs on a fake clock, with a load the test
+// knows, and holds what ReadKeeper makes of the recordings against it.
+
+// fakeClock is a pool.Clock that moves only when the test says.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c      *fakeClock
+	at     time.Time
+	f      func()
+	active bool
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) pool.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f, active: true}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.active
+	t.active = false
+	return was
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.active
+	t.at, t.active = t.c.now.Add(d), true
+	if !slices.Contains(t.c.timers, t) {
+		t.c.timers = append(t.c.timers, t)
+	}
+	return was
+}
+
+// to moves the clock to at, running the timers due by then, in order, on
+// the caller's goroutine.
+func (c *fakeClock) to(at time.Time) {
+	c.mu.Lock()
+	for {
+		var next *fakeTimer
+		for _, t := range c.timers {
+			if t.active && !t.at.After(at) && (next == nil || t.at.Before(next.at)) {
+				next = t
+			}
+		}
+		if next == nil {
+			break
+		}
+		if next.at.After(c.now) {
+			c.now = next.at
+		}
+		next.active = false
+		c.mu.Unlock()
+		next.f()
+		c.mu.Lock()
+	}
+	c.now = at
+	c.mu.Unlock()
+}
+
+// gatedDialer makes resources whose dials end when the test opens them.
+type gatedDialer struct {
+	mu    sync.Mutex
+	gates []chan struct{} // dials begun, not yet let through
+	n     int
+}
+
+func (d *gatedDialer) dial(ctx context.Context) (*int, error) {
+	g := make(chan struct{})
+	d.mu.Lock()
+	d.gates = append(d.gates, g)
+	d.mu.Unlock()
+	<-g
+	d.mu.Lock()
+	d.n++
+	v := d.n
+	d.mu.Unlock()
+	return &v, nil
+}
+
+func (d *gatedDialer) take() []chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g := d.gates
+	d.gates = nil
+	return g
+}
+
+// truth is one caller of a driven run, as the test saw it, in ns since the
+// first arrival: -1 for what never happened.
+type truth struct {
+	asked, got, released int64
+	behind               bool // arrived while others were queued
+}
+
+// drive runs load (arrivals with holds) against a recorded Keeper with
+// limits l, on a fake clock, every dial taking dial, and returns the
+// recording and what each caller saw. With lock, the leak watch is on, so
+// that every loan goes through the Keeper's lock; otherwise the lane may
+// lend. Events of the load must fall on distinct instants (the test fails
+// otherwise): two at one instant would leave their order to the scheduler.
+//
+// giveUp names callers that give up (their context is canceled) at an
+// instant, if not served by then.
+func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock bool, giveUp map[int]time.Duration) ([]byte, []truth) {
+	t.Helper()
+	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
+	clock := &fakeClock{now: base}
+	d := &gatedDialer{}
+	cfg := pool.Config[*int]{
+		Limits:   l,
+		Dial:     d.dial,
+		Close:    func(*int) error { return nil },
+		Clock:    clock,
+		Recorder: pool.NewRecorder(8 << 20),
+	}
+	if lock {
+		cfg.LeakAfter = time.Hour
+	}
+	k, err := pool.NewKeeper(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		i    int
+		loan pool.Loan[*int]
+		err  error
+	}
+	results := make(chan result, len(load))
+	seen := make([]truth, len(load))
+	for i := range seen {
+		seen[i] = truth{asked: int64(load[i].At), got: -1, released: -1}
+	}
+	type timed struct {
+		at   time.Duration
+		i    int                // the caller releasing, or -1: a dial ending
+		stop context.CancelFunc // a caller giving up
+		loan pool.Loan[*int]
+		gate chan struct{}
+	}
+	var pending []timed
+	now := time.Duration(0)
+	outstanding := 0
+	// settle waits until every caller asking has been lent a resource or is
+	// queued or waiting on a dial that is held at its gate.
+	settle := func() {
+		deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing check
+		for {
+			for _, g := range d.take() {
+				pending = append(pending, timed{at: now + dial, i: -1, gate: g})
+			}
+			select {
+			case r := <-results:
+				outstanding--
+				if r.err != nil {
+					if _, ok := giveUp[r.i]; !ok {
+						t.Fatalf("caller %d: %v", r.i, r.err)
+					}
+					continue
+				}
+				seen[r.i].got = int64(now)
+				pending = append(pending, timed{at: now + load[r.i].Hold, i: r.i, loan: r.loan})
+				continue
+			default:
+			}
+			st := k.Stats()
+			d.mu.Lock()
+			held := len(d.gates)
+			d.mu.Unlock()
+			blocked := 0
+			for _, p := range pending {
+				if p.i < 0 && p.stop == nil {
+					blocked++
+				}
+			}
+			if held == 0 && st.Dialing == blocked && outstanding == st.Waiting+st.Dialing {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the Keeper did not settle: %d asking, %+v", outstanding, st)
+			}
+			runtime.Gosched()
+		}
+	}
+	next := 0
+	for {
+		settle()
+		slices.SortFunc(pending, func(a, b timed) int { return cmp.Compare(a.at, b.at) })
+		at, kind := time.Duration(-1), ""
+		if next < len(load) {
+			at, kind = load[next].At, "arrive"
+		}
+		if len(pending) > 0 && (at < 0 || pending[0].at <= at) {
+			if at == pending[0].at || len(pending) > 1 && pending[1].at == pending[0].at {
+				t.Fatalf("two events at %v: the load must keep its instants apart", pending[0].at)
+			}
+			at, kind = pending[0].at, "pending"
+		}
+		if at < 0 {
+			break
+		}
+		now = at
+		clock.to(base.Add(at))
+		switch kind {
+		case "arrive":
+			i := next
+			next++
+			seen[i].behind = k.Stats().Waiting > 0
+			outstanding++
+			ctx, stop := context.WithCancel(context.Background())
+			if at, ok := giveUp[i]; ok {
+				pending = append(pending, timed{at: at, i: i, stop: stop})
+			}
+			go func() {
+				defer stop()
+				l, err := k.Acquire(ctx)
+				results <- result{i, l, err}
+			}()
+		case "pending":
+			p := pending[0]
+			pending = pending[1:]
+			if p.stop != nil {
+				p.stop()
+			} else if p.i < 0 {
+				close(p.gate)
+			} else {
+				seen[p.i].released = int64(now)
+				p.loan.Release()
+			}
+		}
+	}
+	data := k.Recording()
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return data, seen
+}
+
+// steadyLoad is n callers arriving about every gap, each holding about
+// hold, drawn from seed, at instants of whole microseconds plus an odd few
+// nanoseconds so that no two events of a run meet.
+func steadyLoad(seed uint64, n int, gap, hold time.Duration) []Arrival {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	out := make([]Arrival, n)
+	at := time.Duration(0)
+	for i := range out {
+		out[i] = Arrival{At: at, Hold: time.Duration(rng.Int64N(int64(2*hold)))/time.Microsecond*time.Microsecond + time.Duration(2*rng.IntN(400)+1)}
+		at += time.Duration(rng.Int64N(int64(2*gap)))/time.Microsecond*time.Microsecond + time.Duration(2*rng.IntN(400)+1)
+	}
+	return out
+}
+
+// checkRows holds the rows ReadKeeper read against what each caller saw:
+// lent and returned at the same instants, and asking at the same instant,
+// except a caller who arrived behind others, which is first seen when the
+// Keeper asks for it (queued: at a Take answering Wait for it; or served),
+// between its true arrival and its loan.
+func checkRows(t *testing.T, rows []Row, seen []truth) {
+	t.Helper()
+	if len(rows) != len(seen) {
+		t.Fatalf("%d rows read, %d callers", len(rows), len(seen))
+	}
+	got := slices.Clone(rows)
+	slices.SortFunc(got, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(a.Acquired, b.Acquired), cmp.Compare(a.Release, b.Release), cmp.Compare(a.Asked, b.Asked))
+	})
+	want := slices.Clone(seen)
+	slices.SortFunc(want, func(a, b truth) int {
+		return cmp.Or(cmp.Compare(a.got, b.got), cmp.Compare(a.released, b.released), cmp.Compare(a.asked, b.asked))
+	})
+	for i, r := range got {
+		w := want[i]
+		ok := r.Acquired == w.got && r.Release == w.released
+		if w.behind {
+			ok = ok && r.Asked >= w.asked && r.Asked <= w.got
+		} else {
+			ok = ok && r.Asked == w.asked
+		}
+		if !ok {
+			t.Fatalf("row %d of %d: read %+v, the run was %+v", i, len(want), r, w)
+		}
+	}
+}
+
+// replayed runs the sim on kl's load with its recorded limits and dial
+// time, recording the run, and holds its Take answers against the
+// recording's.
+func replayed(t *testing.T, kl *KeeperLoad, dial time.Duration) Match {
+	t.Helper()
+	s, _ := Builtin("steady")
+	s.Limits, s.Dial, s.Timeout, s.Bursts = kl.Limits, dial, 0, nil
+	s.Seconds = int(kl.End()/time.Second) + 2
+	rec := pool.NewRecorder(64 << 20)
+	res, err := Run(s, Options{Load: kl.Load(s.Hold), Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pool.ReadRecording(res.Recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Reproduced(kl.Source, got)
+}
+
+// TestKeeperRecordingThroughTheLock records Keeper runs whose every loan
+// goes through the lock (the leak watch shuts the lane), a light load and
+// a heavy one, and checks every caller ReadKeeper rebuilds against the run:
+// exact, except callers who queued behind others, who are first seen when
+// asked for. The sim replaying the load with the recorded limits and dial
+// time gives back every Take answer, in order and at its instant.
+func TestKeeperRecordingThroughTheLock(t *testing.T) {
+	const dial = 7 * time.Millisecond
+	limits := pool.Limits{Size: 3, Idle: 3, Keep: time.Minute}
+	for _, c := range []struct {
+		name   string
+		seed   uint64
+		gap    time.Duration
+		behind bool // callers queue behind others
+	}{{"light", 2, 15 * time.Millisecond, false}, {"heavy", 1, 9 * time.Millisecond, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			load := steadyLoad(c.seed, 150, c.gap, 20*time.Millisecond)
+			data, seen := drive(t, load, limits, dial, true, nil)
+			kl, err := ReadKeeper(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kl.Limits != limits || kl.Backoff || kl.Dropped != 0 {
+				t.Fatalf("limits %+v backoff %v dropped %d", kl.Limits, kl.Backoff, kl.Dropped)
+			}
+			behind := 0
+			for _, s := range seen {
+				if s.behind {
+					behind++
+				}
+			}
+			n := kl.Counts
+			t.Logf("%d callers, %d behind others: %v", len(seen), behind, n)
+			if n.Queued == 0 || n.Dialed == 0 || n.Lock == 0 || (behind > 0) != c.behind {
+				t.Fatalf("the load did not exercise what it is for: %v", n)
+			}
+			if n.Lane != 0 || n.Before != 0 || n.Guessed != 0 || n.Failed+n.GaveUp+n.Waiting != 0 {
+				t.Fatalf("counts %v", n)
+			}
+			if n.AtReturn != behind {
+				t.Errorf("%d callers read as first seen at a return, %d arrived behind others", n.AtReturn, behind)
+			}
+			checkRows(t, kl.Rows, seen)
+			if kl.Dial != dial {
+				t.Errorf("dial time read as %v, it was %v", kl.Dial, dial)
+			}
+			m := replayed(t, kl, dial)
+			t.Logf("replay: %v", m)
+			if !m.Exact() || m.Recorded == 0 {
+				t.Errorf("replay: %v", m)
+			}
+		})
+	}
+}
+
+// TestKeeperRecordingOfTheLane records one caller at a time through the
+// Keeper's lane, which reaches the pool only as Relent counts when the
+// sweep folds it: ReadKeeper gives back every loan, the ones that went
+// through the lock at their instants, the lane's spread between them.
+func TestKeeperRecordingOfTheLane(t *testing.T) {
+	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
+	clock := &fakeClock{now: base}
+	n := 0
+	k, err := pool.NewKeeper(pool.Config[*int]{
+		Limits:   pool.Limits{Size: 2, Idle: 2, Keep: time.Minute},
+		Dial:     func(context.Context) (*int, error) { n++; v := n; return &v, nil },
+		Close:    func(*int) error { return nil },
+		Clock:    clock,
+		Recorder: pool.NewRecorder(1 << 20),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var seen []truth
+	at := time.Duration(0)
+	for range 400 {
+		clock.to(base.Add(at))
+		l, err := k.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold := 2*time.Millisecond + time.Duration(rng.IntN(20_000))*time.Microsecond
+		clock.to(base.Add(at + hold))
+		l.Release()
+		seen = append(seen, truth{asked: int64(at), got: int64(at), released: int64(at + hold)})
+		at += hold + 2*time.Millisecond + time.Duration(rng.IntN(30_000))*time.Microsecond
+	}
+	data := k.Recording()
+	if err := k.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	kl, err := ReadKeeper(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kl.Counts
+	t.Logf("%v", c)
+	if c.Lane == 0 || c.Lane+c.Lock+c.Dialed != len(seen) || c.Open+c.Before+c.AtReturn+c.Failed+c.GaveUp+c.Waiting != 0 {
+		t.Fatalf("%d loans read as: %v", len(seen), c)
+	}
+	if len(kl.Rows) != len(seen) {
+		t.Fatalf("%d rows for %d loans", len(kl.Rows), len(seen))
+	}
+	exact := map[int64]bool{}
+	for _, s := range seen {
+		exact[s.asked] = true
+	}
+	for i, r := range kl.Rows {
+		if r.Acquired != r.Asked || r.Release < r.Acquired {
+			t.Fatalf("row %d: %+v: a lane loan waits for nothing and ends after it begins", i, r)
+		}
+		// A loan read as exact began when one did; the first of a lane run
+		// too, and the last lane loan before a fold (its start is
+		// recorded, to the lane's millisecond).
+		if r.Answers != "lane" && !exact[r.Asked] {
+			t.Errorf("row %d read as %s at %v: no loan began then", i, r.Answers, time.Duration(r.Asked))
+		}
+	}
+	first, last := kl.Rows[0], kl.Rows[len(kl.Rows)-1]
+	if first.Asked != seen[0].asked || last.Asked > seen[len(seen)-1].asked || kl.End() != time.Duration(seen[len(seen)-1].released) {
+		t.Errorf("first %+v, last %+v, end %v; the run went from %v to %v", first, last, kl.End(),
+			time.Duration(seen[0].asked), time.Duration(seen[len(seen)-1].released))
+	}
+}
+
+// A caller that gives up while queued is not in the recording as such: its
+// Wait is, and the next return serves nobody, so it reads as having given
+// up, never served.
+func TestKeeperRecordingOfACallerWhoGaveUp(t *testing.T) {
+	ms := time.Millisecond
+	load := []Arrival{{At: 0, Hold: 50 * ms}, {At: 10 * ms, Hold: 5 * ms}, {At: 60 * ms, Hold: 5 * ms}}
+	data, seen := drive(t, load, pool.Limits{Size: 1, Idle: 1, Keep: time.Minute}, 3*ms, true, map[int]time.Duration{1: 20 * ms})
+	kl, err := ReadKeeper(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kl.Counts
+	if c.Dialed != 1 || c.Lock != 1 || c.GaveUp != 1 || c.Queued+c.AtReturn+c.Failed+c.Waiting != 0 {
+		t.Fatalf("%v", c)
+	}
+	want := []Row{
+		{Asked: 0, Acquired: seen[0].got, Release: seen[0].released, Answers: "dialed"},
+		{Asked: int64(10 * ms), Acquired: -1, Release: -1, Answers: "gaveup"},
+		{Asked: int64(60 * ms), Acquired: int64(60 * ms), Release: int64(65 * ms), Answers: "lock"},
+	}
+	for i := range kl.Rows {
+		kl.Rows[i].Line = 0
+	}
+	if !slices.Equal(kl.Rows, want) {
+		t.Fatalf("rows %+v, want %+v", kl.Rows, want)
+	}
+}
+
+// Over loads of every weight, pools of one to four and dials of several
+// lengths: every caller is read as it was (or, queued behind others, no
+// earlier than it arrived), and the replay gives back every Take answer.
+func TestKeeperRecordingReplaysItsDecisions(t *testing.T) {
+	var all KeeperCounts
+	for seed := range uint64(12) {
+		size := 1 + int(seed%4)
+		gap := time.Duration(3+seed*2) * time.Millisecond
+		dial := time.Duration(1+seed%5) * time.Millisecond
+		load := steadyLoad(seed+100, 80, gap, 15*time.Millisecond)
+		data, seen := drive(t, load, pool.Limits{Size: size, Idle: size, Keep: time.Minute}, dial, true, nil)
+		kl, err := ReadKeeper(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRows(t, kl.Rows, seen)
+		if m := replayed(t, kl, dial); !m.Exact() {
+			t.Errorf("seed %d, Size %d, gap %v, dial %v: %v (%v)", seed, size, gap, dial, m, kl.Counts)
+		}
+		all.Lock += kl.Counts.Lock
+		all.Queued += kl.Counts.Queued
+		all.Dialed += kl.Counts.Dialed
+		all.AtReturn += kl.Counts.AtReturn
+	}
+	t.Logf("%v", all)
+	if all.Lock == 0 || all.Queued == 0 || all.Dialed == 0 || all.AtReturn == 0 {
+		t.Fatalf("the loads did not queue, dial and queue behind: %v", all)
+	}
+}
