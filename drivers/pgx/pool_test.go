@@ -601,9 +601,9 @@ func TestQueryRowNeverScannedLeaks(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the unscanned row was never reported")
 	}
-	if l.Returned || l.Held < 50*time.Millisecond || l.Conn == nil ||
+	if l.Returned || l.Held < 50*time.Millisecond || l.Item == nil ||
 		!strings.Contains(string(l.Stack), "TestQueryRowNeverScannedLeaks") {
-		t.Errorf("leak report: returned %v held %v conn %v stack:\n%s", l.Returned, l.Held, l.Conn, l.Stack)
+		t.Errorf("leak report: returned %v held %v conn %v stack:\n%s", l.Returned, l.Held, l.Item, l.Stack)
 	}
 	if p.Stat().Keeper().Leaks != 1 {
 		t.Errorf("Leaks = %d", p.Stat().Keeper().Leaks)

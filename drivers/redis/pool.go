@@ -74,7 +74,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 	}
 	if on := cfg.OnLeak; on != nil {
 		kc.OnLeak = func(l pool.Leak[*conn]) {
-			on(Leak{Client: l.Item.cl, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
+			on(Leak{Item: l.Item.cl, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
 		}
 	}
 	k, err := pool.NewKeeper(kc)

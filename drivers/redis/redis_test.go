@@ -469,7 +469,7 @@ func TestLeakWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := <-leaks
-	if got.Client != l.Client() || got.Returned || !strings.Contains(string(got.Stack), "TestLeakWatch") {
+	if got.Item != l.Client() || got.Returned || !strings.Contains(string(got.Stack), "TestLeakWatch") {
 		t.Fatalf("leak report: %+v", got)
 	}
 	l.Release()

@@ -299,7 +299,7 @@ func TestMockLeak(t *testing.T) {
 	}
 	select {
 	case l := <-leaks:
-		if l.Returned || l.Conn == nil || !strings.Contains(string(l.Stack), "TestMockLeak") {
+		if l.Returned || l.Item == nil || !strings.Contains(string(l.Stack), "TestMockLeak") {
 			t.Errorf("leak report %+v:\n%s", l, l.Stack)
 		}
 	case <-ctx.Done():
