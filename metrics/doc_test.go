@@ -12,7 +12,7 @@ import (
 // to the series exported: each names every series in both forms, and no
 // series that does not exist.
 func TestDocsListEverySeries(t *testing.T) {
-	all := append([]series{retired, maxResources, maxIdle}, table...)
+	all := append([]series{retired, maxResources, maxIdle, leaked}, table...)
 	var prom, otel []string
 	for _, s := range all {
 		prom = append(prom, "wardpool_"+s.prom)
