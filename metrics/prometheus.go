@@ -23,7 +23,7 @@ type Collector struct {
 	leaks  leaky              // the Source's Leaked, or nil
 	leak   *prometheus.Desc   // leaked_loans, when leaks is set
 	leakL  []*dto.LabelPair
-	ret    *prometheus.Desc   // retired_total
+	ret    *prometheus.Desc // retired_total
 	retLab [len(reasons)][]*dto.LabelPair
 }
 
