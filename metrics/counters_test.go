@@ -11,12 +11,9 @@ import (
 )
 
 // TestEmptyAcquiresUnderConcurrency holds empty_acquires_total to its doc
-// under load: it counts acquires that found nothing idle, so it never
-// exceeds the acquires begun. Every acquire here succeeds (no deadline, no
-// failing dial), so once all are done empty <= acquires; while they run, an
-// acquire is counted empty when it queues and counted as an acquire when it
-// gets its resource, so a reading may be ahead by at most the callers in
-// flight.
+// under load: it counts successful acquires that found nothing idle, so no
+// reading, even one taken while acquires are in flight, has it above
+// acquires_total.
 func TestEmptyAcquiresUnderConcurrency(t *testing.T) {
 	const (
 		callers = 24
@@ -35,8 +32,7 @@ func TestEmptyAcquiresUnderConcurrency(t *testing.T) {
 	defer func() { _ = k.Close(context.Background()) }()
 
 	stop := make(chan struct{})
-	var readings, ahead atomic.Int64
-	var worst atomic.Int64
+	var readings, ahead, worst atomic.Int64
 	var reader sync.WaitGroup
 	reader.Add(1)
 	go func() {
@@ -84,8 +80,8 @@ func TestEmptyAcquiresUnderConcurrency(t *testing.T) {
 	if s.EmptyAcquires > s.Acquires {
 		t.Errorf("at rest: empty acquires %d > acquires %d", s.EmptyAcquires, s.Acquires)
 	}
-	if w := worst.Load(); w > callers {
-		t.Errorf("a reading had empty acquires %d ahead of acquires, more than the %d callers in flight", w, callers)
+	if n := ahead.Load(); n > 0 {
+		t.Errorf("%d of %d readings had empty acquires above acquires (by up to %d)", n, readings.Load(), worst.Load())
 	}
 	if s.EmptyAcquires == 0 {
 		t.Errorf("no acquire waited: the test did not load the pool (%+v)", s)
@@ -94,13 +90,9 @@ func TestEmptyAcquiresUnderConcurrency(t *testing.T) {
 		readings.Load(), ahead.Load(), worst.Load(), s.EmptyAcquires, s.Acquires, s.Waited)
 }
 
-// TestEmptyAcquiresCountFailures pins down what the Keeper counts as empty:
-// an acquire that queued and then gave up is empty too, not only one that
-// got a resource (pgxpool's EmptyAcquireCount counts successes only). So
-// with timeouts empty can exceed acquires; what always holds at rest is
-// empty <= acquires + canceled + make failures, and the documentation says
-// so.
-func TestEmptyAcquiresCountFailures(t *testing.T) {
+// TestEmptyAcquiresCountSuccesses: an acquire that queued and then gave up
+// is canceled, not empty, as in pgxpool.
+func TestEmptyAcquiresCountSuccesses(t *testing.T) {
 	const waiters = 5
 	k, err := pool.NewKeeper(pool.Config[*conn]{
 		Limits: pool.Limits{Size: 1},
@@ -138,10 +130,7 @@ func TestEmptyAcquiresCountFailures(t *testing.T) {
 	held.Release()
 
 	s := k.Stats()
-	if s.Acquires != 1 || s.Canceled != waiters || s.EmptyAcquires != 1+waiters {
-		t.Errorf("acquires %d, canceled %d, empty %d; want 1, %d, %d", s.Acquires, s.Canceled, s.EmptyAcquires, waiters, 1+waiters)
-	}
-	if s.EmptyAcquires > s.Acquires+s.Canceled+s.Failed {
-		t.Errorf("empty %d > acquires %d + canceled %d + failed %d", s.EmptyAcquires, s.Acquires, s.Canceled, s.Failed)
+	if s.Acquires != 1 || s.Canceled != waiters || s.EmptyAcquires != 1 {
+		t.Errorf("acquires %d, canceled %d, empty %d; want 1, %d, 1 (the first acquire dialed)", s.Acquires, s.Canceled, s.EmptyAcquires, waiters)
 	}
 }

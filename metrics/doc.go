@@ -45,7 +45,7 @@
 //	wardpool_shed_total / wardpool.shed                      acquires the ward refused
 //	wardpool_acquires_total / wardpool.acquires              successful acquires (Keeper only)
 //	wardpool_acquire_wait_seconds_total / wardpool.acquire.wait  their total wait, seconds (Keeper only)
-//	wardpool_empty_acquires_total / wardpool.acquires.empty  acquires that had to wait or dial, got one or not (Keeper only)
+//	wardpool_empty_acquires_total / wardpool.acquires.empty  successful acquires that had to wait or dial (Keeper only)
 //	wardpool_canceled_acquires_total / wardpool.acquires.canceled  acquires ended by their context (Keeper only)
 //	wardpool_checks_total / wardpool.checks                  health checks on borrow (Keeper only)
 //	wardpool_check_failures_total / wardpool.check.failures  failed health checks (Keeper only)

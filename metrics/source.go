@@ -260,7 +260,7 @@ var table = []series{
 		help:  "Total time successful acquires spent waiting (queued, dialing, held back), in seconds.",
 		field: fAcquireWait},
 	{prom: "empty_acquires_total", otel: "acquires.empty", unit: "{acquire}", kind: counter, runtime: true,
-		help:  "Acquires that found nothing idle and had to wait or dial, whether they then got a resource or not (so it may exceed acquires_total; empty <= acquires + canceled + make failures).",
+		help:  "Successful acquires that found nothing idle and had to wait or dial (never more than acquires_total).",
 		field: fEmptyAcquires},
 	{prom: "canceled_acquires_total", otel: "acquires.canceled", unit: "{acquire}", kind: counter, runtime: true,
 		help:  "Acquires that ended with their context before getting a resource.",

@@ -52,9 +52,7 @@
 //   - MinConns and MinIdleConns both keep idle connections warm, as many as
 //     the larger of the two.
 //   - AfterRelease runs in the releasing goroutine, not a new one.
-//   - Stat.AcquireCount counts AcquireAllIdle's loans; EmptyAcquireCount
-//     counts acquires that waited whether or not they then succeeded.
-//     Stat.Keeper gives every figure of the Keeper, and Pool.Stats and
+//   - Stat.AcquireCount counts AcquireAllIdle's loans. Stat.Keeper gives every figure of the Keeper, and Pool.Stats and
 //     Pool.Limits make the Pool a metrics.Source as it is.
 //   - Tracers: an AcquireTracer or ReleaseTracer on ConnConfig.Tracer is
 //     called as pgxpool calls it, given a stand-in *pgxpool.Pool (see

@@ -33,12 +33,8 @@ func (s *Stat) CanceledAcquireCount() int64 { return int64(s.s.Canceled) }
 // ConstructingConns is how many connections are being dialled now.
 func (s *Stat) ConstructingConns() int32 { return int32(s.s.Dialing) }
 
-// EmptyAcquireCount is how many acquires found no idle connection and had
-// to wait for one to come back or be dialled. Unlike pgxpool's, it counts
-// such acquires whether or not they then got a connection (pgxpool counts
-// the successful ones only), so with timeouts it can exceed AcquireCount
-// until those catch up; EmptyAcquireCount <= AcquireCount +
-// CanceledAcquireCount + failed acquires always holds.
+// EmptyAcquireCount is how many successful acquires found no idle
+// connection and had to wait for one to come back or be dialled.
 func (s *Stat) EmptyAcquireCount() int64 { return int64(s.s.EmptyAcquires) }
 
 // EmptyAcquireWaitTime is the total time successful acquires spent waiting
