@@ -34,8 +34,9 @@ var (
 type AcquireError struct {
 	// Err is the context's error.
 	Err error
-	// Busy is how many connections were lent or being dialled, of Max.
-	Busy, Max int
+	// Busy is how many connections were lent or being dialled, of Max;
+	// Dialing how many of those were being dialled.
+	Busy, Max, Dialing int
 	// Waiting is how many callers were queued.
 	Waiting int
 	// Leaked is how many loans had been out longer than Config.LeakAfter
@@ -48,12 +49,17 @@ type AcquireError struct {
 }
 
 // Error reads, for example, "pgxward: acquire: context deadline exceeded:
-// all 8 connections busy, 3 waiting, 2 held past LeakAfter".
+// 8 of 8 connections busy (1 dialing), 3 waiting, 2 held past LeakAfter;
+// last dial failed at 2026-01-02T03:04:05Z: pgxward: connect: …".
 func (e *AcquireError) Error() string {
 	var b strings.Builder
 	b.WriteString("pgxward: acquire: ")
 	b.WriteString(e.Err.Error())
-	fmt.Fprintf(&b, ": %d of %d connections busy, %d waiting", e.Busy, e.Max, e.Waiting)
+	fmt.Fprintf(&b, ": %d of %d connections busy", e.Busy, e.Max)
+	if e.Dialing > 0 {
+		fmt.Fprintf(&b, " (%d dialing)", e.Dialing)
+	}
+	fmt.Fprintf(&b, ", %d waiting", e.Waiting)
 	if e.Leaked > 0 {
 		fmt.Fprintf(&b, ", %d held past LeakAfter", e.Leaked)
 	}
@@ -92,7 +98,7 @@ func (p *Pool) explain(err error) error {
 		return err
 	}
 	s := p.k.Stats()
-	e := &AcquireError{Err: err, Busy: s.Busy, Max: int(p.config.MaxConns), Waiting: s.Waiting}
+	e := &AcquireError{Err: err, Busy: s.Busy, Max: int(p.config.MaxConns), Dialing: s.Dialing, Waiting: s.Waiting}
 	if p.config.LeakAfter > 0 {
 		e.Leaked = p.Leaked()
 	}

@@ -1,8 +1,8 @@
 // Package sqlward puts any database/sql driver behind wardpool's
 // pool.Keeper while the application keeps its *sql.DB.
 //
-//	base, _ := stdlib.GetDefaultDriver().(driver.DriverContext).OpenConnector(dsn)
-//	db, c, err := sqlward.OpenDB(base, sqlward.Config{Limits: pool.DefaultLimits})
+//	cc, _ := pgx.ParseConfig(dsn) // with PostgreSQL: pgx's stdlib connector
+//	db, c, err := sqlward.OpenDB(stdlib.GetConnector(*cc), sqlward.Config{Limits: pool.DefaultLimits})
 //	...
 //	defer db.Close()
 //	err = db.QueryRowContext(ctx, "SELECT 1").Scan(&n)

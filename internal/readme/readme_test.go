@@ -46,6 +46,10 @@ var cpuThousandths int`,
 		after: "_ = w",
 	},
 	{
+		line:  "sqlDB, conns, err := sqlward.OpenDB(stdlib.GetConnector(*cfg.ConnConfig), sqlward.Config{",
+		decls: "var cfg *pgxward.Config",
+	},
+	{
 		line: "p, _ := pgxward.NewWithConfig(ctx, cfg)",
 		decls: `var ctx = context.Background()
 var cfg *pgxward.Config
@@ -75,6 +79,7 @@ var imports = map[string]string{
 	"sqlward":    "github.com/wardpool/wardpool/drivers/sql",
 	"redisward":  "github.com/wardpool/wardpool/drivers/redis",
 	"pgx":        "github.com/jackc/pgx/v5",
+	"stdlib":     "github.com/jackc/pgx/v5/stdlib",
 	"redis":      "github.com/redis/go-redis/v9",
 	"prometheus": "github.com/prometheus/client_golang/prometheus",
 	"promhttp":   "github.com/prometheus/client_golang/prometheus/promhttp",
