@@ -158,6 +158,7 @@ type Connector struct {
 	k         *pool.Keeper[*conn]
 	ping      time.Duration // PingIdle, resolved
 	leakAfter time.Duration
+	lastDial  lastDialNote // the last failed dial, for AcquireError
 	now       func() time.Time
 }
 
@@ -228,12 +229,13 @@ func OpenDB(base driver.Connector, cfg Config) (*sql.DB, *Connector, error) {
 // Connect borrows a connection from the Keeper for database/sql: an idle
 // one (checked as the package doc says) or a new one from the base
 // connector. It waits, bounded by ctx, when Limits.Size are out. It fails
-// with ctx's error, pool.ErrClosed after Close, an error wrapping
-// pool.ErrShed when the Ward refuses, or the base connector's error.
+// with an *AcquireError wrapping ctx's error (saying what the pool was
+// doing), ErrClosed after Close, a *pool.ShedError (errors.Is ErrShed) when
+// the Ward refuses, or the base connector's error.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	l, err := c.k.Acquire(ctx)
 	if err != nil {
-		return nil, err
+		return nil, c.explain(err)
 	}
 	cn := l.Value()
 	cn.loan = l
@@ -300,7 +302,11 @@ func (c *Connector) Reset() { c.k.Reset() }
 func (c *Connector) dial(ctx context.Context) (*conn, error) {
 	dc, err := c.base.Connect(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("sqlward: connect: %w", err)
+		err = fmt.Errorf("sqlward: connect: %w", err)
+	}
+	c.noteDial(err)
+	if err != nil {
+		return nil, err
 	}
 	return newConn(dc), nil
 }
