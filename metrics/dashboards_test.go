@@ -17,6 +17,9 @@ func exportedNames() map[string]bool {
 	for _, s := range append([]series{retired, maxResources, maxIdle, leaked}, table...) {
 		names["wardpool_"+s.prom] = true
 	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		names["wardpool_acquire_wait_seconds"+suffix] = true // WaitHistogram
+	}
 	return names
 }
 

@@ -12,6 +12,10 @@
 //	cfg.OnLeak = metrics.OnLeak[*pgx.Conn](logger) // fits pool.Config[*pgx.Conn] and pgxward.Config
 //	ctx, end := metrics.StartAcquire(ctx, tracer, pgxPool) // an OpenTelemetry span around an acquire
 //
+// For the distribution of acquire waits (the Keeper keeps their total), a
+// WaitHistogram, native where the registry takes it, is fed by an
+// AcquireObserver, which also opens the span.
+//
 // # Series
 //
 // Names below are with the default namespace, wardpool; Options.Namespace

@@ -73,14 +73,18 @@ func Outcome(err error) string {
 //
 // A span that is not sampled costs a clock read and the tracer's no-op.
 func StartAcquire(ctx context.Context, tracer trace.Tracer, src Source) (context.Context, func(error)) {
-	start := time.Now()
+	return startSpan(ctx, tracer, src, time.Now())
+}
+
+// startSpan is StartAcquire for an acquire that began at start.
+func startSpan(ctx context.Context, tracer trace.Tracer, src Source, start time.Time) (context.Context, func(error)) {
 	ctx, span := tracer.Start(ctx, AcquireSpanName, trace.WithSpanKind(trace.SpanKindInternal))
 	return ctx, func(err error) {
 		attrs := []attribute.KeyValue{
 			AttrWait.Float64(time.Since(start).Seconds()),
 			AttrOutcome.String(Outcome(err)),
 		}
-		if span.IsRecording() {
+		if span.IsRecording() && src != nil {
 			s := src.Stats()
 			attrs = append(attrs, AttrLive.Int(s.Live), AttrIdle.Int(s.Idle),
 				AttrBusy.Int(s.Busy), AttrWaiting.Int(s.Waiting))

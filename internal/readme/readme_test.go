@@ -50,6 +50,13 @@ var cpuThousandths int`,
 		decls: "var cfg *pgxward.Config",
 	},
 	{
+		line: "waits := metrics.NewWaitHistogram(metrics.Options{Labels: map[string]string{\"pool\": \"orders\"}})",
+		decls: `var ctx = context.Background()
+var tracer trace.Tracer
+var p *pgxward.Pool`,
+		after: "_, _ = c, err",
+	},
+	{
 		line: "p, _ := pgxward.NewWithConfig(ctx, cfg)",
 		decls: `var ctx = context.Background()
 var cfg *pgxward.Config
