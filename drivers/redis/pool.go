@@ -24,6 +24,7 @@ type Pool struct {
 	netDial     func(ctx context.Context) (net.Conn, error)
 	dialTimeout time.Duration
 	addr        string
+	leakAfter   time.Duration // Config.LeakAfter, for Leaked
 
 	front *redis.Client // see Client
 }
@@ -39,6 +40,8 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		inner:   innerOptions(cfg.Options),
 		netDial: dialer(cfg.Options),
 		addr:    cfg.Options.Addr,
+
+		leakAfter: cfg.LeakAfter,
 	}
 	p.dialTimeout = cfg.Options.DialTimeout
 	if p.dialTimeout == 0 {
