@@ -301,6 +301,9 @@ func TestMockLeak(t *testing.T) {
 		if l.Returned || l.Item == nil || !strings.Contains(string(l.Stack), "TestMockLeak") {
 			t.Errorf("leak report %+v:\n%s", l, l.Stack)
 		}
+		if n := c.Leaked(); n != 1 {
+			t.Errorf("Leaked = %d with the forgotten conn out, want 1", n)
+		}
 	case <-ctx.Done():
 		t.Fatal("forgotten *sql.Conn never reported")
 	}
