@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -193,4 +194,80 @@ func TestStatsAndLimits(t *testing.T) {
 		Limits() pool.Limits
 		Leaked() int
 	} = p
+}
+
+// nopPoolTracer is a pgxpool tracer that does nothing: the cost of calling
+// one.
+type nopPoolTracer struct{}
+
+func (nopPoolTracer) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.TraceAcquireStartData) context.Context {
+	return ctx
+}
+func (nopPoolTracer) TraceAcquireEnd(context.Context, *pgxpool.Pool, pgxpool.TraceAcquireEndData) {}
+func (nopPoolTracer) TraceRelease(*pgxpool.Pool, pgxpool.TraceReleaseData)                        {}
+func (nopPoolTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+func (nopPoolTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// BenchmarkTracedAcquireRelease: Acquire and Release of an idle connection
+// with a no-op AcquireTracer/ReleaseTracer, pgxward beside pgxpool on the
+// same server in the same run, and pgxward without a tracer.
+func BenchmarkTracedAcquireRelease(b *testing.B) {
+	dsn := testenv.PostgresDSN(b)
+	ctx := context.Background()
+	wc, err := ParseConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wc.MaxConns = 2
+	plain, err := NewWithConfig(ctx, wc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Close()
+	wc.ConnConfig.Tracer = nopPoolTracer{}
+	traced, err := NewWithConfig(ctx, wc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer traced.Close()
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc.MaxConns = 2
+	pc.ConnConfig.Tracer = nopPoolTracer{}
+	ref, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ref.Close()
+	// Each loop is written out: a closure returning the release would
+	// allocate and hide the pools' own figures.
+	b.Run("pgxpool-traced", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c, err := ref.Acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.Release()
+		}
+	})
+	for _, p := range []struct {
+		name string
+		p    *Pool
+	}{{"pgxward-traced", traced}, {"pgxward", plain}} {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				c, err := p.p.Acquire(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Release()
+			}
+		})
+	}
 }
