@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,7 +114,7 @@ func TestEmptyAcquiresCountSuccesses(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := k.Acquire(ctx); err != context.Canceled {
+			if _, err := k.Acquire(ctx); !errors.Is(err, context.Canceled) {
 				t.Errorf("queued acquire: %v, want context.Canceled", err)
 			}
 		}()

@@ -39,10 +39,11 @@
 //   - Errors: Acquire on a closed pool fails with ErrClosed; one the Ward
 //     refuses fails at once with a *pool.ShedError (errors.Is ErrShed); a
 //     failed dial's error reads "pgxward: connect: …" and wraps pgx's
-//     *pgconn.ConnectError; one whose context ends is an *AcquireError
-//     that unwraps to ctx's error and says how many connections were busy,
-//     how many callers waited, how many loans were past LeakAfter and the
-//     last dial error.
+//     *pgconn.ConnectError; one whose context ends is an *AcquireError (the
+//     Keeper's) that unwraps to ctx's error and says how many connections
+//     were busy, how many callers waited, how many loans were past
+//     LeakAfter and the last dial error; a breaker's *ShedError carries the
+//     dial error behind it.
 //   - Close blocks until every loan is back, as pgxpool's does;
 //     CloseContext bounds the wait.
 //   - MaxConnIdleTime and MaxConnLifetime of zero mean no limit (pgxpool

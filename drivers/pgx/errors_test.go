@@ -9,32 +9,10 @@ import (
 	"time"
 )
 
-// TestAcquireErrorText: the message names what the pool was doing, and the
-// error is still the context's for errors.Is.
-func TestAcquireErrorText(t *testing.T) {
-	dial := errors.New("pgxward: connect: refused")
-	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, c := range []struct {
-		e    AcquireError
-		want string
-	}{
-		{AcquireError{Err: context.DeadlineExceeded, Busy: 8, Max: 8, Waiting: 3},
-			"pgxward: acquire: context deadline exceeded: 8 of 8 connections busy, 3 waiting"},
-		{AcquireError{Err: context.Canceled, Busy: 2, Max: 4, Dialing: 1, Leaked: 1, DialErr: dial, DialAt: at},
-			"pgxward: acquire: context canceled: 2 of 4 connections busy (1 dialing), 0 waiting, 1 held past LeakAfter; last dial failed at 2026-01-02T03:04:05Z: pgxward: connect: refused"},
-	} {
-		if got := c.e.Error(); got != c.want {
-			t.Errorf("got  %q\nwant %q", got, c.want)
-		}
-		if !errors.Is(&c.e, c.e.Err) {
-			t.Errorf("%v is not %v", &c.e, c.e.Err)
-		}
-	}
-}
-
 // TestAcquireErrorOnAHangingServer: against a server that accepts and never
 // answers (a listener on loopback that reads nothing), an acquire whose
-// context ends says that the pool was dialling. No PostgreSQL is needed.
+// context ends is pgxward's AcquireError (the Keeper's), saying what the
+// pool was doing. No PostgreSQL is needed.
 func TestAcquireErrorOnAHangingServer(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -57,10 +35,10 @@ func TestAcquireErrorOnAHangingServer(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ae) {
 		t.Fatalf("Acquire = %v (%T), want an *AcquireError wrapping DeadlineExceeded", err, err)
 	}
-	if ae.Busy != 1 || ae.Dialing != 1 || ae.Max != 2 || ae.DialErr != nil {
+	if ae.Busy != 1 || ae.Size != 2 || ae.LastDialError != nil {
 		t.Errorf("%+v", ae)
 	}
-	if !strings.Contains(err.Error(), "1 of 2 connections busy (1 dialing)") {
+	if !strings.Contains(err.Error(), "1 of 2 resources busy") {
 		t.Errorf("message %q", err)
 	}
 }

@@ -69,7 +69,6 @@ type Pool struct {
 	// values is the context given to NewWithConfig, without its
 	// cancellation: its values reach every dial (see valuesCtx).
 	values context.Context
-	dials  dialNote // the last failed dial, for AcquireError
 
 	// The pgxpool tracers found on ConnConfig.Tracer, and the *pgxpool.Pool
 	// they are given (see tracer.go); nil when there are none.
@@ -202,17 +201,6 @@ func logLeak(log *slog.Logger, l pool.Leak[*res], after time.Duration) {
 // reached or refuses the login).
 func (p *Pool) dial(ctx context.Context) (*res, error) {
 	p.newConns.Add(1)
-	r, err := p.connect(ctx)
-	if err != nil {
-		p.dials.failed(err)
-		return nil, err
-	}
-	p.dials.ok()
-	return r, nil
-}
-
-// connect opens one connection for dial.
-func (p *Pool) connect(ctx context.Context) (*res, error) {
 	if p.values != nil {
 		ctx = valuesCtx{Context: ctx, fallback: p.values}
 	}
@@ -416,7 +404,7 @@ var errTooManyTries = errors.New("pgxward: PrepareConn refused every connection 
 // Acquire lends a connection; Release it when done. It waits, bounded by
 // ctx, when all MaxConns are lent. It fails with an *AcquireError that
 // unwraps to ctx's error and says what the pool was doing, with ErrClosed
-// after Close, with a *pool.ShedError (errors.Is ErrShed) when the Ward
+// after Close, with a *ShedError (errors.Is ErrShed) when the Ward
 // refuses, or with the dial's error (wrapping pgx's) when a new connection
 // could not be opened. An idle connection that fails its liveness ping is
 // replaced without the caller seeing the failure.
@@ -443,7 +431,7 @@ func (p *Pool) acquire(ctx context.Context) (*Conn, error) {
 	for range p.tries {
 		l, err := p.k.Acquire(ctx)
 		if err != nil {
-			return nil, p.explain(err)
+			return nil, err
 		}
 		r := l.Value()
 		if p.prepareConn == nil {

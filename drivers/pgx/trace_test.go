@@ -172,10 +172,10 @@ func TestAcquireErrorSaysWhy(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ae) {
 		t.Fatalf("err %v (%T), want an *AcquireError wrapping DeadlineExceeded", err, err)
 	}
-	if ae.Busy != 2 || ae.Max != 2 || ae.Leaked != 2 || ae.DialErr != nil {
+	if ae.Busy != 2 || ae.Size != 2 || ae.Leaked != 2 || ae.LastDialError != nil {
 		t.Errorf("%+v", ae)
 	}
-	if msg := err.Error(); !strings.Contains(msg, "2 of 2 connections busy") || !strings.Contains(msg, "2 held past LeakAfter") {
+	if msg := err.Error(); !strings.Contains(msg, "2 of 2 resources busy") || !strings.Contains(msg, "2 loans held longer than LeakAfter") {
 		t.Errorf("message %q", msg)
 	}
 }

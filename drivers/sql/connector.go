@@ -158,7 +158,6 @@ type Connector struct {
 	k         *pool.Keeper[*conn]
 	ping      time.Duration // PingIdle, resolved
 	leakAfter time.Duration
-	lastDial  lastDialNote // the last failed dial, for AcquireError
 	now       func() time.Time
 }
 
@@ -230,12 +229,12 @@ func OpenDB(base driver.Connector, cfg Config) (*sql.DB, *Connector, error) {
 // one (checked as the package doc says) or a new one from the base
 // connector. It waits, bounded by ctx, when Limits.Size are out. It fails
 // with an *AcquireError wrapping ctx's error (saying what the pool was
-// doing), ErrClosed after Close, a *pool.ShedError (errors.Is ErrShed) when
-// the Ward refuses, or the base connector's error.
+// doing), ErrClosed after Close, a *ShedError (errors.Is ErrShed) when the
+// Ward refuses, or the base connector's error.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	l, err := c.k.Acquire(ctx)
 	if err != nil {
-		return nil, c.explain(err)
+		return nil, err
 	}
 	cn := l.Value()
 	cn.loan = l
@@ -302,11 +301,7 @@ func (c *Connector) Reset() { c.k.Reset() }
 func (c *Connector) dial(ctx context.Context) (*conn, error) {
 	dc, err := c.base.Connect(ctx)
 	if err != nil {
-		err = fmt.Errorf("sqlward: connect: %w", err)
-	}
-	c.noteDial(err)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlward: connect: %w", err)
 	}
 	return newConn(dc), nil
 }
