@@ -24,6 +24,14 @@ var (
 	ErrShed   = pool.ErrShed
 )
 
+// AcquireError (a call whose context ended while it waited for a
+// connection: it unwraps to the context's error and says what the pool was
+// doing) and ShedError (a call the Ward refused) are the Keeper's.
+type (
+	AcquireError = pool.AcquireError
+	ShedError    = pool.ShedError
+)
+
 // DefaultCheckIdle is Config.CheckIdle's default: every connection is
 // peeked at before it is lent (see Config.CheckIdle).
 const DefaultCheckIdle = -1
