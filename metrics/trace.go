@@ -42,19 +42,27 @@ const (
 )
 
 // Outcome names how an acquire that returned err ended, as AttrOutcome
-// records it.
+// records it. The pool's own answers are looked at first: a shed or an
+// acquire that gave up may also unwrap to the last dial's error, which can
+// itself be a context.DeadlineExceeded (a connect timeout), and that is not
+// the caller's deadline.
 func Outcome(err error) string {
+	var ae *pool.AcquireError
 	switch {
 	case err == nil:
 		return OutcomeOK
-	case errors.Is(err, context.DeadlineExceeded):
-		return OutcomeTimeout
-	case errors.Is(err, context.Canceled):
-		return OutcomeCanceled
 	case errors.Is(err, pool.ErrShed):
 		return OutcomeShed
 	case errors.Is(err, pool.ErrClosed):
 		return OutcomeClosed
+	case errors.As(err, &ae):
+		err = ae.Err // the caller's context's error, not the dial's
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	case errors.Is(err, context.Canceled):
+		return OutcomeCanceled
 	}
 	return OutcomeError
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -71,6 +72,10 @@ func TestOutcome(t *testing.T) {
 		&pool.ShedError{Guard: ward.GuardBreaker}: OutcomeShed,
 		pool.ErrClosed:         OutcomeClosed,
 		errors.New("dial: no"): OutcomeError,
+		// A shed whose cause is a dial that timed out is a shed.
+		&pool.ShedError{Guard: ward.GuardBreaker, Cause: fmt.Errorf("connect: %w", context.DeadlineExceeded)}: OutcomeShed,
+		// A canceled acquire whose last dial timed out was canceled.
+		&pool.AcquireError{Err: context.Canceled, LastDialError: fmt.Errorf("connect: %w", context.DeadlineExceeded)}: OutcomeCanceled,
 	} {
 		if got := Outcome(err); got != want {
 			t.Errorf("Outcome(%v) = %q, want %q", err, got, want)
