@@ -14,7 +14,8 @@
 //
 // For the distribution of acquire waits (the Keeper keeps their total), a
 // WaitHistogram, native where the registry takes it, is fed by an
-// AcquireObserver, which also opens the span.
+// AcquireObserver, which also opens the span; package metrics/pgxtrace does
+// both for every acquire of a pgxward pool, as its tracer.
 //
 // # Series
 //

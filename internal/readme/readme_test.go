@@ -57,6 +57,12 @@ var p *pgxward.Pool`,
 		after: "_, _ = c, err",
 	},
 	{
+		line: "cfg.ConnConfig.Tracer = &pgxtrace.Tracer{Spans: tracer, Waits: waits}",
+		decls: `var cfg *pgxward.Config
+var tracer trace.Tracer
+var waits *metrics.WaitHistogram`,
+	},
+	{
 		line: "p, _ := pgxward.NewWithConfig(ctx, cfg)",
 		decls: `var ctx = context.Background()
 var cfg *pgxward.Config
@@ -82,6 +88,7 @@ var imports = map[string]string{
 	"pool":       "github.com/wardpool/wardpool/pool",
 	"ward":       "github.com/wardpool/wardpool/ward",
 	"metrics":    "github.com/wardpool/wardpool/metrics",
+	"pgxtrace":   "github.com/wardpool/wardpool/metrics/pgxtrace",
 	"pgxward":    "github.com/wardpool/wardpool/drivers/pgx",
 	"sqlward":    "github.com/wardpool/wardpool/drivers/sql",
 	"redisward":  "github.com/wardpool/wardpool/drivers/redis",
