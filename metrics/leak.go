@@ -41,9 +41,9 @@ const LeakLevel = slog.LevelWarn
 // OnLeak[C] fits the Config.OnLeak of pool.Config[C] and of every driver,
 // whose Leak is pool.Leak of its connection type:
 //
-//	pgxward.Config.OnLeak   = metrics.OnLeak[*pgx.Conn](logger)
-//	sqlward.Config.OnLeak   = metrics.OnLeak[driver.Conn](logger)
-//	redisward.Config.OnLeak = metrics.OnLeak[*redis.Client](logger)
+//	pgxCfg.OnLeak = metrics.OnLeak[*pgx.Conn](logger)       // a *pgxward.Config
+//	sqlCfg.OnLeak = metrics.OnLeak[driver.Conn](logger)     // a sqlward.Config
+//	redisCfg.OnLeak = metrics.OnLeak[*redis.Client](logger) // a redisward.Config
 type LeakLog[T comparable] struct {
 	// Logger is where reports go; nil means slog.Default() at the time of
 	// each report.

@@ -33,7 +33,7 @@ type leaky interface {
 // the exporter's goroutine, so it must take whatever lock guards the Pool,
 // for example:
 //
-//	metrics.FromBooks(func() pool.Books { mu.Lock(); defer mu.Unlock(); return p.Books() })
+//	metrics.FromBooks(func() pool.Books { mu.Lock(); defer mu.Unlock(); return sim.Books() })
 //
 // Only the series of pool.Books are exported for such a Source; the
 // runtime's (waiting, dialing, acquires, checks, leaks, …) belong to a

@@ -8,7 +8,9 @@
 //	import pgxward "github.com/wardpool/wardpool/drivers/pgx"
 //
 //	pool, err := pgxward.New(ctx, "postgres://app:secret@127.0.0.1:5432/app?pool_max_conns=8")
-//	...
+//	if err != nil {
+//		return err
+//	}
 //	defer pool.Close()
 //	var n int
 //	err = pool.QueryRow(ctx, "SELECT 1").Scan(&n)

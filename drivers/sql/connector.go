@@ -3,7 +3,9 @@
 //
 //	cc, _ := pgx.ParseConfig(dsn) // with PostgreSQL: pgx's stdlib connector
 //	db, c, err := sqlward.OpenDB(stdlib.GetConnector(*cc), sqlward.Config{Limits: pool.DefaultLimits})
-//	...
+//	if err != nil {
+//		return err
+//	}
 //	defer db.Close()
 //	err = db.QueryRowContext(ctx, "SELECT 1").Scan(&n)
 //	fmt.Println(c.Stats().Live)

@@ -89,6 +89,9 @@ var imports = map[string]string{
 	"ward":       "github.com/wardpool/wardpool/ward",
 	"metrics":    "github.com/wardpool/wardpool/metrics",
 	"pgxtrace":   "github.com/wardpool/wardpool/metrics/pgxtrace",
+	"otel":       "go.opentelemetry.io/otel",
+	"sync":       "sync",
+	"pgxpool":    "github.com/jackc/pgx/v5/pgxpool",
 	"pgxward":    "github.com/wardpool/wardpool/drivers/pgx",
 	"sqlward":    "github.com/wardpool/wardpool/drivers/sql",
 	"redisward":  "github.com/wardpool/wardpool/drivers/redis",
@@ -190,6 +193,35 @@ func program(t *testing.T, sn snippet) string {
 // scratch module that uses this one (and its go.sum) through a replace
 // directive, offline.
 func TestSnippetsCompile(t *testing.T) {
+	all := snippets(t, moduleRoot(t))
+	if len(all) < 5 {
+		t.Fatalf("found %d Go snippets; the READMEs have more", len(all))
+	}
+	progs := map[string]snippet{}
+	srcs := map[string]string{}
+	for i, sn := range all {
+		if src := program(t, sn); src != "" {
+			pkg := "s" + strconv.Itoa(i)
+			progs[pkg], srcs[pkg] = sn, src
+		}
+	}
+	buildAll(t, srcs, progs)
+}
+
+// moduleRoot returns the module's root directory.
+func moduleRoot(t *testing.T) string {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// buildAll builds each program of srcs (package directory → main.go) in a
+// scratch module that uses this one through a replace directive, offline,
+// and fails naming the snippet (where) of each that does not build.
+func buildAll(t *testing.T, srcs map[string]string, where map[string]snippet) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the snippets' build takes a few seconds")
 	}
@@ -197,10 +229,7 @@ func TestSnippetsCompile(t *testing.T) {
 	if err != nil {
 		t.Skip("no go command on PATH to build the snippets with")
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := moduleRoot(t)
 	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
@@ -226,18 +255,7 @@ func TestSnippetsCompile(t *testing.T) {
 	}
 	write("go.mod", gomod)
 	write("go.sum", string(sum))
-	all := snippets(t, root)
-	if len(all) < 5 {
-		t.Fatalf("found %d Go snippets; the READMEs have more", len(all))
-	}
-	where := map[string]snippet{}
-	for i, sn := range all {
-		src := program(t, sn)
-		if src == "" {
-			continue
-		}
-		pkg := "s" + strconv.Itoa(i)
-		where[pkg] = sn
+	for pkg, src := range srcs {
 		write(filepath.Join(pkg, "main.go"), src)
 	}
 	cmd := exec.Command(goTool, "build", "-o", os.DevNull, "./...")
@@ -245,13 +263,12 @@ func TestSnippetsCompile(t *testing.T) {
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		// Name the README line of each failing snippet.
+		// Name the file and line of each failing snippet.
 		text := string(out)
 		for pkg, sn := range where {
-			text = strings.ReplaceAll(text, "./"+pkg+"/main.go", sn.file+" (the snippet at line "+strconv.Itoa(sn.line)+")")
-			text = strings.ReplaceAll(text, "snippets/"+pkg, sn.file+":"+strconv.Itoa(sn.line))
+			text = strings.ReplaceAll(text, "snippets/"+pkg+"\n", sn.file+":"+strconv.Itoa(sn.line)+"\n")
 		}
-		t.Fatalf("the README snippets do not build:\n%s", text)
+		t.Fatalf("the snippets do not build:\n%s", text)
 	}
-	t.Logf("built %d snippets", len(where))
+	t.Logf("built %d snippets", len(srcs))
 }
