@@ -55,8 +55,9 @@
 //   - MinConns and MinIdleConns both keep idle connections warm, as many as
 //     the larger of the two.
 //   - AfterRelease runs in the releasing goroutine, not a new one.
-//   - Stat.AcquireCount counts AcquireAllIdle's loans. Stat.Keeper gives every figure of the Keeper, and Pool.Stats and
-//     Pool.Limits make the Pool a metrics.Source as it is.
+//   - Stat.AcquireCount counts AcquireAllIdle's loans. Stat.Keeper gives
+//     every figure of the Keeper, and Pool.Stats, Pool.Limits and
+//     Pool.Leaked make the Pool a metrics.Source as it is.
 //   - Tracers: an AcquireTracer or ReleaseTracer on ConnConfig.Tracer is
 //     called as pgxpool calls it, given a stand-in *pgxpool.Pool (see
 //     FromPgxpool); the query tracers of pgx itself work as usual.
