@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -40,5 +41,64 @@ func TestAcquireErrorOnAHangingServer(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "1 of 2 resources busy") {
 		t.Errorf("message %q", err)
+	}
+}
+
+// wardTracer is a tracer in this package's form: it records the pools it
+// is given.
+type wardTracer struct {
+	nopPoolTracer // the query tracer (its pgxpool form is shadowed below)
+	mu            sync.Mutex
+	pools         []*Pool
+	errs          []error
+}
+
+func (w *wardTracer) TraceAcquireStart(ctx context.Context, p *Pool, _ TraceAcquireStartData) context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pools = append(w.pools, p)
+	return ctx
+}
+
+func (w *wardTracer) TraceAcquireEnd(_ context.Context, p *Pool, d TraceAcquireEndData) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pools = append(w.pools, p)
+	w.errs = append(w.errs, d.Err)
+}
+
+func (w *wardTracer) TraceRelease(p *Pool, _ TraceReleaseData) {}
+
+// TestWardTracerGetsThePool: a tracer in this package's form is given the
+// *Pool itself, and is preferred to its pgxpool form; no stand-in pool is
+// built. No PostgreSQL is needed: the acquire times out against a server
+// that never answers.
+func TestWardTracerGetsThePool(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := ParseConfig("postgres://app@" + ln.Addr().String() + "/app?sslmode=disable&pool_max_conns=1&connect_timeout=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &wardTracer{}
+	c.ConnConfig.Tracer = tr
+	p, err := NewWithConfig(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = p.Acquire(ctx)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.pools) != 2 || tr.pools[0] != p || tr.pools[1] != p || len(tr.errs) != 1 || tr.errs[0] != err || err == nil {
+		t.Errorf("pools %v (want [%p %p]), errs %v, acquire %v", tr.pools, p, p, tr.errs, err)
+	}
+	if p.traced != nil {
+		t.Error("a stand-in pgxpool.Pool was built for a tracer in this package's form")
 	}
 }

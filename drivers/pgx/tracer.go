@@ -8,6 +8,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// A tracer on ConnConfig.Tracer is called around every Acquire (Query's,
+// QueryRow's, Begin's, … included) and every Release, as pgxpool calls its
+// own, in one of two forms. One written for this package, with the
+// AcquireTracer and ReleaseTracer below, is given the *Pool itself. One
+// written for pgxpool (pgxpool.AcquireTracer, pgxpool.ReleaseTracer, such
+// as an OpenTelemetry instrumentation of pgx) is given a stand-in, as
+// follows; a tracer with both forms is called in this package's.
+//
 // pgxpool's tracers take a *pgxpool.Pool, which this package cannot be. So
 // that a tracer written for pgxpool (one that checks the pool is not nil,
 // or reads pool.Config()) works unchanged, a Pool whose ConnConfig.Tracer
@@ -25,6 +33,28 @@ import (
 //
 // Without such a tracer nothing is built and tracing costs nothing.
 
+// AcquireTracer is pgxpool.AcquireTracer for this package's Pool: its
+// methods are given the *Pool. TraceAcquireStart is called at the start of
+// every Acquire, and its context is the one the acquire uses and
+// TraceAcquireEnd is given, with the connection or the error.
+type AcquireTracer interface {
+	TraceAcquireStart(ctx context.Context, pool *Pool, data TraceAcquireStartData) context.Context
+	TraceAcquireEnd(ctx context.Context, pool *Pool, data TraceAcquireEndData)
+}
+
+// ReleaseTracer is pgxpool.ReleaseTracer for this package's Pool:
+// TraceRelease is called at the start of every Release.
+type ReleaseTracer interface {
+	TraceRelease(pool *Pool, data TraceReleaseData)
+}
+
+// The data the tracers are given: pgxpool's types.
+type (
+	TraceAcquireStartData = pgxpool.TraceAcquireStartData
+	TraceAcquireEndData   = pgxpool.TraceAcquireEndData
+	TraceReleaseData      = pgxpool.TraceReleaseData
+)
+
 // stand maps each stand-in *pgxpool.Pool to its Pool.
 var stand sync.Map // *pgxpool.Pool → *Pool
 
@@ -38,13 +68,20 @@ func FromPgxpool(pp *pgxpool.Pool) *Pool {
 	return nil
 }
 
-// traceWith picks up the pgxpool tracers on config.ConnConfig.Tracer and
-// builds their stand-in pool.
+// traceWith picks up the tracers on config.ConnConfig.Tracer, in this
+// package's form or else pgxpool's, and builds the stand-in pool for the
+// latter.
 func (p *Pool) traceWith(config *Config) error {
 	tr := config.ConnConfig.Tracer
+	if at, ok := tr.(AcquireTracer); ok {
+		p.acquireTracer = poolAcquireTracer{at, p}
+	}
+	if rt, ok := tr.(ReleaseTracer); ok {
+		p.releaseTracer = poolReleaseTracer{rt, p}
+	}
 	at, _ := tr.(pgxpool.AcquireTracer)
 	rt, _ := tr.(pgxpool.ReleaseTracer)
-	if at == nil && rt == nil {
+	if (at == nil || p.acquireTracer != nil) && (rt == nil || p.releaseTracer != nil) {
 		return nil
 	}
 	pc, err := pgxpool.ParseConfig(config.ConnString())
@@ -58,9 +95,41 @@ func (p *Pool) traceWith(config *Config) error {
 	if err != nil {
 		return fmt.Errorf("pgxward: the tracers' stand-in pool: %w", err)
 	}
-	p.acquireTracer, p.releaseTracer, p.traced = at, rt, pp
+	if p.acquireTracer == nil && at != nil {
+		p.acquireTracer = at
+	}
+	if p.releaseTracer == nil && rt != nil {
+		p.releaseTracer = rt
+	}
+	p.traced = pp
 	stand.Store(pp, p)
 	return nil
+}
+
+// poolAcquireTracer calls an AcquireTracer of this package's form through
+// pgxpool's, giving it p.
+type poolAcquireTracer struct {
+	t AcquireTracer
+	p *Pool
+}
+
+func (a poolAcquireTracer) TraceAcquireStart(ctx context.Context, _ *pgxpool.Pool, d TraceAcquireStartData) context.Context {
+	return a.t.TraceAcquireStart(ctx, a.p, d)
+}
+
+func (a poolAcquireTracer) TraceAcquireEnd(ctx context.Context, _ *pgxpool.Pool, d TraceAcquireEndData) {
+	a.t.TraceAcquireEnd(ctx, a.p, d)
+}
+
+// poolReleaseTracer calls a ReleaseTracer of this package's form through
+// pgxpool's, giving it p.
+type poolReleaseTracer struct {
+	t ReleaseTracer
+	p *Pool
+}
+
+func (r poolReleaseTracer) TraceRelease(_ *pgxpool.Pool, d TraceReleaseData) {
+	r.t.TraceRelease(r.p, d)
 }
 
 // untrace closes the stand-in pool and forgets it.
