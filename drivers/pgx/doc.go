@@ -59,8 +59,10 @@
 //     every figure of the Keeper, and Pool.Stats, Pool.Limits and
 //     Pool.Leaked make the Pool a metrics.Source as it is.
 //   - Tracers: an AcquireTracer or ReleaseTracer on ConnConfig.Tracer is
-//     called as pgxpool calls it, given a stand-in *pgxpool.Pool (see
-//     FromPgxpool); the query tracers of pgx itself work as usual.
+//     called as pgxpool calls it: one of this package's form is given the
+//     *Pool, one written for pgxpool a stand-in *pgxpool.Pool (see
+//     FromPgxpool). pgxpool's own TestTraceAcquire and TestTraceRelease
+//     pass against this package. The query tracers of pgx work as usual.
 //   - ShouldPing is asked only about idle connections: one just opened is
 //     lent without a ping.
 //   - Every dial is bounded by Config.DialTimeout (one minute, the bound
