@@ -1,14 +1,21 @@
 // Package metrics exports a pool's figures to Prometheus and to
 // OpenTelemetry, and logs its leak reports with log/slog.
 //
-// Each exporter reads a Source — a *pool.Keeper of any type, or FromBooks
-// for a pool.Pool under the caller's own lock — once per scrape or
+// Each exporter reads a Source — a *pool.Keeper of any type, a driver's pool
+// as it is (*pgxward.Pool, *sqlward.Connector, *redisward.Pool), or
+// FromBooks for a pool.Pool under the caller's own lock — once per scrape or
 // collection, and exports every figure of that one reading, so the figures
 // of a scrape agree with each other (live = idle + busy).
 //
-//	reg.MustRegister(metrics.NewCollector(keeper, metrics.Options{Labels: map[string]string{"pool": "orders"}}))
+//	reg.MustRegister(metrics.NewCollector(pgxPool, metrics.Options{Labels: map[string]string{"pool": "orders"}}))
 //	registration, err := metrics.Observe(meter, keeper, metrics.Options{Labels: map[string]string{"pool": "orders"}})
-//	cfg.OnLeak = metrics.OnLeak[*pgx.Conn](logger)
+//	cfg.OnLeak = metrics.OnLeak[*pgx.Conn](logger) // fits pool.Config[*pgx.Conn] and pgxward.Config
+//	ctx, end := metrics.StartAcquire(ctx, tracer, pgxPool) // an OpenTelemetry span around an acquire
+//
+// For the distribution of acquire waits (the Keeper keeps their total), a
+// WaitHistogram, native where the registry takes it, is fed by an
+// AcquireObserver, which also opens the span; package metrics/pgxtrace does
+// both for every acquire of a pgxward pool, as its tracer.
 //
 // # Series
 //
@@ -27,6 +34,7 @@
 //	wardpool_dialing_resources / wardpool.resources.dialing  dials in flight (Keeper only)
 //	wardpool_max_resources / wardpool.resources.max          Limits.Size, when set (Keeper only)
 //	wardpool_max_idle_resources / wardpool.resources.idle.max  Limits.Idle, when set (Keeper only)
+//	wardpool_leaked_loans / wardpool.loans.leaked            loans out past LeakAfter now (drivers' pools only)
 //
 // Counters:
 //
@@ -42,7 +50,7 @@
 //	wardpool_shed_total / wardpool.shed                      acquires the ward refused
 //	wardpool_acquires_total / wardpool.acquires              successful acquires (Keeper only)
 //	wardpool_acquire_wait_seconds_total / wardpool.acquire.wait  their total wait, seconds (Keeper only)
-//	wardpool_empty_acquires_total / wardpool.acquires.empty  acquires that had to wait or dial (Keeper only)
+//	wardpool_empty_acquires_total / wardpool.acquires.empty  successful acquires that had to wait or dial (Keeper only)
 //	wardpool_canceled_acquires_total / wardpool.acquires.canceled  acquires ended by their context (Keeper only)
 //	wardpool_checks_total / wardpool.checks                  health checks on borrow (Keeper only)
 //	wardpool_check_failures_total / wardpool.check.failures  failed health checks (Keeper only)
@@ -51,5 +59,7 @@
 //	wardpool_panics_total / wardpool.panics                  panics recovered in the hooks (Keeper only)
 //
 // The README beside this file has the same list with the questions each
-// series answers.
+// series answers, the names pgxpoolprometheus and database/sql's go_sql_*
+// use for the same figures, and how to use the Grafana dashboard
+// (dashboard.json) and the Prometheus alert rules (alerts.yml) beside it.
 package metrics

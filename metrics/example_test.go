@@ -191,6 +191,6 @@ func ExampleLeakLog() {
 	onLeak(pool.Leak[*Conn]{Item: c, Held: time.Minute, Stack: stack})
 	onLeak(pool.Leak[*Conn]{Item: c, Held: 95 * time.Second, Stack: stack, Returned: true})
 	// Output:
-	// level=WARN msg="wardpool: loan held too long" held=1m0s stack="example.com/shop.(*Server).checkout\n\tshop/server.go:118\n" item=4242 pool=orders
-	// level=INFO msg="wardpool: leaked loan returned" held=1m35s stack="example.com/shop.(*Server).checkout\n\tshop/server.go:118\n" item=4242 pool=orders
+	// level=WARN msg="wardpool: a loan is held longer than LeakAfter" held=1m0s stack="example.com/shop.(*Server).checkout\n\tshop/server.go:118\n" item=4242 pool=orders
+	// level=WARN msg="wardpool: a loan reported as held too long came back" held=1m35s stack="example.com/shop.(*Server).checkout\n\tshop/server.go:118\n" item=4242 pool=orders
 }

@@ -7,28 +7,43 @@ import (
 	"github.com/wardpool/wardpool/pool"
 )
 
-// The messages of the leak reports, for filtering logs.
+// The messages of the leak reports, for filtering logs. They are the
+// messages of the Keeper's own report (Config.OnLeak nil) and of every
+// driver's, and all of them log at warning level, so that one filter on
+// msg finds every leak report of every wardpool pool.
 const (
-	// LeakMessage is logged, at warning level, when a loan has been held
-	// longer than Config.LeakAfter.
-	LeakMessage = "wardpool: loan held too long"
-	// LeakReturnedMessage is logged, at info level, when a loan reported
-	// as a leak comes back after all.
-	LeakReturnedMessage = "wardpool: leaked loan returned"
+	// LeakMessage is logged when a loan has been held longer than
+	// Config.LeakAfter.
+	LeakMessage = "wardpool: a loan is held longer than LeakAfter"
+	// LeakReturnedMessage is logged when a loan reported as a leak comes
+	// back after all.
+	LeakReturnedMessage = "wardpool: a loan reported as held too long came back"
 )
+
+// LeakLevel is the level of both leak reports, everywhere.
+const LeakLevel = slog.LevelWarn
 
 // LeakLog is a leak report handler for pool.Config.OnLeak that logs with
 // log/slog. The zero LeakLog logs on slog.Default() and leaves the item out.
 //
-// A report of a loan still out is logged at warning level with the message
-// LeakMessage and the attributes
+// A report of a loan still out is logged at LeakLevel (warning) with the
+// message LeakMessage and the attributes
 //
 //	held   how long the loan has been out (a time.Duration)
 //	stack  the call stack of the Acquire that took it
 //
-// and a report of such a loan coming back at info level with the message
-// LeakReturnedMessage and the same attributes, held then being the whole
-// loan's length. Both carry any attributes of Attrs after those.
+// and a report of such a loan coming back at the same level with the
+// message LeakReturnedMessage and the same attributes, held then being the
+// whole loan's length. Both carry any attributes of Attrs after those.
+// Message, level and the held and stack attributes are those of the
+// Keeper's own report and of the drivers'.
+//
+// OnLeak[C] fits the Config.OnLeak of pool.Config[C] and of every driver,
+// whose Leak is pool.Leak of its connection type:
+//
+//	pgxCfg.OnLeak = metrics.OnLeak[*pgx.Conn](logger)       // a *pgxward.Config
+//	sqlCfg.OnLeak = metrics.OnLeak[driver.Conn](logger)     // a sqlward.Config
+//	redisCfg.OnLeak = metrics.OnLeak[*redis.Client](logger) // a redisward.Config
 type LeakLog[T comparable] struct {
 	// Logger is where reports go; nil means slog.Default() at the time of
 	// each report.
@@ -60,9 +75,9 @@ func (c LeakLog[T]) report(l pool.Leak[T], extra []slog.Attr) {
 	if log == nil {
 		log = slog.Default()
 	}
-	level, msg := slog.LevelWarn, LeakMessage
+	level, msg := LeakLevel, LeakMessage
 	if l.Returned {
-		level, msg = slog.LevelInfo, LeakReturnedMessage
+		msg = LeakReturnedMessage
 	}
 	ctx := context.Background()
 	if !log.Enabled(ctx, level) {

@@ -81,7 +81,7 @@ func TestLeakLogReports(t *testing.T) {
 		"held": float64(90 * time.Second), "stack": stack, "item": nil,
 	})
 	check(t, recs[1], map[string]any{
-		"level": "INFO", "msg": LeakReturnedMessage,
+		"level": "WARN", "msg": LeakReturnedMessage,
 		"held": float64(95 * time.Second), "stack": stack, "item": nil,
 	})
 }
@@ -111,22 +111,68 @@ func TestLeakLogAttrsAreCopied(t *testing.T) {
 }
 
 func TestLeakLogLevels(t *testing.T) {
-	// A logger at warning level keeps the leak and drops the return, and
-	// Item is not asked about a record that is not logged.
-	var b logBuffer
-	asked := 0
-	h := LeakLog[*conn]{
-		Logger: b.logger(slog.LevelWarn),
-		Item:   func(c *conn) slog.Value { asked++; return slog.IntValue(c.id) },
-	}.Handler()
-	h(pool.Leak[*conn]{Item: &conn{id: 1}, Held: time.Minute})
-	h(pool.Leak[*conn]{Item: &conn{id: 1}, Held: time.Hour, Returned: true})
-	recs := b.records(t)
-	if len(recs) != 1 || recs[0]["level"] != "WARN" {
-		t.Fatalf("records %v, want only the warning", recs)
+	// Both reports are at LeakLevel: a logger at warning level keeps both,
+	// one at error level drops both, and Item is not asked about a record
+	// that is not logged.
+	for _, c := range []struct {
+		level slog.Level
+		want  int
+	}{{slog.LevelWarn, 2}, {slog.LevelError, 0}} {
+		var b logBuffer
+		asked := 0
+		h := LeakLog[*conn]{
+			Logger: b.logger(c.level),
+			Item:   func(c *conn) slog.Value { asked++; return slog.IntValue(c.id) },
+		}.Handler()
+		h(pool.Leak[*conn]{Item: &conn{id: 1}, Held: time.Minute})
+		h(pool.Leak[*conn]{Item: &conn{id: 1}, Held: time.Hour, Returned: true})
+		recs := b.records(t)
+		if len(recs) != c.want || asked != c.want {
+			t.Fatalf("logger at %v: records %v, Item asked %d times; want %d", c.level, recs, asked, c.want)
+		}
+		for _, r := range recs {
+			if r["level"] != "WARN" {
+				t.Errorf("record at %v, want WARN: %v", r["level"], r)
+			}
+		}
 	}
-	if asked != 1 {
-		t.Errorf("Item was called %d times, want 1", asked)
+}
+
+// TestLeakLogMatchesKeeper holds LeakLog to the Keeper's own report (no
+// OnLeak): the same messages, level and attributes, so that one log filter
+// finds both.
+func TestLeakLogMatchesKeeper(t *testing.T) {
+	var b logBuffer
+	clk := clocktest.New(clockStart)
+	k, err := pool.NewKeeper(pool.Config[*conn]{
+		Limits:    pool.Limits{Size: 1},
+		Dial:      func(context.Context) (*conn, error) { return &conn{}, nil },
+		Close:     func(*conn) error { return nil },
+		Clock:     clk,
+		LeakAfter: time.Second,
+		Logger:    b.logger(slog.LevelInfo),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = k.Close(context.Background()) }()
+	l, err := acquireHere(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(1500 * time.Millisecond)
+	l.Release()
+	recs := b.records(t)
+	if len(recs) != 2 {
+		t.Fatalf("the Keeper logged %d records, want 2: %v", len(recs), recs)
+	}
+	for i, msg := range []string{LeakMessage, LeakReturnedMessage} {
+		check(t, recs[i], map[string]any{"level": LeakLevel.String(), "msg": msg})
+		for _, key := range []string{"held", "stack"} {
+			if _, ok := recs[i][key]; !ok {
+				t.Errorf("the Keeper's record %d has no %s: %v", i, key, recs[i])
+			}
+		}
 	}
 }
 
@@ -172,7 +218,7 @@ func TestLeakLogKeeper(t *testing.T) {
 	if len(recs) != 2 {
 		t.Fatalf("after the return: %d records, want 2: %v", len(recs), recs)
 	}
-	check(t, recs[1], map[string]any{"level": "INFO", "msg": LeakReturnedMessage, "held": float64(2 * time.Second)})
+	check(t, recs[1], map[string]any{"level": "WARN", "msg": LeakReturnedMessage, "held": float64(2 * time.Second)})
 	if s, _ := recs[1]["stack"].(string); !strings.Contains(s, "acquireHere") {
 		t.Errorf("the return's stack does not name the function that acquired:\n%s", s)
 	}

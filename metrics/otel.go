@@ -84,6 +84,17 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		insts = append(insts, limits[i])
 	}
 
+	lk, _ := src.(leaky)
+	var leakInst metric.Int64Observable
+	if lk != nil {
+		leakInst, err = meter.Int64ObservableUpDownCounter(prefix+"."+leaked.otel,
+			metric.WithDescription(leaked.help), metric.WithUnit(leaked.unit))
+		if err != nil {
+			return nil, wrap(&leaked, err)
+		}
+		insts = append(insts, leakInst)
+	}
+
 	callback := func(_ context.Context, obs metric.Observer) error {
 		st := src.Stats()
 		for i := range list {
@@ -101,6 +112,9 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		}
 		for i := range limits {
 			obs.ObserveInt64(limits[i], lv[i], base...)
+		}
+		if lk != nil {
+			obs.ObserveInt64(leakInst, int64(lk.Leaked()), base...)
 		}
 		return nil
 	}

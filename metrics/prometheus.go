@@ -20,7 +20,10 @@ type Collector struct {
 	descs  []*prometheus.Desc // by series
 	labels [][]*dto.LabelPair // by series: the constant labels
 	fixed  []constSample      // the limits, values read once
-	ret    *prometheus.Desc   // retired_total
+	leaks  leaky              // the Source's Leaked, or nil
+	leak   *prometheus.Desc   // leaked_loans, when leaks is set
+	leakL  []*dto.LabelPair
+	ret    *prometheus.Desc // retired_total
 	retLab [len(reasons)][]*dto.LabelPair
 }
 
@@ -66,6 +69,10 @@ func NewCollector(src Source, o Options) *Collector {
 	for i, r := range reasons {
 		c.retLab[i] = prometheus.MakeLabelPairs(c.ret, []string{r})
 	}
+	if lk, ok := src.(leaky); ok {
+		c.leaks, c.leak = lk, desc(&leaked)
+		c.leakL = prometheus.MakeLabelPairs(c.leak, nil)
+	}
 	ls, lv := limitsOf(src)
 	for i := range ls {
 		d := desc(&ls[i])
@@ -83,6 +90,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for i := range c.fixed {
 		ch <- c.fixed[i].desc
 	}
+	if c.leak != nil {
+		ch <- c.leak
+	}
 }
 
 // Collect takes one reading from the Source and sends every series of it.
@@ -90,7 +100,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.src.Stats()
 	n := len(c.series)
-	buf := make([]sample, n+len(reasons))
+	buf := make([]sample, n+len(reasons)+1)
 	for i := range c.series {
 		s := &c.series[i]
 		buf[i].set(c.descs[i], c.labels[i], s.float(s.field.of(&st)), s.kind == counter)
@@ -103,6 +113,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for i := range c.fixed {
 		ch <- &c.fixed[i]
+	}
+	if c.leaks != nil {
+		last := &buf[len(buf)-1]
+		last.set(c.leak, c.leakL, float64(c.leaks.Leaked()), false)
+		ch <- last
 	}
 }
 

@@ -15,10 +15,17 @@ type Source interface {
 	Stats() pool.Stats
 }
 
-// limited is the optional part of a Source: the limits it holds itself to.
-// *pool.Keeper has it.
+// limited is an optional part of a Source: the limits it holds itself to.
+// *pool.Keeper and every driver's pool have it.
 type limited interface {
 	Limits() pool.Limits
+}
+
+// leaky is an optional part of a Source: how many loans are out now past
+// the leak watch's threshold. The drivers' pools have it (a *pool.Keeper
+// does not know its LeakAfter from outside).
+type leaky interface {
+	Leaked() int
 }
 
 // FromBooks returns a Source for a pool.Pool run by the caller's own code
@@ -26,7 +33,7 @@ type limited interface {
 // the exporter's goroutine, so it must take whatever lock guards the Pool,
 // for example:
 //
-//	metrics.FromBooks(func() pool.Books { mu.Lock(); defer mu.Unlock(); return p.Books() })
+//	metrics.FromBooks(func() pool.Books { mu.Lock(); defer mu.Unlock(); return sim.Books() })
 //
 // Only the series of pool.Books are exported for such a Source; the
 // runtime's (waiting, dialing, acquires, checks, leaks, …) belong to a
@@ -253,7 +260,7 @@ var table = []series{
 		help:  "Total time successful acquires spent waiting (queued, dialing, held back), in seconds.",
 		field: fAcquireWait},
 	{prom: "empty_acquires_total", otel: "acquires.empty", unit: "{acquire}", kind: counter, runtime: true,
-		help:  "Successful acquires that found nothing idle and had to wait or dial.",
+		help:  "Successful acquires that found nothing idle and had to wait or dial (never more than acquires_total).",
 		field: fEmptyAcquires},
 	{prom: "canceled_acquires_total", otel: "acquires.canceled", unit: "{acquire}", kind: counter, runtime: true,
 		help:  "Acquires that ended with their context before getting a resource.",
@@ -284,6 +291,11 @@ var (
 	maxIdle = series{prom: "max_idle_resources", otel: "resources.idle.max", unit: "{resource}", kind: gauge,
 		help: "The most idle resources the pool keeps (Limits.Idle)."}
 )
+
+// leaked is the leaked-now gauge, exported only when the Source has a
+// Leaked method; it is read at every scrape.
+var leaked = series{prom: "leaked_loans", otel: "loans.leaked", unit: "{loan}", kind: gauge,
+	help: "Loans out now for longer than LeakAfter (the leak watch's threshold)."}
 
 // limitsOf returns the limit series of src with their values, read once.
 func limitsOf(src Source) (s []series, v []int64) {

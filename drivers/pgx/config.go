@@ -2,7 +2,6 @@ package pgxward
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -45,20 +45,14 @@ func DefaultMaxConns() int32 { return int32(max(4, runtime.NumCPU())) }
 type ShouldPingParams = pgxpool.ShouldPingParams
 
 // Leak is one report of the leak watch: a connection held longer than
-// Config.LeakAfter, with the stack of the goroutine that acquired it.
-type Leak struct {
-	// Conn is the connection out on loan. Read it only for its identity
-	// (for example Conn.PgConn().PID()): it belongs to its borrower.
-	Conn *pgx.Conn
-	// Held is how long it had been out when the report was made.
-	Held time.Duration
-	// Stack is the formatted stack of the Acquire (or Query, QueryRow, …)
-	// that took it.
-	Stack []byte
-	// Returned reports whether this is the follow-up report of a leaked
-	// connection that has since come back.
-	Returned bool
-}
+// Config.LeakAfter (Item, the *pgx.Conn: read it for its identity only, as
+// Item.PgConn().PID(); it belongs to its borrower), for how long (Held),
+// with the stack of the Acquire, Query, QueryRow, … that took it (Stack);
+// Returned marks the follow-up report when it comes back. It is pool.Leak,
+// so one handler fits every wardpool driver:
+//
+//	c.OnLeak = metrics.OnLeak[*pgx.Conn](logger)
+type Leak = pool.Leak[*pgx.Conn]
 
 // Config is how a Pool is built. Make it with ParseConfig, which fills in
 // pgxpool's defaults, then change fields before NewWithConfig; a Config built
@@ -76,6 +70,10 @@ type Config struct {
 	// AfterConnect is called once a connection is open, before it is lent.
 	// An error closes the connection and fails the dial.
 	AfterConnect func(context.Context, *pgx.Conn) error
+	// BeforeAcquire is pgxpool's older form of PrepareConn, used only when
+	// PrepareConn is nil: false destroys the connection and another is
+	// tried. Deprecated: use PrepareConn, as in pgxpool.
+	BeforeAcquire func(context.Context, *pgx.Conn) bool
 	// PrepareConn is called on every Acquire before the connection is
 	// handed out. (true, nil): hand it out. (false, nil): destroy it and try
 	// another, silently. (true, err): give it back and fail the Acquire with
@@ -149,7 +147,9 @@ type Config struct {
 	// QueryRow whose Row is never scanned and Rows never closed show up
 	// here. Zero turns the watch off and costs nothing.
 	LeakAfter time.Duration
-	// OnLeak receives the leak reports; nil logs a warning on Logger.
+	// OnLeak receives the leak reports; nil logs each on Logger at warning
+	// level, with the message metrics.LeakMessage or metrics.LeakReturnedMessage
+	// (the same for every wardpool driver and the Keeper) and the pid.
 	OnLeak func(Leak)
 	// Logger receives the pool's warnings; nil is slog.Default().
 	Logger *slog.Logger
@@ -272,29 +272,25 @@ func ParseConfig(connString string) (*Config, error) {
 	return c, nil
 }
 
-// ErrConfig is wrapped by the error NewWithConfig returns for a Config it
-// cannot use.
-var ErrConfig = errors.New("pgxward: invalid config")
-
 // validate reports why c cannot build a pool, or nil.
 func (c *Config) validate() error {
 	switch {
 	case c == nil:
-		return fmt.Errorf("%w: nil Config", ErrConfig)
+		return fmt.Errorf("pgxward: %w: nil Config", ErrConfig)
 	case !c.createdByParseConfig:
-		return fmt.Errorf("%w: make the Config with ParseConfig, then change its fields", ErrConfig)
+		return fmt.Errorf("pgxward: %w: make the Config with ParseConfig, then change its fields", ErrConfig)
 	case c.ConnConfig == nil:
-		return fmt.Errorf("%w: ConnConfig is nil", ErrConfig)
+		return fmt.Errorf("pgxward: %w: ConnConfig is nil", ErrConfig)
 	case c.MaxConns < 1:
-		return fmt.Errorf("%w: MaxConns is %d, want 1 or more", ErrConfig, c.MaxConns)
+		return fmt.Errorf("pgxward: %w: MaxConns is %d, want 1 or more", ErrConfig, c.MaxConns)
 	case c.MinConns < 0:
-		return fmt.Errorf("%w: MinConns is %d, want 0 or more", ErrConfig, c.MinConns)
+		return fmt.Errorf("pgxward: %w: MinConns is %d, want 0 or more", ErrConfig, c.MinConns)
 	case c.MinIdleConns < 0:
-		return fmt.Errorf("%w: MinIdleConns is %d, want 0 or more", ErrConfig, c.MinIdleConns)
+		return fmt.Errorf("pgxward: %w: MinIdleConns is %d, want 0 or more", ErrConfig, c.MinIdleConns)
 	case c.MaxConnLifetimeJitter < 0:
-		return fmt.Errorf("%w: MaxConnLifetimeJitter is %v, want 0 or more", ErrConfig, c.MaxConnLifetimeJitter)
+		return fmt.Errorf("pgxward: %w: MaxConnLifetimeJitter is %v, want 0 or more", ErrConfig, c.MaxConnLifetimeJitter)
 	case c.LeakAfter < 0:
-		return fmt.Errorf("%w: LeakAfter is %v, want 0 (off) or more", ErrConfig, c.LeakAfter)
+		return fmt.Errorf("pgxward: %w: LeakAfter is %v, want 0 (off) or more", ErrConfig, c.LeakAfter)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wardpool/wardpool/pool"
 )
@@ -31,6 +32,9 @@ func (c *Conn) Release() {
 		return
 	}
 	c.r = nil
+	if t := r.p.releaseTracer; t != nil {
+		t.TraceRelease(r.p.traced, pgxpool.TraceReleaseData{Conn: r.conn})
+	}
 	if unusable(r.conn) {
 		c.loan.Destroy()
 		return

@@ -8,7 +8,9 @@
 //	import pgxward "github.com/wardpool/wardpool/drivers/pgx"
 //
 //	pool, err := pgxward.New(ctx, "postgres://app:secret@127.0.0.1:5432/app?pool_max_conns=8")
-//	...
+//	if err != nil {
+//		return err
+//	}
 //	defer pool.Close()
 //	var n int
 //	err = pool.QueryRow(ctx, "SELECT 1").Scan(&n)
@@ -36,10 +38,14 @@
 //
 // # Where it differs from pgxpool
 //
-//   - Errors: Acquire on a closed pool fails with pool.ErrClosed; one the
-//     Ward refuses fails at once with a *pool.ShedError (errors.Is
-//     pool.ErrShed); a failed dial's error reads "pgxward: connect: …" and
-//     wraps pgx's *pgconn.ConnectError.
+//   - Errors: Acquire on a closed pool fails with ErrClosed; one the Ward
+//     refuses fails at once with a *pool.ShedError (errors.Is ErrShed); a
+//     failed dial's error reads "pgxward: connect: …" and wraps pgx's
+//     *pgconn.ConnectError; one whose context ends is an *AcquireError (the
+//     Keeper's) that unwraps to ctx's error and says how many connections
+//     were busy, how many callers waited, how many loans were past
+//     LeakAfter and the last dial error; a breaker's *ShedError carries the
+//     dial error behind it.
 //   - Close blocks until every loan is back, as pgxpool's does;
 //     CloseContext bounds the wait.
 //   - MaxConnIdleTime and MaxConnLifetime of zero mean no limit (pgxpool
@@ -49,11 +55,14 @@
 //   - MinConns and MinIdleConns both keep idle connections warm, as many as
 //     the larger of the two.
 //   - AfterRelease runs in the releasing goroutine, not a new one.
-//   - Stat.AcquireCount counts AcquireAllIdle's loans; Stat has no
-//     EmptyAcquireWaitTime. Stat.Keeper gives every figure of the Keeper.
-//   - Tracers: an AcquireTracer or ReleaseTracer on ConnConfig.Tracer is not
-//     called (their methods take a *pgxpool.Pool); the query tracers of pgx
-//     itself work as usual.
+//   - Stat.AcquireCount counts AcquireAllIdle's loans. Stat.Keeper gives
+//     every figure of the Keeper, and Pool.Stats, Pool.Limits and
+//     Pool.Leaked make the Pool a metrics.Source as it is.
+//   - Tracers: an AcquireTracer or ReleaseTracer on ConnConfig.Tracer is
+//     called as pgxpool calls it: one of this package's form is given the
+//     *Pool, one written for pgxpool a stand-in *pgxpool.Pool (see
+//     FromPgxpool). pgxpool's own TestTraceAcquire and TestTraceRelease
+//     pass against this package. The query tracers of pgx work as usual.
 //   - ShouldPing is asked only about idle connections: one just opened is
 //     lent without a ping.
 //   - Every dial is bounded by Config.DialTimeout (one minute, the bound

@@ -2,9 +2,11 @@ package pgxward_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	pgxward "github.com/wardpool/wardpool/drivers/pgx"
@@ -55,4 +57,26 @@ func ExampleNewWithConfig() {
 
 	_, _ = countUsers(ctx, p) // the same function takes a *pgxpool.Pool
 	var _ pgxward.DB = (*pgxpool.Pool)(nil)
+}
+
+// A Pool is a metrics source as it is (Stats, Limits), and its errors say
+// what went wrong. Nothing listens on port 1 of the loopback here, so the
+// dial is refused at once: the error wraps pgx's *pgconn.ConnectError, and
+// the books count the failed dial.
+func ExamplePool_Stats() {
+	ctx := context.Background()
+	p, err := pgxward.New(ctx, "postgres://app@127.0.0.1:1/app?sslmode=disable&pool_max_conns=8")
+	if err != nil {
+		panic(err)
+	}
+	defer p.Close()
+
+	err = p.Ping(ctx)
+	var ce *pgconn.ConnectError
+	fmt.Println(errors.As(err, &ce), errors.Is(err, pgxward.ErrShed))
+	s := p.Stats()
+	fmt.Println(s.Made, s.Failed, s.Live, p.Limits().Size)
+	// Output:
+	// true false
+	// 0 1 0 8
 }

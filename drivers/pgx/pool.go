@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wardpool/wardpool/pool"
 )
@@ -21,6 +22,7 @@ import (
 // below conn; the Keeper's lock orders one borrower after the next.
 type res struct {
 	conn *pgx.Conn
+	p    *Pool // the pool it belongs to, for the release tracer
 	// idleSince is when the connection last came back, read by a custom
 	// ShouldPing; it is set only when Config.ShouldPing is not nil.
 	idleSince time.Time
@@ -67,6 +69,12 @@ type Pool struct {
 	// values is the context given to NewWithConfig, without its
 	// cancellation: its values reach every dial (see valuesCtx).
 	values context.Context
+
+	// The pgxpool tracers found on ConnConfig.Tracer, and the *pgxpool.Pool
+	// they are given (see tracer.go); nil when there are none.
+	acquireTracer pgxpool.AcquireTracer
+	releaseTracer pgxpool.ReleaseTracer
+	traced        *pgxpool.Pool
 }
 
 // New is ParseConfig(connString) followed by NewWithConfig.
@@ -93,7 +101,7 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 	config = config.Copy()
 	p := &Pool{
 		config:       config,
-		prepareConn:  config.PrepareConn,
+		prepareConn:  prepareOf(config),
 		afterRelease: config.AfterRelease,
 		beforeClose:  config.BeforeClose,
 		shouldPing:   config.ShouldPing,
@@ -139,7 +147,7 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 	}
 	if onLeak := config.OnLeak; onLeak != nil {
 		kc.OnLeak = func(l pool.Leak[*res]) {
-			onLeak(Leak{Conn: l.Item.conn, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
+			onLeak(Leak{Item: l.Item.conn, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
 		}
 	} else if config.LeakAfter > 0 {
 		log := config.Logger
@@ -148,25 +156,44 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 		}
 		kc.OnLeak = func(l pool.Leak[*res]) { logLeak(log, l, config.LeakAfter) }
 	}
+	if err := p.traceWith(config); err != nil {
+		return nil, err
+	}
 	k, err := pool.NewKeeper(kc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		p.untrace()
+		return nil, fmt.Errorf("pgxward: %w", err) // wraps pool.ErrConfig
 	}
 	p.k = k
 	return p, nil
 }
 
-// logLeak is the default OnLeak: a warning naming the server process of the
-// connection, so that it can be found in pg_stat_activity.
+// prepareOf returns the PrepareConn hook of c: PrepareConn, or BeforeAcquire
+// in its shape (as pgxpool does), or nil.
+func prepareOf(c *Config) func(context.Context, *pgx.Conn) (bool, error) {
+	if c.PrepareConn != nil || c.BeforeAcquire == nil {
+		return c.PrepareConn
+	}
+	before := c.BeforeAcquire
+	return func(ctx context.Context, conn *pgx.Conn) (bool, error) { return before(ctx, conn), nil }
+}
+
+// The leak reports' messages: the Keeper's own, which every wardpool driver
+// and metrics.LeakLog use too, so that one log filter finds them all.
+const (
+	leakMessage         = "wardpool: a loan is held longer than LeakAfter"
+	leakReturnedMessage = "wardpool: a loan reported as held too long came back"
+)
+
+// logLeak is the default OnLeak: the Keeper's warning, with the server
+// process of the connection, so that it can be found in pg_stat_activity.
 func logLeak(log *slog.Logger, l pool.Leak[*res], after time.Duration) {
 	pid := l.Item.conn.PgConn().PID()
 	if l.Returned {
-		log.Warn("pgxward: a connection reported as held too long came back",
-			"pid", pid, "held", l.Held, "stack", string(l.Stack))
+		log.Warn(leakReturnedMessage, "held", l.Held, "stack", string(l.Stack), "pid", pid)
 		return
 	}
-	log.Warn("pgxward: a connection is held longer than LeakAfter",
-		"pid", pid, "held", l.Held, "leak_after", after, "stack", string(l.Stack))
+	log.Warn(leakMessage, "held", l.Held, "leak_after", after, "stack", string(l.Stack), "pid", pid)
 }
 
 // dial opens one connection: BeforeConnect, pgx.ConnectConfig, AfterConnect.
@@ -199,7 +226,7 @@ func (p *Pool) dial(ctx context.Context) (*res, error) {
 			return nil, fmt.Errorf("pgxward: AfterConnect: %w", err)
 		}
 	}
-	return &res{conn: conn}, nil
+	return &res{conn: conn, p: p}, nil
 }
 
 // valuesCtx is a dial's context (its deadline and cancellation) whose
@@ -375,12 +402,32 @@ func (p *Pool) reset(_ context.Context, r *res) error {
 var errTooManyTries = errors.New("pgxward: PrepareConn refused every connection offered (MaxConns+1 tries)")
 
 // Acquire lends a connection; Release it when done. It waits, bounded by
-// ctx, when all MaxConns are lent. It fails with ctx's error, with
-// pool.ErrClosed after Close, with an error wrapping pool.ErrShed when the
-// Ward refuses, or with the dial's error (wrapping pgx's) when a new
-// connection could not be opened. An idle connection that fails its
-// liveness ping is replaced without the caller seeing the failure.
-func (p *Pool) Acquire(ctx context.Context) (*Conn, error) {
+// ctx, when all MaxConns are lent. It fails with an *AcquireError that
+// unwraps to ctx's error and says what the pool was doing, with ErrClosed
+// after Close, with a *ShedError (errors.Is ErrShed) when the Ward
+// refuses, or with the dial's error (wrapping pgx's) when a new connection
+// could not be opened. An idle connection that fails its liveness ping is
+// replaced without the caller seeing the failure.
+//
+// When ConnConfig.Tracer is a pgxpool.AcquireTracer, its TraceAcquireStart
+// and TraceAcquireEnd are called around it, as pgxpool calls them (see
+// tracer.go for the pool they are given).
+func (p *Pool) Acquire(ctx context.Context) (c *Conn, err error) {
+	if p.acquireTracer == nil {
+		return p.acquire(ctx)
+	}
+	ctx = p.acquireTracer.TraceAcquireStart(ctx, p.traced, pgxpool.TraceAcquireStartData{})
+	c, err = p.acquire(ctx)
+	end := pgxpool.TraceAcquireEndData{Err: err}
+	if c != nil {
+		end.Conn = c.r.conn
+	}
+	p.acquireTracer.TraceAcquireEnd(ctx, p.traced, end)
+	return c, err
+}
+
+// acquire is Acquire without the tracer.
+func (p *Pool) acquire(ctx context.Context) (*Conn, error) {
 	for range p.tries {
 		l, err := p.k.Acquire(ctx)
 		if err != nil {
@@ -440,12 +487,15 @@ func (p *Pool) AcquireAllIdle(ctx context.Context) []*Conn {
 // Close refuses new Acquires (they fail with pool.ErrClosed), closes the
 // idle connections and waits until every lent connection has come back and
 // been closed. It is safe to call more than once.
-func (p *Pool) Close() { _ = p.k.Close(context.Background()) }
+func (p *Pool) Close() { _ = p.CloseContext(context.Background()) }
 
 // CloseContext is Close that stops waiting for lent connections when ctx
 // ends, returning ctx's error; the pool is closed either way and each
 // connection still out is closed when it comes back.
-func (p *Pool) CloseContext(ctx context.Context) error { return p.k.Close(ctx) }
+func (p *Pool) CloseContext(ctx context.Context) error {
+	p.untrace() // the stand-in holds no connection: returns at once
+	return p.k.Close(ctx)
+}
 
 // Reset closes every idle connection now and every lent one when it comes
 // back, and keeps the pool open: for when something (a failover, a network
@@ -459,6 +509,16 @@ func (p *Pool) Config() *Config { return p.config.Copy() }
 func (p *Pool) Stat() *Stat {
 	return &Stat{s: p.k.Stats(), max: int32(p.config.MaxConns), newConns: p.newConns.Load()}
 }
+
+// Stats returns one reading of the Keeper's figures, the form
+// metrics.NewCollector and metrics.Observe read:
+//
+//	reg.MustRegister(metrics.NewCollector(p, metrics.Options{}))
+func (p *Pool) Stats() pool.Stats { return p.k.Stats() }
+
+// Limits returns the Keeper's limits: Size is MaxConns (the max gauge of
+// the metrics package), Keep MaxConnIdleTime, Life MaxConnLifetime.
+func (p *Pool) Limits() pool.Limits { return p.k.Limits() }
 
 // Exec runs sql on a connection it acquires and releases before returning.
 func (p *Pool) Exec(ctx context.Context, sql string, arguments ...any) (pgconn.CommandTag, error) {

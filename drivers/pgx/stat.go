@@ -33,9 +33,16 @@ func (s *Stat) CanceledAcquireCount() int64 { return int64(s.s.Canceled) }
 // ConstructingConns is how many connections are being dialled now.
 func (s *Stat) ConstructingConns() int32 { return int32(s.s.Dialing) }
 
-// EmptyAcquireCount is how many successful acquires had to wait for a
-// connection to come back or be dialled.
+// EmptyAcquireCount is how many successful acquires found no idle
+// connection and had to wait for one to come back or be dialled.
 func (s *Stat) EmptyAcquireCount() int64 { return int64(s.s.EmptyAcquires) }
+
+// EmptyAcquireWaitTime is the total time successful acquires spent waiting
+// for a connection to come back or be dialled. An acquire that found one
+// idle adds nothing, so this is the Keeper's AcquireWait, the same figure
+// as AcquireDuration here (pgxpool's AcquireDuration also counts the
+// microseconds of acquires that did not wait).
+func (s *Stat) EmptyAcquireWaitTime() time.Duration { return s.s.AcquireWait }
 
 // IdleConns is how many connections sit idle now.
 func (s *Stat) IdleConns() int32 { return int32(s.s.Idle) }

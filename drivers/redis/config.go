@@ -1,7 +1,6 @@
 package redisward
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -14,27 +13,36 @@ import (
 )
 
 // ErrConfig is wrapped by the error New returns for a Config it cannot use.
-var ErrConfig = errors.New("redisward: invalid config")
+// It is pool.ErrConfig, the one every wardpool driver wraps.
+var ErrConfig = pool.ErrConfig
+
+// ErrClosed and ErrShed are pool's sentinels, here so that code using this
+// package alone can test for them: calls after Close fail with ErrClosed,
+// and ones the Ward refuses with a *pool.ShedError that unwraps to ErrShed.
+var (
+	ErrClosed = pool.ErrClosed
+	ErrShed   = pool.ErrShed
+)
+
+// AcquireError (a call whose context ended while it waited for a
+// connection: it unwraps to the context's error and says what the pool was
+// doing) and ShedError (a call the Ward refused) are the Keeper's.
+type (
+	AcquireError = pool.AcquireError
+	ShedError    = pool.ShedError
+)
 
 // DefaultCheckIdle is Config.CheckIdle's default: every connection is
 // peeked at before it is lent (see Config.CheckIdle).
 const DefaultCheckIdle = -1
 
-// Leak is one report of the leak watch: a connection held longer than
-// Config.LeakAfter, with the stack of the goroutine that acquired it.
-type Leak struct {
-	// Client is the connection's client. Read it for its identity only: it
-	// belongs to its borrower.
-	Client *redis.Client
-	// Held is how long it had been out when the report was made.
-	Held time.Duration
-	// Stack is the formatted stack of the call that took it (Acquire, Do,
-	// Pipelined, …).
-	Stack []byte
-	// Returned reports whether this is the follow-up report of a leaked
-	// connection that has since come back.
-	Returned bool
-}
+// Leak is one report of the leak watch: a connection's client held longer
+// than Config.LeakAfter (Item; read it for its identity only, it belongs to
+// its borrower), how long (Held), with the stack of the call that took it
+// (Stack: Acquire, Do, Pipelined, …), and Returned on the follow-up report
+// when it comes back. It is pool.Leak, so one handler fits every wardpool
+// driver: cfg.OnLeak = metrics.OnLeak[*redis.Client](logger).
+type Leak = pool.Leak[*redis.Client]
 
 // Config is how a Pool is built. Options is required; every other field has
 // a working zero value. FromOptions and ParseURL fill Limits from go-redis's
@@ -126,20 +134,20 @@ func FromOptions(o *redis.Options) Config {
 func ParseURL(url string) (Config, error) {
 	o, err := redis.ParseURL(url)
 	if err != nil {
-		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
+		return Config{}, fmt.Errorf("redisward: %w: %w", ErrConfig, err)
 	}
 	return FromOptions(o), nil
 }
 
 func (c *Config) validate() error {
 	if c.Options == nil {
-		return fmt.Errorf("%w: Options is nil", ErrConfig)
+		return fmt.Errorf("redisward: %w: Options is nil", ErrConfig)
 	}
 	if c.MinIdle < 0 {
-		return fmt.Errorf("%w: MinIdle %d is negative", ErrConfig, c.MinIdle)
+		return fmt.Errorf("redisward: %w: MinIdle %d is negative", ErrConfig, c.MinIdle)
 	}
 	if c.LeakAfter < 0 {
-		return fmt.Errorf("%w: LeakAfter %v is negative", ErrConfig, c.LeakAfter)
+		return fmt.Errorf("redisward: %w: LeakAfter %v is negative", ErrConfig, c.LeakAfter)
 	}
 	return nil
 }

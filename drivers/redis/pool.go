@@ -24,6 +24,7 @@ type Pool struct {
 	netDial     func(ctx context.Context) (net.Conn, error)
 	dialTimeout time.Duration
 	addr        string
+	leakAfter   time.Duration // Config.LeakAfter, for Leaked
 
 	front *redis.Client // see Client
 }
@@ -39,6 +40,8 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		inner:   innerOptions(cfg.Options),
 		netDial: dialer(cfg.Options),
 		addr:    cfg.Options.Addr,
+
+		leakAfter: cfg.LeakAfter,
 	}
 	p.dialTimeout = cfg.Options.DialTimeout
 	if p.dialTimeout == 0 {
@@ -74,7 +77,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 	}
 	if on := cfg.OnLeak; on != nil {
 		kc.OnLeak = func(l pool.Leak[*conn]) {
-			on(Leak{Client: l.Item.cl, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
+			on(Leak{Item: l.Item.cl, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
 		}
 	}
 	k, err := pool.NewKeeper(kc)

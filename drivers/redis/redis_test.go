@@ -469,12 +469,18 @@ func TestLeakWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := <-leaks
-	if got.Client != l.Client() || got.Returned || !strings.Contains(string(got.Stack), "TestLeakWatch") {
+	if got.Item != l.Client() || got.Returned || !strings.Contains(string(got.Stack), "TestLeakWatch") {
 		t.Fatalf("leak report: %+v", got)
+	}
+	if n := p.Leaked(); n != 1 {
+		t.Errorf("Leaked = %d with the reported loan out, want 1", n)
 	}
 	l.Release()
 	if got := <-leaks; !got.Returned {
 		t.Fatalf("follow-up report: %+v", got)
+	}
+	if n := p.Leaked(); n != 0 {
+		t.Errorf("Leaked = %d with nothing out, want 0", n)
 	}
 }
 

@@ -1,9 +1,11 @@
 // Package sqlward puts any database/sql driver behind wardpool's
 // pool.Keeper while the application keeps its *sql.DB.
 //
-//	base, _ := stdlib.GetDefaultDriver().(driver.DriverContext).OpenConnector(dsn)
-//	db, c, err := sqlward.OpenDB(base, sqlward.Config{Limits: pool.DefaultLimits})
-//	...
+//	cc, _ := pgx.ParseConfig(dsn) // with PostgreSQL: pgx's stdlib connector
+//	db, c, err := sqlward.OpenDB(stdlib.GetConnector(*cc), sqlward.Config{Limits: pool.DefaultLimits})
+//	if err != nil {
+//		return err
+//	}
 //	defer db.Close()
 //	err = db.QueryRowContext(ctx, "SELECT 1").Scan(&n)
 //	fmt.Println(c.Stats().Live)
@@ -54,6 +56,23 @@
 //
 // The caller never sees a connection that failed these checks: the Keeper
 // replaces it. A Connector is safe for concurrent use.
+//
+// # Metrics
+//
+// A *Connector is a metrics.Source as it is (Stats, Limits, Leaked):
+//
+//	reg.MustRegister(metrics.NewCollector(c, metrics.Options{Labels: map[string]string{"pool": "orders"}}))
+//
+// database/sql's own figures (db.Stats(), and the go_sql_* series of
+// client_golang's collectors.NewDBStatsCollector) describe its view, in
+// which each borrow is a connection opened and closed: OpenConnections and
+// InUse also count the queries waiting in the Keeper for a connection
+// (database/sql counts a connection as open before Connect returns), so
+// they read far above Limits.Size under load; MaxIdleClosed rises by one
+// on every return (its idle pool is off); WaitCount stays 0 (the waiting
+// happens in the Keeper); MaxIdleTimeClosed and MaxLifetimeClosed stay 0.
+// The metrics package's README maps each go_sql_* series to the wardpool_*
+// one to read instead.
 package sqlward
 
 import (
@@ -99,7 +118,9 @@ type Config struct {
 	// closed, a Tx never ended, a *sql.Conn never closed. Zero turns the
 	// watch off and costs nothing.
 	LeakAfter time.Duration
-	// OnLeak receives the leak reports; nil logs a warning on Logger.
+	// OnLeak receives the leak reports; nil logs each at warning level on
+	// Logger, with the message metrics.LeakMessage or
+	// metrics.LeakReturnedMessage, the same for every wardpool driver.
 	OnLeak func(Leak)
 	// Logger receives the pool's warnings; nil is slog.Default().
 	Logger *slog.Logger
@@ -107,28 +128,39 @@ type Config struct {
 	Clock pool.Clock
 }
 
-// Leak is one report of the leak watch.
-type Leak struct {
-	// Conn is the driver's connection on loan. It belongs to its borrower.
-	Conn driver.Conn
-	// Held is how long it had been out when the report was made.
-	Held time.Duration
-	// Stack is the formatted stack of the goroutine that borrowed it (the
-	// query that made database/sql call Connect).
-	Stack []byte
-	// Returned reports whether this is the follow-up report of a leaked
-	// connection that has since come back.
-	Returned bool
-}
+// Leak is one report of the leak watch: the driver's connection on loan
+// (Item; it belongs to its borrower), how long it had been out (Held), the
+// stack of the goroutine that borrowed it, that is of the query that made
+// database/sql call Connect (Stack), and whether this is the follow-up
+// report of a leaked connection that has since come back (Returned). It is
+// pool.Leak, so one handler fits every wardpool driver:
+//
+//	cfg.OnLeak = metrics.OnLeak[driver.Conn](logger)
+type Leak = pool.Leak[driver.Conn]
+
+// The sentinels of the Keeper, here so that code using this package alone
+// can test for them; they are pool's own values.
+var (
+	// ErrClosed is returned by Connect (so by the *sql.DB's queries) after
+	// Close.
+	ErrClosed = pool.ErrClosed
+	// ErrShed is what the *pool.ShedError of a Connect the Ward refused
+	// unwraps to.
+	ErrShed = pool.ErrShed
+	// ErrConfig is wrapped by the error NewConnector returns for a Config
+	// it cannot use. It is pool.ErrConfig, the one every driver wraps.
+	ErrConfig = pool.ErrConfig
+)
 
 // Connector is a driver.Connector whose connections come from a pool.Keeper
 // and go back to it when database/sql closes them. Make one with
 // NewConnector (or OpenDB); it is safe for concurrent use.
 type Connector struct {
-	base driver.Connector
-	k    *pool.Keeper[*conn]
-	ping time.Duration // PingIdle, resolved
-	now  func() time.Time
+	base      driver.Connector
+	k         *pool.Keeper[*conn]
+	ping      time.Duration // PingIdle, resolved
+	leakAfter time.Duration
+	now       func() time.Time
 }
 
 var (
@@ -138,13 +170,13 @@ var (
 
 // NewConnector returns a Connector drawing connections from base through a
 // Keeper configured by cfg. It opens nothing before returning (MinIdle
-// connections are opened in the background). Errors wrap pool.ErrConfig or
-// pool.ErrLimits.
+// connections are opened in the background). Errors wrap ErrConfig (and
+// pool.ErrLimits for bad Limits).
 func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	if base == nil {
-		return nil, errors.New("sqlward: nil driver.Connector")
+		return nil, fmt.Errorf("sqlward: %w: nil driver.Connector", ErrConfig)
 	}
-	c := &Connector{base: base, ping: cfg.PingIdle}
+	c := &Connector{base: base, ping: cfg.PingIdle, leakAfter: cfg.LeakAfter}
 	if c.ping == 0 {
 		c.ping = DefaultPingIdle
 	}
@@ -166,7 +198,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	if cfg.OnLeak != nil {
 		onLeak := cfg.OnLeak
 		kc.OnLeak = func(l pool.Leak[*conn]) {
-			onLeak(Leak{Conn: l.Item.base, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
+			onLeak(Leak{Item: l.Item.base, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
 		}
 	}
 	c.now = time.Now
@@ -198,8 +230,9 @@ func OpenDB(base driver.Connector, cfg Config) (*sql.DB, *Connector, error) {
 // Connect borrows a connection from the Keeper for database/sql: an idle
 // one (checked as the package doc says) or a new one from the base
 // connector. It waits, bounded by ctx, when Limits.Size are out. It fails
-// with ctx's error, pool.ErrClosed after Close, an error wrapping
-// pool.ErrShed when the Ward refuses, or the base connector's error.
+// with an *AcquireError wrapping ctx's error (saying what the pool was
+// doing), ErrClosed after Close, a *ShedError (errors.Is ErrShed) when the
+// Ward refuses, or the base connector's error.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	l, err := c.k.Acquire(ctx)
 	if err != nil {
@@ -232,8 +265,35 @@ func (c *Connector) Close() error {
 // ctx's error when ctx ends first. It does not close the base connector.
 func (c *Connector) CloseContext(ctx context.Context) error { return c.k.Close(ctx) }
 
-// Stats returns a reading of the Keeper's books.
+// Stats returns a reading of the Keeper's books, the form
+// metrics.NewCollector and metrics.Observe read:
+//
+//	reg.MustRegister(metrics.NewCollector(c, metrics.Options{}))
+//
+// Read these rather than db.Stats(): database/sql's DBStats count its own
+// view, in which every borrow is a new connection (see the package doc).
 func (c *Connector) Stats() pool.Stats { return c.k.Stats() }
+
+// Limits returns the Keeper's limits (Config.Limits); Size is the max gauge
+// of the metrics package.
+func (c *Connector) Limits() pool.Limits { return c.k.Limits() }
+
+// Leaked returns how many connections are out on loan now and have been
+// for longer than Config.LeakAfter; 0 when the leak watch is off. It takes
+// the pool's lock and allocates: it is for scrapes, not for every query.
+func (c *Connector) Leaked() int {
+	if c.leakAfter <= 0 {
+		return 0
+	}
+	n := 0
+	for _, l := range c.k.Loans() { // longest first
+		if l.Held < c.leakAfter {
+			break
+		}
+		n++
+	}
+	return n
+}
 
 // Reset closes every idle connection now and every lent one when it comes
 // back, keeping the pool open.

@@ -1,0 +1,50 @@
+package pgxward
+
+import "github.com/wardpool/wardpool/pool"
+
+// The sentinels and error types of the Keeper, here so that code using
+// this package alone can test for them. They are pool's own: errors.Is(err,
+// pgxward.ErrShed) and errors.Is(err, pool.ErrShed) agree.
+var (
+	// ErrClosed is returned by Acquire (and every method that acquires)
+	// after Close.
+	ErrClosed = pool.ErrClosed
+	// ErrShed is what the *ShedError of an acquire the Ward refused unwraps
+	// to.
+	ErrShed = pool.ErrShed
+	// ErrConfig is wrapped by the error NewWithConfig returns for a Config
+	// it cannot use. It is pool.ErrConfig, the one every driver wraps.
+	ErrConfig = pool.ErrConfig
+)
+
+// AcquireError is the error of an Acquire (or Query, QueryRow, …) whose
+// context ended before a connection was lent. It unwraps to the context's
+// error, so errors.Is(err, context.DeadlineExceeded) holds as with pgxpool,
+// and to the last dial error; its message says what the pool was doing:
+// connections busy of MaxConns, callers waiting, loans past LeakAfter, the
+// backoff, the last dial error and how long ago.
+type AcquireError = pool.AcquireError
+
+// ShedError is the error of an acquire the Ward refused at once: errors.Is
+// ErrShed, and for the breaker, the dial error behind it (Cause).
+type ShedError = pool.ShedError
+
+// Leaked returns how many connections are out on loan now and have been
+// for longer than Config.LeakAfter; 0 when the leak watch is off. With
+// Stats and Limits it makes a Pool a metrics source as it is (the
+// leaked-now gauge). It takes the pool's lock and allocates: it is for
+// scrapes, not for every query.
+func (p *Pool) Leaked() int {
+	after := p.config.LeakAfter
+	if after <= 0 {
+		return 0
+	}
+	n := 0
+	for _, l := range p.k.Loans() { // longest first
+		if l.Held < after {
+			break
+		}
+		n++
+	}
+	return n
+}

@@ -1,0 +1,104 @@
+package pgxward
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestAcquireErrorOnAHangingServer: against a server that accepts and never
+// answers (a listener on loopback that reads nothing), an acquire whose
+// context ends is pgxward's AcquireError (the Keeper's), saying what the
+// pool was doing. No PostgreSQL is needed.
+func TestAcquireErrorOnAHangingServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := ParseConfig("postgres://app@" + ln.Addr().String() + "/app?sslmode=disable&pool_max_conns=2&connect_timeout=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewWithConfig(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = p.Acquire(ctx)
+	var ae *AcquireError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ae) {
+		t.Fatalf("Acquire = %v (%T), want an *AcquireError wrapping DeadlineExceeded", err, err)
+	}
+	if ae.Busy != 1 || ae.Size != 2 || ae.LastDialError != nil {
+		t.Errorf("%+v", ae)
+	}
+	if !strings.Contains(err.Error(), "1 of 2 resources busy") {
+		t.Errorf("message %q", err)
+	}
+}
+
+// wardTracer is a tracer in this package's form: it records the pools it
+// is given.
+type wardTracer struct {
+	nopPoolTracer // the query tracer (its pgxpool form is shadowed below)
+	mu            sync.Mutex
+	pools         []*Pool
+	errs          []error
+}
+
+func (w *wardTracer) TraceAcquireStart(ctx context.Context, p *Pool, _ TraceAcquireStartData) context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pools = append(w.pools, p)
+	return ctx
+}
+
+func (w *wardTracer) TraceAcquireEnd(_ context.Context, p *Pool, d TraceAcquireEndData) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pools = append(w.pools, p)
+	w.errs = append(w.errs, d.Err)
+}
+
+func (w *wardTracer) TraceRelease(p *Pool, _ TraceReleaseData) {}
+
+// TestWardTracerGetsThePool: a tracer in this package's form is given the
+// *Pool itself, and is preferred to its pgxpool form; no stand-in pool is
+// built. No PostgreSQL is needed: the acquire times out against a server
+// that never answers.
+func TestWardTracerGetsThePool(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := ParseConfig("postgres://app@" + ln.Addr().String() + "/app?sslmode=disable&pool_max_conns=1&connect_timeout=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &wardTracer{}
+	c.ConnConfig.Tracer = tr
+	p, err := NewWithConfig(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = p.Acquire(ctx)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.pools) != 2 || tr.pools[0] != p || tr.pools[1] != p || len(tr.errs) != 1 || tr.errs[0] != err || err == nil {
+		t.Errorf("pools %v (want [%p %p]), errs %v, acquire %v", tr.pools, p, p, tr.errs, err)
+	}
+	if p.traced != nil {
+		t.Error("a stand-in pgxpool.Pool was built for a tracer in this package's form")
+	}
+}

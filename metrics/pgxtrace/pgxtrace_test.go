@@ -1,0 +1,83 @@
+package pgxtrace
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	pgxward "github.com/wardpool/wardpool/drivers/pgx"
+	"github.com/wardpool/wardpool/metrics"
+)
+
+// TestTracerOnAPool: a QueryRow against a server that accepts and never
+// answers times out; the tracer set on the config saw the acquire inside
+// it, as a span with its outcome and the pool's figures, and the histogram
+// counted nothing (no acquire succeeded). No PostgreSQL is needed.
+func TestTracerOnAPool(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	waits := metrics.NewWaitHistogram(metrics.Options{})
+
+	c, err := pgxward.ParseConfig("postgres://app@" + ln.Addr().String() + "/app?sslmode=disable&pool_max_conns=3&connect_timeout=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ConnConfig.Tracer = &Tracer{Spans: tp.Tracer("test"), Waits: waits}
+	p, err := pgxward.NewWithConfig(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	var n int
+	if err := p.QueryRow(ctx, "SELECT 1").Scan(&n); err == nil {
+		t.Fatal("QueryRow against a silent server succeeded")
+	}
+
+	spans := rec.Ended()
+	if len(spans) != 1 || spans[0].Name() != metrics.AcquireSpanName {
+		t.Fatalf("spans %v", spans)
+	}
+	got := map[attribute.Key]attribute.Value{}
+	for _, a := range spans[0].Attributes() {
+		got[a.Key] = a.Value
+	}
+	if got[metrics.AttrOutcome].AsString() != metrics.OutcomeTimeout || got[metrics.AttrMax].AsInt64() != 3 || got[metrics.AttrBusy].AsInt64() != 1 {
+		t.Errorf("attributes %v", got)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(waits)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := mfs[0].GetMetric()[0].GetHistogram().GetSampleCount(); n != 0 {
+		t.Errorf("the histogram counted %d acquires, want 0", n)
+	}
+}
+
+// TestZeroTracer: the zero Tracer passes contexts through and ends nothing.
+func TestZeroTracer(t *testing.T) {
+	var tr Tracer
+	ctx := tr.TraceAcquireStart(context.Background(), nil, pgxpool.TraceAcquireStartData{})
+	tr.TraceAcquireEnd(ctx, nil, pgxpool.TraceAcquireEndData{})
+	if tr.TraceQueryStart(ctx, nil, pgx.TraceQueryStartData{}) != ctx {
+		t.Error("the zero Tracer changed the query's context")
+	}
+}
