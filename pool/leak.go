@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"strings"
 	"time"
 )
 
@@ -37,20 +38,42 @@ type stack struct {
 // (as runtime.Callers counts them, from capture's caller).
 func (s *stack) capture(skip int) { s.n = runtime.Callers(skip+2, s.pcs[:]) }
 
-// format writes pcs as text, one function and one file:line per frame.
+// format writes pcs as text, one function and one file:line per frame. The
+// frames of wardpool itself at the top (a driver's Acquire over the
+// Keeper's) are left out, so the report starts at the code that took the
+// loan; a stack that is all wardpool is kept whole.
 func format(pcs []uintptr) []byte {
 	var b bytes.Buffer
 	frames := runtime.CallersFrames(pcs)
+	var all []runtime.Frame
 	for {
 		f, more := frames.Next()
 		if f.Function != "" || f.File != "" {
-			fmt.Fprintf(&b, "%s\n\t%s:%d\n", f.Function, f.File, f.Line)
+			all = append(all, f)
 		}
 		if !more {
 			break
 		}
 	}
+	from := 0
+	for from < len(all) && ours(all[from]) {
+		from++
+	}
+	if from == len(all) {
+		from = 0
+	}
+	for _, f := range all[from:] {
+		fmt.Fprintf(&b, "%s\n\t%s:%d\n", f.Function, f.File, f.Line)
+	}
 	return b.Bytes()
+}
+
+// ours reports whether f is a frame of wardpool's own code (not its tests
+// or examples).
+func ours(f runtime.Frame) bool {
+	return strings.HasPrefix(f.Function, "github.com/wardpool/wardpool/") &&
+		!strings.HasPrefix(f.Function, "github.com/wardpool/wardpool/examples/") &&
+		!strings.HasSuffix(f.File, "_test.go")
 }
 
 // leakNote is a leak report not yet made: the stack is still raw.

@@ -50,6 +50,9 @@ type Stats struct {
 
 // Stats returns a reading of the pool's figures.
 func (k *Keeper[T]) Stats() Stats {
+	// counted adds to acquired before empty: read empty first, so that a
+	// reading never shows more empty acquires than acquires.
+	empty := k.empty.Load()
 	k.lock() // folds the lane: what is parked reads as idle
 	s := k.stats
 	b := k.p.Books()
@@ -66,7 +69,7 @@ func (k *Keeper[T]) Stats() Stats {
 		Closed:         s.closed,
 		Acquires:       k.acquired.Load() + s.acquired + k.laneTakes,
 		AcquireWait:    time.Duration(k.waitNs.Load()),
-		EmptyAcquires:  k.empty.Load(),
+		EmptyAcquires:  empty,
 		Canceled:       s.canceled,
 		Checks:         k.checks.Load(),
 		CheckFailures:  s.checkFailures,

@@ -44,7 +44,9 @@ func TestAcquireErrorSaysWhy(t *testing.T) {
 
 // TestAcquireErrorNamesTheLastDialError: after a dial failed, a query that
 // times out waiting for the next dial (a server that no longer answers)
-// says what the last dial error was, and unwraps to it.
+// says what the last dial error was (in LastDialError: not in the chain
+// errors.Is walks, where a timed-out dial would read as the caller's own
+// deadline).
 func TestAcquireErrorNamesTheLastDialError(t *testing.T) {
 	base := &failingConnector{err: errors.New("connection refused")}
 	c, err := NewConnector(base, one())
@@ -59,7 +61,7 @@ func TestAcquireErrorNamesTheLastDialError(t *testing.T) {
 	defer cancel()
 	_, err = c.Connect(ctx)
 	var ae *AcquireError
-	if !errors.As(err, &ae) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, base.err) {
+	if !errors.As(err, &ae) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(ae.LastDialError, base.err) {
 		t.Fatalf("Connect = %v, want an *AcquireError naming the dial error", err)
 	}
 	if !strings.Contains(err.Error(), "last dial failed ") {
