@@ -57,6 +57,21 @@
 //	wardpool_leaks_total / wardpool.leaks                    loans held past LeakAfter (Keeper only)
 //	wardpool_double_releases_total / wardpool.double_releases  calls on an ended loan, ignored (Keeper only)
 //	wardpool_panics_total / wardpool.panics                  panics recovered in the hooks (Keeper only)
+//	wardpool_closing_resources / wardpool.resources.closing  resources waiting to be closed or being closed now
+//	wardpool_closed_total / wardpool.closed                  closes done (closing runs in the background)
+//	wardpool_dial_timeouts_total / wardpool.dial.timeouts    dials cut short by the dial timeout
+//	wardpool_breaker_refusal_ratio / wardpool.breaker.refusal  share of new connections the breaker refuses now
+//
+// With guards shared between replicas (pool.Config.Shared), also:
+//
+//	wardpool_budget_slots_held / wardpool.budget.held        slots of the fleet's budget held now
+//	wardpool_budget_slots_share / wardpool.budget.share      this replica's fair share of the budget
+//	wardpool_budget_waits_total / wardpool.budget.waits      leases refused while callers waited at the ceiling
+//	wardpool_shared_store_trips_total / wardpool.shared.trips         round trips to the shared store
+//	wardpool_shared_store_errors_total / wardpool.shared.store_errors  round trips that failed or timed out
+//	wardpool_shared_fallbacks_total / wardpool.shared.fallbacks       decisions made locally, the store silent
+//	wardpool_shared_breaker_state / wardpool.shared.breaker.state      0 closed, 1 open, 2 half-open
+//	wardpool_shared_breaker_refused_total / wardpool.shared.breaker.refused  dials the shared breaker refused
 //
 // The README beside this file has the same list with the questions each
 // series answers, the names pgxpoolprometheus and database/sql's go_sql_*

@@ -14,9 +14,9 @@ import (
 // wardpool.made, …; see the package documentation), and registers one
 // callback for all of them that takes one reading from src per collection.
 //
-// Gauges become Int64ObservableUpDownCounters, counters
-// Int64ObservableCounters, and acquire.wait, in seconds, a
-// Float64ObservableCounter. o.Labels become attributes of every
+// Gauges become Int64ObservableUpDownCounters (breaker.refusal, a fraction,
+// a Float64ObservableGauge), counters Int64ObservableCounters, and
+// acquire.wait, in seconds, a Float64ObservableCounter. o.Labels become attributes of every
 // measurement; retired also carries a reason attribute (idle, life, other).
 //
 // Unregister the returned Registration to stop observing, for example when
@@ -55,6 +55,9 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		switch {
 		case s.seconds:
 			floats[i], err = meter.Float64ObservableCounter(name, desc, unit)
+			insts = append(insts, floats[i])
+		case s.ratio:
+			floats[i], err = meter.Float64ObservableGauge(name, desc, unit)
 			insts = append(insts, floats[i])
 		case s.kind == counter:
 			ints[i], err = meter.Int64ObservableCounter(name, desc, unit)

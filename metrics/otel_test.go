@@ -50,6 +50,10 @@ func collect(t *testing.T, r *sdk.ManualReader) []point {
 				for _, dp := range d.DataPoints {
 					out = append(out, point{m.Name, m.Unit, sumKind(d.IsMonotonic), attrString(dp.Attributes), fmt.Sprint(dp.Value)})
 				}
+			case metricdata.Gauge[float64]:
+				for _, dp := range d.DataPoints {
+					out = append(out, point{m.Name, m.Unit, "gauge", attrString(dp.Attributes), fmt.Sprint(dp.Value)})
+				}
 			default:
 				t.Errorf("%s: unexpected aggregation %T", m.Name, m.Data)
 			}
@@ -126,6 +130,10 @@ func wantPoints(prefix, attrs string, st pool.Stats, runtime bool) []point {
 			p("leaks", "{loan}", "counter", st.Leaks),
 			p("double_releases", "{call}", "counter", st.DoubleReleases),
 			p("panics", "{panic}", "counter", st.Panics),
+			p("resources.closing", "{resource}", "updown", st.Closing),
+			p("closed", "{resource}", "counter", st.Closed),
+			p("dial.timeouts", "{dial}", "counter", st.DialTimeouts),
+			p("breaker.refusal", "1", "gauge", st.Refusal),
 		)
 	}
 	sort.Slice(w, func(i, j int) bool { return w[i].String() < w[j].String() })
@@ -242,7 +250,8 @@ func TestObserveKeeper(t *testing.T) {
 		t.Fatalf("the scenario did not go as planned: %+v", st)
 	}
 	want := append(wantPoints("wardpool", "", st, true),
-		point{"wardpool.resources.max", "{resource}", "updown", "", "2"})
+		point{"wardpool.resources.max", "{resource}", "updown", "", "2"},
+		point{"wardpool.loans.leaked", "{loan}", "updown", "", "0"})
 	sort.Slice(want, func(i, j int) bool { return want[i].String() < want[j].String() })
 	diffPoints(t, collect(t, r), want)
 }
@@ -325,7 +334,7 @@ func TestObserveCallbackAllocations(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("the callback allocated %v times per collection, want 0", allocs)
 	}
-	if want := 101 * (len(table) + len(reasons)); obs.n != want {
+	if want := 101 * (len(chosen(&fixed{})) + len(reasons)); obs.n != want {
 		t.Errorf("the callback made %d observations in 101 runs, want %d", obs.n, want)
 	}
 }

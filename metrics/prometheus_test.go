@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -63,6 +64,10 @@ func wantAll(st pool.Stats, runtime bool) []want {
 			want{"leaks_total", "counter", n(st.Leaks)},
 			want{"double_releases_total", "counter", n(st.DoubleReleases)},
 			want{"panics_total", "counter", n(st.Panics)},
+			want{"closing_resources", "gauge", n(st.Closing)},
+			want{"closed_total", "counter", n(st.Closed)},
+			want{"dial_timeouts_total", "counter", n(st.DialTimeouts)},
+			want{"breaker_refusal_ratio", "gauge", n(st.Refusal)},
 		)
 	}
 	return w
@@ -71,7 +76,7 @@ func wantAll(st pool.Stats, runtime bool) []want {
 // helpOf returns the help text the package gives the series named name.
 func helpOf(t *testing.T, name string) string {
 	t.Helper()
-	for _, s := range append([]series{retired, maxResources, maxIdle}, table...) {
+	for _, s := range append([]series{retired, maxResources, maxIdle, leaked}, table...) {
 		if s.prom == name {
 			return s.help
 		}
@@ -306,6 +311,12 @@ func TestCollectorKeeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Release()
+	for deadline := time.Now().Add(10 * time.Second); k.Stats().Closing > 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the Keeper's background closes did not finish")
+		}
+		runtime.Gosched() // closing runs in the background
+	}
 
 	c := NewCollector(k, Options{Labels: map[string]string{"pool": "k"}})
 	st := k.Stats()
@@ -314,7 +325,8 @@ func TestCollectorKeeper(t *testing.T) {
 	}
 	ws := append(wantAll(st, true),
 		want{"max_resources", "gauge", [][2]string{{"", "4"}}},
-		want{"max_idle_resources", "gauge", [][2]string{{"", "2"}}})
+		want{"max_idle_resources", "gauge", [][2]string{{"", "2"}}},
+		want{"leaked_loans", "gauge", [][2]string{{"", "0"}}})
 	text, _ := exposition(t, "wardpool", `pool="k"`, ws)
 	if err := testutil.CollectAndCompare(c, strings.NewReader(text)); err != nil {
 		t.Fatal(err)

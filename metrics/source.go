@@ -21,6 +21,13 @@ type limited interface {
 	Limits() pool.Limits
 }
 
+// sharing is an optional part of a Source: whether it has guards shared
+// with other replicas (pool.Config.Shared). Only then are the shared series
+// exported. *pool.Keeper has it.
+type sharing interface {
+	Sharing() bool
+}
+
 // leaky is an optional part of a Source: how many loans are out now past
 // the leak watch's threshold. The drivers' pools have it (a *pool.Keeper
 // does not know its LeakAfter from outside).
@@ -100,7 +107,9 @@ type series struct {
 	help    string
 	kind    kind
 	runtime bool  // a Keeper figure, not in pool.Books
+	shared  bool  // a figure of the shared guards (Stats.Shared)
 	seconds bool  // value is a time.Duration, exported in seconds
+	ratio   bool  // value is in millionths, exported as a fraction
 	field   field // the figure
 }
 
@@ -131,6 +140,18 @@ const (
 	fLeaks
 	fDoubleReleases
 	fPanics
+	fClosing
+	fClosed
+	fDialTimeouts
+	fRefusal
+	fBudgetHeld
+	fBudgetShare
+	fBudgetWaits
+	fSharedTrips
+	fSharedStoreErrors
+	fSharedFallbacks
+	fSharedBreakerState
+	fSharedBreakerRefused
 )
 
 // of returns the figure f of s; a Duration in nanoseconds.
@@ -180,6 +201,33 @@ func (f field) of(s *pool.Stats) int64 {
 		return int64(s.DoubleReleases)
 	case fPanics:
 		return int64(s.Panics)
+	case fClosing:
+		return int64(s.Closing)
+	case fClosed:
+		return int64(s.Closed)
+	case fDialTimeouts:
+		return int64(s.DialTimeouts)
+	case fRefusal:
+		return int64(s.Refusal * 1e6)
+	case fBudgetHeld:
+		return int64(s.Shared.Budget.Held)
+	case fBudgetShare:
+		return int64(s.Shared.Budget.Share)
+	case fBudgetWaits:
+		return int64(s.Shared.BudgetWaits)
+	case fSharedTrips:
+		sh := &s.Shared
+		return int64(sh.Budget.Trips + sh.Breaker.Trips + sh.Dials.Trips)
+	case fSharedStoreErrors:
+		sh := &s.Shared
+		return int64(sh.Budget.StoreErrors + sh.Breaker.StoreErrors + sh.Dials.StoreErrors)
+	case fSharedFallbacks:
+		sh := &s.Shared
+		return int64(sh.Budget.Fallbacks + sh.Breaker.Fallbacks + sh.Dials.Fallbacks)
+	case fSharedBreakerState:
+		return int64(s.Shared.BreakerState)
+	case fSharedBreakerRefused:
+		return int64(s.Shared.BreakerRefused)
 	}
 	panic("metrics: unknown field")
 }
@@ -278,8 +326,45 @@ var table = []series{
 		help:  "Release, Destroy or Hijack calls on a loan that had already ended (ignored).",
 		field: fDoubleReleases},
 	{prom: "panics_total", otel: "panics", unit: "{panic}", kind: counter, runtime: true,
-		help:  "Panics recovered in the Dial, Close, Check and Reset hooks.",
+		help:  "Panics recovered in the Dial, Close, Check and BeforeReuse hooks.",
 		field: fPanics},
+	{prom: "closing_resources", otel: "resources.closing", unit: "{resource}", kind: gauge, runtime: true,
+		help:  "Resources waiting to be closed, or being closed, now (closing runs in the background).",
+		field: fClosing},
+	{prom: "closed_total", otel: "closed", unit: "{resource}", kind: counter, runtime: true,
+		help:  "Closes done.",
+		field: fClosed},
+	{prom: "dial_timeouts_total", otel: "dial.timeouts", unit: "{dial}", kind: counter, runtime: true,
+		help:  "Dials cut short by the dial timeout (counted in make_failures_total too).",
+		field: fDialTimeouts},
+	{prom: "breaker_refusal_ratio", otel: "breaker.refusal", unit: "1", kind: gauge, runtime: true, ratio: true,
+		help:  "The share of new connections the ward's breaker refuses now, from 0 to 1 (0 without a breaker).",
+		field: fRefusal},
+
+	{prom: "budget_slots_held", otel: "budget.held", unit: "{slot}", kind: gauge, runtime: true, shared: true,
+		help:  "Slots of the fleet's connection budget this replica holds now.",
+		field: fBudgetHeld},
+	{prom: "budget_slots_share", otel: "budget.share", unit: "{slot}", kind: gauge, runtime: true, shared: true,
+		help:  "This replica's fair share of the fleet's connection budget (the budget over the live replicas).",
+		field: fBudgetShare},
+	{prom: "budget_waits_total", otel: "budget.waits", unit: "{lease}", kind: counter, runtime: true, shared: true,
+		help:  "Leases the fleet's budget refused while callers waited at this replica's ceiling.",
+		field: fBudgetWaits},
+	{prom: "shared_store_trips_total", otel: "shared.trips", unit: "{trip}", kind: counter, runtime: true, shared: true,
+		help:  "Round trips of the shared guards to their store.",
+		field: fSharedTrips},
+	{prom: "shared_store_errors_total", otel: "shared.store_errors", unit: "{trip}", kind: counter, runtime: true, shared: true,
+		help:  "Round trips of the shared guards that failed or ran out of time.",
+		field: fSharedStoreErrors},
+	{prom: "shared_fallbacks_total", otel: "shared.fallbacks", unit: "{decision}", kind: counter, runtime: true, shared: true,
+		help:  "Decisions the shared guards made locally because the store did not answer.",
+		field: fSharedFallbacks},
+	{prom: "shared_breaker_state", otel: "shared.breaker.state", unit: "1", kind: gauge, runtime: true, shared: true,
+		help:  "The shared breaker's state as last seen: 0 closed, 1 open, 2 half-open.",
+		field: fSharedBreakerState},
+	{prom: "shared_breaker_refused_total", otel: "shared.breaker.refused", unit: "{dial}", kind: counter, runtime: true, shared: true,
+		help:  "Dials the shared breaker refused.",
+		field: fSharedBreakerRefused},
 }
 
 // The limit series, exported only when the Source has a Limits method and
@@ -316,9 +401,11 @@ func limitsOf(src Source) (s []series, v []int64) {
 // chosen returns the series of table to export for src.
 func chosen(src Source) []series {
 	_, booksOnly := src.(booksSource)
+	sh, ok := src.(sharing)
+	shared := ok && sh.Sharing()
 	out := make([]series, 0, len(table))
 	for _, s := range table {
-		if s.runtime && booksOnly {
+		if (s.runtime && booksOnly) || (s.shared && !shared) {
 			continue
 		}
 		out = append(out, s)
@@ -330,6 +417,9 @@ func chosen(src Source) []series {
 func (s *series) float(v int64) float64 {
 	if s.seconds {
 		return time.Duration(v).Seconds()
+	}
+	if s.ratio {
+		return float64(v) / 1e6
 	}
 	return float64(v)
 }

@@ -46,6 +46,13 @@ type Stats struct {
 	DoubleReleases uint64
 	// Panics counts recovered panics in Dial, Close, Check and BeforeReuse.
 	Panics uint64
+	// Refusal is the share of new connections the ward's breaker refuses
+	// now, in [0, 1]; zero without a breaker.
+	Refusal float64
+	// Shared is the view of the guards shared with other replicas
+	// (Config.Shared): the budget's share and slots, the store's errors and
+	// local fallbacks, the shared breaker's state. Zero without them.
+	Shared SharedStats
 }
 
 // Stats returns a reading of the pool's figures.
@@ -53,7 +60,8 @@ func (k *Keeper[T]) Stats() Stats {
 	// counted adds to acquired before empty: read empty first, so that a
 	// reading never shows more empty acquires than acquires.
 	empty := k.empty.Load()
-	k.lock() // folds the lane: what is parked reads as idle
+	shared := k.SharedStats() // the guards' own locks, not the Keeper's
+	k.lock()                  // folds the lane: what is parked reads as idle
 	s := k.stats
 	b := k.p.Books()
 	// Loans the lane made that the pool has not heard of yet (see lane.go):
@@ -78,10 +86,33 @@ func (k *Keeper[T]) Stats() Stats {
 		Leaks:          s.leaks,
 		DoubleReleases: s.doubles,
 		Panics:         s.panics,
+		Refusal:        k.p.Refusal(k.clock.Now()),
+		Shared:         shared,
 	}
 	k.unlock()
 	return out
 }
+
+// Leaked returns how many loans are out now for longer than
+// Config.LeakAfter; zero without the leak watch.
+func (k *Keeper[T]) Leaked() int {
+	if k.leakAfter <= 0 {
+		return 0
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n := 0
+	for _, l := range k.p.Loans(k.clock.Now()) {
+		if l.Held >= k.leakAfter {
+			n++
+		}
+	}
+	return n
+}
+
+// Sharing reports whether the Keeper has guards shared with other replicas
+// (Config.Shared): Stats.Shared is worth reading.
+func (k *Keeper[T]) Sharing() bool { return k.sh != nil }
 
 // Loans returns every resource out on loan and how long it has been out,
 // the longest first. A resource lent again by the lane within a millisecond
