@@ -16,7 +16,11 @@ type Config[T comparable] struct {
 	// Limits are the pool's bounds (see Limits); the zero Limits has none.
 	Limits Limits
 	// Ward holds the guards in front of the backend; the zero Ward has none.
-	// The Keeper takes the guards as its own.
+	// The Keeper takes the guards as its own. A pool spaces its dials by
+	// the Backoff's delays but does not read its Attempts: it goes on
+	// dialing for as long as callers ask, each bounded by its own ctx, and
+	// one that gives up gets an AcquireError naming the last dial error
+	// (the breaker is what stops dials to a backend that stays down).
 	Ward ward.Ward
 
 	// Dial opens a resource. It runs outside the Keeper's lock, on its own
