@@ -74,3 +74,46 @@ func TestAlive(t *testing.T) {
 		t.Fatalf("closed by peer: %v, want io.EOF", err)
 	}
 }
+
+// TestAliveAfterDeadline peeks at a connection whose read deadline has
+// passed, as go-redis leaves one idle longer than its ReadTimeout: the
+// connection is open, and the peek must say so rather than fail with the
+// deadline's timeout (which would drop and redial every connection idle
+// for more than 3 s).
+func TestAliveAfterDeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := <-accepted
+	if s == nil {
+		t.Fatal("accept failed")
+	}
+	defer s.Close()
+	if err := c.SetDeadline(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := alive(c); err != nil {
+		t.Fatalf("open connection past its read deadline: %v", err)
+	}
+	s.Close()
+	waitFor(t, func() bool { return alive(c) != nil })
+	if err := alive(c); !errors.Is(err, io.EOF) {
+		t.Fatalf("closed by peer past its read deadline: %v, want io.EOF", err)
+	}
+}

@@ -17,7 +17,7 @@ type peeker struct {
 	rc  syscall.RawConn // nil when the connection has no socket to look at
 	buf [1]byte
 	err error
-	fn  func(fd uintptr) bool // p.look, bound once
+	fn  func(fd uintptr) // p.look, bound once
 }
 
 // newPeeker returns a peeker for c, unwrapping TLS (NetConn) to reach the
@@ -45,18 +45,26 @@ func newPeeker(c net.Conn) *peeker {
 // socket's error when it has failed, and nil when nothing is waiting or
 // something is (RESP3 push messages may arrive on an idle connection;
 // go-redis reads them before the next command).
+//
+// The look runs through RawConn.Control, not RawConn.Read: Read first
+// checks the connection's read deadline, and go-redis leaves each
+// command's deadline (ReadTimeout, 3 s by default) set on the connection
+// after the reply, so on a connection idle longer than that Read fails
+// with a timeout before looking, and a sound connection would be dropped
+// and redialled. The recvfrom below never blocks, so it needs neither the
+// deadline nor the poller; Control only holds the descriptor open.
 func (p *peeker) alive() error {
 	if p.rc == nil {
 		return nil
 	}
 	p.err = nil
-	if err := p.rc.Read(p.fn); err != nil {
+	if err := p.rc.Control(p.fn); err != nil {
 		return err
 	}
 	return p.err
 }
 
-func (p *peeker) look(fd uintptr) bool {
+func (p *peeker) look(fd uintptr) {
 	n, _, err := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 	switch {
 	case n == 0 && err == nil:
@@ -68,7 +76,6 @@ func (p *peeker) look(fd uintptr) bool {
 	default:
 		p.err = err
 	}
-	return true
 }
 
 // alive is a one-off newPeeker(c).alive().
