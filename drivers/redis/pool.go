@@ -25,6 +25,10 @@ type Pool struct {
 	dialTimeout time.Duration
 	addr        string
 	leakAfter   time.Duration // Config.LeakAfter, for Leaked
+	// peekAll is set when the Keeper peeks at every connection before
+	// lending it (CheckIdle negative, the default); then go-redis's own
+	// look at the socket is redundant and is turned off (see bare).
+	peekAll bool
 
 	front *redis.Client // see Client
 }
@@ -63,6 +67,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 	if checkIdle == 0 {
 		checkIdle = DefaultCheckIdle
 	}
+	p.peekAll = checkIdle < 0
 	kc := pool.Config[*conn]{
 		Limits:    cfg.Limits,
 		Ward:      cfg.Ward,
