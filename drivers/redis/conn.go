@@ -164,6 +164,19 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 // remains the check on connections the Keeper did not peek at.
 type bare struct{ net.Conn }
 
+// SetDeadline clears nothing when asked to clear both deadlines, and sets
+// them otherwise. go-redis (v9.23) calls it only to clear the deadlines
+// before its own look at the socket, which a bare connection skips; every
+// command then sets its own read and write deadlines (or none, with a
+// negative timeout, when none was ever set), and the Keeper's peek does
+// not read them. Skipping the clear saves a timer update per command.
+func (b bare) SetDeadline(t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	return b.Conn.SetDeadline(t)
+}
+
 // close closes the connection's client, and with it the connection.
 func (p *Pool) close(c *conn) error {
 	err := c.cl.Close()
