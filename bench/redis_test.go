@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,9 @@ import (
 
 // BenchmarkRedisGet runs GET of a short value on drivers/redis and on
 // go-redis's own pool (a *redis.Client), on the same Redis
-// (WARDPOOL_REDIS_ADDR) in the same run, at 1, 8 and 64 goroutines sharing
-// redisBenchConns connections. All are driven through Process with a
+// (WARDPOOL_REDIS_ADDR) in the same run, at 1, 8 and 64 goroutines, both
+// with default settings (go-redis's PoolSize of 10 per GOMAXPROCS, which
+// FromOptions carries over as Limits.Size). All are driven through Process with a
 // *redis.StringCmd built per call, so the command costs the same on each
 // and what differs is the pool: go-redis is a *redis.Client, redisward is
 // Pool.Process, and redisward.Client is the *redis.Client of Pool.Client,
@@ -34,7 +36,7 @@ func BenchmarkRedisGet(b *testing.B) {
 	ctx := context.Background()
 	const key = "wardpool:bench:get"
 
-	opt := &redis.Options{Addr: addr, PoolSize: redisBenchConns}
+	opt := &redis.Options{Addr: addr}
 	ward, err := redisward.New(ctx, redisward.FromOptions(opt))
 	if err != nil {
 		b.Fatal(err)
@@ -68,8 +70,8 @@ func BenchmarkRedisGet(b *testing.B) {
 	}
 }
 
-// redisBenchConns is the size of both pools.
-const redisBenchConns = 8
+// redisBenchConns is the size of both pools: go-redis's default PoolSize.
+var redisBenchConns = 10 * runtime.GOMAXPROCS(0)
 
 // processor is what the benchmark calls on both pools.
 type processor interface {
@@ -149,7 +151,7 @@ func BenchmarkRedisGetPaired(b *testing.B) {
 	addr := testenv.RedisAddr(b)
 	ctx := context.Background()
 	const key = "wardpool:bench:get"
-	opt := &redis.Options{Addr: addr, PoolSize: redisBenchConns}
+	opt := &redis.Options{Addr: addr}
 	ward, err := redisward.New(ctx, redisward.FromOptions(opt))
 	if err != nil {
 		b.Fatal(err)
