@@ -5,19 +5,24 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/puddle/v2"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // The benchmarks run the same work on three pools in one process, so that
 // their figures come from the same machine at the same moment:
 //
-//   - wardpool: pool.Keeper with the default (cached) clock,
+//   - wardpool: pool.Keeper with the default (cached) clock, as configured
+//     by default and in the configurations of keepers (below),
 //   - puddle:   github.com/jackc/puddle/v2, the pool under pgxpool,
 //   - sql:      database/sql's connection pool over a no-op driver.
 //
@@ -33,36 +38,85 @@ func closeThing(*thing) error                  { return nil }
 
 // Pools of each kind, n resources at most.
 
-func newKeeper(b *testing.B, n int) *pool.Keeper[*thing] {
-	return newKeeperIdle(b, n, n)
-}
-
-// keepers are the two Keepers measured on n slots: as configured by
-// default, and with the hot slots shut.
-func keepers(n int) []struct {
+// keeperVariant is one configuration of the Keeper the benchmarks measure.
+type keeperVariant struct {
 	name string
-	idle int
-} {
-	return []struct {
-		name string
-		idle int
-	}{{"wardpool", n}, {"wardpool-locked", n - 1}}
+	// config returns the Config for a pool of n slots (Dial and Close are
+	// filled in by newKeeperWith), or ok false when the variant cannot be
+	// built on n slots.
+	config func(n int) (cfg pool.Config[*thing], ok bool)
 }
 
-// newKeeperIdle is newKeeper with an Idle ceiling of idle. Below n, it shuts
-// the Keeper's hot slots (see pool/hot.go): every acquire and release goes
-// through the mutex, as with LeakAfter or a ward with a shedder or limiter.
-func newKeeperIdle(b *testing.B, n, idle int) *pool.Keeper[*thing] {
-	k, err := pool.NewKeeper(pool.Config[*thing]{
-		Limits: pool.Limits{Size: n, Idle: idle},
-		Dial:   newThing,
-		Close:  closeThing,
-	})
+// keepers are the Keepers measured beside puddle and database/sql: as
+// configured by default, and in each of the configurations production
+// services turn on. At the time of writing every one but the first sends
+// each loan through the Keeper's mutex (the hot slots of pool/hot.go stay
+// shut); the rows say what that costs, and will say it again on whatever
+// design replaces it.
+//
+//   - wardpool:        Limits{Size: n, Idle: n}, nothing else;
+//   - wardpool-locked: an Idle ceiling one below Size;
+//   - wardpool-leak:   LeakAfter of a minute: the leak watch on, each
+//     acquire's stack recorded (never reported: no loan is held that long);
+//   - wardpool-shed:   a ward with a Shedder (ward.DefaultShed) and a CPU
+//     reading that is always 0, so it never sheds: its cost, not its effect;
+//   - wardpool-limit:  a ward with a Limiter whose limit starts and stays
+//     at n (Initial = Max = n), so it never makes a caller wait that the
+//     pool alone would not: again its cost.
+var keepers = []keeperVariant{
+	{"wardpool", func(n int) (pool.Config[*thing], bool) {
+		return pool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}}, true
+	}},
+	{"wardpool-locked", func(n int) (pool.Config[*thing], bool) {
+		// With one slot an Idle of 0 would mean no ceiling at all.
+		return pool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n - 1}}, n > 1
+	}},
+	{"wardpool-leak", func(n int) (pool.Config[*thing], bool) {
+		return pool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, LeakAfter: time.Minute}, true
+	}},
+	{"wardpool-shed", func(n int) (pool.Config[*thing], bool) {
+		return pool.Config[*thing]{
+			Limits: pool.Limits{Size: n, Idle: n},
+			Ward:   ward.Ward{Shedder: ward.NewShedder(ward.DefaultShed, time.Now())},
+			CPU:    func() int { return 0 },
+		}, true
+	}},
+	{"wardpool-limit", func(n int) (pool.Config[*thing], bool) {
+		a := ward.DefaultAimd
+		a.Initial, a.Max = n, n
+		return pool.Config[*thing]{
+			Limits: pool.Limits{Size: n, Idle: n},
+			Ward:   ward.Ward{Limiter: ward.NewLimiter(a)},
+		}, true
+	}},
+}
+
+// newKeeperWith builds a Keeper from cfg with the benchmarks' Dial and
+// Close, closed when b ends.
+func newKeeperWith(b *testing.B, cfg pool.Config[*thing]) *pool.Keeper[*thing] {
+	cfg.Dial, cfg.Close = newThing, closeThing
+	k, err := pool.NewKeeper(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { k.Close(context.Background()) })
 	return k
+}
+
+// eachKeeper runs f as a sub-benchmark "pool=<variant>" for every variant
+// that can be built on n slots, with a Keeper warmed to warm idle.
+func eachKeeper(b *testing.B, prefix string, n, warm int, f func(b *testing.B, k *pool.Keeper[*thing])) {
+	for _, v := range keepers {
+		cfg, ok := v.config(n)
+		if !ok {
+			continue
+		}
+		b.Run(prefix+"pool="+v.name, func(b *testing.B) {
+			k := newKeeperWith(b, cfg)
+			warmKeeper(b, k, warm)
+			f(b, k)
+		})
+	}
 }
 
 func newPuddle(b *testing.B, n int) *puddle.Pool[*thing] {
@@ -133,20 +187,16 @@ func warmSQL(b *testing.B, db *sql.DB, n int) {
 // pool of 10.
 func BenchmarkUncontended(b *testing.B) {
 	ctx := context.Background()
-	for _, v := range keepers(10) {
-		b.Run("pool="+v.name, func(b *testing.B) {
-			k := newKeeperIdle(b, 10, v.idle)
-			warmKeeper(b, k, 1)
-			b.ReportAllocs()
-			for b.Loop() {
-				l, err := k.Acquire(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				l.Release()
+	eachKeeper(b, "", 10, 1, func(b *testing.B, k *pool.Keeper[*thing]) {
+		b.ReportAllocs()
+		for b.Loop() {
+			l, err := k.Acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
 			}
-		})
-	}
+			l.Release()
+		}
+	})
 	b.Run("pool=puddle", func(b *testing.B) {
 		p := newPuddle(b, 10)
 		warmPuddle(b, p, 1)
@@ -178,68 +228,80 @@ func BenchmarkUncontended(b *testing.B) {
 // of 64.
 func BenchmarkContended(b *testing.B) {
 	for _, n := range []int{4, 64} {
-		ctx := context.Background()
-		for _, v := range keepers(n) {
-			b.Run(sizeName(n)+"/pool="+v.name, func(b *testing.B) {
-				k := newKeeperIdle(b, n, v.idle)
-				warmKeeper(b, k, n)
-				b.ReportAllocs()
-				b.SetParallelism(16)
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						l, err := k.Acquire(ctx)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						l.Release()
-					}
-				})
-			})
-		}
-		b.Run(sizeName(n)+"/pool=puddle", func(b *testing.B) {
-			p := newPuddle(b, n)
-			warmPuddle(b, p, n)
-			b.ReportAllocs()
-			b.SetParallelism(16)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					r, err := p.Acquire(ctx)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					r.Release()
-				}
-			})
-		})
-		b.Run(sizeName(n)+"/pool=sql", func(b *testing.B) {
-			db := newSQL(b, n)
-			warmSQL(b, db, n)
-			b.ReportAllocs()
-			b.SetParallelism(16)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					c, err := db.Conn(ctx)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					c.Close()
-				}
-			})
-		})
+		parallel(b, fmt.Sprintf("size=%d/", n), n, 16, nil)
 	}
 }
 
-func sizeName(n int) string {
-	if n == 4 {
-		return "size=4"
+// BenchmarkSaturated is the saturated queue: 32 goroutines (SetParallelism
+// 16 on 2 cores) on a pool of 4, each yielding its processor once while it
+// holds a resource (runtime.Gosched), so that the others run, find all four
+// out and queue. Nearly every acquire is then a park and every release a
+// wake of the oldest waiter, in every pool, whatever the OS scheduler does;
+// BenchmarkContended/size=4 drifts between that regime and none.
+func BenchmarkSaturated(b *testing.B) {
+	parallel(b, "", 4, 16, runtime.Gosched)
+}
+
+// parallel runs RunParallel with SetParallelism(par) over a warm pool of n
+// in every pool, each goroutine acquiring, calling hold (when set) and
+// releasing in a loop.
+func parallel(b *testing.B, prefix string, n, par int, hold func()) {
+	ctx := context.Background()
+	if hold == nil {
+		hold = func() {}
 	}
-	return "size=64"
+	eachKeeper(b, prefix, n, n, func(b *testing.B, k *pool.Keeper[*thing]) {
+		b.ReportAllocs()
+		b.SetParallelism(par)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				l, err := k.Acquire(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				hold()
+				l.Release()
+			}
+		})
+	})
+	b.Run(prefix+"pool=puddle", func(b *testing.B) {
+		p := newPuddle(b, n)
+		warmPuddle(b, p, n)
+		b.ReportAllocs()
+		b.SetParallelism(par)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				r, err := p.Acquire(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				hold()
+				r.Release()
+			}
+		})
+	})
+	b.Run(prefix+"pool=sql", func(b *testing.B) {
+		db := newSQL(b, n)
+		warmSQL(b, db, n)
+		b.ReportAllocs()
+		b.SetParallelism(par)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				c, err := db.Conn(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				hold()
+				c.Close()
+			}
+		})
+	})
 }
 
 // BenchmarkHandoff measures a release to a caller blocked waiting: one slot,
@@ -275,9 +337,7 @@ func BenchmarkHandoff(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.Run("pool=wardpool", func(b *testing.B) {
-		k := newKeeper(b, 1)
-		warmKeeper(b, k, 1)
+	eachKeeper(b, "", 1, 1, func(b *testing.B, k *pool.Keeper[*thing]) {
 		pingPong(b, func() error {
 			l, err := k.Acquire(ctx)
 			if err != nil {
