@@ -118,7 +118,8 @@ func gets(b *testing.B, p processor, key string, g int) {
 				t0 := time.Now()
 				cmd := redis.NewStringCmd(ctx, "get", key)
 				if err := p.Process(ctx, cmd); err != nil {
-					failed.CompareAndSwap(nil, &err)
+					e := err // only this copy escapes, not every GET's err
+					failed.CompareAndSwap(nil, &e)
 					return
 				}
 				lat[i] = time.Since(t0)
@@ -222,7 +223,8 @@ func getRound(b *testing.B, p processor, key string, g int, lat []time.Duration)
 				}
 				t0 := time.Now()
 				if err := p.Process(ctx, redis.NewStringCmd(ctx, "get", key)); err != nil {
-					failed.CompareAndSwap(nil, &err)
+					e := err // only this copy escapes, not every GET's err
+					failed.CompareAndSwap(nil, &e)
 					return
 				}
 				lat[i] = time.Since(t0)
