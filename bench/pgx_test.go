@@ -185,7 +185,8 @@ func runRound(b *testing.B, q pgxward.Querier, g int, lat []time.Duration) time.
 				}
 				t0 := time.Now()
 				if err := q.QueryRow(ctx, "SELECT 1").Scan(&n); err != nil {
-					failed.CompareAndSwap(nil, &err)
+					e := err // only this copy escapes, not every query's err
+					failed.CompareAndSwap(nil, &e)
 					return
 				}
 				lat[i] = time.Since(t0)
