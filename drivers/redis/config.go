@@ -74,12 +74,13 @@ type Config struct {
 	// at on borrow: a non-blocking look at its socket, no round trip, that
 	// finds a connection the server closed (CLIENT KILL, timeout, restart)
 	// so that it is replaced before a command is lost on it. Zero means
-	// DefaultCheckIdle (every borrow); a positive span peeks only after
-	// that much idleness. The peek is a system call: a second here saves
-	// it on busy connections (about 5 % of a GET from 8 goroutines and
-	// more), and leaves one the server closed to go-redis's own check,
-	// after which the command still runs on another connection without
-	// the caller seeing an error, but go-redis logs a line.
+	// DefaultCheckIdle (every borrow); then the look go-redis's pool takes
+	// at every connection it hands over is turned off, so that a command
+	// pays for one look, as on go-redis's own pool. A positive span peeks
+	// only after that much idleness and leaves go-redis's look on: it finds
+	// a connection the server closed, and the command still runs on
+	// another connection without the caller seeing an error, but go-redis
+	// logs a line.
 	CheckIdle time.Duration
 	// LeakAfter, when positive, records the stack of every acquire and
 	// reports a connection held longer to OnLeak. Zero turns the watch off.

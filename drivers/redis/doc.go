@@ -44,13 +44,13 @@
 //     go-redis's 68.5 KB per connection (its 32 KiB read and write buffers
 //     dominate both). No goroutine per client.
 //   - Time: the Keeper's acquire and release around go-redis's own (a
-//     single-slot pool that never waits), and a look at the socket before
-//     each loan (below). On a two-CPU machine with the server beside it,
-//     GET ran level with go-redis's pool from one goroutine and 5 to 8 %
-//     slower from 8 and 64, with a p99 14 to 20 % longer; allocations per
-//     command are the same as go-redis's. Most of the difference is the
-//     peek: with Config.CheckIdle at a second, 0.99 of go-redis's rate at
-//     8 and 64 goroutines (bench/README.md).
+//     single-slot pool that never waits), and one look at the socket before
+//     each loan (below). That look takes the place of the one go-redis's
+//     pool takes at every connection it hands over: the connection's client
+//     is given the connection without its socket, so it skips its own
+//     (Config.CheckIdle), and its GET allocates 5 times to go-redis's 8.
+//     Paired runs against go-redis's pool on the same server are in
+//     bench/README.md.
 //   - go-redis's retries are off (MaxRetries is not used): a command that
 //     may have reached the server is never sent twice. go-redis by default
 //     retries a command up to three times on network errors, writes
@@ -73,12 +73,16 @@
 // server's timeout, a restart) is found before it is lent, by a
 // non-blocking peek at its socket that sends nothing (Config.CheckIdle;
 // on systems without the peek, by the command that fails on it). It is
-// replaced and the caller never sees it. Should one close between the peek
-// and the command, go-redis's own look at the socket finds it and asks for
-// a new connection, which is refused; since nothing was sent, Process runs
-// the command again on another connection. (go-redis logs one line when
-// that happens, and a goroutine of the refused client lingers for up to a
-// second after the connection is closed.)
+// replaced and the caller never sees it. One that closes in the
+// microseconds between the peek and the command fails that command with
+// the network error, as it would on go-redis's own pool after its look,
+// and is destroyed. With a positive Config.CheckIdle, connections the pool
+// did not peek at are looked at by go-redis's pool instead: it finds a
+// closed one and asks for a new connection, which is refused; since
+// nothing was sent, Process runs the command again on another connection.
+// (go-redis logs one line when that happens, and a goroutine of the
+// refused client lingers for up to a second after the connection is
+// closed.)
 //
 // # Sharing guards between replicas
 //
