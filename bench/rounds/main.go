@@ -27,8 +27,9 @@ import (
 	"strings"
 )
 
-// line matches one result: name, pool, ns/op, allocs/op.
-var line = regexp.MustCompile(`^Benchmark(\S+)/pool=([\w.-]+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(?:\s+[\d.]+ B/op\s+(\d+) allocs/op)?`)
+// line matches one result: name, pool, ns/op, allocs/op (other metrics
+// may stand between the two).
+var line = regexp.MustCompile(`^Benchmark(\S+)/pool=([\w.-]+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op(?:.*?\s(\d+) allocs/op)?`)
 
 type result struct {
 	ns     []float64 // one per round, in order
@@ -37,14 +38,18 @@ type result struct {
 
 func main() {
 	ref := flag.String("ref", "puddle", "the pool the others are divided by")
+	bars := flag.Bool("bars", false, "after the table, a text chart of the median ns/op of every row")
 	flag.Parse()
-	if err := run(os.Stdin, os.Stdout, *ref); err != nil {
+	if err := runChart(os.Stdin, os.Stdout, *ref, *bars); err != nil {
 		fmt.Fprintln(os.Stderr, "rounds:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in io.Reader, out io.Writer, ref string) error {
+func run(in io.Reader, out io.Writer, ref string) error { return runChart(in, out, ref, false) }
+
+// runChart is run, followed by chart when bars is set.
+func runChart(in io.Reader, out io.Writer, ref string, bars bool) error {
 	var benches, pools []string
 	res := map[[2]string]*result{}
 	sc := bufio.NewScanner(in)
@@ -95,9 +100,15 @@ func run(in io.Reader, out io.Writer, ref string) error {
 	fmt.Fprint(out, "| --- | ---: |", strings.Repeat(" ---: |", len(pools)), strings.Repeat(" --- |", len(others)), "\n")
 	for _, b := range benches {
 		base := res[[2]string{b, ref}]
-		rounds := 0
+		rounds := 0 // the reference's, or the most of any pool's without it
 		if base != nil {
 			rounds = len(base.ns)
+		} else {
+			for _, p := range pools {
+				if r := res[[2]string{b, p}]; r != nil {
+					rounds = max(rounds, len(r.ns))
+				}
+			}
 		}
 		fmt.Fprintf(out, "| %s | %d |", b, rounds)
 		for _, p := range pools {
@@ -122,7 +133,44 @@ func run(in io.Reader, out io.Writer, ref string) error {
 		}
 		fmt.Fprintln(out)
 	}
+	if bars {
+		chart(out, benches, pools, res)
+	}
 	return nil
+}
+
+// chartWidth is the length of the longest bar of a chart, in characters.
+const chartWidth = 40
+
+// chart prints, as a fenced text block, one bar per benchmark and pool whose
+// length is in proportion to the median ns/op (the longest is chartWidth
+// characters; every bar at least one), so that a line of rows reads flat
+// where the bars are alike. A text chart rather than a picture: it reads
+// in a terminal and in a diff, and it is made from the same rounds as the
+// table beside it.
+func chart(out io.Writer, benches, pools []string, res map[[2]string]*result) {
+	top, bw, pw := 0.0, 0, 0
+	for k, r := range res {
+		top = max(top, quantile(r.ns, 0.5))
+		bw, pw = max(bw, len(k[0])), max(pw, len(k[1]))
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "```text")
+	for _, b := range benches {
+		for _, p := range pools {
+			r := res[[2]string{b, p}]
+			if r == nil {
+				continue
+			}
+			m := quantile(r.ns, 0.5)
+			n := 1
+			if top > 0 {
+				n = max(1, int(math.Round(chartWidth*m/top)))
+			}
+			fmt.Fprintf(out, "%-*s  %-*s  %s %.0f ns\n", bw, b, pw, p, strings.Repeat("█", n), m)
+		}
+	}
+	fmt.Fprintln(out, "```")
 }
 
 // quantile is the q-th quantile of xs by linear interpolation between the

@@ -51,3 +51,34 @@ func TestQuantile(t *testing.T) {
 		t.Error("quantile sorted its input")
 	}
 }
+
+func TestChart(t *testing.T) {
+	in := `BenchmarkScale/size=1/pool=wardpool-2   	  200000	        10.0 ns/op
+BenchmarkScale/size=1/pool=puddle-2     	  200000	        40.0 ns/op
+BenchmarkScale/size=10/pool=wardpool-2  	  200000	        0.1 ns/op
+`
+	var out strings.Builder
+	if err := runChart(strings.NewReader(in), &out, "puddle", true); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{
+		"```text\n",
+		// The longest bar is chartWidth; the others in proportion, and
+		// never shorter than one character.
+		"Scale/size=1   puddle    " + strings.Repeat("█", chartWidth) + " 40 ns\n",
+		"Scale/size=1   wardpool  " + strings.Repeat("█", chartWidth/4) + " 10 ns\n",
+		"Scale/size=10  wardpool  █ 0 ns\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	out.Reset()
+	if err := run(strings.NewReader(in), &out, "puddle"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "```") {
+		t.Errorf("a chart without -bars:\n%s", out.String())
+	}
+}
