@@ -68,8 +68,9 @@ func fillKeeper[T comparable](b testing.TB, k *pool.Keeper[T], n int) {
 // BenchmarkScaleSize is one goroutine's Acquire and Release on a Keeper of
 // Size n: with all n idle ("idle=n"), and with n-1 of them lent for the
 // whole run so that one resource goes round ("lent=n-1"). Each for the
-// Keeper as configured by default and with an Idle ceiling one below Size
-// (every loan through the mutex and the Pool), and for puddle.
+// Keeper as configured by default, for one whose every loan goes through
+// the mutex and the Pool ("wardpool-limit": a ward with a Limiter whose
+// limit is n, which never makes anyone wait), and for puddle.
 func BenchmarkScaleSize(b *testing.B) {
 	ctx := context.Background()
 	for _, n := range scaleSizes {
@@ -80,17 +81,20 @@ func BenchmarkScaleSize(b *testing.B) {
 			}
 			name := fmt.Sprintf("%s/size=%d", shape, n)
 			for _, locked := range []bool{false, true} {
-				if locked && n == 1 {
-					continue // an Idle of 0 is no ceiling
-				}
 				pname := "wardpool"
-				idle := n
 				if locked {
-					pname, idle = "wardpool-locked", n-1
+					pname = "wardpool-limit"
 				}
 				b.Run(name+"/pool="+pname, func(b *testing.B) {
+					var w ward.Ward // a new one each run: a Keeper owns its guards
+					if locked {
+						a := ward.DefaultAimd
+						a.Initial, a.Max = n, n
+						w.Limiter = ward.NewLimiter(a)
+					}
 					k, err := pool.NewKeeper(pool.Config[int]{
-						Limits: pool.Limits{Size: n, Idle: idle},
+						Limits: pool.Limits{Size: n, Idle: n},
+						Ward:   w,
 						Dial:   intDial(),
 						Close:  intClose,
 					})
@@ -98,7 +102,7 @@ func BenchmarkScaleSize(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer k.Close(ctx)
-					fillKeeper(b, k, idle)
+					fillKeeper(b, k, n)
 					if lentAll {
 						held := make([]pool.Loan[int], 0, n-1)
 						for range n - 1 {
