@@ -79,6 +79,7 @@ var keepers = []keeperVariant{
 	{"wardpool-limit", func(n int) (pool.Config[*thing], bool) {
 		a := ward.DefaultAimd
 		a.Initial, a.Max = n, n
+		a.Slow = 0 // only failures lower the limit: a loan held long is not one
 		return pool.Config[*thing]{
 			Limits: pool.Limits{Size: n, Idle: n},
 			Ward:   ward.Ward{Limiter: ward.NewLimiter(a)},

@@ -90,6 +90,7 @@ func BenchmarkScaleSize(b *testing.B) {
 					if locked {
 						a := ward.DefaultAimd
 						a.Initial, a.Max = n, n
+						a.Slow = 0 // the lent ones are held for seconds: not overload
 						w.Limiter = ward.NewLimiter(a)
 					}
 					k, err := pool.NewKeeper(pool.Config[int]{
