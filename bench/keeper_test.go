@@ -58,6 +58,14 @@ type keeperVariant struct {
 //   - wardpool:        Limits{Size: n, Idle: n}, nothing else;
 //   - wardpool-idle:   an Idle ceiling one below Size (named
 //     wardpool-locked in the sets measured before the lane);
+//   - wardpool-leak:   LeakAfter of a minute: the leak watch on, each
+//     acquire's stack recorded (never reported: no loan is held that long);
+//   - wardpool-shed:   a ward with a Shedder (ward.DefaultShed) and a CPU
+//     reading that is always 0, so it never sheds: its cost, not its effect;
+//   - wardpool-limit:  a ward with a Limiter whose limit starts and stays
+//     at n (Initial = Max = n, only failures counted as overload), so it
+//     never makes a caller wait that the pool alone would not: again its
+//     cost.
 var keepers = []keeperVariant{
 	{"wardpool", func(n int) (pool.Config[*thing], bool) {
 		return pool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}}, true
