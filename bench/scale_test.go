@@ -167,25 +167,32 @@ func BenchmarkScaleSize(b *testing.B) {
 }
 
 // BenchmarkScaleWaiters is a pool of one resource and w goroutines, each
-// acquiring and releasing it in a loop: one holds it and the other w-1
-// wait, so every release is a handoff to the oldest of w-1 queued callers,
-// and every acquire joins the back of that queue. An op is one loan. The
-// Keeper's queue is a FIFO list whose push, pop and removal of a cancelled
-// waiter are O(1), so the line should stay flat; what grows with w is the
-// Go scheduler's share (more goroutines, colder caches).
+// acquiring and releasing it in a loop. The benchmark holds the resource
+// until all w are queued behind it, then lets go: from then on one holds it
+// and the other w-1 wait, so every release hands it to the oldest of w-1
+// queued callers and every acquire joins the back of the queue. An op is
+// one loan. (Without that start, two goroutines on two CPUs can run the
+// whole loop through the lock-free lane before the scheduler starts the
+// others: nobody queues.) The Keeper's queue is a FIFO ring whose push, pop
+// and removal of a cancelled waiter are O(1), so its part should stay flat;
+// what grows with w is the Go scheduler's (more goroutines, colder
+// stacks).
 func BenchmarkScaleWaiters(b *testing.B) {
 	ctx := context.Background()
 	for _, w := range []int{2, 101, 10_001} {
 		name := fmt.Sprintf("waiters=%d", w-1)
-		run := func(b *testing.B, op func() error) {
+		// run starts w goroutines doing op b.N times in all, while the
+		// resource is held; queued reports how many are waiting, given how
+		// many goroutines have started; release lets the held resource go
+		// once all w are.
+		run := func(b *testing.B, op func() error, queued func(started int) int, release func()) {
 			b.ReportAllocs()
-			var next atomic.Int64
+			var next, started atomic.Int64
 			var failed atomic.Pointer[error]
 			var wg sync.WaitGroup
-			start := make(chan struct{})
 			for range w {
 				wg.Go(func() {
-					<-start
+					started.Add(1)
 					for next.Add(1) <= int64(b.N) {
 						if err := op(); err != nil {
 							e := err // only this copy escapes, not every op's err
@@ -195,8 +202,13 @@ func BenchmarkScaleWaiters(b *testing.B) {
 					}
 				})
 			}
+			// Each goroutine takes a ticket before it acquires, so with
+			// fewer ops than goroutines only b.N of them queue.
+			for queued(int(started.Load())) < min(w, b.N) {
+				runtime.Gosched()
+			}
 			b.ResetTimer()
-			close(start)
+			release()
 			wg.Wait()
 			b.StopTimer()
 			if e := failed.Load(); e != nil {
@@ -213,7 +225,10 @@ func BenchmarkScaleWaiters(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer k.Close(ctx)
-			fillKeeper(b, k, 1)
+			held, err := k.Acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
 			run(b, func() error {
 				l, err := k.Acquire(ctx)
 				if err != nil {
@@ -221,11 +236,25 @@ func BenchmarkScaleWaiters(b *testing.B) {
 				}
 				l.Release()
 				return nil
-			})
+			}, func(int) int { return k.Stats().Waiting }, held.Release)
 		})
 		b.Run(name+"/pool=puddle", func(b *testing.B) {
 			p := newPuddle(b, 1)
-			warmPuddle(b, p, 1)
+			held, err := p.Acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// puddle does not count its waiters: once every goroutine has
+			// started, give them time to reach the queue.
+			queued := func(started int) int {
+				if started < w {
+					return 0
+				}
+				for range 1000 {
+					runtime.Gosched()
+				}
+				return w
+			}
 			run(b, func() error {
 				r, err := p.Acquire(ctx)
 				if err != nil {
@@ -233,7 +262,7 @@ func BenchmarkScaleWaiters(b *testing.B) {
 				}
 				r.Release()
 				return nil
-			})
+			}, queued, held.Release)
 		})
 	}
 }
