@@ -131,8 +131,11 @@ func (p *Pool[T]) SeatGeneration(seat int32) uint32 {
 // may carry out any number of such pairs itself, without the pool, and
 // report them afterwards with Relent.
 func (p *Pool[T]) Lane() bool {
-	return p.pairs() && !p.closed && (p.limits.Idle == 0 || p.z.idle < p.limits.Idle) &&
-		(p.ceiling < 0 || p.Live() <= p.ceiling)
+	l := p.limits
+	// With Idle at or above Size the Idle ceiling never binds a Give: a
+	// Give needs a resource lent, so fewer than Size are idle.
+	idleOK := l.Idle == 0 || (l.Size > 0 && l.Idle >= l.Size) || p.z.idle < l.Idle
+	return p.pairs() && !p.closed && idleOK && (p.ceiling < 0 || p.Live() <= p.ceiling)
 }
 
 // pairs reports whether the ward lets Give/Take pairs pass unseen at all.
