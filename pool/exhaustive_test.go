@@ -412,9 +412,12 @@ func (m *xModel) relent(id, n int) bool {
 }
 
 // lane is Lane: whether a Give and a Take of the same resource at once
-// would change nothing but that loan and the books.
+// would change nothing but that loan and the books. With Idle at or above
+// Size the Idle ceiling cannot bind a Give (one resource is lent, so fewer
+// than Size are idle).
 func (m *xModel) lane() bool {
-	return m.leases == 0 && !m.closed && (m.lim.Idle == 0 || len(m.idle) < m.lim.Idle)
+	idleOK := m.lim.Idle == 0 || (m.lim.Size > 0 && m.lim.Idle >= m.lim.Size) || len(m.idle) < m.lim.Idle
+	return m.leases == 0 && !m.closed && idleOK
 }
 
 // reserve is Reserve: a Make reservation without a caller, answered as
