@@ -1,0 +1,386 @@
+package pool_test
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
+)
+
+// The reference model of the exhaustive walk (see exhaustive_test.go):
+// xModel, the Pool as its documentation describes it, in slices and linear
+// scans, nothing from the package's internals.
+
+// ---------------------------------------------------------------- the model
+
+// xRes is one resource in the model: its id and its ages at the model's now.
+type xRes struct {
+	id int
+	// since is how long ago it was given back (idle) or lent (lent), ns.
+	since int64
+	// age is how long ago it was born, ns, counting its life extra (an
+	// extra of +1ns makes it 1ns younger).
+	age int64
+	// ext is 0 for an ordinary life, +1 for an extra so negative it is past
+	// Life at once, -1 for one so positive it never is within the walk.
+	ext int8
+	// old marks a resource lent when Reset was called: it is retired when
+	// it comes back.
+	old bool
+}
+
+// xModel is what a Pool[int] should do, read from the documentation of
+// Pool's methods and of Books. Times are ages relative to the walk's now,
+// so the model has no clock of its own: a clock step ages everything.
+type xModel struct {
+	lim    pool.Limits
+	leases int // the limiter's fixed limit; 0 for no ward
+
+	// With a backoff: failed makes in a row, and how long from now makes
+	// are held back (zero or less: not held).
+	backoff  bool
+	failures int
+	hold     int64
+
+	idle   []xRes // the idle stack, top (last given back) first
+	lent   []xRes // out on loan, in the order lent
+	making int
+	closed bool
+
+	books pool.Books // counters; gauges are computed
+}
+
+func (m *xModel) clone() xModel {
+	c := *m
+	c.idle = slices.Clone(m.idle)
+	c.lent = slices.Clone(m.lent)
+	return c
+}
+
+func (m *xModel) live() int { return len(m.idle) + len(m.lent) + m.making }
+
+func (m *xModel) busy() int { return len(m.lent) + m.making }
+
+func (m *xModel) find(id int) (idle bool, i int) {
+	for i, r := range m.idle {
+		if r.id == id {
+			return true, i
+		}
+	}
+	for i, r := range m.lent {
+		if r.id == id {
+			return false, i
+		}
+	}
+	return false, -1
+}
+
+func (m *xModel) holds(id int) bool { _, i := m.find(id); return i >= 0 }
+
+// why says whether idle resource r is past Keep ("keep") or else past Life
+// ("life"); both strict: exactly Keep or Life old is still fresh.
+func (m *xModel) why(r xRes) string {
+	if m.lim.Keep > 0 && r.since > int64(m.lim.Keep) {
+		return "keep"
+	}
+	if m.lim.Life > 0 && (r.ext > 0 || r.ext == 0 && r.age > int64(m.lim.Life)) {
+		return "life"
+	}
+	return ""
+}
+
+func (m *xModel) retire(why string) {
+	m.books.Retired++
+	switch why {
+	case "keep":
+		m.books.IdleRetired++
+	case "life":
+		m.books.LifeRetired++
+	}
+}
+
+// leased says whether the limiter has no lease left.
+func (m *xModel) noLease() bool { return m.leases > 0 && m.busy() >= m.leases }
+
+func (m *xModel) take() pool.Taken[int] {
+	if m.closed {
+		return pool.Taken[int]{Kind: pool.Closed}
+	}
+	if len(m.idle) > 0 {
+		top := m.idle[0]
+		if why := m.why(top); why != "" {
+			m.idle = m.idle[1:]
+			m.retire(why)
+			return pool.Taken[int]{Kind: pool.Stale, Item: top.id}
+		}
+		if m.noLease() {
+			m.books.Waited++
+			return pool.Taken[int]{Kind: pool.Wait, Guard: ward.GuardLimiter}
+		}
+		m.idle = m.idle[1:]
+		sat := top.since
+		top.since = 0
+		m.lent = append(m.lent, top)
+		m.books.Loans++
+		m.books.Reused++
+		return pool.Taken[int]{Kind: pool.Ready, Item: top.id, Idle: time.Duration(sat)}
+	}
+	if m.lim.Size > 0 && m.live() >= m.lim.Size {
+		m.books.Waited++
+		return pool.Taken[int]{Kind: pool.Wait}
+	}
+	if m.backoff && m.failures > 0 && m.hold > 0 {
+		m.books.Deferred++
+		return pool.Taken[int]{Kind: pool.Later, Delay: time.Duration(m.hold), Guard: ward.GuardBackoff}
+	}
+	if m.noLease() {
+		m.books.Waited++
+		return pool.Taken[int]{Kind: pool.Wait, Guard: ward.GuardLimiter}
+	}
+	m.making++
+	return pool.Taken[int]{Kind: pool.Make}
+}
+
+// born is a new lent resource with life extra.
+func born(id int, extra time.Duration) xRes {
+	switch {
+	case extra == math.MinInt64:
+		return xRes{id: id, ext: +1}
+	case extra == math.MaxInt64:
+		return xRes{id: id, ext: -1}
+	}
+	return xRes{id: id, age: -int64(extra)}
+}
+
+func (m *xModel) made(id int, extra time.Duration) bool {
+	reserved := m.making > 0
+	if reserved {
+		m.making--
+		m.failures, m.hold = 0, 0 // a make that succeeded ends the backoff
+	}
+	if m.holds(id) {
+		return true
+	}
+	if m.closed {
+		if reserved {
+			m.books.Made++
+			m.books.Retired++
+		}
+		return false
+	}
+	if !reserved && (m.lim.Size > 0 && m.live() >= m.lim.Size || m.noLease()) {
+		return false
+	}
+	m.lent = append(m.lent, born(id, extra))
+	m.books.Made++
+	m.books.Loans++
+	return true
+}
+
+func (m *xModel) unmade() {
+	if m.making > 0 {
+		m.making--
+		m.books.Failed++
+		if m.backoff {
+			// The wait after the n-th failure in a row, rigid: Base ×
+			// Factor^(n−1), held to Cap.
+			m.failures++
+			wait := float64(xBackoff.Base) * math.Pow(xBackoff.Factor, float64(m.failures-1))
+			m.hold = int64(min(wait, float64(xBackoff.Cap)))
+		}
+	}
+}
+
+func (m *xModel) give(id int) bool {
+	idle, i := m.find(id)
+	if i < 0 {
+		if m.making == 0 || m.closed {
+			return false
+		}
+		m.making--
+		m.failures, m.hold = 0, 0 // a make that succeeded ends the backoff
+		m.lent = append(m.lent, xRes{id: id})
+		m.books.Made++
+		m.books.Loans++
+		i = len(m.lent) - 1
+	} else if idle {
+		m.idle = slices.Delete(m.idle, i, i+1)
+		m.books.Retired++
+		return false
+	}
+	r := m.lent[i]
+	m.lent = slices.Delete(m.lent, i, i+1)
+	if m.closed || r.old || m.lim.Idle > 0 && len(m.idle) >= m.lim.Idle {
+		m.books.Retired++
+		return false
+	}
+	r.since = 0
+	m.idle = slices.Insert(m.idle, 0, r)
+	return true
+}
+
+func (m *xModel) drop(id int) bool {
+	idle, i := m.find(id)
+	switch {
+	case i < 0:
+		return false
+	case idle:
+		m.idle = slices.Delete(m.idle, i, i+1)
+	default:
+		m.lent = slices.Delete(m.lent, i, i+1)
+	}
+	m.books.Dropped++
+	return true
+}
+
+func (m *xModel) evict() []int {
+	var out []int
+	kept := m.idle[:0:0]
+	for _, r := range m.idle {
+		if why := m.why(r); why != "" {
+			m.retire(why)
+			out = append(out, r.id)
+			continue
+		}
+		kept = append(kept, r)
+	}
+	m.idle = kept
+	return out
+}
+
+func (m *xModel) close() []int {
+	if m.closed {
+		return nil
+	}
+	m.closed = true
+	var out []int
+	for _, r := range m.idle {
+		out = append(out, r.id)
+		m.books.Retired++
+	}
+	m.idle = nil
+	return out
+}
+
+// reset is Reset: every idle resource retired for the caller to close,
+// every lent one marked to be retired when it comes back; reservations open
+// now make resources that are kept. A closed pool answers nil.
+func (m *xModel) reset() []int {
+	if m.closed {
+		return nil
+	}
+	var out []int
+	for _, r := range m.idle {
+		out = append(out, r.id)
+		m.books.Retired++
+	}
+	m.idle = nil
+	for i := range m.lent {
+		m.lent[i].old = true
+	}
+	return out
+}
+
+// relent is Relent: n Give/Take pairs a runtime made itself with lent
+// resource id, reported now. Refused (false, nothing changed) with a
+// limiter in the ward, n not positive, or id not lent.
+func (m *xModel) relent(id, n int) bool {
+	idle, i := m.find(id)
+	if m.leases > 0 || n <= 0 || i < 0 || idle {
+		return false
+	}
+	m.lent[i].since = 0
+	m.books.Loans += uint64(n)
+	m.books.Reused += uint64(n)
+	return true
+}
+
+// lane is Lane: whether a Give and a Take of the same resource at once
+// would change nothing but that loan and the books.
+func (m *xModel) lane() bool {
+	// With Idle at or above Size the Idle ceiling cannot bind a Give (one
+	// resource is lent, so fewer than Size are idle).
+	idleOK := m.lim.Idle == 0 || (m.lim.Size > 0 && m.lim.Idle >= m.lim.Size) || len(m.idle) < m.lim.Idle
+	return m.leases == 0 && !m.closed && idleOK
+}
+
+// reserve is Reserve: a Make reservation without a caller, answered as
+// Take would answer a Make (the idle ones are not looked at), a refusal
+// counted nowhere.
+func (m *xModel) reserve() bool {
+	switch {
+	case m.closed, m.lim.Size > 0 && m.live() >= m.lim.Size,
+		m.backoff && m.failures > 0 && m.hold > 0, m.noLease():
+		return false
+	}
+	m.making++
+	return true
+}
+
+func (m *xModel) step(d int64) {
+	m.hold -= d
+	for _, rs := range [][]xRes{m.idle, m.lent} {
+		for i := range rs {
+			rs[i].since += d
+			rs[i].age += d
+		}
+	}
+}
+
+func (m *xModel) booksNow() pool.Books {
+	b := m.books
+	b.Live, b.Idle, b.Busy = m.live(), len(m.idle), m.busy()
+	return b
+}
+
+// next is what Next should answer at now. It returns the exact instant
+// (exact true) when the soonest edge is an ordinary one; otherwise past is
+// +1 when an idle resource's extra put it past Life at once (Next lies
+// decades back) and -1 when only unbounded lives remain (decades ahead).
+func (m *xModel) next(now time.Time) (at time.Time, ok bool, far int) {
+	var best int64
+	exact := false
+	consider := func(d int64) {
+		if !exact || d < best {
+			best, exact = d, true
+		}
+	}
+	for _, r := range m.idle {
+		if m.lim.Keep > 0 {
+			consider(int64(m.lim.Keep) - r.since + 1)
+		}
+		if m.lim.Life > 0 {
+			switch r.ext {
+			case +1:
+				far = +1
+			case -1:
+				if far == 0 {
+					far = -1
+				}
+			default:
+				consider(int64(m.lim.Life) - r.age + 1)
+			}
+		}
+	}
+	switch {
+	case far > 0:
+		return time.Time{}, true, +1
+	case exact:
+		return now.Add(time.Duration(best)), true, 0
+	case far < 0:
+		return time.Time{}, true, -1
+	}
+	return time.Time{}, false, 0
+}
+
+func (m *xModel) heldIDs() []int {
+	var ids []int
+	for _, rs := range [][]xRes{m.idle, m.lent} {
+		for _, r := range rs {
+			ids = append(ids, r.id)
+		}
+	}
+	return ids
+}

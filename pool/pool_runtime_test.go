@@ -1,0 +1,142 @@
+package pool
+
+import (
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// Tests of the calls a runtime makes beside Take and Give: Made of a held
+// handle after Close, Reset and its generations, Relent (the lane's loans
+// reported to the pool), and Limits.Past.
+
+func TestMadeOfAHeldHandleAfterClose(t *testing.T) {
+	p := mustNew(t, Limits{})
+	run(t, p, []step{
+		{0, "made", 1, "true", 1, 0},
+		{0, "close", 0, "", 1, 0},
+		{0, "made", 1, "true", 1, 0},  // still held: the caller must not close it
+		{0, "give", 1, "false", 0, 0}, // comes home to a closed pool: closed once, now
+	})
+}
+
+func TestResetRetiresIdleNowAndLentOnReturn(t *testing.T) {
+	p, _ := New[string](Limits{Size: 4}, ward.Ward{})
+	t0 := time.Unix(100, 0)
+	for _, s := range []string{"a", "b", "c"} {
+		if p.Take(t0, 0, 0).Kind != Make || !p.Made(s, t0) {
+			t.Fatal("make")
+		}
+	}
+	p.Give("a", t0)
+	gen := p.Generation()
+	if got := p.Reset(t0); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("Reset returned %v, want the idle [a]", got)
+	}
+	if p.Generation() != gen+1 {
+		t.Fatal("Reset did not move the generation on")
+	}
+	if p.Take(t0, 0, 0).Kind != Make || !p.Made("d", t0) {
+		t.Fatal("make after Reset")
+	}
+	if p.Give("b", t0) {
+		t.Fatal("a resource lent before Reset was kept on its return")
+	}
+	if !p.Give("d", t0) {
+		t.Fatal("a resource made after Reset was not kept")
+	}
+	if !p.Drop("c", t0) {
+		t.Fatal("Drop of a resource lent before Reset")
+	}
+	b := p.Books()
+	if b.Retired != 2 || b.Live != 1 || b.Idle != 1 || b.Dropped != 1 {
+		t.Fatalf("books %+v", b)
+	}
+	if p.Close(); p.Reset(t0) != nil {
+		t.Fatal("Reset of a closed pool returned resources")
+	}
+}
+
+func TestRelentIsTheGiveTakePairs(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	// Two pools: one told of three Give/Take pairs, one told with Relent.
+	pairs, _ := New[string](Limits{Size: 2, Keep: time.Minute}, ward.Ward{})
+	relent, _ := New[string](Limits{Size: 2, Keep: time.Minute}, ward.Ward{})
+	for _, p := range []*Pool[string]{pairs, relent} {
+		p.Take(t0, 0, 0)
+		p.Made("x", t0)
+	}
+	for i := 1; i <= 3; i++ {
+		at := t0.Add(time.Duration(i) * time.Second)
+		pairs.Give("x", at)
+		if tk := pairs.Take(at, 0, 0); tk.Kind != Ready || tk.Item != "x" {
+			t.Fatal("pair")
+		}
+	}
+	if !relent.Lane() || !relent.Relent(relent.SeatOf("x"), "x", 3, t0.Add(3*time.Second)) {
+		t.Fatal("Relent refused a lent resource")
+	}
+	if a, b := pairs.Books(), relent.Books(); a != b {
+		t.Fatalf("books differ: pairs %+v, Relent %+v", a, b)
+	}
+	now := t0.Add(10 * time.Second)
+	if a, b := pairs.Loans(now), relent.Loans(now); len(a) != 1 || a[0] != b[0] {
+		t.Fatalf("loans differ: %v, %v", a, b)
+	}
+	// What Relent refuses, changing nothing.
+	before := relent.Books()
+	relent.Give("x", now)
+	for _, bad := range []struct {
+		name string
+		seat int32
+		item string
+		n    int
+	}{
+		{"idle", relent.SeatOf("x"), "x", 1},
+		{"foreign", 0, "y", 1},
+		{"no seat", -1, "x", 1},
+		{"past the seats", 99, "x", 1},
+		{"zero", relent.SeatOf("x"), "x", 0},
+	} {
+		if relent.Relent(bad.seat, bad.item, bad.n, now) {
+			t.Errorf("Relent accepted %s", bad.name)
+		}
+	}
+	if after := relent.Books(); after.Loans != before.Loans || after.Reused != before.Reused {
+		t.Fatalf("a refused Relent changed the books: %+v → %+v", before, after)
+	}
+	idle, _ := New[string](Limits{Size: 4, Idle: 1}, ward.Ward{})
+	idle.Take(t0, 0, 0)
+	idle.Made("a", t0)
+	if !idle.Lane() {
+		t.Fatal("no Lane below the Idle ceiling")
+	}
+	idle.Give("a", t0)
+	if idle.Lane() {
+		t.Fatal("Lane at the Idle ceiling: a Give there retires")
+	}
+	if idle.Close(); idle.Lane() {
+		t.Fatal("Lane on a closed pool")
+	}
+}
+
+func TestLimitsPastIsStrict(t *testing.T) {
+	l := Limits{Keep: time.Second, Life: time.Minute}
+	for _, c := range []struct {
+		idle, age time.Duration
+		want      bool
+	}{
+		{time.Second, time.Second, false},
+		{time.Second + 1, time.Second, true},
+		{0, time.Minute, false},
+		{0, time.Minute + 1, true},
+	} {
+		if got := l.Past(c.idle, c.age); got != c.want {
+			t.Errorf("Past(%v, %v) = %v, want %v", c.idle, c.age, got, c.want)
+		}
+	}
+	if (Limits{}).Past(time.Hour*1e4, time.Hour*1e4) {
+		t.Error("zero Limits hold no age")
+	}
+}
