@@ -102,56 +102,25 @@ func (k *Keeper[T]) initLane(on bool) {
 // asks the pool takes the mutex through lock.
 func (k *Keeper[T]) lock() {
 	k.mu.Lock()
-	k.lockedTail()
-}
-
-// lockedTail is what lock does once it holds k.mu: shut the lane, folding
-// what was parked, then take in the returns waiting in the inbox
-// (inbox.go), which came after it.
-func (k *Keeper[T]) lockedTail() {
 	// A slot left shut (callers queued, say) holds nothing and nothing can
 	// change it: no swap is needed, which spares a saturated queue one
 	// locked instruction each way.
 	if k.laneOn && k.slot.Load() != shut {
 		k.foldLocked(k.slot.Swap(shut))
 	}
-	if k.inbox.Load() != 0 {
-		k.drainLater()
-	}
 }
 
-// drainLater takes in the inbox for lock, whose caller has no effects of
-// its own to carry out: dials that serving the queue starts (rare: a
-// return that frees room, not a resource) run on a goroutine of their own.
-func (k *Keeper[T]) drainLater() {
-	var fx effects[T]
-	if k.drainLocked(&fx) && fx.pending() {
-		go k.do(&fx)
-	}
-}
-
-// unlock takes in the inbox, opens the lane if the pool and the queue
-// allow, and releases k.mu; then, if a return arrived in the inbox as it
-// let go and the mutex is free, it takes the mutex again to give it in.
+// unlock opens the lane, if the pool and the queue allow, and releases k.mu.
 func (k *Keeper[T]) unlock() {
-	for {
-		if k.inbox.Load() != 0 {
-			k.drainLater()
-		}
-		if k.sh != nil {
-			k.sharedLocked()
-		}
-		if k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.p.Lane() {
-			k.epoch++
-			k.slot.Store(uint64(k.epoch&usMask) << usShift)
-		}
-		// Otherwise the slot stays as lock left it: shut.
-		k.mu.Unlock()
-		if k.inbox.Load() == 0 || !k.mu.TryLock() {
-			return
-		}
-		k.lockedTail()
+	if k.sh != nil {
+		k.sharedLocked()
 	}
+	if k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.p.Lane() {
+		k.epoch++
+		k.slot.Store(uint64(k.epoch&usMask) << usShift)
+	}
+	// Otherwise the slot stays as lock left it: shut.
+	k.mu.Unlock()
 }
 
 // takeLane lends the resource parked in the slot, when the pool's Take
