@@ -60,7 +60,10 @@ func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loa
 	e.reported = false
 	if k.leakAfter > 0 {
 		if st != nil {
-			e.stack = *st
+			if e.stack == nil {
+				e.stack = new(stack) // once per seat, kept for its next loans
+			}
+			*e.stack = *st
 		}
 		k.armLocked(now, now.Add(k.leakAfter))
 	}

@@ -101,7 +101,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		}
 		if owner {
 			w := j.w
-			l := k.lendLocked(seat, v, now, &w.stack)
+			l := k.lendLocked(seat, v, now, w.stack)
 			k.grantLocked(w, grant[T]{loan: l})
 		} else {
 			// Nobody is waiting for this one now: hand it on like a return.

@@ -149,8 +149,8 @@ type entry[T comparable] struct {
 	// back through it.
 	relends int
 
-	stack    stack // the current loan's Acquire stack, with LeakAfter only
-	reported bool  // the current loan was reported as a leak
+	stack    *stack // the current loan's Acquire stack, with LeakAfter only (allocated once)
+	reported bool   // the current loan was reported as a leak
 }
 
 // Limits returns the pool's limits.

@@ -181,7 +181,7 @@ func TestKeeperNoLeakWatchRecordsNoStack(t *testing.T) {
 	k.mu.Lock()
 	st := l.e.stack
 	k.mu.Unlock()
-	if st.n != 0 || k.Stats().Leaks != 0 || c.pending() != 0 {
+	if (st != nil && st.n != 0) || k.Stats().Leaks != 0 || c.pending() != 0 {
 		t.Fatal("the leak watch ran while off")
 	}
 	l.Release()

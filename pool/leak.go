@@ -87,7 +87,7 @@ type leakNote[T comparable] struct {
 // outside it.
 func (k *Keeper[T]) leakLocked(e *entry[T], item T, now time.Time, returned bool) leakNote[T] {
 	n := leakNote[T]{Leak: Leak[T]{Item: item, Held: now.Sub(k.base) - time.Duration(e.at.Load()), Returned: returned}}
-	if e.stack.n > 0 {
+	if e.stack != nil && e.stack.n > 0 {
 		n.pcs = append([]uintptr(nil), e.stack.pcs[:e.stack.n]...)
 	}
 	return n

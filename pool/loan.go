@@ -164,7 +164,9 @@ func (k *Keeper[T]) endLocked(l Loan[T], fx *effects[T]) bool {
 		fx.leaks = append(fx.leaks, k.leakLocked(e, l.item, k.clock.Now(), true))
 		e.reported = false
 	}
-	e.stack.n = 0
+	if e.stack != nil {
+		e.stack.n = 0
+	}
 	return true
 }
 

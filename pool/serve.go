@@ -19,7 +19,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			k.grantLocked(w, grant[T]{err: err})
 			continue
 		}
-		s := k.decideLocked(now, &w.stack, false)
+		s := k.decideLocked(now, w.stack, false)
 		switch s.kind {
 		case Ready:
 			k.q.pop()
@@ -47,7 +47,10 @@ func (k *Keeper[T]) attachLocked(ctx context.Context, start time.Time, st *stack
 	w := k.spare.Get().(*waiter[T])
 	w.ctx, w.start = ctx, start
 	if st != nil {
-		w.stack = *st
+		if w.stack == nil {
+			w.stack = new(stack) // once per waiter, which is recycled
+		}
+		*w.stack = *st
 	}
 	w.ticket++
 	w.attached = true
@@ -161,7 +164,10 @@ func (k *Keeper[T]) giveUp(err error, start time.Time) error {
 
 // recycle returns a detached waiter to the spare pool.
 func (k *Keeper[T]) recycle(w *waiter[T]) {
-	w.ctx, w.stack.n, w.checked = nil, 0, false
+	w.ctx, w.checked = nil, false
+	if w.stack != nil {
+		w.stack.n = 0
+	}
 	k.spare.Put(w)
 }
 

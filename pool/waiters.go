@@ -18,7 +18,7 @@ type waiter[T comparable] struct {
 
 	ctx   context.Context
 	start time.Time // when its Acquire began, for Stats.AcquireWait
-	stack stack     // the Acquire's call stack, with Config.LeakAfter only
+	stack *stack    // the Acquire's call stack, with Config.LeakAfter only (kept when recycled)
 
 	// ticket changes every time the waiter is attached, so a queue slot or
 	// a dial that refers to an earlier attachment is recognised as dead.
