@@ -10,84 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
 
 // This file records real Keeper runs on a fake clock, with a load the test
 // knows, and holds what ReadKeeper makes of the recordings against it.
 
-// fakeClock is a pool.Clock that moves only when the test says.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c      *fakeClock
-	at     time.Time
-	f      func()
-	active bool
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) pool.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f, active: true}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := t.active
-	t.active = false
-	return was
-}
-
-func (t *fakeTimer) Reset(d time.Duration) bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := t.active
-	t.at, t.active = t.c.now.Add(d), true
-	if !slices.Contains(t.c.timers, t) {
-		t.c.timers = append(t.c.timers, t)
-	}
-	return was
-}
-
-// to moves the clock to at, running the timers due by then, in order, on
-// the caller's goroutine.
-func (c *fakeClock) to(at time.Time) {
-	c.mu.Lock()
-	for {
-		var next *fakeTimer
-		for _, t := range c.timers {
-			if t.active && !t.at.After(at) && (next == nil || t.at.Before(next.at)) {
-				next = t
-			}
-		}
-		if next == nil {
-			break
-		}
-		if next.at.After(c.now) {
-			c.now = next.at
-		}
-		next.active = false
-		c.mu.Unlock()
-		next.f()
-		c.mu.Lock()
-	}
-	c.now = at
-	c.mu.Unlock()
-}
+// clockTo moves c to at (its Advance runs the timers due by then, in
+// order, on the caller's goroutine); an at before now moves it back.
+func clockTo(c *clocktest.Clock, at time.Time) { c.Advance(at.Sub(c.Now())) }
 
 // gatedDialer makes resources whose dials end when the test opens them.
 type gatedDialer struct {
@@ -136,7 +68,7 @@ type truth struct {
 func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock bool, giveUp map[int]time.Duration) ([]byte, []truth) {
 	t.Helper()
 	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
-	clock := &fakeClock{now: base}
+	clock := clocktest.New(base)
 	d := &gatedDialer{}
 	cfg := pool.Config[*int]{
 		Limits:   l,
@@ -231,7 +163,7 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock
 			break
 		}
 		now = at
-		clock.to(base.Add(at))
+		clockTo(clock, base.Add(at))
 		switch kind {
 		case "arrive":
 			i := next
@@ -394,7 +326,7 @@ func TestKeeperRecordingThroughTheLock(t *testing.T) {
 // through the lock at their instants, the lane's spread between them.
 func TestKeeperRecordingOfTheLane(t *testing.T) {
 	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
-	clock := &fakeClock{now: base}
+	clock := clocktest.New(base)
 	n := 0
 	k, err := pool.NewKeeper(pool.Config[*int]{
 		Limits:   pool.Limits{Size: 2, Idle: 2, Keep: time.Minute},
@@ -410,13 +342,13 @@ func TestKeeperRecordingOfTheLane(t *testing.T) {
 	var seen []truth
 	at := time.Duration(0)
 	for range 400 {
-		clock.to(base.Add(at))
+		clockTo(clock, base.Add(at))
 		l, err := k.Acquire(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
 		hold := 2*time.Millisecond + time.Duration(rng.IntN(20_000))*time.Microsecond
-		clock.to(base.Add(at + hold))
+		clockTo(clock, base.Add(at+hold))
 		l.Release()
 		seen = append(seen, truth{asked: int64(at), got: int64(at), released: int64(at + hold)})
 		at += hold + 2*time.Millisecond + time.Duration(rng.IntN(30_000))*time.Microsecond
