@@ -181,15 +181,18 @@ func (k *Keeper[T]) leaser() {
 		}
 		var fx effects[T]
 		k.lock()
+		if k.closed {
+			// Closed while the lease was asked: the slot goes straight back.
+			k.unlock()
+			_ = sh.Budget.Return(context.Background())
+			return
+		}
 		sh.leased++
 		k.ceilingLocked()
 		now := k.clock.Now()
 		k.serveLocked(now, &fx)
 		k.topUpLocked(now, &fx)
 		k.unlockDo(&fx)
-		if k.closed {
-			return
-		}
 	}
 }
 
@@ -298,8 +301,13 @@ func (k *Keeper[T]) giveBack() {
 // leave waits (up to a second) for the closes Close started to give their
 // slots back, then leaves the fleet, and ends the renewer.
 func (k *Keeper[T]) leave() {
+	// A lease in flight when Close came would join the fleet again after
+	// the Leave: wait for the leaser to end too.
 	for range 100 {
-		if k.sh.Budget.Held() == 0 {
+		k.mu.Lock()
+		leasing := k.sh.leasing
+		k.mu.Unlock()
+		if !leasing && k.sh.Budget.Held() == 0 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
