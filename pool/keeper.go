@@ -84,8 +84,7 @@ type Keeper[T comparable] struct {
 	// cache line of the fields above, which every caller reads without it.
 	_ [64]byte
 
-	// The lane (see lane.go), on lines of its own; while it is shut, the
-	// slot holds the head of the inbox of returns (inbox.go).
+	// The lane (see lane.go), on lines of its own.
 	slot    atomic.Uint64
 	_       [56]byte
 	laneGen atomic.Uint32 // the pool's generation, as the lane reads it
@@ -143,9 +142,6 @@ type entry[T comparable] struct {
 
 	loan atomic.Uint32 // the generation of the seat's current (or next) loan
 	at   atomic.Int64  // when the current loan began, in ns
-
-	next atomic.Uint32 // in the inbox: the seat plus one of the return below
-	gave atomic.Int64  // in the inbox: when it was given back, in ns
 
 	// relends is how many loans the lane made of this resource that the
 	// pool has not yet heard of (see Pool.Relent). Only the loan's holder

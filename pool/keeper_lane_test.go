@@ -438,39 +438,3 @@ func TestLaneStaleResourceIsNeverInLimbo(t *testing.T) {
 	l.Release()
 	checkBalanced(t, k, d)
 }
-
-func TestReleaseNeverWaitsForTheMutex(t *testing.T) {
-	// A release that finds the mutex held leaves its resource in the inbox
-	// and returns; the holder gives it to the pool before letting go, as a
-	// Give at the instant it came back.
-	d := &dialer{}
-	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 2}})
-	a, b := mustAcquire(t, k), mustAcquire(t, k)
-	k.lock() // a long decision, say
-	done := make(chan struct{})
-	go func() {
-		a.Release()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		k.unlock()
-		t.Fatal("Release waited for the mutex")
-	}
-	if w := k.slot.Load(); k.p.Idle() != 0 || w&shut == 0 || w&seatMask == 0 {
-		k.unlock()
-		t.Fatal("the return did not wait in the inbox")
-	}
-	k.unlock() // gives it in
-	if s := k.Stats(); s.Idle != 1 || s.Busy != 1 {
-		t.Fatalf("after the holder let go: %+v", s.Books)
-	}
-	if l := mustAcquire(t, k); l.Value() != a.Value() {
-		t.Fatal("the returned resource was not lent next")
-	} else {
-		l.Release()
-	}
-	b.Release()
-	checkBalanced(t, k, d)
-}

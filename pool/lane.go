@@ -102,66 +102,25 @@ func (k *Keeper[T]) initLane(on bool) {
 // asks the pool takes the mutex through lock.
 func (k *Keeper[T]) lock() {
 	k.mu.Lock()
-	k.lockedTail()
-}
-
-// lockedTail is what lock does once it holds k.mu: shut the lane, and take
-// in what it held. An open slot may hold a parked resource (folded); a shut
-// one may hold returns in the inbox (inbox.go), given in. A shut slot with
-// neither (callers queued, say) is left alone: no swap, which spares a
-// saturated queue one locked instruction each way.
-func (k *Keeper[T]) lockedTail() {
-	if w := k.slot.Load(); w != shut {
-		k.takeInLocked(k.slot.Swap(shut))
+	// A slot left shut (callers queued, say) holds nothing and nothing can
+	// change it: no swap is needed, which spares a saturated queue one
+	// locked instruction each way.
+	if k.laneOn && k.slot.Load() != shut {
+		k.foldLocked(k.slot.Swap(shut))
 	}
 }
 
-// takeInLocked takes in slot word w, swapped out for shut: a parked
-// resource and the lane's loans from an open slot, or the inbox from a shut
-// one. Dials that serving the queue with the inbox starts (rare: a return
-// that frees room, not a resource) run on a goroutine of their own.
-func (k *Keeper[T]) takeInLocked(w uint64) {
-	if w&shut == 0 {
-		k.foldLocked(w)
-		return
-	}
-	var fx effects[T]
-	if k.drainLocked(w, &fx) && fx.pending() {
-		go k.do(&fx)
-	}
-}
-
-// unlock takes in the inbox, opens the lane if the pool and the queue then
-// allow, and releases k.mu; if a return arrived as it let go and the mutex
-// is free, it takes the mutex again to give it in.
+// unlock opens the lane, if the pool and the queue allow, and releases k.mu.
 func (k *Keeper[T]) unlock() {
-	for {
-		if k.sh != nil {
-			k.sharedLocked()
-		}
-		for tries := 0; ; tries++ {
-			if w := k.slot.Load(); w != shut {
-				k.takeInLocked(k.slot.Swap(shut)) // returns came in meanwhile
-			}
-			// Asked after the returns are in: they may have filled the
-			// Idle ceiling, or served the last waiter.
-			if tries == 4 || !(k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.p.Lane()) {
-				break // the slot stays shut
-			}
-			k.epoch++
-			// Opens only a slot with no return in it: an empty inbox and an
-			// open lane are one fact, so no release parks above a return
-			// the pool has not had.
-			if k.slot.CompareAndSwap(shut, uint64(k.epoch&usMask)<<usShift) {
-				break
-			}
-		}
-		k.mu.Unlock()
-		if w := k.slot.Load(); w&shut == 0 || w&seatMask == 0 || !k.mu.TryLock() {
-			return
-		}
-		k.lockedTail()
+	if k.sh != nil {
+		k.sharedLocked()
 	}
+	if k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.p.Lane() {
+		k.epoch++
+		k.slot.Store(uint64(k.epoch&usMask) << usShift)
+	}
+	// Otherwise the slot stays as lock left it: shut.
+	k.mu.Unlock()
 }
 
 // takeLane lends the resource parked in the slot, when the pool's Take
@@ -221,25 +180,17 @@ func (k *Keeper[T]) releaseLane(l Loan[T]) bool {
 			return true
 		}
 	}
-	if !k.tryPark(e, k.slot.Load()) {
-		k.giveEnded(e, l.item)
+	w := k.slot.Load()
+	if w&(shut|seatMask) == 0 && e.seat < seatMask-1 && e.gen.Load() == k.laneGen.Load() {
+		if t := k.nanos(); t >= 0 {
+			parked := w&^(usMask<<usShift) | uint64(t/1000)&usMask<<usShift | uint64(e.seat+1)
+			if k.slot.CompareAndSwap(w, parked) {
+				return true
+			}
+		}
 	}
+	k.giveEnded(e, l.item)
 	return true
-}
-
-// tryPark parks e's resource, whose loan has ended, in the slot, read as w,
-// and reports whether it did: only an open, empty slot takes it, and only
-// a resource of the pool's current generation whose seat fits.
-func (k *Keeper[T]) tryPark(e *entry[T], w uint64) bool {
-	if w&(shut|seatMask) != 0 || e.seat >= seatMask-1 || e.gen.Load() != k.laneGen.Load() {
-		return false
-	}
-	t := k.nanos()
-	if t < 0 {
-		return false
-	}
-	parked := w&^(usMask<<usShift) | uint64(t/1000)&usMask<<usShift | uint64(e.seat+1)
-	return k.slot.CompareAndSwap(w, parked)
 }
 
 // foldLocked takes in the slot's word w, swapped out by lock: the lane's
@@ -277,7 +228,7 @@ func (k *Keeper[T]) relentLocked(e *entry[T], item T) {
 
 // laneCount is how many resources sit in the slot now: 0 or 1.
 func (k *Keeper[T]) laneCount() int {
-	if w := k.slot.Load(); w&shut == 0 && w&seatMask != 0 {
+	if k.slot.Load()&seatMask != 0 {
 		return 1
 	}
 	return 0

@@ -65,24 +65,6 @@ func (l Loan[T]) Release() {
 
 // release is Release through the lock.
 func (k *Keeper[T]) release(l Loan[T]) {
-	if k.leakAfter == 0 {
-		// The loan ends without the mutex, as in the lane; the resource
-		// goes back through the mutex or the inbox (inbox.go).
-		if !l.e.loan.CompareAndSwap(l.gen, l.gen+1) {
-			k.mu.Lock()
-			k.stats.doubles++
-			k.mu.Unlock()
-			return
-		}
-		if k.reuse != nil {
-			if err := k.safeReuse(l.item); err != nil {
-				k.destroyEnded(l.e, l.item)
-				return
-			}
-		}
-		k.giveEnded(l.e, l.item)
-		return
-	}
 	var fx effects[T]
 	k.lock()
 	if !k.endLocked(l, &fx) {
@@ -99,6 +81,15 @@ func (k *Keeper[T]) release(l Loan[T]) {
 		k.lock()
 	}
 	k.giveEndedLocked(l.e, l.item, k.now(), &fx)
+	k.unlockDo(&fx)
+}
+
+// giveEnded gives back the resource of a loan ended already (the lane could
+// not take it).
+func (k *Keeper[T]) giveEnded(e *entry[T], item T) {
+	var fx effects[T]
+	k.lock()
+	k.giveEndedLocked(e, item, k.clock.Now(), &fx)
 	k.unlockDo(&fx)
 }
 
