@@ -29,29 +29,7 @@ func peekable(c net.Conn) bool {
 // TestAlive checks the peek on a loopback TCP pair with no Redis: open and
 // quiet, open with data waiting (not consumed), and closed by the peer.
 func TestAlive(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s := <-accepted
-	if s == nil {
-		t.Fatal("accept failed")
-	}
+	c, s := loopbackPair(t)
 	if err := alive(c); err != nil {
 		t.Fatalf("quiet open connection: %v", err)
 	}
@@ -81,29 +59,7 @@ func TestAlive(t *testing.T) {
 // deadline's timeout (which would drop and redial every connection idle
 // for more than 3 s).
 func TestAliveAfterDeadline(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s := <-accepted
-	if s == nil {
-		t.Fatal("accept failed")
-	}
+	c, s := loopbackPair(t)
 	defer s.Close()
 	if err := c.SetDeadline(time.Now().Add(-time.Second)); err != nil {
 		t.Fatal(err)

@@ -14,29 +14,7 @@ import (
 // the clear go-redis sends before that look, and every other deadline
 // passed through.
 func TestBare(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			close(accepted)
-			return
-		}
-		accepted <- c
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s := <-accepted
-	if s == nil {
-		t.Fatal("accept failed")
-	}
+	c, s := loopbackPair(t)
 	defer s.Close()
 
 	var b net.Conn = bare{c}
@@ -69,4 +47,36 @@ func TestBare(t *testing.T) {
 	if n, err := b.Read(buf); n != 1 || err != nil {
 		t.Fatalf("read after the read deadline was cleared: %d %v", n, err)
 	}
+}
+
+// loopbackPair returns the two ends of a TCP connection on 127.0.0.1, no
+// Redis behind it: the client's and the server's. Both are closed when the
+// test ends (closing one early, to play a peer that left, is fine).
+func loopbackPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server = <-accepted
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { server.Close() })
+	return client, server
 }
