@@ -198,7 +198,7 @@ func (k *Keeper[T]) enter(ctx context.Context) error {
 func (k *Keeper[T]) countCanceled() {
 	k.mu.Lock()
 	k.stats.canceled++
-	k.mu.Unlock()
+	k.unlockMu()
 }
 
 // counted records a successful acquire that began at start and ended with

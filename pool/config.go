@@ -224,7 +224,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		k.cpuTimer = k.clock.AfterFunc(cpuEvery, k.sampleCPU)
 	}
 	k.topUpLocked(k.base, &fx)
-	k.mu.Unlock()
+	k.unlockMu()
 	k.do(&fx)
 	return k, nil
 }

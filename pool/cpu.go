@@ -17,7 +17,7 @@ func (k *Keeper[T]) sampleCPU() {
 	v := k.safeCPU()
 	k.cpu.Store(int64(min(max(v, 0), 1000)))
 	k.mu.Lock()
-	defer k.mu.Unlock()
+	defer k.unlockMu()
 	if k.closed {
 		k.bg--
 		k.drainedLocked()

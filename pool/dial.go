@@ -120,7 +120,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 	k.mu.Lock()
 	k.bg--
 	k.drainedLocked()
-	k.mu.Unlock()
+	k.unlockMu()
 }
 
 // growLocked makes room in ents for every seat the pool has.

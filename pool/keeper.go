@@ -84,7 +84,8 @@ type Keeper[T comparable] struct {
 	// cache line of the fields above, which every caller reads without it.
 	_ [64]byte
 
-	// The lane (see lane.go), on lines of its own.
+	// The lane (see lane.go), on lines of its own; while it is shut, the
+	// slot holds the head of the inbox of returns (inbox.go).
 	slot    atomic.Uint64
 	_       [56]byte
 	laneGen atomic.Uint32 // the pool's generation, as the lane reads it
@@ -142,6 +143,9 @@ type entry[T comparable] struct {
 
 	loan atomic.Uint32 // the generation of the seat's current (or next) loan
 	at   atomic.Int64  // when the current loan began, in ns
+
+	next atomic.Uint32 // in the inbox: the seat plus one of the return below
+	gave atomic.Int64  // in the inbox: when it was given back, in ns
 
 	// relends is how many loans the lane made of this resource that the
 	// pool has not yet heard of (see Pool.Relent). Only the loan's holder
@@ -260,7 +264,7 @@ func (k *Keeper[T]) closer() {
 			k.closing = nil // let the backing array go
 		}
 		k.closingNow++
-		k.mu.Unlock()
+		k.unlockMu()
 		k.closeOne(v)
 		k.mu.Lock()
 		k.closingNow--
@@ -269,7 +273,7 @@ func (k *Keeper[T]) closer() {
 	k.closerN--
 	k.bg--
 	k.drainedLocked()
-	k.mu.Unlock()
+	k.unlockMu()
 }
 
 // closeOne closes v, recovering from a panic in Config.Close.
@@ -287,7 +291,7 @@ func (k *Keeper[T]) closeOne(v T) {
 func (k *Keeper[T]) countPanic(what string, r any) {
 	k.mu.Lock()
 	k.stats.panics++
-	k.mu.Unlock()
+	k.unlockMu()
 	k.log.Error("wardpool: "+what+" panicked", "panic", r)
 }
 

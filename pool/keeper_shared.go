@@ -126,7 +126,7 @@ func (k *Keeper[T]) slotBack() {
 	sh.leased--
 	sh.transit--
 	k.ceilingLocked() // unchanged: both fell by one
-	k.mu.Unlock()
+	k.unlockMu()
 }
 
 // sharedLocked starts the leaser when callers wait at the ceiling, or
@@ -161,12 +161,12 @@ func (k *Keeper[T]) leaser() {
 		sh.leasing = false
 		k.bg--
 		k.drainedLocked()
-		k.mu.Unlock()
+		k.unlockMu()
 	}()
 	for {
 		k.mu.Lock()
 		want := !k.closed && k.wantSlotLocked()
-		k.mu.Unlock()
+		k.unlockMu()
 		if !want {
 			return
 		}
@@ -306,7 +306,7 @@ func (k *Keeper[T]) leave() {
 	for range 100 {
 		k.mu.Lock()
 		leasing := k.sh.leasing
-		k.mu.Unlock()
+		k.unlockMu()
 		if !leasing && k.sh.Budget.Held() == 0 {
 			break
 		}
@@ -316,7 +316,7 @@ func (k *Keeper[T]) leave() {
 	k.mu.Lock()
 	k.bg--
 	k.drainedLocked()
-	k.mu.Unlock()
+	k.unlockMu()
 }
 
 // SharedStats returns the Keeper's view of its shared guards; the zero

@@ -102,25 +102,95 @@ func (k *Keeper[T]) initLane(on bool) {
 // asks the pool takes the mutex through lock.
 func (k *Keeper[T]) lock() {
 	k.mu.Lock()
-	// A slot left shut (callers queued, say) holds nothing and nothing can
-	// change it: no swap is needed, which spares a saturated queue one
-	// locked instruction each way.
-	if k.laneOn && k.slot.Load() != shut {
-		k.foldLocked(k.slot.Swap(shut))
+	k.lockedTail()
+}
+
+// lockedTail is what lock does once it holds k.mu: shut the lane, and take
+// in what it held. An open slot may hold a parked resource (folded); a shut
+// one may hold returns in the inbox (inbox.go), given in. A shut slot with
+// neither (callers queued, say) is left alone: no swap, which spares a
+// saturated queue one locked instruction each way.
+func (k *Keeper[T]) lockedTail() {
+	if w := k.slot.Load(); w != shut {
+		k.takeInLocked(k.slot.Swap(shut))
 	}
 }
 
-// unlock opens the lane, if the pool and the queue allow, and releases k.mu.
+// takeInLocked takes in slot word w, swapped out for shut: a parked
+// resource and the lane's loans from an open slot, or the inbox from a shut
+// one. Dials that serving the queue with the inbox starts (rare: a return
+// that frees room, not a resource) run on a goroutine of their own.
+func (k *Keeper[T]) takeInLocked(w uint64) {
+	if w&shut == 0 {
+		k.foldLocked(w)
+		return
+	}
+	var fx effects[T]
+	if k.drainLocked(w, &fx) && fx.pending() {
+		go k.do(&fx)
+	}
+}
+
+// unlock takes in the inbox, opens the lane if the pool and the queue then
+// allow, and releases k.mu; if a return arrived as it let go and the mutex
+// is free, it takes the mutex again to give it in.
 func (k *Keeper[T]) unlock() {
-	if k.sh != nil {
-		k.sharedLocked()
+	for {
+		k.openLocked()
+		k.mu.Unlock()
+		if !k.retake() {
+			return
+		}
 	}
-	if k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.p.Lane() {
+}
+
+// openLocked takes in the inbox and then opens the lane if the pool and the
+// queue allow, asking only after the returns are in: they may have filled
+// the Idle ceiling, or served the last waiter. An empty inbox and an open
+// lane are one fact (the open word is written over a bare shut slot, with
+// one compare-and-swap), so no release parks above a return the pool has
+// not had. A stream of returns that keeps beating the compare-and-swap
+// leaves the lane shut: the next unlock opens it.
+func (k *Keeper[T]) openLocked() {
+	for tries := 0; ; tries++ {
+		if w := k.slot.Load(); w != shut {
+			k.takeInLocked(k.slot.Swap(shut))
+		}
+		if k.sh != nil {
+			k.sharedLocked()
+		}
+		if tries == 4 || !(k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.p.Lane()) {
+			return // the slot stays shut
+		}
 		k.epoch++
-		k.slot.Store(uint64(k.epoch&usMask) << usShift)
+		if k.slot.CompareAndSwap(shut, uint64(k.epoch&usMask)<<usShift) {
+			return
+		}
 	}
-	// Otherwise the slot stays as lock left it: shut.
+}
+
+// unlockMu releases k.mu for a holder that took it with k.mu.Lock() to
+// touch counters, not to ask the pool; it too takes in returns that
+// arrived meanwhile.
+func (k *Keeper[T]) unlockMu() {
 	k.mu.Unlock()
+	if k.retake() {
+		k.unlock()
+	}
+}
+
+// retake, called just after k.mu was released, takes it again when the
+// inbox holds returns and the mutex is free, and takes them in; it reports
+// whether it holds k.mu. Every release of the mutex ends with it: a
+// release that pushed and found the mutex held leaves its return to the
+// holder, and whoever holds the mutex last looks once more after letting
+// go, so no return stays in the inbox while the mutex is free.
+func (k *Keeper[T]) retake() bool {
+	if w := k.slot.Load(); w&shut == 0 || w&seatMask == 0 || !k.mu.TryLock() {
+		return false
+	}
+	k.lockedTail()
+	return true
 }
 
 // takeLane lends the resource parked in the slot, when the pool's Take
@@ -180,17 +250,25 @@ func (k *Keeper[T]) releaseLane(l Loan[T]) bool {
 			return true
 		}
 	}
-	w := k.slot.Load()
-	if w&(shut|seatMask) == 0 && e.seat < seatMask-1 && e.gen.Load() == k.laneGen.Load() {
-		if t := k.nanos(); t >= 0 {
-			parked := w&^(usMask<<usShift) | uint64(t/1000)&usMask<<usShift | uint64(e.seat+1)
-			if k.slot.CompareAndSwap(w, parked) {
-				return true
-			}
-		}
+	if !k.tryPark(e, k.slot.Load()) {
+		k.giveEnded(e, l.item)
 	}
-	k.giveEnded(e, l.item)
 	return true
+}
+
+// tryPark parks e's resource, whose loan has ended, in the slot, read as w,
+// and reports whether it did: only an open, empty slot takes it, and only
+// a resource of the pool's current generation whose seat fits.
+func (k *Keeper[T]) tryPark(e *entry[T], w uint64) bool {
+	if w&(shut|seatMask) != 0 || e.seat >= seatMask-1 || e.gen.Load() != k.laneGen.Load() {
+		return false
+	}
+	t := k.nanos()
+	if t < 0 {
+		return false
+	}
+	parked := w&^(usMask<<usShift) | uint64(t/1000)&usMask<<usShift | uint64(e.seat+1)
+	return k.slot.CompareAndSwap(w, parked)
 }
 
 // foldLocked takes in the slot's word w, swapped out by lock: the lane's
@@ -228,7 +306,7 @@ func (k *Keeper[T]) relentLocked(e *entry[T], item T) {
 
 // laneCount is how many resources sit in the slot now: 0 or 1.
 func (k *Keeper[T]) laneCount() int {
-	if k.slot.Load()&seatMask != 0 {
+	if w := k.slot.Load(); w&shut == 0 && w&seatMask != 0 {
 		return 1
 	}
 	return 0

@@ -65,6 +65,24 @@ func (l Loan[T]) Release() {
 
 // release is Release through the lock.
 func (k *Keeper[T]) release(l Loan[T]) {
+	if k.leakAfter == 0 {
+		// The loan ends without the mutex, as in the lane; the resource
+		// goes back through the mutex or the inbox (inbox.go).
+		if !l.e.loan.CompareAndSwap(l.gen, l.gen+1) {
+			k.mu.Lock()
+			k.stats.doubles++
+			k.unlockMu()
+			return
+		}
+		if k.reuse != nil {
+			if err := k.safeReuse(l.item); err != nil {
+				k.destroyEnded(l.e, l.item)
+				return
+			}
+		}
+		k.giveEnded(l.e, l.item)
+		return
+	}
 	var fx effects[T]
 	k.lock()
 	if !k.endLocked(l, &fx) {
@@ -81,15 +99,6 @@ func (k *Keeper[T]) release(l Loan[T]) {
 		k.lock()
 	}
 	k.giveEndedLocked(l.e, l.item, k.now(), &fx)
-	k.unlockDo(&fx)
-}
-
-// giveEnded gives back the resource of a loan ended already (the lane could
-// not take it).
-func (k *Keeper[T]) giveEnded(e *entry[T], item T) {
-	var fx effects[T]
-	k.lock()
-	k.giveEndedLocked(e, item, k.clock.Now(), &fx)
 	k.unlockDo(&fx)
 }
 
@@ -188,7 +197,7 @@ func (k *Keeper[T]) dropLocked(e *entry[T], item T, closeIt bool, fx *effects[T]
 			k.mu.Lock()
 			k.bg--
 			k.drainedLocked()
-			k.mu.Unlock()
+			k.unlockMu()
 		}()
 	}
 	k.serveLocked(now, fx)

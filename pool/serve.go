@@ -91,11 +91,11 @@ func (k *Keeper[T]) await(ctx context.Context, w *waiter[T]) (l Loan[T], again b
 			w.attached = false
 			w.ticket++
 			k.stats.canceled++
-			k.mu.Unlock()
+			k.unlockMu()
 			k.recycle(w)
 			return Loan[T]{}, false, err
 		}
-		k.mu.Unlock()
+		k.unlockMu()
 		// A grant raced the cancellation and is in the channel: pass a
 		// resource on rather than lose it.
 		start := w.start
@@ -158,7 +158,7 @@ func (k *Keeper[T]) giveUpLocked(err error, start time.Time) error {
 // giveUp is giveUpLocked, taking the lock.
 func (k *Keeper[T]) giveUp(err error, start time.Time) error {
 	k.mu.Lock()
-	defer k.mu.Unlock()
+	defer k.unlockMu()
 	return k.giveUpLocked(err, start)
 }
 
@@ -187,13 +187,13 @@ func (k *Keeper[T]) checkLoan(ctx context.Context, l Loan[T]) (ok bool, err erro
 		k.mu.Lock()
 		k.stats.canceled++
 		k.bg++
-		k.mu.Unlock()
+		k.unlockMu()
 		go k.recheck(l)
 		return false, ctxErr
 	}
 	k.mu.Lock()
 	k.stats.checkFailures++
-	k.mu.Unlock()
+	k.unlockMu()
 	l.Destroy()
 	return false, nil
 }
@@ -210,13 +210,13 @@ func (k *Keeper[T]) recheck(l Loan[T]) {
 	} else {
 		k.mu.Lock()
 		k.stats.checkFailures++
-		k.mu.Unlock()
+		k.unlockMu()
 		l.Destroy()
 	}
 	k.mu.Lock()
 	k.bg--
 	k.drainedLocked()
-	k.mu.Unlock()
+	k.unlockMu()
 }
 
 func (k *Keeper[T]) safeCheck(ctx context.Context, v T) (err error) {

@@ -100,7 +100,7 @@ func (k *Keeper[T]) Leaked() int {
 		return 0
 	}
 	k.mu.Lock()
-	defer k.mu.Unlock()
+	defer k.unlockMu()
 	n := 0
 	for _, l := range k.p.Loans(k.clock.Now()) {
 		if l.Held >= k.leakAfter {

@@ -58,5 +58,5 @@ func (k *Keeper[T]) tick() {
 	k.mu.Lock()
 	k.bg--
 	k.drainedLocked()
-	k.mu.Unlock()
+	k.unlockMu()
 }
