@@ -57,14 +57,15 @@ func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loa
 		// pool knows every other loan's start.
 		e.at.Store(at)
 	}
-	e.reported = false
 	if k.leakAfter > 0 {
-		if st != nil {
-			if e.stack == nil {
-				e.stack = new(stack) // once per seat, kept for its next loans
-			}
-			*e.stack = *st
+		if e.stack == nil {
+			e.stack = new(stack) // once per seat, kept for its next loans
 		}
+		e.stack.n = 0
+		if st != nil {
+			e.stack.n = copy(e.stack.pcs[:], st.pcs[:st.n])
+		}
+		e.lentWatch(at)
 		k.armLocked(now, now.Add(k.leakAfter))
 	}
 	return Loan[T]{e: e, item: item, gen: e.loan.Load(), at: at}

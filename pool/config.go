@@ -83,11 +83,15 @@ type Config[T comparable] struct {
 	// LeakAfter, when positive, turns the leak watch on: each Acquire's call
 	// stack is recorded, and a loan held longer is reported once to OnLeak,
 	// and again when it comes back. Zero turns it off, and then it costs
-	// nothing.
+	// nothing. On amd64 the stack is recorded by following frame pointers
+	// (a few nanoseconds); elsewhere with runtime.Callers (a fraction of a
+	// microsecond, more for deep stacks). A loan is reported within
+	// LeakAfter of becoming one, give or take the timer's lateness.
 	LeakAfter time.Duration
 	// OnLeak receives the leak reports; nil logs them at warning level on
 	// Logger. It is called outside the lock, from the timer's goroutine or
-	// the returning caller's.
+	// the returning caller's, and a loan's return is never reported before
+	// its leak.
 	OnLeak func(Leak[T])
 	// Logger is where the Keeper logs; nil means slog.Default().
 	Logger *slog.Logger
@@ -208,7 +212,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	if k.shedder && k.cpuRead == nil {
 		k.cpuRead = newCPUReader().read
 	}
-	k.initLane(p.pairs() && cfg.LeakAfter == 0)
+	k.initLane(p.pairs())
 	k.spare.New = func() any { return &waiter[T]{ch: make(chan grant[T], 1)} }
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	k.base = k.clock.Now()

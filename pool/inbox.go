@@ -26,8 +26,10 @@ package pool
 // fear. Its head lives in the slot's seat bits while the lane is shut, so
 // the lane can open only with the inbox empty, in one compare-and-swap (see
 // unlock), and unlock asks the pool whether to open only after the inbox is
-// in. It is used where a loan can end without the mutex: not with the leak
-// watch, whose reports need the lock as a loan ends.
+// in. It serves every configuration: with the lane shut for good (a
+// shedder or a limiter in the ward) every release that finds the mutex
+// held comes here, and the leak watch lets a loan end without the lock
+// (its word, in leak.go).
 
 // pushReturn puts e's resource, whose loan has ended, in the inbox, and
 // reports whether it did: the inbox takes returns only while the lane is
@@ -85,9 +87,7 @@ func (k *Keeper[T]) drainLocked(w uint64, fx *effects[T]) bool {
 // waiting, only when none of these can take it.
 func (k *Keeper[T]) giveEnded(e *entry[T], item T) {
 	var fx effects[T]
-	if k.leakAfter > 0 {
-		k.lock()
-	} else if k.mu.TryLock() {
+	if k.mu.TryLock() {
 		k.lockedTail()
 	} else if k.pushReturn(e) {
 		if k.mu.TryLock() { // the holder may have let go before the push

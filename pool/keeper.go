@@ -153,8 +153,15 @@ type entry[T comparable] struct {
 	// back through it.
 	relends int
 
-	stack    *stack // the current loan's Acquire stack, with LeakAfter only (allocated once)
-	reported bool   // the current loan was reported as a leak
+	// With LeakAfter only: the current loan's Acquire stack (allocated
+	// once), and its watch word (leak.go), which says whether a loan is
+	// out, since when, and whether it was reported. The lender writes the
+	// stack before it stores the word; the watch reads it only after
+	// claiming the report on the word.
+	stack *stack
+	watch atomic.Int64
+	told  atomic.Uint32               // where the reports of its loans stand (toldNone…)
+	ret   atomic.Pointer[leakNote[T]] // a return's report waiting for its leak's (toldReturned)
 }
 
 // Limits returns the pool's limits.

@@ -72,8 +72,9 @@ import (
 // keeper_linear_clock_test.go.
 
 // TestKeeperLinearizableLockPath checks histories of a Keeper whose lane is
-// shut for good (by a leak watch), so that every loan goes through the lock
-// and the Pool.
+// shut for good (as a shedder or a limiter shuts it), so that every loan
+// goes through the lock and the Pool, and every return through the lock or
+// the inbox.
 func TestKeeperLinearizableLockPath(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	runLinear(t, linearRuns(t, 1500), false)

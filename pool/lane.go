@@ -94,6 +94,12 @@ func (k *Keeper[T]) initLane(on bool) {
 	if k.sweep == 0 || k.sweep > sweepEvery {
 		k.sweep = sweepEvery
 	}
+	// The lane's loans arm no timer of their own: with the leak watch on,
+	// the sweep that must come before one is LeakAfter old finds it, and
+	// sets the timer for when it will be.
+	if k.leakAfter > 0 && k.leakAfter < k.sweep {
+		k.sweep = k.leakAfter
+	}
 }
 
 // lock takes k.mu and shuts the lane, folding what was parked into the
@@ -220,6 +226,13 @@ func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 		if t-e.at.Load() >= int64(atSlack) {
 			e.at.Store(t)
 		}
+		if k.leakAfter > 0 {
+			// The stack first, then the word that lets the watch read it.
+			if e.stack != nil {
+				e.stack.capture(0)
+			}
+			e.lentWatch(t)
+		}
 		if k.minIdle > 0 {
 			k.topUp()
 		}
@@ -244,6 +257,7 @@ func (k *Keeper[T]) releaseLane(l Loan[T]) bool {
 	if !e.loan.CompareAndSwap(l.gen, l.gen+1) {
 		return false
 	}
+	k.ended(e, l.item)
 	if k.reuse != nil {
 		if err := k.safeReuse(l.item); err != nil {
 			k.destroyEnded(e, l.item)

@@ -94,15 +94,70 @@ func ours(f runtime.Frame) bool {
 type leakNote[T comparable] struct {
 	Leak[T]
 	pcs []uintptr
+	e   *entry[T] // whose loan it is
 }
 
-// leakLocked builds a report of the loan in e. The stack is copied under the
-// lock (the record is reused by the next loan) and formatted by report,
-// outside it.
-func (k *Keeper[T]) leakLocked(e *entry[T], item T, now time.Time, returned bool) leakNote[T] {
-	n := leakNote[T]{Leak: Leak[T]{Item: item, Held: now.Sub(k.base) - time.Duration(e.at.Load()), Returned: returned}}
+// The order of a loan's two reports. The watch claims a report under the
+// lock and makes it after letting go; the loan's holder may end it outside
+// the lock in between, and its return must not be reported first. An
+// entry's told says where its reports stand:
+const (
+	toldNone     = iota // no report of the entry's in flight
+	toldClaimed         // the watch claimed a report, not yet made
+	toldMade            // made; the loan's return may be reported at once
+	toldReturned        // the loan ended before the report was made: the return's note waits in entry.ret for the watch to make it next
+)
+
+// The watch word of an entry (entry.watch), with the leak watch on: zero
+// while no loan of the resource is out; otherwise watchOut, the loan's
+// start in ns since the Keeper's base (never negative), and watchReported
+// once the watch has reported it. Every change is one atomic operation, so
+// the loan's end (a swap to zero, by whoever ends it, with or without the
+// mutex) and the watch's report (a compare-and-swap that sets
+// watchReported, under the mutex) are ordered: either the report comes
+// first and the loan's end sees it and reports the return, or the end
+// comes first and the report is not made. The lane lends and ends loans
+// without the mutex and keeps the word all the same.
+const (
+	watchOut      = 1 << 62
+	watchReported = 1 << 61
+	watchStart    = watchReported - 1
+)
+
+// lentWatch starts the watch of a loan of e that began at t (ns), whose
+// stack is in e.stack already.
+func (e *entry[T]) lentWatch(t int64) { e.watch.Store(max(t, 0)&watchStart | watchOut) }
+
+// endWatch ends the watch of e's loan, which the caller has just ended, and
+// reports back a note of its return when the watch had reported it.
+func (k *Keeper[T]) endWatch(e *entry[T], item T) (leakNote[T], bool) {
+	w := e.watch.Swap(0)
+	if w&watchReported == 0 {
+		return leakNote[T]{}, false
+	}
+	return k.leakNote(e, item, w&watchStart, k.clock.Now(), true), true
+}
+
+// leakNote builds a report of the loan of item in e that began at start
+// (ns). The caller owns the stack record: it ended the loan, or claimed the
+// report. The stack is copied (the record is reused by the next loan) and
+// formatted by report, outside the lock.
+func (k *Keeper[T]) leakNote(e *entry[T], item T, start int64, now time.Time, returned bool) leakNote[T] {
+	n := leakNote[T]{Leak: Leak[T]{Item: item, Held: now.Sub(k.base) - time.Duration(start), Returned: returned}, e: e}
 	if e.stack != nil && e.stack.n > 0 {
 		n.pcs = append([]uintptr(nil), e.stack.pcs[:e.stack.n]...)
+	}
+	return n
+}
+
+// leakedLocked counts the loans out now for LeakAfter or longer.
+func (k *Keeper[T]) leakedLocked(now time.Time) int {
+	t, n := k.ns(now), 0
+	for _, l := range k.p.Loans(now) {
+		w := k.ents[k.p.SeatOf(l.Item)].watch.Load()
+		if w&watchOut != 0 && t-w&watchStart >= int64(k.leakAfter) {
+			n++
+		}
 	}
 	return n
 }
@@ -113,17 +168,40 @@ func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
 	limit := int64(k.leakAfter)
 	t := k.ns(now)
 	next, found := int64(0), false
-	// The lane is shut with the leak watch on: the pool knows every loan.
+	// The pool's loans include the lane's (which it has not heard of) and
+	// the resources parked or in the inbox (whose Give it has not heard
+	// of; lock gave them in before this, and their word is zero).
 	for _, l := range k.p.Loans(now) {
 		e := k.ents[k.p.SeatOf(l.Item)]
-		if e.reported {
+		w := e.watch.Load()
+		if w == 0 {
+			// Lent by the lane an instant ago, its word not yet stored, or
+			// on its way back: look again when a loan begun now would be
+			// due.
+			if at := t + limit; !found || at < next {
+				next, found = at, true
+			}
 			continue
 		}
-		at := e.at.Load()
+		if w&watchReported != 0 {
+			continue
+		}
+		at := w & watchStart
 		if t-at >= limit {
-			e.reported = true
+			if !e.told.CompareAndSwap(toldNone, toldClaimed) {
+				// The reports of the resource's last loan are still
+				// being made: look again a little later.
+				if at := t + min(limit, int64(time.Second)); !found || at < next {
+					next, found = at, true
+				}
+				continue
+			}
+			if !e.watch.CompareAndSwap(w, w|watchReported) {
+				e.told.Store(toldNone)
+				continue // the loan ended this instant, outside the lock
+			}
 			k.stats.leaks++
-			fx.leaks = append(fx.leaks, k.leakLocked(e, l.Item, now, false))
+			fx.leaks = append(fx.leaks, k.leakNote(e, l.Item, at, now, false))
 			continue
 		}
 		if at := at + limit; !found || at < next {
@@ -135,8 +213,40 @@ func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
 	}
 }
 
-// report formats l's stack and hands it to OnLeak, or logs it.
+// report makes the report n, a loan's leak or its return, keeping the order
+// of the two (see toldClaimed). Never under the lock.
 func (k *Keeper[T]) report(n leakNote[T]) {
+	e := n.e
+	if !n.Returned {
+		k.tell(n)
+		if !e.told.CompareAndSwap(toldClaimed, toldMade) {
+			// toldReturned: the loan came back while this was made.
+			r := e.ret.Swap(nil)
+			k.tell(*r)
+			e.told.Store(toldNone)
+		}
+		return
+	}
+	for {
+		switch e.told.Load() {
+		case toldMade:
+			k.tell(n)
+			e.told.Store(toldNone)
+			return
+		case toldClaimed:
+			e.ret.Store(&n)
+			if e.told.CompareAndSwap(toldClaimed, toldReturned) {
+				return // the watch makes it, after the leak's
+			}
+			e.ret.Store(nil) // made meanwhile: make it here
+		default:
+			panic("wardpool: a return reported with no leak report in flight: a bug in the leak watch")
+		}
+	}
+}
+
+// tell formats n's stack and hands it to OnLeak, or logs it.
+func (k *Keeper[T]) tell(n leakNote[T]) {
 	l := n.Leak
 	if n.pcs != nil {
 		l.Stack = format(n.pcs)

@@ -63,43 +63,36 @@ func (l Loan[T]) Release() {
 	k.release(l)
 }
 
-// release is Release through the lock.
+// release is Release when the lane did not take it: the loan ends without
+// the mutex, as in the lane, and the resource goes back through the mutex
+// or the inbox (inbox.go).
 func (k *Keeper[T]) release(l Loan[T]) {
-	if k.leakAfter == 0 {
-		// The loan ends without the mutex, as in the lane; the resource
-		// goes back through the mutex or the inbox (inbox.go).
-		if !l.e.loan.CompareAndSwap(l.gen, l.gen+1) {
-			k.mu.Lock()
-			k.stats.doubles++
-			k.unlockMu()
-			return
-		}
-		if k.reuse != nil {
-			if err := k.safeReuse(l.item); err != nil {
-				k.destroyEnded(l.e, l.item)
-				return
-			}
-		}
-		k.giveEnded(l.e, l.item)
+	if !l.e.loan.CompareAndSwap(l.gen, l.gen+1) {
+		k.mu.Lock()
+		k.stats.doubles++
+		k.unlockMu()
 		return
 	}
-	var fx effects[T]
-	k.lock()
-	if !k.endLocked(l, &fx) {
-		k.unlockDo(&fx)
-		return
-	}
+	k.ended(l.e, l.item)
 	if k.reuse != nil {
-		k.unlockDo(&fx)
 		if err := k.safeReuse(l.item); err != nil {
 			k.destroyEnded(l.e, l.item)
 			return
 		}
-		fx = effects[T]{}
-		k.lock()
 	}
-	k.giveEndedLocked(l.e, l.item, k.now(), &fx)
-	k.unlockDo(&fx)
+	k.giveEnded(l.e, l.item)
+}
+
+// ended is the leak watch's part of a loan of item, in e, that its holder
+// has just ended outside the lock: the watch forgets the loan, and a loan it
+// had reported as a leak is reported again, as returned, on the releaser's
+// goroutine, before the resource goes back.
+func (k *Keeper[T]) ended(e *entry[T], item T) {
+	if k.leakAfter > 0 {
+		if n, ok := k.endWatch(e, item); ok {
+			k.report(n)
+		}
+	}
 }
 
 // giveEndedLocked gives back item, in e's seat, whose loan has ended, at now:
@@ -169,12 +162,10 @@ func (k *Keeper[T]) endLocked(l Loan[T], fx *effects[T]) bool {
 		k.stats.doubles++
 		return false
 	}
-	if e.reported {
-		fx.leaks = append(fx.leaks, k.leakLocked(e, l.item, k.clock.Now(), true))
-		e.reported = false
-	}
-	if e.stack != nil {
-		e.stack.n = 0
+	if k.leakAfter > 0 {
+		if n, ok := k.endWatch(e, l.item); ok {
+			fx.leaks = append(fx.leaks, n)
+		}
 	}
 	return true
 }

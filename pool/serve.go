@@ -146,11 +146,7 @@ func (k *Keeper[T]) giveUpLocked(err error, start time.Time) error {
 		e.HeldBack = until.Sub(now)
 	}
 	if k.leakAfter > 0 {
-		for _, l := range k.p.Loans(now) {
-			if l.Held >= k.leakAfter {
-				e.Leaked++
-			}
-		}
+		e.Leaked = k.leakedLocked(now)
 	}
 	return e
 }

@@ -101,13 +101,7 @@ func (k *Keeper[T]) Leaked() int {
 	}
 	k.mu.Lock()
 	defer k.unlockMu()
-	n := 0
-	for _, l := range k.p.Loans(k.clock.Now()) {
-		if l.Held >= k.leakAfter {
-			n++
-		}
-	}
-	return n
+	return k.leakedLocked(k.clock.Now())
 }
 
 // Sharing reports whether the Keeper has guards shared with other replicas
