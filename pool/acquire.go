@@ -58,12 +58,9 @@ func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loa
 		e.at.Store(at)
 	}
 	if k.leakAfter > 0 {
-		if e.stack == nil {
-			e.stack = new(stack) // once per seat, kept for its next loans
-		}
-		e.stack.n = 0
+		e.lw.stack.n = 0
 		if st != nil {
-			e.stack.n = copy(e.stack.pcs[:], st.pcs[:st.n])
+			e.lw.stack.n = copy(e.lw.stack.pcs[:], st.pcs[:st.n])
 		}
 		e.lentWatch(at)
 		k.armLocked(now, now.Add(k.leakAfter))

@@ -129,7 +129,11 @@ func (k *Keeper[T]) growLocked() {
 		return
 	}
 	for i := len(k.ents); i < k.p.Seats(); i++ {
-		k.ents = append(k.ents, &entry[T]{k: k, seat: int32(i)})
+		e := &entry[T]{k: k, seat: int32(i)}
+		if k.leakAfter > 0 {
+			e.lw = new(leakRec[T])
+		}
+		k.ents = append(k.ents, e)
 	}
 	table := k.ents
 	k.table.Store(&table)

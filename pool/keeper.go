@@ -132,36 +132,30 @@ type Keeper[T comparable] struct {
 // entry is the Keeper's record of one of the pool's seats, kept beside it.
 // Entries are allocated once per seat and never move, so a loan and the
 // lane can point at one.
+//
+// Its fields are ordered to pack: 72 bytes with a pointer-sized T, the
+// 80-byte size class (a Keeper's memory per resource is mostly this and
+// the Pool's seat).
 type entry[T comparable] struct {
 	k    *Keeper[T]
 	item T     // the resource in the seat; set under the lock when made
 	seat int32 // its index
 
-	// Set under the lock when the resource is made, read by the lane.
-	gen  atomic.Uint32 // the pool's generation of the resource
-	born atomic.Int64  // when it is born for Life, in ns (jitter included)
-
+	gen  atomic.Uint32 // the pool's generation of the resource; set under the lock when made, read by the lane
 	loan atomic.Uint32 // the generation of the seat's current (or next) loan
-	at   atomic.Int64  // when the current loan began, in ns
-
 	next atomic.Uint32 // in the inbox: the seat plus one of the return below
-	gave atomic.Int64  // in the inbox: when it was given back, in ns
 
 	// relends is how many loans the lane made of this resource that the
 	// pool has not yet heard of (see Pool.Relent). Only the loan's holder
 	// touches it: the lane when it lends, the lock when the holder comes
 	// back through it.
-	relends int
+	relends int32
 
-	// With LeakAfter only: the current loan's Acquire stack (allocated
-	// once), and its watch word (leak.go), which says whether a loan is
-	// out, since when, and whether it was reported. The lender writes the
-	// stack before it stores the word; the watch reads it only after
-	// claiming the report on the word.
-	stack *stack
-	watch atomic.Int64
-	told  atomic.Uint32               // where the reports of its loans stand (toldNone…)
-	ret   atomic.Pointer[leakNote[T]] // a return's report waiting for its leak's (toldReturned)
+	born atomic.Int64 // when it is born for Life, in ns (jitter included); set when made
+	at   atomic.Int64 // when the current loan began, in ns
+	gave atomic.Int64 // in the inbox: when it was given back, in ns
+
+	lw *leakRec[T] // with LeakAfter only (leak.go); nil otherwise
 }
 
 // Limits returns the pool's limits.

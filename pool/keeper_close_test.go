@@ -179,9 +179,9 @@ func TestKeeperNoLeakWatchRecordsNoStack(t *testing.T) {
 	l := mustAcquire(t, k)
 	c.Advance(time.Hour)
 	k.mu.Lock()
-	st := l.e.stack
+	lw := l.e.lw
 	k.mu.Unlock()
-	if (st != nil && st.n != 0) || k.Stats().Leaks != 0 || c.pending() != 0 {
+	if lw != nil || k.Stats().Leaks != 0 || c.pending() != 0 {
 		t.Fatal("the leak watch ran while off")
 	}
 	l.Release()
@@ -223,7 +223,7 @@ func TestKeeperLeakWatchAllocatesNothingPerLoan(t *testing.T) {
 	}
 	l := mustAcquire(t, k)
 	k.mu.Lock()
-	n := l.e.stack.n
+	n := l.e.lw.stack.n
 	k.mu.Unlock()
 	if n == 0 {
 		t.Fatal("no stack recorded with the leak watch on")

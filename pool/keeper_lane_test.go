@@ -651,11 +651,11 @@ func TestLaneLeakWatchRacesLoansEndingAsTheyAreReported(t *testing.T) {
 					// Hold this one until the watch has reported it, so
 					// that reports are certain to race the others.
 					deadline := time.Now().Add(10 * time.Second)
-					for l.e.watch.Load()&watchReported == 0 {
+					for l.e.lw.watch.Load()&watchReported == 0 {
 						if time.Now().After(deadline) {
 							k.mu.Lock()
 							t.Errorf("a loan held past LeakAfter was not reported in 10s: watch %#x told %d armed %v at %v sweepArmed %v slot %#x",
-								l.e.watch.Load(), l.e.told.Load(), k.armed, k.timerAt, k.sweepArmed, k.slot.Load())
+								l.e.lw.watch.Load(), l.e.lw.told.Load(), k.armed, k.timerAt, k.sweepArmed, k.slot.Load())
 							k.mu.Unlock()
 							break
 						}

@@ -72,6 +72,10 @@ const (
 // instruction, in the tight loops where it matters.
 const atSlack = time.Millisecond
 
+// relendsMax is where the lane's count of a resource's loans is reported
+// to the pool at once, far below where its int32 would overflow.
+const relendsMax = 1 << 30
+
 // sweepEvery is the longest a resource stays in the slot before the timer
 // folds it into the pool.
 const sweepEvery = time.Second
@@ -222,15 +226,19 @@ func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 		}
 		// The resource is this caller's now: the pool's Give at parking and
 		// Take at t are owed to the pool (relends).
-		e.relends++
+		if e.relends++; e.relends == relendsMax {
+			// Tell the pool before the count can overflow (it never
+			// comes near: every sweep sends the resource through the lock).
+			k.lock()
+			k.relentLocked(e, e.item)
+			k.unlock()
+		}
 		if t-e.at.Load() >= int64(atSlack) {
 			e.at.Store(t)
 		}
 		if k.leakAfter > 0 {
 			// The stack first, then the word that lets the watch read it.
-			if e.stack != nil {
-				e.stack.capture(0)
-			}
+			e.lw.stack.capture(0)
 			e.lentWatch(t)
 		}
 		if k.minIdle > 0 {
@@ -310,7 +318,7 @@ func (k *Keeper[T]) relentLocked(e *entry[T], item T) {
 	if e.relends == 0 {
 		return
 	}
-	n := e.relends
+	n := int(e.relends)
 	e.relends = 0
 	if !k.p.Relent(e.seat, item, n, k.at(e.at.Load())) {
 		panic("wardpool: the pool refused loans the lane made: a bug in the lane")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -90,6 +91,19 @@ func ours(f runtime.Frame) bool {
 		!strings.HasSuffix(f.File, "_test.go")
 }
 
+// leakRec is what the leak watch keeps of a resource: the current loan's
+// Acquire stack, and its watch word, which says whether a loan is out,
+// since when, and whether it was reported. The lender writes the stack
+// before it stores the word; the watch reads the stack only after claiming
+// the report on the word. It is allocated with the resource's entry, and
+// only when the watch is on.
+type leakRec[T comparable] struct {
+	stack stack
+	watch atomic.Int64
+	told  atomic.Uint32               // where the reports of its loans stand (toldNone…)
+	ret   atomic.Pointer[leakNote[T]] // a return's report waiting for its leak's (toldReturned)
+}
+
 // leakNote is a leak report not yet made: the stack is still raw.
 type leakNote[T comparable] struct {
 	Leak[T]
@@ -125,13 +139,13 @@ const (
 )
 
 // lentWatch starts the watch of a loan of e that began at t (ns), whose
-// stack is in e.stack already.
-func (e *entry[T]) lentWatch(t int64) { e.watch.Store(max(t, 0)&watchStart | watchOut) }
+// stack is in its record already.
+func (e *entry[T]) lentWatch(t int64) { e.lw.watch.Store(max(t, 0)&watchStart | watchOut) }
 
 // endWatch ends the watch of e's loan, which the caller has just ended, and
 // reports back a note of its return when the watch had reported it.
 func (k *Keeper[T]) endWatch(e *entry[T], item T) (leakNote[T], bool) {
-	w := e.watch.Swap(0)
+	w := e.lw.watch.Swap(0)
 	if w&watchReported == 0 {
 		return leakNote[T]{}, false
 	}
@@ -144,8 +158,8 @@ func (k *Keeper[T]) endWatch(e *entry[T], item T) (leakNote[T], bool) {
 // formatted by report, outside the lock.
 func (k *Keeper[T]) leakNote(e *entry[T], item T, start int64, now time.Time, returned bool) leakNote[T] {
 	n := leakNote[T]{Leak: Leak[T]{Item: item, Held: now.Sub(k.base) - time.Duration(start), Returned: returned}, e: e}
-	if e.stack != nil && e.stack.n > 0 {
-		n.pcs = append([]uintptr(nil), e.stack.pcs[:e.stack.n]...)
+	if e.lw.stack.n > 0 {
+		n.pcs = append([]uintptr(nil), e.lw.stack.pcs[:e.lw.stack.n]...)
 	}
 	return n
 }
@@ -154,7 +168,7 @@ func (k *Keeper[T]) leakNote(e *entry[T], item T, start int64, now time.Time, re
 func (k *Keeper[T]) leakedLocked(now time.Time) int {
 	t, n := k.ns(now), 0
 	for _, l := range k.p.Loans(now) {
-		w := k.ents[k.p.SeatOf(l.Item)].watch.Load()
+		w := k.ents[k.p.SeatOf(l.Item)].lw.watch.Load()
 		if w&watchOut != 0 && t-w&watchStart >= int64(k.leakAfter) {
 			n++
 		}
@@ -173,7 +187,7 @@ func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
 	// of; lock gave them in before this, and their word is zero).
 	for _, l := range k.p.Loans(now) {
 		e := k.ents[k.p.SeatOf(l.Item)]
-		w := e.watch.Load()
+		w := e.lw.watch.Load()
 		if w == 0 {
 			// Lent by the lane an instant ago, its word not yet stored, or
 			// on its way back: look again when a loan begun now would be
@@ -188,7 +202,7 @@ func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
 		}
 		at := w & watchStart
 		if t-at >= limit {
-			if !e.told.CompareAndSwap(toldNone, toldClaimed) {
+			if !e.lw.told.CompareAndSwap(toldNone, toldClaimed) {
 				// The reports of the resource's last loan are still
 				// being made: look again a little later.
 				if at := t + min(limit, int64(time.Second)); !found || at < next {
@@ -196,8 +210,8 @@ func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
 				}
 				continue
 			}
-			if !e.watch.CompareAndSwap(w, w|watchReported) {
-				e.told.Store(toldNone)
+			if !e.lw.watch.CompareAndSwap(w, w|watchReported) {
+				e.lw.told.Store(toldNone)
 				continue // the loan ended this instant, outside the lock
 			}
 			k.stats.leaks++
@@ -219,26 +233,26 @@ func (k *Keeper[T]) report(n leakNote[T]) {
 	e := n.e
 	if !n.Returned {
 		k.tell(n)
-		if !e.told.CompareAndSwap(toldClaimed, toldMade) {
+		if !e.lw.told.CompareAndSwap(toldClaimed, toldMade) {
 			// toldReturned: the loan came back while this was made.
-			r := e.ret.Swap(nil)
+			r := e.lw.ret.Swap(nil)
 			k.tell(*r)
-			e.told.Store(toldNone)
+			e.lw.told.Store(toldNone)
 		}
 		return
 	}
 	for {
-		switch e.told.Load() {
+		switch e.lw.told.Load() {
 		case toldMade:
 			k.tell(n)
-			e.told.Store(toldNone)
+			e.lw.told.Store(toldNone)
 			return
 		case toldClaimed:
-			e.ret.Store(&n)
-			if e.told.CompareAndSwap(toldClaimed, toldReturned) {
+			e.lw.ret.Store(&n)
+			if e.lw.told.CompareAndSwap(toldClaimed, toldReturned) {
 				return // the watch makes it, after the leak's
 			}
-			e.ret.Store(nil) // made meanwhile: make it here
+			e.lw.ret.Store(nil) // made meanwhile: make it here
 		default:
 			panic("wardpool: a return reported with no leak report in flight: a bug in the leak watch")
 		}
