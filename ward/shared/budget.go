@@ -89,8 +89,9 @@ type Budget struct {
 	tally
 
 	// sending is held shared by every step in flight, and alone by a Renew
-	// that sets the store's count to the replica's own: no step may land
-	// between that count being read and being written.
+	// that sets the store's count to the replica's own (no step may land
+	// between that count being read and being written) and by Leave (no
+	// step sent before it may land after it).
 	sending sync.RWMutex
 
 	mu    sync.Mutex // guards the fields below
@@ -270,11 +271,14 @@ func (b *Budget) Renew(ctx context.Context) error {
 }
 
 // Leave removes the replica from the fleet, with every slot the store counts
-// for it: call it when the pool has closed its connections. After Leave the
-// handle holds nothing and may Lease again (rejoining).
+// for it: call it when the pool has closed its connections. Steps sent
+// before it land first (it waits for them): a Return still on its way when
+// Leave came would otherwise reach the store after it and count the
+// replica a member again. After Leave the handle holds nothing and may
+// Lease again (rejoining).
 func (b *Budget) Leave(ctx context.Context) error {
-	b.sending.RLock()
-	defer b.sending.RUnlock()
+	b.sending.Lock()
+	defer b.sending.Unlock()
 	b.mu.Lock()
 	b.held = 0
 	b.known = false

@@ -388,3 +388,65 @@ func TestNoStore(t *testing.T) {
 		t.Fatalf("budget stats %+v", b.Stats())
 	}
 }
+
+// gatedStore holds each StepReturn until its gate is closed, and records
+// the order in which steps reach the store.
+type gatedStore struct {
+	Store
+	gate  chan struct{}
+	inner chan struct{} // closed when a Return is being held
+	mu    sync.Mutex
+	steps []BudgetStep
+}
+
+func (g *gatedStore) Budget(ctx context.Context, op BudgetOp) (BudgetReply, error) {
+	if op.Step == StepReturn {
+		close(g.inner)
+		<-g.gate
+	}
+	g.mu.Lock()
+	g.steps = append(g.steps, op.Step)
+	g.mu.Unlock()
+	return g.Store.Budget(ctx, op)
+}
+
+// TestBudgetLeaveWaitsForStepsInFlight: a Return still on its way when
+// Leave is called lands first; landing after the Leave, it would count the
+// replica a member again (a Keeper closing with a connection's close in
+// flight did exactly that on a loaded machine).
+func TestBudgetLeaveWaitsForStepsInFlight(t *testing.T) {
+	ctx := context.Background()
+	g := &gatedStore{Store: NewMemStore(nil), gate: make(chan struct{}), inner: make(chan struct{})}
+	b := NewBudget(Link{Store: g, Timeout: time.Minute}, "db", "r", BudgetConfig{Slots: 2, TTL: time.Minute})
+	lease(t, b, true)
+	returned := make(chan error, 1)
+	go func() { returned <- b.Return(ctx) }()
+	<-g.inner // the Return is at the store, held
+	left := make(chan error, 1)
+	go func() { left <- b.Leave(ctx) }()
+	select {
+	case err := <-left:
+		t.Fatalf("Leave returned (%v) while a Return was in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(g.gate)
+	if err := <-returned; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-left; err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	steps := append([]BudgetStep(nil), g.steps...)
+	g.mu.Unlock()
+	if n := len(steps); n < 2 || steps[n-2] != StepReturn || steps[n-1] != StepLeave {
+		t.Fatalf("steps reached the store as %v, want the Return before the Leave", steps)
+	}
+	look := NewBudget(Link{Store: g.Store}, "db", "look", BudgetConfig{Slots: 2, TTL: time.Minute})
+	if err := look.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := look.Stats(); st.Live != 1 || st.Total != 0 {
+		t.Fatalf("after the Leave the store counts %+v, want only the looker", st)
+	}
+}
