@@ -247,6 +247,7 @@ func TestLaneSlotsStayShutWhereEveryLoanNeedsTheLock(t *testing.T) {
 		name string
 		cfg  Config[*res]
 	}{
+		{"LockEveryLoan", Config[*res]{Limits: Limits{Size: 2}, LockEveryLoan: true}},
 		{"shedder", Config[*res]{Limits: Limits{Size: 2}, Ward: ward.Ward{Shedder: ward.NewShedder(ward.DefaultShed, time.Time{})}}},
 		{"limiter", Config[*res]{Limits: Limits{Size: 2}, Ward: ward.Ward{Limiter: ward.NewLimiter(ward.DefaultAimd)}}},
 	} {

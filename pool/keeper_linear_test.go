@@ -72,7 +72,7 @@ import (
 // keeper_linear_clock_test.go.
 
 // TestKeeperLinearizableLockPath checks histories of a Keeper whose lane is
-// shut for good (as a shedder or a limiter shuts it), so that every loan
+// shut for good (Config.LockEveryLoan), so that every loan
 // goes through the lock and the Pool, and every return through the lock or
 // the inbox.
 func TestKeeperLinearizableLockPath(t *testing.T) {

@@ -174,6 +174,7 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 		Logger: quietLogger(),
 	}
 	cfg.LeakAfter = c.leakWatch
+	cfg.LockEveryLoan = !c.lane
 	if c.resetHook {
 		cfg.Reset, w.resetHook = w.resetFails, true
 	}
@@ -184,13 +185,8 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 	if err != nil {
 		t.Fatalf("NewKeeper(%s): %v", h.cfg, err)
 	}
-	if !k.laneOn {
-		t.Fatalf("%s: the lane is off", h.cfg)
-	}
-	if !c.lane {
-		// The lock path: the lane shut for good, as a shedder or a limiter
-		// shuts it (the slot starts shut, and nothing opens it).
-		k.laneOn = false
+	if k.laneOn != c.lane {
+		t.Fatalf("%s: lane on is %v, want %v", h.cfg, k.laneOn, c.lane)
 	}
 	w.k = k
 	return w, h

@@ -12,9 +12,9 @@ import (
 // a warm Keeper of 10, with the default clock, recording off and on, side
 // by side in one run: through the lane (the default configuration: the
 // pairs reach the recording later, as one Relent per fold) and locked, the
-// lane shut as a ward with a shedder or a limiter, or LeakAfter, shuts it
-// (here by hand, to measure the lock path without those costs): every pair
-// is a Take and a GiveSeat step.
+// lane shut by Config.LockEveryLoan (as a ward with a shedder or a limiter
+// shuts it, here without those costs): every pair is a Take and a GiveSeat
+// step.
 func BenchmarkRecordUncontended(b *testing.B) {
 	ctx := context.Background()
 	for _, v := range []struct {
@@ -35,14 +35,12 @@ func BenchmarkRecordUncontended(b *testing.B) {
 				if on {
 					cfg.Recorder = NewRecorder(recordBenchLimit)
 				}
+				cfg.LockEveryLoan = v.locked
 				k, err := NewKeeper(cfg)
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer k.Close(ctx)
-				if v.locked {
-					k.laneOn = false // the slot starts shut and stays so
-				}
 				l, _ := k.Acquire(ctx)
 				l.Release()
 				b.ReportAllocs()

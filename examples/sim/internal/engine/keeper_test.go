@@ -58,9 +58,8 @@ type truth struct {
 
 // drive runs load (arrivals with holds) against a recorded Keeper with
 // limits l, on a fake clock, every dial taking dial, and returns the
-// recording and what each caller saw. With lock, the leak watch is on, so
-// that every loan goes through the Keeper's lock; otherwise the lane may
-// lend. Events of the load must fall on distinct instants (the test fails
+// recording and what each caller saw. With lock, every loan goes through
+// the Keeper's lock (Config.LockEveryLoan); otherwise the lane may lend. Events of the load must fall on distinct instants (the test fails
 // otherwise): two at one instant would leave their order to the scheduler.
 //
 // giveUp names callers that give up (their context is canceled) at an
@@ -77,9 +76,7 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock
 		Clock:    clock,
 		Recorder: pool.NewRecorder(8 << 20),
 	}
-	if lock {
-		cfg.LeakAfter = time.Hour
-	}
+	cfg.LockEveryLoan = lock
 	k, err := pool.NewKeeper(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +263,7 @@ func replayed(t *testing.T, kl *KeeperLoad, dial time.Duration) Match {
 }
 
 // TestKeeperRecordingThroughTheLock records Keeper runs whose every loan
-// goes through the lock (the leak watch shuts the lane), a light load and
+// goes through the lock (Config.LockEveryLoan), a light load and
 // a heavy one, and checks every caller ReadKeeper rebuilds against the run:
 // exact, except callers who queued behind others, who are first seen when
 // asked for. The sim replaying the load with the recorded limits and dial
