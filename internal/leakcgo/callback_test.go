@@ -1,0 +1,67 @@
+//go:build cgo && amd64 && linux
+
+package leakcgo
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool/internal/clocktest"
+	"github.com/wardpool/wardpool/pool"
+)
+
+// TestLeakStackAcrossACgoCallback acquires with the leak watch on from a
+// goroutine that C called back into, with C's frame pointer pointing at
+// unmapped memory, and checks that the leak is reported with the Go frames
+// of the callback (a walk that followed the frame pointer into C would
+// crash the process instead).
+func TestLeakStackAcrossACgoCallback(t *testing.T) {
+	clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	leaks := make(chan pool.Leak[*int], 4)
+	k, err := pool.NewKeeper(pool.Config[*int]{
+		Limits:    pool.Limits{Size: 2},
+		Dial:      func(context.Context) (*int, error) { return new(int), nil },
+		Close:     func(*int) error { return nil },
+		Clock:     clock,
+		LeakAfter: time.Minute,
+		OnLeak:    func(l pool.Leak[*int]) { leaks <- l },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(context.Background())
+	var loans []pool.Loan[*int]
+	for range 3 { // the first by a dial, then through the lock and the lane
+		var err error
+		FromC(func() {
+			var l pool.Loan[*int]
+			l, err = acquireInCallback(k)
+			loans = append(loans, l)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(loans) < 3 {
+			loans[len(loans)-1].Release()
+		}
+	}
+	clock.Advance(2 * time.Minute)
+	var l pool.Leak[*int]
+	select {
+	case l = <-leaks:
+	default:
+		t.Fatal("no leak reported")
+	}
+	s := string(l.Stack)
+	if !strings.Contains(s, "acquireInCallback") || !strings.Contains(s, "leakcgoCallback") {
+		t.Fatalf("the stack does not show the callback's Go frames:\n%s", s)
+	}
+	loans[2].Release()
+}
+
+//go:noinline
+func acquireInCallback(k *pool.Keeper[*int]) (pool.Loan[*int], error) {
+	return k.Acquire(context.Background())
+}
