@@ -6,8 +6,10 @@
 // now, and every random decision takes a draw the caller made, so the same
 // calls give the same answers on every machine and a test can drive an hour
 // of traffic in a loop. Keeper is the runtime built on it: one mutex, a queue
-// of waiters, dials and closes outside the lock, one timer, and a lock-free
-// lane that carries out the Pool's answers while nobody waits (lane.go).
+// of waiters, dials and closes outside the lock, one timer, a lock-free lane
+// that carries out the Pool's answers while nobody waits (lane.go), and an
+// inbox where a release that finds the lock held leaves its resource for
+// the holder to give the Pool (inbox.go). Neither makes a rule of its own.
 package pool
 
 import (
