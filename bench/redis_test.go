@@ -143,9 +143,11 @@ func gets(b *testing.B, p processor, key string, g int) {
 // rounds of redisPairRound GETs (the order rotating round by round), g
 // goroutines sharing each round, and each pool's ops/s and latency
 // percentiles come from its own rounds only, so a busy second lands on all
-// alike. b.N GETs go to each pool. Metrics: <pool>-ops/s, <pool>-p50-µs,
-// <pool>-p99-µs, and the ratios of redisward's and redisward.Client's ops/s
-// to go-redis's.
+// alike. b.N GETs go to each pool. Metrics: <pool>-ns/op (wall time of its
+// rounds over b.N), <pool>-allocs/op (counted apart, see getAllocs),
+// <pool>-ops/s, <pool>-p50-µs, <pool>-p99-µs, and the ratios of redisward's
+// and redisward.Client's ops/s to go-redis's. The ns/op and allocs/op that
+// the testing package prints cover all three pools together.
 //
 //	WARDPOOL_TEST_PKGS=./bench/ ./scripts/test -run '^$' -bench RedisGetPaired -benchtime 30000x
 func BenchmarkRedisGetPaired(b *testing.B) {
@@ -192,6 +194,8 @@ func BenchmarkRedisGetPaired(b *testing.B) {
 			for i, p := range pools {
 				ops[i] = float64(b.N) / spent[i].Seconds()
 				slices.Sort(lat[i])
+				b.ReportMetric(float64(spent[i].Nanoseconds())/float64(b.N), p.name+"-ns/op")
+				b.ReportMetric(getAllocs(b, p.p, key), p.name+"-allocs/op")
 				b.ReportMetric(ops[i], p.name+"-ops/s")
 				b.ReportMetric(float64(lat[i][len(lat[i])/2].Nanoseconds())/1e3, p.name+"-p50-µs")
 				b.ReportMetric(float64(lat[i][(len(lat[i])*99)/100].Nanoseconds())/1e3, p.name+"-p99-µs")
@@ -200,6 +204,18 @@ func BenchmarkRedisGetPaired(b *testing.B) {
 			b.ReportMetric(ops[2]/ops[0], "redisward.Client-ratio")
 		})
 	}
+}
+
+// getAllocs returns the heap allocations of one GET on p, the
+// benchmark's command included, counted by testing.AllocsPerRun outside
+// the timed rounds.
+func getAllocs(b *testing.B, p processor, key string) float64 {
+	ctx := context.Background()
+	return testing.AllocsPerRun(200, func() {
+		if err := p.Process(ctx, redis.NewStringCmd(ctx, "get", key)); err != nil {
+			b.Fatal(err)
+		}
+	})
 }
 
 // redisPairRound is how many GETs one pool runs before the next takes its
