@@ -153,6 +153,7 @@ func (p *Pool) Acquire(ctx context.Context) (Loan, error) {
 	if err != nil {
 		return Loan{}, err
 	}
+	l.Value().hookOn()
 	return Loan{l}, nil
 }
 
@@ -190,7 +191,9 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 			cmd.SetErr(err)
 			return err
 		}
-		err = l.Value().cl.Process(ctx, cmd)
+		c := l.Value()
+		err = c.cl.Process(ctx, cmd)
+		c.failed(err)
 		if !settle(l, err, try) {
 			return err
 		}
@@ -269,6 +272,7 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 		} else {
 			_, err = c.cl.Pipelined(ctx, queue)
 		}
+		c.failed(err)
 		if !settle(l, err, try) {
 			return err
 		}

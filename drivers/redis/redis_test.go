@@ -422,6 +422,61 @@ func TestContext(t *testing.T) {
 	}
 }
 
+// TestUnhookedBroken: a connection only ever used by Process and the
+// pipelines carries no hook (see conn.hooked), so those mark a failure
+// themselves: a command or pipeline cut mid-flight by its deadline leaves
+// its connection dropped, not kept. A loan from Acquire puts the hook on.
+func TestUnhookedBroken(t *testing.T) {
+	p, k := newPool(t, 1, func(c *Config) { c.Options.ContextTimeoutEnabled = true })
+	ctx := context.Background()
+	hooked := func() bool {
+		t.Helper()
+		l, err := p.k.Acquire(ctx) // the Keeper's: Pool.Acquire would hook it
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release()
+		return l.Value().hooked
+	}
+	for i, cut := range []func(context.Context) error{
+		func(ctx context.Context) error { return p.Do(ctx, "BLPOP", k+"never", 5).Err() },
+		func(ctx context.Context) error {
+			_, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+				pipe.Ping(ctx)
+				pipe.BLPop(ctx, 5*time.Second, k+"never")
+				return nil
+			})
+			return err
+		},
+		func(ctx context.Context) error { return p.Client().BLPop(ctx, 5*time.Second, k+"never").Err() },
+	} {
+		if err := p.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if hooked() {
+			t.Fatalf("%d: a connection used by Process alone carries the hook", i)
+		}
+		made := p.Stats().Made
+		tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		err := cut(tctx)
+		cancel()
+		if err == nil {
+			t.Fatalf("%d: BLPOP past its deadline succeeded", i)
+		}
+		if s := p.Stats(); s.Live != 0 || s.Made != made {
+			t.Fatalf("%d: a connection cut mid-command was kept: %+v", i, s.Books)
+		}
+	}
+	l, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	if !hooked() {
+		t.Fatal("a connection lent by Acquire carries no hook")
+	}
+}
+
 func TestCloseWaitsForLoans(t *testing.T) {
 	addr := testenv.RedisAddr(t)
 	p, err := New(context.Background(), FromOptions(&redis.Options{Addr: addr, PoolSize: 2}))
