@@ -78,19 +78,21 @@ type Config struct {
 	// Zero means DefaultCheckIdle (a millisecond); negative, every borrow.
 	//
 	// The rule: a connection that went back to the pool no more than
-	// CheckIdle ago (as the pool's clock reads it; the default clock lags by
-	// up to a millisecond) is lent without the look. Under load, when a
-	// connection is reused every few hundred microseconds, the look would
-	// be a system call on every command finding the connection as it was a
-	// moment ago; on a connection that sat idle it costs next to nothing
-	// per second, and it is what finds the connection closed. The price: a
-	// connection the server closes in a gap between two uses no longer
-	// than CheckIdle fails the next command on it with the network error
-	// (the command is not sent again: it may have reached the server), and
-	// is destroyed. For comparison, go-redis's own pool looks at every
-	// connection it hands over, and pgxpool pings one idle for more than a
-	// second. Only one look is ever taken: go-redis's own look inside each
-	// connection's client is turned off whatever CheckIdle says.
+	// CheckIdle ago, as the pool's clock reads it, is lent without the look
+	// (the default clock's readings lag by up to a millisecond, so with the
+	// default the span reaches about two milliseconds in real time). Under
+	// load, when a connection is reused every few hundred microseconds, the
+	// look would be a system call on every command finding the connection
+	// as it was a moment ago; on a connection that sat idle it costs next
+	// to nothing per second, and it is what finds the connection closed.
+	// The price: a connection the server closes in a gap between two uses
+	// no longer than CheckIdle fails the next command on it with the
+	// network error (the command is not sent again: it may have reached
+	// the server), and is destroyed. For comparison, go-redis's own pool
+	// looks at every connection it hands over, and pgxpool pings one idle
+	// for more than a second. Only one look is ever taken: go-redis's own
+	// look inside each connection's client is turned off whatever
+	// CheckIdle says.
 	CheckIdle time.Duration
 	// LeakAfter, when positive, records the stack of every acquire and
 	// reports a connection held longer to OnLeak. Zero turns the watch off.
