@@ -38,9 +38,9 @@ type conn struct {
 	// hooked says the hook is on cl. It is put on when the connection is
 	// first lent by Pool.Acquire, whose borrower sends what it likes on
 	// it, and stays. Process and the pipelines refuse what would need
-	// tracking and mark a failure themselves, and leave the hook off: a
-	// command sent without it runs one closure and one stack frame fewer
-	// (see Pool.Process). Read and written only by the connection's
+	// tracking and mark a failure themselves (conn.failed), so on a
+	// connection only they have used a command runs one closure and one
+	// stack frame fewer. Read and written only by the connection's
 	// borrower.
 	hooked bool
 }
