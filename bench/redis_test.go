@@ -151,8 +151,9 @@ func gets(b *testing.B, p processor, key string, g int) {
 // where the system does not report it), <pool>-ops/s, <pool>-p50-µs,
 // <pool>-p99-µs, the ratios of redisward's and redisward.Client's ops/s to
 // go-redis's (above 1 is better), and of their CPU time per GET
-// (redisward-cpu-ratio, redisward.Client-cpu-ratio: below 1 is better). The ns/op and allocs/op that
-// the testing package prints cover all three pools together.
+// (redisward-cpu-ratio, redisward.Client-cpu-ratio: below 1 is better).
+// The ns/op and allocs/op that the testing package prints cover all three
+// pools together.
 //
 //	WARDPOOL_TEST_PKGS=./bench/ ./scripts/test -run '^$' -bench RedisGetPaired -benchtime 30000x
 func BenchmarkRedisGetPaired(b *testing.B) {
