@@ -143,9 +143,17 @@ func gets(b *testing.B, p processor, key string, g int) {
 // rounds of redisPairRound GETs (the order rotating round by round), g
 // goroutines sharing each round, and each pool's ops/s and latency
 // percentiles come from its own rounds only, so a busy second lands on all
-// alike. b.N GETs go to each pool. Metrics: <pool>-ops/s, <pool>-p50-µs,
-// <pool>-p99-µs, and the ratios of redisward's and redisward.Client's ops/s
-// to go-redis's.
+// alike. b.N GETs go to each pool. Metrics: <pool>-ns/op (wall time of its
+// rounds over b.N), <pool>-allocs/op (counted apart, see getAllocs),
+// <pool>-cpu-ns/op (the CPU time, user and system, the process used during
+// its rounds, over b.N: the client's cost of a GET, the server's not
+// included, and far steadier than wall time on a shared machine; absent
+// where the system does not report it), <pool>-ops/s, <pool>-p50-µs,
+// <pool>-p99-µs, the ratios of redisward's and redisward.Client's ops/s to
+// go-redis's (above 1 is better), and of their CPU time per GET
+// (redisward-cpu-ratio, redisward.Client-cpu-ratio: below 1 is better).
+// The ns/op and allocs/op that the testing package prints cover all three
+// pools together.
 //
 //	WARDPOOL_TEST_PKGS=./bench/ ./scripts/test -run '^$' -bench RedisGetPaired -benchtime 30000x
 func BenchmarkRedisGetPaired(b *testing.B) {
@@ -177,13 +185,17 @@ func BenchmarkRedisGetPaired(b *testing.B) {
 				lat[i] = make([]time.Duration, b.N)
 			}
 			spent := make([]time.Duration, len(pools))
+			cpu := make([]time.Duration, len(pools))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for done, round := 0, 0; done < b.N; round++ {
 				n := min(redisPairRound, b.N-done)
 				for k := range pools {
 					i := (k + round) % len(pools)
+					c0, _ := processCPU()
 					spent[i] += getRound(b, pools[i].p, key, g, lat[i][done:done+n])
+					c1, _ := processCPU()
+					cpu[i] += c1 - c0
 				}
 				done += n
 			}
@@ -192,14 +204,35 @@ func BenchmarkRedisGetPaired(b *testing.B) {
 			for i, p := range pools {
 				ops[i] = float64(b.N) / spent[i].Seconds()
 				slices.Sort(lat[i])
+				b.ReportMetric(float64(spent[i].Nanoseconds())/float64(b.N), p.name+"-ns/op")
+				b.ReportMetric(getAllocs(b, p.p, key), p.name+"-allocs/op")
+				if _, ok := processCPU(); ok {
+					b.ReportMetric(float64(cpu[i].Nanoseconds())/float64(b.N), p.name+"-cpu-ns/op")
+				}
 				b.ReportMetric(ops[i], p.name+"-ops/s")
 				b.ReportMetric(float64(lat[i][len(lat[i])/2].Nanoseconds())/1e3, p.name+"-p50-µs")
 				b.ReportMetric(float64(lat[i][(len(lat[i])*99)/100].Nanoseconds())/1e3, p.name+"-p99-µs")
 			}
 			b.ReportMetric(ops[1]/ops[0], "redisward-ratio")
 			b.ReportMetric(ops[2]/ops[0], "redisward.Client-ratio")
+			if cpu[0] > 0 {
+				b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "redisward-cpu-ratio")
+				b.ReportMetric(float64(cpu[2])/float64(cpu[0]), "redisward.Client-cpu-ratio")
+			}
 		})
 	}
+}
+
+// getAllocs returns the heap allocations of one GET on p, the
+// benchmark's command included, counted by testing.AllocsPerRun outside
+// the timed rounds.
+func getAllocs(b *testing.B, p processor, key string) float64 {
+	ctx := context.Background()
+	return testing.AllocsPerRun(200, func() {
+		if err := p.Process(ctx, redis.NewStringCmd(ctx, "get", key)); err != nil {
+			b.Fatal(err)
+		}
+	})
 }
 
 // redisPairRound is how many GETs one pool runs before the next takes its

@@ -35,6 +35,30 @@ type conn struct {
 	// a WATCH has not been ended by EXEC, DISCARD or UNWATCH. Either makes
 	// the loan end in Destroy.
 	dirty, watching atomic.Bool
+	// hooked says the hook is on cl. It is put on when the connection is
+	// first lent by Pool.Acquire, whose borrower sends what it likes on
+	// it, and stays. Process and the pipelines refuse what would need
+	// tracking and mark a failure themselves (conn.failed), so on a
+	// connection only they have used a command runs one closure and one
+	// stack frame fewer. Read and written only by the connection's
+	// borrower.
+	hooked bool
+}
+
+// hookOn puts the hook on the connection's client if it is not on yet.
+func (c *conn) hookOn() {
+	if !c.hooked {
+		c.cl.AddHook(hook{c})
+		c.hooked = true
+	}
+}
+
+// failed marks the connection broken when err, returned by a command or
+// pipeline sent on it, leaves it unfit (see broken).
+func (c *conn) failed(err error) {
+	if err != nil && broken(err) {
+		c.broken.Store(true)
+	}
 }
 
 // unfit reports whether the connection must not be lent again.
@@ -128,16 +152,12 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 	}
 	c := &conn{peek: newPeeker(nc)}
 	o := p.inner
-	var given net.Conn = nc
-	if p.peekAll {
-		given = bare{nc}
-	}
 	var spent atomic.Bool
 	o.Dialer = func(context.Context, string, string) (net.Conn, error) {
 		if spent.Swap(true) {
 			return nil, errRedial
 		}
-		return given, nil
+		return bare{nc}, nil
 	}
 	c.cl = redis.NewClient(&o)
 	if err := c.cl.Ping(dctx).Err(); err != nil {
@@ -145,9 +165,6 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 		_ = nc.Close() // in case the client never took it
 		return nil, err
 	}
-	// Only now: the handshake's HELLO, AUTH and SELECT are the state the
-	// connection is meant to have, not state a borrower left on it.
-	c.cl.AddHook(hook{c})
 	return c, nil
 }
 
@@ -155,13 +172,11 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 // methods of net.Conn. go-redis looks at the socket of every connection its
 // pool hands over when the connection offers one (syscall.Conn): a
 // non-blocking recvfrom behind a SetDeadline, and three allocations for
-// the raw connection and the callback. When the Keeper already peeks at
-// every connection before lending it (Pool.peekAll), that second look
-// finds nothing the first did not a few microseconds earlier, so the
-// client is given the connection as a bare net.Conn and skips it: one
-// system call and three of the eight allocations of a GET. With a positive
-// Config.CheckIdle the client gets the connection itself, and its look
-// remains the check on connections the Keeper did not peek at.
+// the raw connection and the callback. The Keeper already looks at every
+// connection that sat idle before lending it (Config.CheckIdle), so each
+// connection's client is given its connection as a bare net.Conn and
+// skips its own look: one system call and three allocations fewer per
+// command, and a connection used moments ago is not looked at at all.
 type bare struct{ net.Conn }
 
 // SetDeadline clears nothing when asked to clear both deadlines, and sets
@@ -237,8 +252,11 @@ func replyError(err error) (redis.Error, bool) {
 	return nil, false
 }
 
-// hook watches every command and pipeline of one connection's client and
-// marks the connection broken when one fails as broken describes.
+// hook watches every command and pipeline of one connection's client,
+// notes what they leave on the connection (conn.track), and marks the
+// connection broken when one fails as broken describes. It goes on only
+// after the handshake, whose HELLO, AUTH and SELECT are the state the
+// connection is meant to have, not state a borrower left on it.
 type hook struct{ c *conn }
 
 func (h hook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -247,9 +265,7 @@ func (h hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.c.track(cmd)
 		err := next(ctx, cmd)
-		if err != nil && broken(err) {
-			h.c.broken.Store(true)
-		}
+		h.c.failed(err)
 		return err
 	}
 }
@@ -260,9 +276,7 @@ func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 			h.c.track(cmd)
 		}
 		err := next(ctx, cmds)
-		if err != nil && broken(err) {
-			h.c.broken.Store(true)
-		}
+		h.c.failed(err)
 		return err
 	}
 }

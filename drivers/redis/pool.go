@@ -25,10 +25,6 @@ type Pool struct {
 	dialTimeout time.Duration
 	addr        string
 	leakAfter   time.Duration // Config.LeakAfter, for Leaked
-	// peekAll is set when the Keeper peeks at every connection before
-	// lending it (CheckIdle negative, the default); then go-redis's own
-	// look at the socket is redundant and is turned off (see bare).
-	peekAll bool
 
 	front *redis.Client // see Client
 }
@@ -67,7 +63,6 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 	if checkIdle == 0 {
 		checkIdle = DefaultCheckIdle
 	}
-	p.peekAll = checkIdle < 0
 	kc := pool.Config[*conn]{
 		Limits:    cfg.Limits,
 		Ward:      cfg.Ward,
@@ -158,6 +153,7 @@ func (p *Pool) Acquire(ctx context.Context) (Loan, error) {
 	if err != nil {
 		return Loan{}, err
 	}
+	l.Value().hookOn()
 	return Loan{l}, nil
 }
 
@@ -181,8 +177,9 @@ func (p *Pool) AcquireFunc(ctx context.Context, f func(*redis.Client) error) err
 // A command is never run twice when it may have reached the server. It is
 // run again, on another connection, only when the one it was given turned
 // out to have been closed by the server before anything was sent: a
-// connection is peeked at before it is lent (Config.CheckIdle), and one
-// found closed then is replaced without the caller seeing it.
+// connection that sat idle is peeked at before it is lent
+// (Config.CheckIdle), and one found closed then is replaced without the
+// caller seeing it.
 func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 	if sessionCmd(cmd) {
 		cmd.SetErr(ErrNotPooled)
@@ -194,7 +191,9 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 			cmd.SetErr(err)
 			return err
 		}
-		err = l.Value().cl.Process(ctx, cmd)
+		c := l.Value()
+		err = c.cl.Process(ctx, cmd)
+		c.failed(err)
 		if !settle(l, err, try) {
 			return err
 		}
@@ -273,6 +272,7 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 		} else {
 			_, err = c.cl.Pipelined(ctx, queue)
 		}
+		c.failed(err)
 		if !settle(l, err, try) {
 			return err
 		}

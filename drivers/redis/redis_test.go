@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -206,21 +207,27 @@ func TestLoan(t *testing.T) {
 
 // TestKilledIdle kills the server side of an idle connection: the next
 // command finds it closed before sending anything, and runs on a new one
-// without an error.
+// without an error. The pool's clock is a fake one, so that how long the
+// connection sat idle is what the test says.
 func TestKilledIdle(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		checkIdle time.Duration
+		idle      time.Duration // how long the killed connection sits
 	}{
-		// The default: the pool peeks at every connection before lending it.
-		{"peek", 0},
-		// No peek of our own: go-redis's look at the socket finds it closed,
-		// asks for a new connection, is refused, and the command runs again
-		// on another connection.
-		{"redial-refused", time.Hour},
+		// The default: a connection idle for more than a millisecond is
+		// peeked at before it is lent.
+		{"idle-past-default", 0, 2 * time.Millisecond},
+		{"idle-past-1s", time.Second, time.Second + time.Millisecond},
+		// Negative: every borrow peeks, however recent the last use.
+		{"every-borrow", -1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, k := newPool(t, 2, func(c *Config) { c.CheckIdle = tc.checkIdle })
+			clock := clocktest.New(time.Unix(1_000_000, 0))
+			p, k := newPool(t, 2, func(c *Config) {
+				c.CheckIdle = tc.checkIdle
+				c.Clock = clock
+			})
 			a := admin(t)
 			ctx := context.Background()
 			l, err := p.Acquire(ctx)
@@ -230,6 +237,7 @@ func TestKilledIdle(t *testing.T) {
 			id := clientID(t, l)
 			l.Release()
 			kill(t, a, id)
+			clock.Advance(tc.idle)
 
 			if err := p.Do(ctx, "SET", k+"after", "ok").Err(); err != nil {
 				t.Fatalf("the caller after the kill saw %v", err)
@@ -241,7 +249,7 @@ func TestKilledIdle(t *testing.T) {
 			if s.Made != 2 || s.Live != 1 {
 				t.Fatalf("want the killed connection replaced by one new one: %+v", s.Books)
 			}
-			if tc.checkIdle == 0 && s.CheckFailures != 1 {
+			if s.CheckFailures != 1 {
 				t.Fatalf("want the peek to find it: %+v", s)
 			}
 			l, err = p.Acquire(ctx)
@@ -255,6 +263,88 @@ func TestKilledIdle(t *testing.T) {
 		})
 	}
 	waitGoroutines(t)
+}
+
+// TestRecentNotPeeked checks the rule of Config.CheckIdle on the default: a
+// connection back in the pool for no more than a millisecond is lent
+// without a look at its socket, one idle for longer is looked at, and a
+// negative CheckIdle looks at every borrow. Stats.Checks counts the looks.
+func TestRecentNotPeeked(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		checkIdle time.Duration
+		steps     []time.Duration // the clock moves by each before a GET
+		looks     []uint64        // Stats.Checks after each GET
+	}{
+		{"default", 0,
+			[]time.Duration{0, 0, 500 * time.Microsecond, 2 * time.Millisecond, 0, time.Minute},
+			[]uint64{0, 0, 0, 1, 1, 2}},
+		{"10ms", 10 * time.Millisecond,
+			[]time.Duration{0, 5 * time.Millisecond, 11 * time.Millisecond, 0},
+			[]uint64{0, 0, 1, 1}},
+		{"every-borrow", -1,
+			[]time.Duration{0, 0, time.Minute},
+			[]uint64{1, 2, 3}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := clocktest.New(time.Unix(1_000_000, 0))
+			p, k := newPool(t, 2, func(c *Config) {
+				c.CheckIdle = tc.checkIdle
+				c.Clock = clock
+			})
+			ctx := context.Background()
+			for i, d := range tc.steps {
+				clock.Advance(d)
+				if err := p.Do(ctx, "GET", k+"x").Err(); !errors.Is(err, redis.Nil) {
+					t.Fatalf("GET %d: %v", i, err)
+				}
+				if s := p.Stats(); s.Checks != tc.looks[i] || s.Made != 1 {
+					t.Fatalf("after GET %d (clock moved %v): %d looks, %d made; want %d looks, 1 made",
+						i, d, s.Checks, s.Made, tc.looks[i])
+				}
+			}
+		})
+	}
+}
+
+// TestKilledRecently is the price of the rule TestRecentNotPeeked checks: a
+// connection the server closes within CheckIdle of its last use is lent
+// without a look, so the command sent on it fails with the network error
+// (it is not sent again: for all the pool knows it reached the server);
+// the connection is dropped, and the next command runs on a new one.
+func TestKilledRecently(t *testing.T) {
+	clock := clocktest.New(time.Unix(1_000_000, 0))
+	p, k := newPool(t, 2, func(c *Config) { c.Clock = clock })
+	a := admin(t)
+	ctx := context.Background()
+	l, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := clientID(t, l)
+	l.Release()
+	kill(t, a, id) // the clock does not move: the connection was used just now
+
+	err = p.Do(ctx, "SET", k+"lost", "x").Err()
+	if err == nil || redisReply(err) {
+		t.Fatalf("SET on the connection killed just after its last use: %v, want a network error", err)
+	}
+	if s := p.Stats(); s.Live != 0 || s.Checks != 0 {
+		t.Fatalf("want the killed connection dropped, unlooked at: %+v", s)
+	}
+	if err := p.Do(ctx, "SET", k+"after", "ok").Err(); err != nil {
+		t.Fatalf("the next command: %v", err)
+	}
+	if s := p.Stats(); s.Made != 2 || s.Live != 1 {
+		t.Fatalf("want one new connection: %+v", s.Books)
+	}
+	waitGoroutines(t)
+}
+
+// redisReply reports whether err is a reply from the server.
+func redisReply(err error) bool {
+	_, ok := replyError(err)
+	return ok || errors.Is(err, redis.Nil)
 }
 
 // TestKilledOnLoan kills a connection while it is lent: the borrower's
@@ -329,6 +419,61 @@ func TestContext(t *testing.T) {
 	}
 	if err := p.Ping(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUnhookedBroken: a connection only ever used by Process and the
+// pipelines carries no hook (see conn.hooked), so those mark a failure
+// themselves: a command or pipeline cut mid-flight by its deadline leaves
+// its connection dropped, not kept. A loan from Acquire puts the hook on.
+func TestUnhookedBroken(t *testing.T) {
+	p, k := newPool(t, 1, func(c *Config) { c.Options.ContextTimeoutEnabled = true })
+	ctx := context.Background()
+	hooked := func() bool {
+		t.Helper()
+		l, err := p.k.Acquire(ctx) // the Keeper's: Pool.Acquire would hook it
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Release()
+		return l.Value().hooked
+	}
+	for i, cut := range []func(context.Context) error{
+		func(ctx context.Context) error { return p.Do(ctx, "BLPOP", k+"never", 5).Err() },
+		func(ctx context.Context) error {
+			_, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+				pipe.Ping(ctx)
+				pipe.BLPop(ctx, 5*time.Second, k+"never")
+				return nil
+			})
+			return err
+		},
+		func(ctx context.Context) error { return p.Client().BLPop(ctx, 5*time.Second, k+"never").Err() },
+	} {
+		if err := p.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if hooked() {
+			t.Fatalf("%d: a connection used by Process alone carries the hook", i)
+		}
+		made := p.Stats().Made
+		tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		err := cut(tctx)
+		cancel()
+		if err == nil {
+			t.Fatalf("%d: BLPOP past its deadline succeeded", i)
+		}
+		if s := p.Stats(); s.Live != 0 || s.Made != made {
+			t.Fatalf("%d: a connection cut mid-command was kept: %+v", i, s.Books)
+		}
+	}
+	l, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release()
+	if !hooked() {
+		t.Fatal("a connection lent by Acquire carries no hook")
 	}
 }
 
