@@ -62,7 +62,7 @@ func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loa
 		if st != nil {
 			e.lw.stack.n = copy(e.lw.stack.pcs[:], st.pcs[:st.n])
 		}
-		e.lentWatch(at)
+		e.lentWatch(at, e.loan.Load())
 		k.armLocked(now, now.Add(k.leakAfter))
 	}
 	return Loan[T]{e: e, item: item, gen: e.loan.Load(), at: at}

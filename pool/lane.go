@@ -239,7 +239,7 @@ func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 		if k.leakAfter > 0 {
 			// The stack first, then the word that lets the watch read it.
 			e.lw.stack.capture(0)
-			e.lentWatch(t)
+			e.lentWatch(t, e.loan.Load())
 		}
 		if k.minIdle > 0 {
 			k.topUp()
@@ -265,14 +265,16 @@ func (k *Keeper[T]) releaseLane(l Loan[T]) bool {
 	if !e.loan.CompareAndSwap(l.gen, l.gen+1) {
 		return false
 	}
-	k.ended(e, l.item)
 	if k.reuse != nil {
 		if err := k.safeReuse(l.item); err != nil {
+			k.ended(e, l.item)
 			k.destroyEnded(e, l.item)
 			return true
 		}
 	}
+	// Parked, the resource keeps the watch word its loan left (tryPark).
 	if !k.tryPark(e, k.slot.Load()) {
+		k.ended(e, l.item)
 		k.giveEnded(e, l.item)
 	}
 	return true
@@ -281,6 +283,15 @@ func (k *Keeper[T]) releaseLane(l Loan[T]) bool {
 // tryPark parks e's resource, whose loan has ended, in the slot, read as w,
 // and reports whether it did: only an open, empty slot takes it, and only
 // a resource of the pool's current generation whose seat fits.
+//
+// With the leak watch on, a loan that ends by parking leaves its watch word
+// as it was, one locked instruction fewer than the swap that ends a watch
+// elsewhere, and only if the watch has not reported it: the word is read
+// after the slot (by the caller) and before the compare-and-swap, and the
+// watch claims reports only under the mutex, whose lock changes the slot
+// first, so a claim after the read makes the compare-and-swap fail and the
+// release ends the watch the long way. The word left behind is no longer
+// the current loan's (its generation is past: see entry.watching).
 func (k *Keeper[T]) tryPark(e *entry[T], w uint64) bool {
 	if w&(shut|seatMask) != 0 || e.seat >= seatMask-1 || e.gen.Load() != k.laneGen.Load() {
 		return false
@@ -288,6 +299,9 @@ func (k *Keeper[T]) tryPark(e *entry[T], w uint64) bool {
 	t := k.nanos()
 	if t < 0 {
 		return false
+	}
+	if e.lw != nil && e.lw.watch.Load()&watchReported != 0 {
+		return false // reported: its return is reported the long way
 	}
 	parked := w&^(usMask<<usShift) | uint64(t/1000)&usMask<<usShift | uint64(e.seat+1)
 	return k.slot.CompareAndSwap(w, parked)

@@ -122,25 +122,49 @@ const (
 	toldReturned        // the loan ended before the report was made: the return's note waits in entry.ret for the watch to make it next
 )
 
-// The watch word of an entry (entry.watch), with the leak watch on: zero
-// while no loan of the resource is out; otherwise watchOut, the loan's
-// start in ns since the Keeper's base (never negative), and watchReported
-// once the watch has reported it. Every change is one atomic operation, so
-// the loan's end (a swap to zero, by whoever ends it, with or without the
-// mutex) and the watch's report (a compare-and-swap that sets
-// watchReported, under the mutex) are ordered: either the report comes
-// first and the loan's end sees it and reports the return, or the end
-// comes first and the report is not made. The lane lends and ends loans
-// without the mutex and keeps the word all the same.
+// The watch word of an entry (leakRec.watch), with the leak watch on:
+// zero, or watchOut with the generation of the loan it watches (its low 16
+// bits, entry.loan's at the lend), the loan's start in microseconds since
+// the Keeper's base (modulo 2^45, about a year: a hold is read modulo that
+// too), and watchReported once the watch has reported the loan.
+//
+// A word is the current loan's only while its generation is entry.loan's:
+// a loan's end moves entry.loan on, so a word left behind by a loan that
+// ended (see tryPark: a release that parks its resource in the lane leaves
+// the word as it was) reads as no loan, and so does one whose resource the
+// lane is lending again this instant, before the new word is stored.
+//
+// The watch claims a report with a compare-and-swap that sets
+// watchReported, under the mutex and only on the current loan's word; a
+// loan's end either swaps the word to zero (with or without the mutex) and
+// sees whether the report came first, or parks the resource in the lane,
+// which it can do only if the word read after the slot was not reported
+// and no lock came between (every lock changes the slot). So a loan is
+// reported and then its return, or it ends unreported; never half of each.
 const (
 	watchOut      = 1 << 62
 	watchReported = 1 << 61
-	watchStart    = watchReported - 1
+	watchGenShift = 45
+	watchGenMask  = 1<<16 - 1
+	watchUsMask   = 1<<watchGenShift - 1
 )
 
-// lentWatch starts the watch of a loan of e that began at t (ns), whose
-// stack is in its record already.
-func (e *entry[T]) lentWatch(t int64) { e.lw.watch.Store(max(t, 0)&watchStart | watchOut) }
+// lentWatch starts the watch of a loan of e, of generation gen, that began
+// at t (ns); the loan's stack is in the record already.
+func (e *entry[T]) lentWatch(t int64, gen uint32) {
+	e.lw.watch.Store(watchOut | int64(gen&watchGenMask)<<watchGenShift | max(t, 0)/1000&watchUsMask)
+}
+
+// watching reports whether w is the word of e's current loan.
+func (e *entry[T]) watching(w int64) bool {
+	return w&watchOut != 0 && uint32(w>>watchGenShift)&watchGenMask == e.loan.Load()&watchGenMask
+}
+
+// watchHeld is how long the loan of word w has been out at t (ns), to the
+// microsecond.
+func watchHeld(w, t int64) time.Duration {
+	return time.Duration((max(t, 0)/1000-w)&watchUsMask) * time.Microsecond
+}
 
 // endWatch ends the watch of e's loan, which the caller has just ended, and
 // reports back a note of its return when the watch had reported it.
@@ -149,15 +173,15 @@ func (k *Keeper[T]) endWatch(e *entry[T], item T) (leakNote[T], bool) {
 	if w&watchReported == 0 {
 		return leakNote[T]{}, false
 	}
-	return k.leakNote(e, item, w&watchStart, k.clock.Now(), true), true
+	return k.leakNote(e, item, w, k.clock.Now(), true), true
 }
 
-// leakNote builds a report of the loan of item in e that began at start
-// (ns). The caller owns the stack record: it ended the loan, or claimed the
+// leakNote builds a report of the loan of item in e whose watch word is w.
+// The caller owns the stack record: it ended the loan, or claimed the
 // report. The stack is copied (the record is reused by the next loan) and
 // formatted by report, outside the lock.
-func (k *Keeper[T]) leakNote(e *entry[T], item T, start int64, now time.Time, returned bool) leakNote[T] {
-	n := leakNote[T]{Leak: Leak[T]{Item: item, Held: now.Sub(k.base) - time.Duration(start), Returned: returned}, e: e}
+func (k *Keeper[T]) leakNote(e *entry[T], item T, w int64, now time.Time, returned bool) leakNote[T] {
+	n := leakNote[T]{Leak: Leak[T]{Item: item, Held: watchHeld(w, k.ns(now)), Returned: returned}, e: e}
 	if e.lw.stack.n > 0 {
 		n.pcs = append([]uintptr(nil), e.lw.stack.pcs[:e.lw.stack.n]...)
 	}
@@ -168,8 +192,8 @@ func (k *Keeper[T]) leakNote(e *entry[T], item T, start int64, now time.Time, re
 func (k *Keeper[T]) leakedLocked(now time.Time) int {
 	t, n := k.ns(now), 0
 	for _, l := range k.p.Loans(now) {
-		w := k.ents[k.p.SeatOf(l.Item)].lw.watch.Load()
-		if w&watchOut != 0 && t-w&watchStart >= int64(k.leakAfter) {
+		e := k.ents[k.p.SeatOf(l.Item)]
+		if w := e.lw.watch.Load(); e.watching(w) && watchHeld(w, t) >= k.leakAfter {
 			n++
 		}
 	}
@@ -188,7 +212,7 @@ func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
 	for _, l := range k.p.Loans(now) {
 		e := k.ents[k.p.SeatOf(l.Item)]
 		w := e.lw.watch.Load()
-		if w == 0 {
+		if !e.watching(w) {
 			// Lent by the lane an instant ago, its word not yet stored, or
 			// on its way back: look again when a loan begun now would be
 			// due.
@@ -200,8 +224,8 @@ func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
 		if w&watchReported != 0 {
 			continue
 		}
-		at := w & watchStart
-		if t-at >= limit {
+		held := int64(watchHeld(w, t))
+		if held >= limit {
 			if !e.lw.told.CompareAndSwap(toldNone, toldClaimed) {
 				// The reports of the resource's last loan are still
 				// being made: look again a little later.
@@ -215,10 +239,10 @@ func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
 				continue // the loan ended this instant, outside the lock
 			}
 			k.stats.leaks++
-			fx.leaks = append(fx.leaks, k.leakNote(e, l.Item, at, now, false))
+			fx.leaks = append(fx.leaks, k.leakNote(e, l.Item, w, now, false))
 			continue
 		}
-		if at := at + limit; !found || at < next {
+		if at := t + limit - held; !found || at < next {
 			next, found = at, true
 		}
 	}
