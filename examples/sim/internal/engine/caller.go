@@ -1,0 +1,236 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+)
+
+// caller states
+const (
+	stAsking = iota
+	stQueued
+	stSleeping
+	stDialing
+	stLent
+	stDone
+)
+
+// caller is one caller of the load, from arrival to release.
+type caller struct {
+	id       uint64 // arrival index
+	asked    int64
+	hold     time.Duration
+	recorded bool
+	gen      uint32
+	state    uint8
+	timer    bool // a timeout event is pending
+	// for the recording
+	got     int64
+	answers [maxAnswers]pool.Kind
+	nans    uint8
+	queued0 bool // joined the queue without asking
+}
+
+const maxAnswers = 6
+
+func (r *run) newCaller() *caller {
+	var c *caller
+	if n := len(r.free); n > 0 {
+		c = r.free[n-1]
+		r.free = r.free[:n-1]
+		gen := c.gen + 1
+		*c = caller{gen: gen}
+	} else {
+		c = new(caller)
+	}
+	return c
+}
+
+// acquire is a caller asking, as Keeper.Acquire does.
+func (r *run) acquire(c *caller, t int64) {
+	if r.qlive > 0 {
+		if c.nans == 0 {
+			c.queued0 = true
+		}
+		r.enqueue(c, t)
+		return
+	}
+	now := r.now(t)
+	for {
+		tk := r.p.Take(now, r.prng.Float64(), 0)
+		r.answer(c, tk, t)
+		switch tk.Kind {
+		case pool.Ready:
+			r.lend(c, tk.Item, t)
+		case pool.Stale:
+			r.cur.Retired++
+			continue
+		case pool.Make:
+			r.dial(c, t)
+		case pool.Wait:
+			r.enqueue(c, t)
+		case pool.Later:
+			c.state = stSleeping
+			r.deadline(c)
+			r.schedule(t+int64(tk.Delay), evWake, c, 0)
+		case pool.Shed:
+			r.cur.Refused++
+			r.ended(c, t)
+			r.done(c, t)
+		}
+		return
+	}
+}
+
+// answer counts one answer of the pool, given on c's behalf.
+func (r *run) answer(c *caller, tk pool.Taken[int32], t int64) {
+	r.cur.Answers[tk.Kind]++
+	if int(c.nans) < maxAnswers {
+		c.answers[c.nans] = tk.Kind
+	}
+	if c.nans < 255 {
+		c.nans++
+	}
+}
+
+// serve asks the pool on behalf of the queue, oldest first, while it has
+// something for them, as Keeper.serveLocked does.
+func (r *run) serve(t int64) {
+	now := r.now(t)
+	for r.qlive > 0 {
+		c := r.peek()
+		tk := r.p.Take(now, r.prng.Float64(), 0)
+		r.answer(c, tk, t)
+		switch tk.Kind {
+		case pool.Ready:
+			r.unqueue(c, t)
+			r.lend(c, tk.Item, t)
+		case pool.Stale:
+			r.cur.Retired++
+		case pool.Make:
+			r.unqueue(c, t)
+			r.dial(c, t)
+		case pool.Wait:
+			return
+		case pool.Later:
+			if !r.retryOn || t+int64(tk.Delay) < r.retryAt {
+				r.retryOn, r.retryAt = true, t+int64(tk.Delay)
+				r.schedule(r.retryAt, evRetry, nil, 0)
+			}
+			return
+		case pool.Shed:
+			r.unqueue(c, t)
+			r.cur.Refused++
+			r.ended(c, t)
+			r.done(c, t)
+		}
+	}
+}
+
+func (r *run) lend(c *caller, item int32, t int64) {
+	c.state, c.got = stLent, t
+	r.cur.Served++
+	if t > c.asked {
+		r.cur.Waited++
+	}
+	r.ended(c, t)
+	hold := c.hold
+	if hold < 0 {
+		return // held past the end of the run
+	}
+	if !c.recorded {
+		if _, f := r.s.slowAt(time.Duration(t)); f != 1 {
+			hold = time.Duration(float64(hold) * f)
+		}
+	}
+	r.schedule(t+int64(hold), evRelease, c, item)
+}
+
+func (r *run) dial(c *caller, t int64) {
+	c.state = stDialing
+	r.deadline(c)
+	r.res.Sum.Dials++
+	d := r.s.Dial
+	f, _ := r.s.slowAt(time.Duration(t))
+	if f != 1 {
+		d = time.Duration(float64(d) * f)
+	}
+	ok := true
+	if fail := r.s.failAt(time.Duration(t)); fail >= 1 || fail > 0 && r.drng.Float64() < fail {
+		ok = false
+	}
+	r.seq++
+	r.q.push(event{at: t + int64(d), seq: r.seq, kind: evDialed, c: c, gen: c.gen, ok: ok})
+}
+
+func (r *run) dialed(e *event, t int64) {
+	c := e.c
+	owner := c.gen == e.gen && c.state == stDialing
+	now := r.now(t)
+	if !e.ok {
+		r.p.Unmade(now, r.prng.Float64())
+		r.cur.Failed++
+		r.res.Sum.DeadDials++
+		if owner {
+			r.cur.DialErrors++
+			r.ended(c, t)
+			r.done(c, t)
+		}
+		r.serve(t)
+		return
+	}
+	id := r.nextRes
+	r.nextRes++
+	if !r.p.Made(id, now) {
+		r.cur.Retired++ // closed: never, the simulator does not close
+		return
+	}
+	r.cur.Opened++
+	if owner {
+		r.lend(c, id, t)
+		return
+	}
+	r.cur.Orphans++ // a loan to nobody: the pool counts it, then takes it back
+	if !r.p.Give(id, now) {
+		r.cur.Retired++
+	}
+	r.serve(t)
+}
+
+// deadline arms c's timeout, once.
+func (r *run) deadline(c *caller) {
+	if r.s.Timeout <= 0 || c.timer {
+		return
+	}
+	c.timer = true
+	r.schedule(c.asked+int64(r.s.Timeout), evTimeout, c, 0)
+}
+
+// ended records the end of c's acquire wait at t.
+func (r *run) ended(c *caller, t int64) {
+	w := time.Duration(t - c.asked)
+	r.waits = append(r.waits, w)
+	if w == 0 {
+		r.zeros++
+	} else {
+		r.all = append(r.all, w)
+	}
+}
+
+// done retires c: its loan is home, or it gave up, or was refused.
+func (r *run) done(c *caller, t int64) {
+	if c.state == stLent {
+		if r.opt.Record != nil {
+			r.opt.Record.close(c, t)
+		}
+	} else if r.opt.Record != nil {
+		r.opt.Record.close(c, -1)
+	}
+	c.state = stDone
+	if !c.timer {
+		r.free = append(r.free, c)
+	}
+	// A caller with a timeout pending is left for the collector: the
+	// event still points at it.
+}

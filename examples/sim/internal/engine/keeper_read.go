@@ -1,0 +1,303 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+)
+
+// kcaller is a caller being rebuilt: when it asked, and the row it will be.
+type kcaller struct {
+	asked  int64
+	how    string // how it was (or is being) read
+	dialAt int64  // when its dial began
+	wake   int64  // told Later: when it asks again
+	bg     bool   // a background dial (Reserve): no caller
+	last   bool   // first seen right after a return at its instant
+}
+
+// keeperReader rebuilds the callers of one recording.
+type keeperReader struct {
+	rows     []Row
+	counts   KeeperCounts
+	open     map[int32]int // seat → row of the loan out in it
+	unseated []int         // rows of loans made whose seat is not yet known
+	queue    []*kcaller    // callers queued by a recorded Wait, oldest first
+	dialing  []*kcaller    // dials in flight, oldest first
+	sleepers []*kcaller    // callers told Later
+	dials    []time.Duration
+	seats    seatModel
+}
+
+// takeAnswer reads a Take's answer, as Step.Answer renders it ("Ready
+// guard=… seat=3 idle=1ms"): the kind and, for Ready and Stale, the seat.
+func takeAnswer(s string) (pool.Kind, int32, bool) {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return 0, 0, false
+	}
+	var k pool.Kind
+	for c := pool.Ready; c <= pool.Closed; c++ {
+		if c.String() == f[0] {
+			k = c
+		}
+	}
+	if k == 0 {
+		return 0, 0, false
+	}
+	if k != pool.Ready && k != pool.Stale {
+		return k, 0, true
+	}
+	for _, x := range f[1:] {
+		if v, ok := strings.CutPrefix(x, "seat="); ok {
+			n, err := strconv.ParseInt(v, 10, 32)
+			if err != nil || n < 0 {
+				return 0, 0, false
+			}
+			return k, int32(n), true
+		}
+	}
+	return 0, 0, false
+}
+
+func (kr *keeperReader) read(steps []pool.Step) error {
+	var (
+		room   bool  // the step before was a return: a Take now serves the queue
+		roomAt int64 // at this instant
+		stale  *kcaller
+		staleQ bool  // the stale caller is the queue's head
+		retry  int64 = -1
+		// queued says a caller may be queued that the recording has not
+		// shown: since a Wait, until a return that no Take follows at
+		// once (the Keeper serves its queue at every return).
+		queued bool
+	)
+	for i := 0; i < len(steps); i++ {
+		s := steps[i]
+		t := int64(s.At)
+		line := int(min(s.Index, 1<<40)) + 1
+		ret := false // a return, after which the Keeper serves its queue
+		switch s.Op {
+		case pool.OpTake:
+			kind, seat, ok := takeAnswer(s.Answer())
+			if !ok {
+				return fmt.Errorf("%w: step %d: a Take answer %q that does not read", ErrKeeperLoad, s.Index, s.Answer())
+			}
+			var c *kcaller
+			head := false // c is the head of the queue
+			serve := false
+			serves := room && roomAt == t || retry >= 0 && t >= retry && len(kr.queue) > 0
+			if serves && len(kr.queue) == 0 && !queued {
+				serves = false // nobody can be queued: a caller arriving at the instant of a return
+			}
+			switch {
+			case stale != nil:
+				c, head, serve = stale, staleQ, room
+			case serves:
+				serve = true
+				if len(kr.queue) > 0 {
+					c, head = kr.queue[0], true
+				} else {
+					c = &kcaller{asked: t, how: "atreturn", last: true}
+				}
+			default:
+				// A new caller, or one waking from Later. The Keeper asks
+				// for a new caller only when nobody is queued: the callers
+				// still queued here gave up.
+				for _, q := range kr.queue {
+					q.how = "gaveup"
+					kr.fail(q, line)
+				}
+				kr.queue = kr.queue[:0]
+				c = kr.wake(t)
+				if c == nil {
+					c = &kcaller{asked: t, how: "lock", last: room && roomAt == t}
+				}
+			}
+			stale, staleQ = nil, false
+			retry = -1
+			pop := func() {
+				if head {
+					kr.queue = kr.queue[1:]
+				}
+			}
+			switch kind {
+			case pool.Ready:
+				pop()
+				kr.seats.used(seat)
+				kr.lend(c, seat, t, line)
+			case pool.Stale:
+				kr.seats.release(seat)
+				stale, staleQ = c, head
+			case pool.Make:
+				pop()
+				if c.how != "atreturn" {
+					c.how = "dialed"
+				}
+				c.dialAt = t
+				kr.dialing = append(kr.dialing, c)
+			case pool.Wait, pool.Later:
+				switch {
+				case !serve:
+					if kind == pool.Wait {
+						c.how = "queued"
+						kr.queue = append(kr.queue, c)
+						queued = true
+						break
+					}
+					c.wake = t + int64(laterDelay(s.Answer()))
+					kr.sleepers = append(kr.sleepers, c)
+				case !head:
+					// The Keeper asked for a caller the recording has not
+					// shown: one queued behind others, there by now at the
+					// latest. It heads the queue from here.
+					kr.queue = append(kr.queue, c)
+				}
+				if serve && kind == pool.Later {
+					retry = t // the Keeper's timer serves the queue again
+				}
+			case pool.Shed, pool.Closed:
+				pop()
+				c.how = "failed"
+				kr.fail(c, line)
+			}
+			// The Keeper goes on serving its queue while each Take lends.
+			room = serve && (kind == pool.Ready || kind == pool.Make || kind == pool.Shed || kind == pool.Closed) || stale != nil && room
+			roomAt = t
+			continue
+		case pool.OpMade:
+			var c *kcaller
+			if len(kr.dialing) > 0 {
+				c, kr.dialing = kr.dialing[0], kr.dialing[1:]
+			}
+			if c != nil && !c.bg {
+				kr.dials = append(kr.dials, time.Duration(t-c.dialAt))
+			}
+			seat := int32(-1)
+			if s.Answer() == "true" {
+				seat = kr.seats.alloc()
+			}
+			switch {
+			case s.Answer() != "true": // closed while dialing
+				if c != nil && !c.bg {
+					c.how = "failed"
+					kr.fail(c, line)
+				}
+			case i+1 < len(steps) && handedOn(steps[i+1], t, seat, kr.open):
+				// The Keeper gave the new resource back at once: nobody
+				// waited for it.
+				if c != nil && !c.bg {
+					c.how = "gaveup"
+					kr.fail(c, line)
+				}
+				if steps[i+1].Answer() != "true" {
+					kr.seats.release(seat)
+				}
+				i++
+				ret = true
+			default:
+				if c == nil || c.bg {
+					c = &kcaller{asked: t, how: "atreturn"}
+				}
+				kr.lend(c, seat, t, line)
+			}
+		case pool.OpUnmade:
+			ret = true
+			if len(kr.dialing) > 0 {
+				c := kr.dialing[0]
+				kr.dialing = kr.dialing[1:]
+				if !c.bg {
+					c.how = "failed"
+					kr.fail(c, line)
+				}
+			}
+		case pool.OpReserve:
+			if s.Answer() == "true" {
+				kr.dialing = append(kr.dialing, &kcaller{bg: true})
+			}
+		case pool.OpGive, pool.OpGiveSeat, pool.OpDrop:
+			seat := int32(int64(s.Ref) - 1)
+			if s.Op == pool.OpGiveSeat {
+				seat = s.Seat
+			}
+			kr.end(seat, t)
+			ret = true
+			if s.Answer() == "true" && s.Op == pool.OpDrop || s.Answer() == "false" && s.Op != pool.OpDrop && s.Ref != 0 {
+				kr.seats.release(seat) // dropped, or retired on its way back
+			}
+		case pool.OpEvict, pool.OpClose, pool.OpReset:
+			for _, i := range retired(s.Answer()) {
+				kr.seats.release(i)
+			}
+		case pool.OpRelent:
+			kr.relent(s.Seat, s.N, t, line)
+		}
+		room, roomAt = ret, t
+		stale = nil
+		if ret && (i+1 == len(steps) || steps[i+1].Op != pool.OpTake || int64(steps[i+1].At) != t) {
+			// Nobody was served at this return: nobody was queued, and
+			// the callers still queued here gave up.
+			queued = false
+			for _, q := range kr.queue {
+				q.how = "gaveup"
+				kr.fail(q, line)
+			}
+			kr.queue = kr.queue[:0]
+		}
+	}
+	for _, c := range kr.queue {
+		c.how = "waiting"
+		kr.fail(c, 0)
+	}
+	for _, c := range kr.dialing {
+		if !c.bg {
+			c.how = "waiting"
+			kr.fail(c, 0)
+		}
+	}
+	for _, c := range kr.sleepers {
+		c.how = "gaveup"
+		kr.fail(c, 0)
+	}
+	kr.counts.Open = len(kr.open) + len(kr.unseated)
+	return nil
+}
+
+// laterDelay reads the delay of a Later answer ("Later delay=5ms").
+func laterDelay(s string) time.Duration {
+	for _, x := range strings.Fields(s) {
+		if v, ok := strings.CutPrefix(x, "delay="); ok {
+			d, err := time.ParseDuration(v)
+			if err == nil && d >= 0 {
+				return d
+			}
+		}
+	}
+	return 0
+}
+
+// handedOn reports whether s gives back, at t, the resource a dial just
+// made, in seat made (-1: not known; then any seat no known loan holds):
+// the Keeper handing it on.
+func handedOn(s pool.Step, t int64, made int32, open map[int32]int) bool {
+	if int64(s.At) != t {
+		return false
+	}
+	var seat int32
+	switch s.Op {
+	case pool.OpGiveSeat:
+		seat = s.Seat
+	case pool.OpGive:
+		seat = int32(int64(s.Ref) - 1)
+	default:
+		return false
+	}
+	if made >= 0 {
+		return seat == made
+	}
+	_, known := open[seat]
+	return !known
+}

@@ -1,0 +1,52 @@
+package engine
+
+import "time"
+
+func (r *run) enqueue(c *caller, t int64) {
+	c.state = stQueued
+	r.deadline(c)
+	if r.qlive == 0 {
+		r.satAt = t
+		r.ep = Episode{From: time.Duration(t)}
+	}
+	r.queue = append(r.queue, c)
+	r.qlive++
+	r.ep.Depth = max(r.ep.Depth, r.qlive)
+	r.cur.QueueMax = max(r.cur.QueueMax, r.qlive)
+}
+
+func (r *run) peek() *caller {
+	for r.queue[r.qhead].state != stQueued {
+		r.queue[r.qhead] = nil
+		r.qhead++
+	}
+	return r.queue[r.qhead]
+}
+
+// unqueue takes c out of the queue (lazily: the slot is skipped later).
+func (r *run) unqueue(c *caller, t int64) {
+	c.state = stAsking
+	r.qlive--
+	if r.qlive == 0 {
+		r.cur.Saturated += time.Duration(t - r.satAt)
+		r.ep.To = time.Duration(t)
+		r.episode(r.ep)
+		clear(r.queue[r.qhead:])
+		r.queue, r.qhead = r.queue[:0], 0
+	} else if r.qhead > 1024 && r.qhead > len(r.queue)/2 {
+		n := copy(r.queue, r.queue[r.qhead:])
+		clear(r.queue[n:])
+		r.queue, r.qhead = r.queue[:n], 0
+	}
+}
+
+func (r *run) episode(e Episode) {
+	s := &r.res.Sum
+	s.Saturated += e.Len()
+	if e.Len() > s.Longest.Len() {
+		s.Longest = e
+	}
+	if len(r.res.Episodes) < MaxEpisodes {
+		r.res.Episodes = append(r.res.Episodes, e)
+	}
+}
