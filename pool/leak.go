@@ -206,9 +206,8 @@ func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
 	limit := int64(k.leakAfter)
 	t := k.ns(now)
 	next, found := int64(0), false
-	// The pool's loans include the lane's (which it has not heard of) and
-	// the resources parked or in the inbox (whose Give it has not heard
-	// of; lock gave them in before this, and their word is zero).
+	// The pool's loans include the lane's, which it has not heard of; the
+	// resources that were parked or in the inbox lock gave it before this.
 	for _, l := range k.p.Loans(now) {
 		e := k.ents[k.p.SeatOf(l.Item)]
 		w := e.lw.watch.Load()
