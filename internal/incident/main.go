@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command incident measures how far past their deadline callers return
 // while PostgreSQL misbehaves, with pgxward and pgxpool side by side in the
 // same run, against the same server at the same moments.
