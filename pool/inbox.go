@@ -70,10 +70,7 @@ func (k *Keeper[T]) drainLocked(w uint64, fx *effects[T]) bool {
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		e := list[i]
-		k.relentLocked(e, e.item)
-		if !k.p.GiveSeat(e.seat, e.item, k.at(e.gave.Load())) {
-			k.closeLocked(e.item)
-		}
+		k.giveBackLocked(e, e.item, k.at(e.gave.Load()))
 	}
 	now := k.clock.Now()
 	k.armSweepLocked(now)

@@ -132,7 +132,7 @@ func TestLaneResourceParkedInAShutSlotIsLent(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: Limits{Size: 1}})
 	a := mustAcquire(t, k)
-	a.e.loan.Add(1) // end the loan as releaseLane does, and park by hand
+	a.e.loan.Add(1) // end the loan as release does, and park by hand
 	k.slot.Store(shut | uint64(k.ns(k.clock.Now())/1000)&usMask<<usShift | uint64(a.e.seat+1))
 	l := mustAcquire(t, k)
 	if l.Value() != a.Value() {

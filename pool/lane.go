@@ -256,30 +256,6 @@ func (k *Keeper[T]) laneIdle(w uint64, t int64) time.Duration {
 	return time.Duration(int64(d)*1000 + t%1000)
 }
 
-// releaseLane tries to end loan l by parking its resource in the slot. It
-// reports false, having done nothing, when l has ended already (the mutex
-// counts the double release); otherwise it has ended the loan and seen the
-// resource home, through the slot or the mutex.
-func (k *Keeper[T]) releaseLane(l Loan[T]) bool {
-	e := l.e
-	if !e.loan.CompareAndSwap(l.gen, l.gen+1) {
-		return false
-	}
-	if k.reuse != nil {
-		if err := k.safeReuse(l.item); err != nil {
-			k.ended(e, l.item)
-			k.destroyEnded(e, l.item)
-			return true
-		}
-	}
-	// Parked, the resource keeps the watch word its loan left (tryPark).
-	if !k.tryPark(e, k.slot.Load()) {
-		k.ended(e, l.item)
-		k.giveEnded(e, l.item)
-	}
-	return true
-}
-
 // tryPark parks e's resource, whose loan has ended, in the slot, read as w,
 // and reports whether it did: only an open, empty slot takes it, and only
 // a resource of the pool's current generation whose seat fits.
@@ -318,11 +294,7 @@ func (k *Keeper[T]) foldLocked(w uint64) {
 	}
 	e := k.ents[w&seatMask-1]
 	t := k.ns(k.clock.Now())
-	parked := k.at(t - int64(k.laneIdle(w, t)))
-	k.relentLocked(e, e.item)
-	if !k.p.GiveSeat(e.seat, e.item, parked) {
-		k.closeLocked(e.item) // retired: past the Idle ceiling, or closed
-	}
+	k.giveBackLocked(e, e.item, k.at(t-int64(k.laneIdle(w, t))))
 }
 
 // relentLocked reports to the pool the loans the lane made of item, in e's

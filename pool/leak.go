@@ -167,8 +167,12 @@ func watchHeld(w, t int64) time.Duration {
 }
 
 // endWatch ends the watch of e's loan, which the caller has just ended, and
-// reports back a note of its return when the watch had reported it.
+// reports back a note of its return when the watch had reported it; with
+// the watch off it does nothing.
 func (k *Keeper[T]) endWatch(e *entry[T], item T) (leakNote[T], bool) {
+	if e.lw == nil {
+		return leakNote[T]{}, false
+	}
 	w := e.lw.watch.Swap(0)
 	if w&watchReported == 0 {
 		return leakNote[T]{}, false

@@ -57,30 +57,33 @@ func (l Loan[T]) Release() {
 		return
 	}
 	k := l.e.k
-	if k.laneOn && k.releaseLane(l) {
-		return
-	}
 	k.release(l)
 }
 
-// release is Release when the lane did not take it: the loan ends without
-// the mutex, as in the lane, and the resource goes back through the mutex
-// or the inbox (inbox.go).
+// release is Release: the loan ends without the mutex, and the resource
+// goes back through the lane (parked in the slot), the mutex or the inbox
+// (inbox.go). A loan that had ended already is counted as a double release.
 func (k *Keeper[T]) release(l Loan[T]) {
-	if !l.e.loan.CompareAndSwap(l.gen, l.gen+1) {
+	e := l.e
+	if !e.loan.CompareAndSwap(l.gen, l.gen+1) {
 		k.mu.Lock()
 		k.stats.doubles++
 		k.unlockMu()
 		return
 	}
-	k.ended(l.e, l.item)
 	if k.reuse != nil {
 		if err := k.safeReuse(l.item); err != nil {
-			k.destroyEnded(l.e, l.item)
+			k.ended(e, l.item)
+			k.destroyEnded(e, l.item)
 			return
 		}
 	}
-	k.giveEnded(l.e, l.item)
+	// Parked, the resource keeps the watch word its loan left (tryPark).
+	if k.laneOn && k.tryPark(e, k.slot.Load()) {
+		return
+	}
+	k.ended(e, l.item)
+	k.giveEnded(e, l.item)
 }
 
 // ended is the leak watch's part of a loan of item, in e, that its holder
@@ -88,10 +91,8 @@ func (k *Keeper[T]) release(l Loan[T]) {
 // had reported as a leak is reported again, as returned, on the releaser's
 // goroutine, before the resource goes back.
 func (k *Keeper[T]) ended(e *entry[T], item T) {
-	if k.leakAfter > 0 {
-		if n, ok := k.endWatch(e, item); ok {
-			k.report(n)
-		}
+	if n, ok := k.endWatch(e, item); ok {
+		k.report(n)
 	}
 }
 
@@ -99,12 +100,20 @@ func (k *Keeper[T]) ended(e *entry[T], item T) {
 // to the oldest waiter, to idle, or to be closed, as the pool answers (made
 // before a Reset, past the Idle ceiling, or the Keeper closed).
 func (k *Keeper[T]) giveEndedLocked(e *entry[T], item T, now time.Time, fx *effects[T]) {
-	k.relentLocked(e, item)
-	if !k.p.GiveSeat(e.seat, item, now) {
-		k.closeLocked(item)
-	}
+	k.giveBackLocked(e, item, now)
 	k.armSweepLocked(now)
 	k.settledLocked(now, fx)
+}
+
+// giveBackLocked gives the pool item, in e's seat, back at the instant at,
+// after the loans the lane made of it (Relent), and closes it when the pool
+// retires it (made before a Reset, past the Idle ceiling, or the Keeper
+// closed). Every way back ends here: the mutex, the inbox and the slot.
+func (k *Keeper[T]) giveBackLocked(e *entry[T], item T, at time.Time) {
+	k.relentLocked(e, item)
+	if !k.p.GiveSeat(e.seat, item, at) {
+		k.closeLocked(item)
+	}
 }
 
 // destroyEnded drops and closes the resource of a loan ended already.
@@ -162,10 +171,8 @@ func (k *Keeper[T]) endLocked(l Loan[T], fx *effects[T]) bool {
 		k.stats.doubles++
 		return false
 	}
-	if k.leakAfter > 0 {
-		if n, ok := k.endWatch(e, l.item); ok {
-			fx.leaks = append(fx.leaks, n)
-		}
+	if n, ok := k.endWatch(e, l.item); ok {
+		fx.leaks = append(fx.leaks, n)
 	}
 	return true
 }
