@@ -167,10 +167,14 @@ func (p *Pool[T]) recDrop(item T, now time.Time) bool {
 	return ok
 }
 
-func (p *Pool[T]) recEvict(now time.Time) []T {
+func (p *Pool[T]) recEvict(now time.Time) []T { return p.recRetiring(OpEvict, now, p.Evict) }
+
+// recRetiring records a call of op at now that answers with the resources
+// it retired (Evict, Trim, Reset), made by call.
+func (p *Pool[T]) recRetiring(op Op, now time.Time, call func(time.Time) []T) []T {
 	r := p.recBegin()
-	out := p.Evict(now)
-	b := append(r.cur, byte(OpEvict))
+	out := call(now)
+	b := append(r.cur, byte(op))
 	b = p.recAt(r, b, now)
 	b = p.appendRetired(b, len(out))
 	p.recEnd(r, b)
@@ -185,15 +189,7 @@ func (p *Pool[T]) recCeiling(n int) {
 	p.recEnd(r, b)
 }
 
-func (p *Pool[T]) recTrim(now time.Time) []T {
-	r := p.recBegin()
-	out := p.Trim(now)
-	b := append(r.cur, byte(OpTrim))
-	b = p.recAt(r, b, now)
-	b = p.appendRetired(b, len(out))
-	p.recEnd(r, b)
-	return out
-}
+func (p *Pool[T]) recTrim(now time.Time) []T { return p.recRetiring(OpTrim, now, p.Trim) }
 
 func (p *Pool[T]) recClose() []T {
 	r := p.recBegin()
@@ -204,15 +200,7 @@ func (p *Pool[T]) recClose() []T {
 	return out
 }
 
-func (p *Pool[T]) recReset(now time.Time) []T {
-	r := p.recBegin()
-	out := p.Reset(now)
-	b := append(r.cur, byte(OpReset))
-	b = p.recAt(r, b, now)
-	b = p.appendRetired(b, len(out))
-	p.recEnd(r, b)
-	return out
-}
+func (p *Pool[T]) recReset(now time.Time) []T { return p.recRetiring(OpReset, now, p.Reset) }
 
 func (p *Pool[T]) recRelent(seat int32, item T, n int, now time.Time) bool {
 	r := p.recBegin()
