@@ -92,16 +92,27 @@ func (l *Limiter) Acquire(now time.Time) bool {
 // (a failure or a drop) or a hold longer than Slow shrinks the limit by
 // Backoff; a quick success grows it by one while at least half of the limit
 // was in use, counting this lease.
-func (l *Limiter) Release(start, now time.Time, ok bool) {
+func (l *Limiter) Release(start, now time.Time, ok bool) { l.Settle(now.Sub(start), ok) }
+
+// Settle is Release for a caller that knows how long the lease was held.
+func (l *Limiter) Settle(held time.Duration, ok bool) {
 	used := l.inflight
 	l.inflight = max(l.inflight-1, 0)
-	held := now.Sub(start)
 	switch {
 	case !ok || (l.p.Slow > 0 && held > l.p.Slow):
 		l.limit = max(l.limit*l.p.Backoff, float64(l.p.Min))
 	case 2*used >= l.Limit():
 		l.limit = min(l.limit+1, float64(l.p.Max))
 	}
+}
+
+// Lease takes a lease whatever the limit, for a call that is under way
+// already: a runtime that let it through on an earlier answer and tells the
+// limiter afterwards. It answers whether Acquire would have taken it too.
+func (l *Limiter) Lease() bool {
+	ok := l.inflight < l.Limit()
+	l.inflight++
+	return ok
 }
 
 // Abandon ends a lease without a sample: the limit stays where it is.

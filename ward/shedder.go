@@ -168,13 +168,34 @@ func (s *Shedder) Allow(now time.Time, cpu int) (Ticket, bool) {
 	return Ticket{s: s, start: now}, true
 }
 
+// Cold reports whether Allow, at any now and with the CPU at cpu
+// thousandths (held to 0..1000), admits without weighing how full the
+// server is: the reading is under the policy's CPU and the shedder is not
+// cooling after a refusal. Calls starting and ending leave that as it is;
+// only a reading at or over CPU, given to Allow, changes it. So while the
+// reading stands, a runtime may let calls through without asking, and tell
+// the shedder of each afterwards, in the order they happened, with Admit
+// and Done: the shedder ends as Allow and Done would have left it.
+func (s *Shedder) Cold(cpu int) bool { return thousandths(cpu) < s.p.CPU && !s.dropped }
+
+// Admit counts a call as started without asking: exactly what Allow does
+// for a call it admits while Cold. Call Done (or Settle) when it ends.
+func (s *Shedder) Admit() {
+	s.sample()
+	s.flying++
+}
+
 // Done settles a call that started at start and ended at now, for a caller
 // that did not keep the [Ticket]. With ok the response time counts towards
 // capacity; without, the call only leaves flight. A now before start counts
 // as a response time of zero.
-func (s *Shedder) Done(start, now time.Time, ok bool) {
+func (s *Shedder) Done(start, now time.Time, ok bool) { s.Settle(now, now.Sub(start), ok) }
+
+// Settle is Done for a caller that knows how long the call took: it ended
+// at now, after held (a negative held counts as zero).
+func (s *Shedder) Settle(now time.Time, held time.Duration, ok bool) {
 	if ok {
-		s.win.Slot(now).Add(int64(max(now.Sub(start), 0)))
+		s.win.Slot(now).Add(int64(max(held, 0)))
 	}
 	s.leave()
 }

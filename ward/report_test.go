@@ -1,0 +1,115 @@
+package ward
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// The calls a runtime uses to tell the guards afterwards of calls it let
+// through on their word (Cold, Admit, Settle, Lease) leave each guard
+// exactly as asking would have.
+
+// Two shedders driven alike, one asked with Allow and Done and the other
+// told with Admit and Settle wherever Cold said it could be: equal, field
+// for field, after every step.
+func TestShedderAdmitAndSettleAreAllowAndDone(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		t0 := time.Unix(1000, 0)
+		p := DefaultShed
+		p.Size, p.Window, p.Latency = 4, 2*time.Second, 200*time.Millisecond
+		asked, told := NewShedder(p, t0), NewShedder(p, t0)
+		now := t0
+		var starts []time.Time
+		for range rapid.IntRange(1, 100).Draw(rt, "steps") {
+			now = now.Add(step(rt, "step") / 10)
+			cpu := rapid.SampledFrom([]int{0, 500, 899, 900, 1000, -5, 2000}).Draw(rt, "cpu")
+			if len(starts) == 0 || rapid.Bool().Draw(rt, "start") {
+				cold := told.Cold(cpu)
+				_, ok := asked.Allow(now, cpu)
+				if cold {
+					if !ok {
+						rt.Fatalf("Allow refused at cpu %d while Cold", cpu)
+					}
+					told.Admit()
+				} else if _, ok2 := told.Allow(now, cpu); ok2 != ok {
+					rt.Fatal("equal shedders answered differently")
+				}
+				if ok {
+					starts = append(starts, now)
+				}
+			} else {
+				i := rapid.IntRange(0, len(starts)-1).Draw(rt, "end")
+				good := rapid.Bool().Draw(rt, "ok")
+				asked.Done(starts[i], now, good)
+				told.Settle(now, now.Sub(starts[i]), good)
+				starts = append(starts[:i], starts[i+1:]...)
+			}
+			if !reflect.DeepEqual(asked, told) {
+				rt.Fatalf("the shedders differ:\nasked %+v\ntold  %+v", asked, told)
+			}
+		}
+	})
+}
+
+func TestShedderColdOnlyUnderTheCPUAndNotCooling(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	p := DefaultShed
+	p.Latency = time.Millisecond
+	s := NewShedder(p, t0)
+	if !s.Cold(0) || !s.Cold(899) || s.Cold(900) || s.Cold(5000) || !s.Cold(-1) {
+		t.Fatal("Cold does not follow the CPU threshold (held to 0..1000)")
+	}
+	// Hot and full: a refusal, after which it cools for Cool.
+	for range 50 {
+		s.Allow(t0, 1000)
+	}
+	if _, ok := s.Allow(t0, 1000); ok {
+		t.Fatal("a hot, full shedder admitted")
+	}
+	if s.Cold(0) {
+		t.Fatal("Cold while cooling after a refusal")
+	}
+	// A cool reading after Cool ends the cooling, through Allow.
+	s.Allow(t0.Add(2*time.Second), 0)
+	if !s.Cold(0) {
+		t.Fatal("not Cold after the cooling ended")
+	}
+}
+
+func TestLimiterSettleIsReleaseAndLeaseIsAcquire(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		p := Aimd{Initial: rapid.IntRange(1, 6).Draw(rt, "initial"), Min: 1, Max: 8,
+			Slow: time.Duration(rapid.IntRange(0, 3).Draw(rt, "slow")) * 100 * time.Millisecond, Backoff: 0.5}
+		asked, told := NewLimiter(p), NewLimiter(p)
+		t0 := time.Unix(1000, 0)
+		for range rapid.IntRange(1, 100).Draw(rt, "steps") {
+			if rapid.Bool().Draw(rt, "acquire") {
+				ok := asked.Acquire(t0)
+				if !ok {
+					continue // told would not have leased either
+				}
+				if !told.Lease() {
+					rt.Fatal("Lease says Acquire would refuse, and it did not")
+				}
+			} else {
+				held := time.Duration(rapid.IntRange(-100, 500).Draw(rt, "held")) * time.Millisecond
+				good := rapid.Bool().Draw(rt, "ok")
+				asked.Release(t0, t0.Add(held), good)
+				told.Settle(held, good)
+			}
+			if *asked != *told {
+				rt.Fatalf("the limiters differ: asked %+v, told %+v", asked, told)
+			}
+		}
+		// Lease takes a lease whatever the limit, and says so.
+		for told.Inflight() < told.Limit() {
+			told.Lease()
+		}
+		if told.Lease() || told.Inflight() != told.Limit()+1 {
+			t.Fatalf("Lease over the limit: %+v", told)
+		}
+	})
+}
