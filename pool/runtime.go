@@ -130,12 +130,144 @@ func (p *Pool[T]) SeatGeneration(seat int32) uint32 {
 // state as it found it, so while the pool is asked nothing else, a runtime
 // may carry out any number of such pairs itself, without the pool, and
 // report them afterwards with Relent.
-func (p *Pool[T]) Lane() bool {
+//
+// With a shedder or a limiter Lane reports false: see LanePairs.
+func (p *Pool[T]) Lane() bool { return p.pairs() && p.passes() }
+
+// passes reports whether a Give followed by a Take of the same resource
+// would keep it and lend it again, leaving the pool's lists as they were:
+// the Idle ceiling is not reached (the Give would not retire), and the
+// pool is open.
+func (p *Pool[T]) passes() bool {
 	l := p.limits
 	// With Idle at or above Size the Idle ceiling never binds a Give: a
 	// Give needs a resource lent, so fewer than Size are idle.
 	idleOK := l.Idle == 0 || (l.Size > 0 && l.Idle >= l.Size) || p.z.idle < l.Idle
-	return p.pairs() && !p.closed && idleOK && (p.ceiling < 0 || p.Live() <= p.ceiling)
+	return !p.closed && idleOK && (p.ceiling < 0 || p.Live() <= p.ceiling)
+}
+
+// LanePairs is Lane for a pool whose ward watches loans begin and end (a
+// shedder, a limiter, or both). It reports whether, in the pool's present
+// state and with the host's CPU at cpu thousandths, a Give followed by a
+// Take that lends the same resource would be answered so, and leave the
+// state in which the same holds:
+//
+//   - the shedder is Cold at cpu: it admits every loan, however many;
+//   - the limiter has no more leases out than its limit: a Give that ends
+//     a loan held at most hold gives one back with a quick sample, which
+//     never lowers the limit, so the Take that follows finds a lease free.
+//     hold is the limiter's Slow (zero: a loan of any length).
+//
+// Unlike Lane's pairs, each pair matters to the guards at its own instants
+// and in its place among the others: a runtime that carries out such pairs
+// itself reports each with Pair, in the order it made them, before it asks
+// the pool anything else, and keeps cpu the reading it passes until then.
+// ok is false without a shedder or a limiter (use Lane), and whenever a
+// pair could be answered otherwise.
+func (p *Pool[T]) LanePairs(cpu int) (hold time.Duration, ok bool) {
+	w := &p.ward
+	if p.pairs() || !p.passes() {
+		return 0, false
+	}
+	if w.Shedder != nil && !w.Shedder.Cold(cpu) {
+		return 0, false
+	}
+	if w.Limiter != nil {
+		if w.Limiter.Inflight() > w.Limiter.Limit() {
+			return 0, false
+		}
+		hold = max(w.Limiter.Policy().Slow, 0)
+	}
+	return hold, true
+}
+
+// Pair reports one pair a runtime carried out itself on the word of
+// LanePairs (or Lane): the resource lent from seat came back at gave and
+// was lent again at took. It has the effect of GiveSeat at gave and then
+// a Take at took that answers Ready with it: the loan ending at gave is
+// settled with the shedder and the limiter, a new one begins at took with
+// each, and Loans and Reused rise by one.
+//
+// As with Relent, the runtime vouches that the resource was fresh at took
+// (Limits.Past). Pair reports false, and changes nothing, when the pair
+// could not have been answered so: seat does not hold item lent, the
+// resource is of an older generation, the pool is closed, or the Give
+// would retire it (the Idle ceiling). The guards are told as they would
+// have been; should the limiter have no lease free for the Take (a runtime
+// clock that stepped back can make a loan read as slow), the loan still
+// counts as leased, for it was made. A recording pool answers false: it
+// records no pairs of this kind.
+func (p *Pool[T]) Pair(seat int32, item T, gave, took time.Time) bool {
+	if p.rec != nil || !p.passes() {
+		return false
+	}
+	t1 := p.clock(gave)
+	return p.pair(seat, item, t1, p.clock(took))
+}
+
+// PairAt is one pair for Pairs: the resource lent from Seat came back Gave
+// after Pairs' base instant and was lent again Took after it.
+type PairAt[T comparable] struct {
+	Seat       int32
+	Item       T
+	Gave, Took time.Duration
+}
+
+// Pairs reports pairs as Pair does, in order, and returns how many it
+// took: all of them, or up to the first it refused. It reads the base
+// instant once, so a runtime that logs its pairs as offsets reports them
+// without building an instant for each.
+func (p *Pool[T]) Pairs(base time.Time, pairs []PairAt[T]) int {
+	if len(pairs) == 0 || p.rec != nil || !p.passes() {
+		return 0
+	}
+	off := int64(base.Sub(p.epoch)) // base on the pool's scale
+	for n, x := range pairs {
+		t1 := max(p.last, off+int64(x.Gave))
+		t2 := max(t1, off+int64(x.Took))
+		if !p.pair(x.Seat, x.Item, t1, t2) {
+			p.settle()
+			return n
+		}
+		p.last = t2
+	}
+	p.settle()
+	return len(pairs)
+}
+
+// settle brings lastAt, the instant clock compares a new reading with, up
+// to last after Pairs moved last on by offsets.
+func (p *Pool[T]) settle() { p.lastAt = p.instant(p.last) }
+
+// pair is Pair on the pool's scale, t1 and t2 read already.
+func (p *Pool[T]) pair(seat int32, item T, t1, t2 int64) bool {
+	if seat < 0 || int(seat) >= len(p.z.s) {
+		return false
+	}
+	s := &p.z.s[seat]
+	if s.state != lent || s.item != item || s.gen != p.gen {
+		return false
+	}
+	// The Give and the Take leave the idle list and the birth heap as they
+	// were (pushed on top, pulled from the top): only the loan's start, the
+	// guards and the books move.
+	if p.warded {
+		w := &p.ward
+		held := time.Duration(t1 - s.since)
+		if w.Shedder != nil {
+			w.Shedder.Settle(p.instant(t1), held, true)
+			w.Shedder.Admit()
+		}
+		if w.Limiter != nil {
+			w.Limiter.Settle(held, true)
+			w.Limiter.Lease()
+		}
+	}
+	s.since = t2
+	p.hint = seat
+	p.books.Loans++
+	p.books.Reused++
+	return true
 }
 
 // pairs reports whether the ward lets Give/Take pairs pass unseen at all.
