@@ -103,7 +103,8 @@ type Config[T comparable] struct {
 	// LifeJitter; nil means math/rand/v2. It is called under the lock.
 	Rand func() float64
 	// CPU returns the host's CPU use in thousandths (0 to 1000). It is read
-	// every 250 ms, and only when Ward.Shedder is set; nil means a reader of
+	// when the Keeper is built and every 250 ms after, and only when
+	// Ward.Shedder is set; nil means a reader of
 	// the cgroup v2, cgroup v1 or /proc/stat figures, which reads 0 (not hot)
 	// wherever they are missing or make no sense.
 	CPU func() int
@@ -222,7 +223,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	if k.shedder && k.cpuRead == nil {
 		k.cpuRead = newCPUReader().read
 	}
-	k.initLane(p.pairs() && !cfg.LockEveryLoan)
+	k.initLane(!cfg.LockEveryLoan, !p.pairs())
 	k.spare.New = func() any { return &waiter[T]{ch: make(chan grant[T], 1)} }
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	k.base = k.clock.Now()
@@ -231,6 +232,12 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		k.baseMono = int64(k.base.Sub(clockOrigin))
 	}
 
+	if k.shedder {
+		// A first reading now: the shedder and the lane see the CPU
+		// from the start (the built-in reader's first reading is its
+		// baseline, 0), not from the first tick.
+		k.cpu.Store(int64(min(max(k.safeCPU(), 0), 1000)))
+	}
 	var fx effects[T]
 	k.mu.Lock()
 	if k.shedder {

@@ -15,9 +15,12 @@ const cpuEvery = 250 * time.Millisecond
 // store, and set itself again until the Keeper closes.
 func (k *Keeper[T]) sampleCPU() {
 	v := k.safeCPU()
+	// Stored under lock: the lane's pairs since it opened are reported
+	// with the reading it opened on, and unlock asks the pool again with
+	// the new one.
+	k.lock()
+	defer k.unlock()
 	k.cpu.Store(int64(min(max(v, 0), 1000)))
-	k.mu.Lock()
-	defer k.unlockMu()
 	if k.closed {
 		k.bg--
 		k.drainedLocked()

@@ -72,6 +72,8 @@ type Keeper[T comparable] struct {
 	needRoll    bool          // the ward has a breaker or a backoff
 	shedder     bool          // the ward has a shedder
 	laneOn      bool          // the lane may be used (see lane.go)
+	paired      bool          // the lane reports each pair with Pool.Pair (a shedder or a limiter)
+	cntCap      uint64        // the most loans the lane makes between two folds
 	sweep       time.Duration // how often the timer folds the lane; 0: never needed
 	sh          *sharedRun    // the shared guards, if any (keeper_shared.go)
 
@@ -90,6 +92,12 @@ type Keeper[T comparable] struct {
 	_       [56]byte
 	laneGen atomic.Uint32 // the pool's generation, as the lane reads it
 	sweepBy atomic.Int64  // the lane reads parking instants until then (ns)
+	// hold is, with pairs, the longest loan a park may end (ns; 0: any),
+	// as the pool said when the lane opened (Pool.LanePairs).
+	hold atomic.Int64
+	// pairs is, with a shedder or a limiter, the lane's log of its pairs
+	// since the lane opened: the n-th loan it makes writes the n-th.
+	pairs []pairRec
 	// table is ents as the lane reads it, without the lock: replaced,
 	// never changed in place, when a seat is added.
 	table atomic.Pointer[[]*entry[T]]
@@ -118,15 +126,16 @@ type Keeper[T comparable] struct {
 	retry      bool // waiters were held back by a Later: the timer serves them
 	cpuTimer   Timer
 	stats      counters
-	epoch      uint32    // bumped by every unlock: the empty slot's epoch
-	sweepArmed bool      // the timer will fold the lane: it may open
-	laneTakes  uint64    // loans the lane made, as counted at the last fold
-	relent     uint64    // of them, those reported to the pool with Relent
-	closing    []T       // resources waiting to be closed, oldest first
-	closerN    int       // closer goroutines running
-	closingNow int       // closes running now
-	lastDial   error     // the last dial error, for Stats and errors
-	lastDialAt time.Time // when it came
+	epoch      uint32      // bumped by every unlock: the empty slot's epoch
+	sweepArmed bool        // the timer will fold the lane: it may open
+	pairBuf    []PairAt[T] // the log of pairs as the pool is told of it
+	laneTakes  uint64      // loans the lane made, as counted at the last fold
+	relent     uint64      // of them, those reported to the pool with Relent
+	closing    []T         // resources waiting to be closed, oldest first
+	closerN    int         // closer goroutines running
+	closingNow int         // closes running now
+	lastDial   error       // the last dial error, for Stats and errors
+	lastDialAt time.Time   // when it came
 }
 
 // entry is the Keeper's record of one of the pool's seats, kept beside it.

@@ -243,8 +243,9 @@ func TestLaneSlotsStayShutWhereEveryLoanNeedsTheLock(t *testing.T) {
 		cfg  Config[*res]
 	}{
 		{"LockEveryLoan", Config[*res]{Limits: Limits{Size: 2}, LockEveryLoan: true}},
-		{"shedder", Config[*res]{Limits: Limits{Size: 2}, Ward: ward.Ward{Shedder: ward.NewShedder(ward.DefaultShed, time.Time{})}}},
-		{"limiter", Config[*res]{Limits: Limits{Size: 2}, Ward: ward.Ward{Limiter: ward.NewLimiter(ward.DefaultAimd)}}},
+		// A hot CPU reading: the shedder weighs every loan.
+		{"hot shedder", Config[*res]{Limits: Limits{Size: 2}, CPU: func() int { return 950 },
+			Ward: ward.Ward{Shedder: ward.NewShedder(ward.DefaultShed, time.Time{})}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &dialer{}

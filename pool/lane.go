@@ -1,6 +1,10 @@
 package pool
 
-import "time"
+import (
+	"runtime"
+	"sync/atomic"
+	"time"
+)
 
 // The lane: a lock-free way in and out for the commonest pair of events, a
 // release and then an acquire while nobody waits.
@@ -15,9 +19,11 @@ import "time"
 //     hands what was parked there to the pool (GiveSeat, at the instant it
 //     was parked) before anything else; unlock opens it again only if the
 //     pool says, in the state it is left in, that a Give followed by a Take
-//     of the same resource would touch nothing but that loan and the books
-//     (Pool.Lane: no shedder or limiter, the Idle ceiling not reached, not
-//     closed), nobody is queued, and the sweep is armed. So the lane never
+//     of the same resource would be answered so, and leave the pool in a
+//     state where the same holds (Pool.Lane: the Idle ceiling not reached,
+//     not closed; with a shedder or a limiter, Pool.LanePairs: the shedder
+//     Cold, a lease free for every pair), nobody is queued, and the sweep
+//     is armed. So the lane never
 //     runs beside a decision of the pool's, and each opening stands for one
 //     state of the pool: every unlock writes a new epoch into the empty
 //     slot, and a release or acquire that read the slot before a lock fails
@@ -38,6 +44,15 @@ import "time"
 //     every loan. Until then Stats adds the loans the lane made and the pool
 //     has not heard of: the lane counts them in the slot's word, lock moves
 //     that count to laneTakes, and relent counts what reached the pool.
+//   - With a shedder or a limiter, whose state each pair moves at its own
+//     instants, the lane logs every pair instead (pairs: the n-th loan it
+//     makes in an opening writes the n-th record), and lock, before anything
+//     else, reports them with Pool.Pair one by one in the order they were
+//     made, then the resource left parked. So the guards see each loan begin
+//     and end where it did, before any answer of the pool's. A park ends a
+//     loan no longer than the limiter's Slow (the pool's hold), so no pair
+//     lowers the limit, and the CPU reading the shedder is asked with
+//     changes only under the mutex.
 //   - Time: the slot keeps the parking instant in microseconds, rounded
 //     down, and the pool is given that same instant: the lane's idle time is
 //     never shorter than the pool's, and both apply Past to the same
@@ -76,6 +91,26 @@ const atSlack = time.Millisecond
 // to the pool at once, far below where its int32 would overflow.
 const relendsMax = 1 << 30
 
+// pairsLen is how many pairs the lane logs between two folds, with a
+// shedder or a limiter: the take after that goes to the mutex, which
+// reports them and opens the lane again.
+const pairsLen = 256
+
+// pairRec is one pair in the log: the instant of the Take (ns), and the
+// slot's word as the taker found it (seat and parking microsecond) with
+// pairWritten set, which lock waits for and clears.
+//
+// word is written atomically by the taker (it publishes took) and read
+// atomically by lock, which then clears it with a plain store: the next
+// taker to write it does so after lock lets go and the lane opens again,
+// so the clearing happens before it (no locked instruction needed).
+type pairRec struct {
+	took int64
+	word uint64
+}
+
+const pairWritten = 1 << 63
+
 // sweepEvery is the longest a resource stays in the slot before the timer
 // folds it into the pool.
 const sweepEvery = time.Second
@@ -83,12 +118,20 @@ const sweepEvery = time.Second
 // initLane sets up the lane when on, and how often the sweep folds it. The
 // slot starts shut: the first release goes through the mutex and arms the
 // sweep.
-func (k *Keeper[T]) initLane(on bool) {
+// paired says the pool wants each pair reported with Pair (a shedder or a
+// limiter).
+func (k *Keeper[T]) initLane(on, paired bool) {
 	k.slot.Store(shut)
 	if !on {
 		return
 	}
 	k.laneOn = true
+	k.cntCap = cntMax
+	if paired {
+		k.paired, k.cntCap = true, pairsLen
+		k.pairs = make([]pairRec, pairsLen)
+		k.pairBuf = make([]PairAt[T], pairsLen)
+	}
 	l := k.limits
 	for _, d := range []time.Duration{l.Keep, l.Life} {
 		if d > 0 && (k.sweep == 0 || d < k.sweep) {
@@ -169,7 +212,7 @@ func (k *Keeper[T]) openLocked() {
 		if k.sh != nil {
 			k.sharedLocked()
 		}
-		if tries == 4 || !(k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.p.Lane()) {
+		if tries == 4 || !(k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.poolLetsLocked()) {
 			return // the slot stays shut
 		}
 		k.epoch++
@@ -177,6 +220,18 @@ func (k *Keeper[T]) openLocked() {
 			return
 		}
 	}
+}
+
+// poolLetsLocked asks the pool whether the lane may open (Pool.Lane, or
+// with a shedder or a limiter Pool.LanePairs, and the longest loan a park
+// may end then).
+func (k *Keeper[T]) poolLetsLocked() bool {
+	if !k.paired {
+		return k.p.Lane()
+	}
+	hold, ok := k.p.LanePairs(k.cpuNow())
+	k.hold.Store(int64(hold))
+	return ok
 }
 
 // unlockMu releases k.mu for a holder that took it with k.mu.Lock() to
@@ -208,7 +263,7 @@ func (k *Keeper[T]) retake() bool {
 func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 	for {
 		w := k.slot.Load()
-		if w&shut != 0 || w&seatMask == 0 || w>>cntShift == cntMax {
+		if w&shut != 0 || w&seatMask == 0 || w>>cntShift >= k.cntCap {
 			return Loan[T]{}, false
 		}
 		e := (*k.table.Load())[w&seatMask-1]
@@ -225,8 +280,12 @@ func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 			continue
 		}
 		// The resource is this caller's now: the pool's Give at parking and
-		// Take at t are owed to the pool (relends).
-		if e.relends++; e.relends == relendsMax {
+		// Take at t are owed to the pool (relends, or the log of pairs).
+		if k.paired {
+			r := &k.pairs[w>>cntShift]
+			r.took = t
+			atomic.StoreUint64(&r.word, w&(cntOne-1)|pairWritten)
+		} else if e.relends++; e.relends == relendsMax {
 			// Tell the pool before the count can overflow (it never
 			// comes near: every sweep sends the resource through the lock).
 			k.lock()
@@ -279,6 +338,11 @@ func (k *Keeper[T]) tryPark(e *entry[T], w uint64) bool {
 	if e.lw != nil && e.lw.watch.Load()&watchReported != 0 {
 		return false // reported: its return is reported the long way
 	}
+	if h := k.hold.Load(); h > 0 && t-e.at.Load() > h {
+		// Longer than the pool said a pair's loan may be (e.at is never
+		// after the loan's start, so this never lets a longer one by).
+		return false
+	}
 	parked := w&^(usMask<<usShift) | uint64(t/1000)&usMask<<usShift | uint64(e.seat+1)
 	return k.slot.CompareAndSwap(w, parked)
 }
@@ -288,13 +352,45 @@ func (k *Keeper[T]) tryPark(e *entry[T], w uint64) bool {
 // given back at the instant it was parked, after the lane's loans of it
 // (Relent).
 func (k *Keeper[T]) foldLocked(w uint64) {
-	k.laneTakes += w &^ shut >> cntShift
+	n := w &^ shut >> cntShift
+	k.laneTakes += n
+	if k.paired && n > 0 {
+		k.pairsLocked(int(n))
+	}
 	if w&seatMask == 0 {
 		return
 	}
 	e := k.ents[w&seatMask-1]
 	t := k.ns(k.clock.Now())
 	k.giveBackLocked(e, e.item, k.at(t-int64(k.laneIdle(w, t))))
+}
+
+// pairsLocked reports the n pairs in the log to the pool, in the order the
+// lane made them. A taker writes its record just after its compare-and-swap
+// counted it, so one may still be on its way: lock waits for it (a few
+// instructions, unless the taker was descheduled in between).
+func (k *Keeper[T]) pairsLocked(n int) {
+	buf := k.pairBuf[:n]
+	for i := range buf {
+		r := &k.pairs[i]
+		v := atomic.LoadUint64(&r.word)
+		for spins := 0; v == 0; spins++ {
+			if spins >= 16 {
+				runtime.Gosched()
+			}
+			v = atomic.LoadUint64(&r.word)
+		}
+		took := r.took
+		r.word = 0
+		e := k.ents[v&seatMask-1]
+		buf[i] = PairAt[T]{Seat: e.seat, Item: e.item,
+			Gave: time.Duration(took) - k.laneIdle(v, took), Took: time.Duration(took)}
+	}
+	if k.p.Pairs(k.base, buf) != n {
+		panic("wardpool: the pool refused a pair the lane made: a bug in the lane")
+	}
+	k.relent += uint64(n)
+	clear(buf) // holds no resource longer than needed
 }
 
 // relentLocked reports to the pool the loans the lane made of item, in e's
