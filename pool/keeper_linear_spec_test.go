@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/wardpool/wardpool/ward"
 )
 
 // The sequential specification of the linearizability check (see
@@ -59,6 +58,7 @@ const (
 	linNone linErr = iota
 	linClosed
 	linWouldWait
+	linShed
 	linOther
 )
 
@@ -68,6 +68,7 @@ type linHistory struct {
 	cfg    string
 	start  time.Time
 	limits Limits
+	guards linGuards // the ward's shedder and limiter, if any
 	// laneLoans is how many of the loans the Keeper's lock-free lane made.
 	laneLoans int
 	ops       []porcupine.Operation
@@ -79,6 +80,7 @@ type linHistory struct {
 type linMachine struct {
 	p       *Pool[int]
 	now     time.Time
+	cpu     int             // the CPU reading, the same all history long
 	pending map[int]linPend // operation -> its dial not yet landed
 }
 
@@ -106,11 +108,11 @@ type linStep struct {
 func (h *linHistory) model() porcupine.Model {
 	limits := h.limits
 	build := func(steps []linStep) *linMachine {
-		p, err := New[int](limits, ward.Ward{})
+		p, err := New[int](limits, h.guards.ward(h.start))
 		if err != nil {
 			panic(err)
 		}
-		m := &linMachine{p: p, now: h.start, pending: map[int]linPend{}}
+		m := &linMachine{p: p, now: h.start, pending: map[int]linPend{}, cpu: h.guards.cpu}
 		for _, s := range steps {
 			if !m.apply(s.in, s.out) {
 				panic("replay of an accepted step refused")
@@ -151,7 +153,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 			return out.err == linClosed && out.dialed == 0
 		}
 		for {
-			t := p.Take(now, 0, 0)
+			t := p.Take(now, 0, m.cpu)
 			switch t.Kind {
 			case Stale:
 				continue
@@ -176,13 +178,15 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 				// TryAcquire says so; Acquire waits, and takes effect
 				// later.
 				return in.kind == linTry && out.err == linWouldWait && out.dialed == 0
+			case Shed:
+				return out.err == linShed && out.dialed == 0
 			default:
 				return false
 			}
 		}
 	case linAttempt:
 		for {
-			switch t := p.Take(now, 0, 0); t.Kind {
+			switch t := p.Take(now, 0, m.cpu); t.Kind {
 			case Stale:
 				continue
 			case Ready:
@@ -260,11 +264,22 @@ func (m *linMachine) summary() string {
 		fmt.Fprintf(&b, " #%d:c%d/%v/%v", n, m.pending[n].id, m.pending[n].own, m.pending[n].closed)
 	}
 	b.WriteString(" ] idle top first[")
-	for p.Idle() > 0 {
-		t := p.Take(now, 0, 0)
-		fmt.Fprintf(&b, " c%d:%v/%v%s", t.Item, t.Kind, t.Idle, m.age(t.Item))
+	t := p.clock(now)
+	for i := p.z.top; i != none; i = p.z.s[i].down {
+		s := &p.z.s[i]
+		kind := Ready
+		if p.stale(s, t) != fresh {
+			kind = Stale
+		}
+		fmt.Fprintf(&b, " c%d:%v/%v%s", s.item, kind, time.Duration(t-s.since), m.age(s.item))
 	}
 	b.WriteString(" ]")
+	if l := p.ward.Limiter; l != nil {
+		fmt.Fprintf(&b, " limit=%d/%d", l.Inflight(), l.Limit())
+	}
+	if sh := p.ward.Shedder; sh != nil {
+		fmt.Fprintf(&b, " flying=%d", sh.Flying())
+	}
 	return b.String()
 }
 
@@ -295,6 +310,8 @@ func describeLin(in linIn, out linOut) string {
 			s = "ErrClosed"
 		case linWouldWait:
 			s = "ErrWouldWait"
+		case linShed:
+			s = "ShedError"
 		case linOther:
 			s = "error"
 		default:
