@@ -49,10 +49,12 @@ type keeperVariant struct {
 
 // keepers are the Keepers measured beside puddle and database/sql: as
 // configured by default, and in each of the configurations production
-// services turn on. A leak watch, a shedder or a limiter sends every loan
-// through the Keeper's mutex (the lock-free lane of pool/lane.go stays
-// shut: Pool.Lane); an Idle ceiling below Size did too until the lane
-// learned to serve it while the pool is below the ceiling. The rows say
+// services turn on. Each of these once sent every loan through the
+// Keeper's mutex, and the lock-free lane of pool/lane.go learned to serve
+// them one by one: an Idle ceiling below Size (while the pool is below
+// it), the leak watch (a watch word per loan), and a shedder or a limiter
+// (while the pool says pairs pass them unasked, Pool.LanePairs, the lane
+// logs each pair and the next lock reports them in order). The rows say
 // what each costs, on whatever design the binary was built from.
 //
 //   - wardpool:        Limits{Size: n, Idle: n}, nothing else;
