@@ -121,8 +121,9 @@ type Config[T comparable] struct {
 	// LockEveryLoan it holds every loan's Take and Give at their instants,
 	// at the cost of the lock twice a loan (about 0.9 of puddle's time
 	// uncontended, against 0.25 with the lane). Returns that find the lock
-	// held still go through the inbox. A ward with a shedder or a limiter
-	// shuts the lane anyway: each must see every loan.
+	// held still go through the inbox. (With a shedder or a limiter the
+	// lane reports each of its loans to the Pool one by one, at its
+	// instants, but a recording Pool cannot have those guards.)
 	LockEveryLoan bool
 	// Shared holds the guards shared with other replicas through a store:
 	// a fleet-wide connection budget, a shared breaker and a shared rate on

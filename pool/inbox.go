@@ -26,10 +26,10 @@ package pool
 // fear. Its head lives in the slot's seat bits while the lane is shut, so
 // the lane can open only with the inbox empty, in one compare-and-swap (see
 // unlock), and unlock asks the pool whether to open only after the inbox is
-// in. It serves every configuration: with the lane shut for good (a
-// shedder or a limiter in the ward) every release that finds the mutex
-// held comes here, and the leak watch lets a loan end without the lock
-// (its word, in leak.go).
+// in. It serves every configuration: with the lane shut (LockEveryLoan,
+// callers queued, a hot shedder, a limiter's leases all out) every release
+// that finds the mutex held comes here, and the leak watch lets a loan end
+// without the lock (its word, in leak.go).
 
 // pushReturn puts e's resource, whose loan has ended, in the inbox, and
 // reports whether it did: the inbox takes returns only while the lane is

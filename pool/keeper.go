@@ -72,7 +72,7 @@ type Keeper[T comparable] struct {
 	needRoll    bool          // the ward has a breaker or a backoff
 	shedder     bool          // the ward has a shedder
 	laneOn      bool          // the lane may be used (see lane.go)
-	paired      bool          // the lane reports each pair with Pool.Pair (a shedder or a limiter)
+	paired      bool          // the lane logs each pair for Pool.Pairs (a shedder or a limiter)
 	cntCap      uint64        // the most loans the lane makes between two folds
 	sweep       time.Duration // how often the timer folds the lane; 0: never needed
 	sh          *sharedRun    // the shared guards, if any (keeper_shared.go)

@@ -96,17 +96,18 @@ const relendsMax = 1 << 30
 // reports them and opens the lane again.
 const pairsLen = 256
 
-// pairRec is one pair in the log: the instant of the Take (ns), and the
-// slot's word as the taker found it (seat and parking microsecond) with
-// pairWritten set, which lock waits for and clears.
+// pairRec is one pair in the log: the instants of the Give (the parking
+// microsecond, as the pool is given it when it folds a parked resource)
+// and of the Take (ns), and the seat plus one with pairWritten set, which
+// lock waits for and clears.
 //
-// word is written atomically by the taker (it publishes took) and read
-// atomically by lock, which then clears it with a plain store: the next
-// taker to write it does so after lock lets go and the lane opens again,
-// so the clearing happens before it (no locked instruction needed).
+// word is written atomically by the taker (it publishes the instants) and
+// read atomically by lock, which then clears it with a plain store: the
+// next taker to write it does so after lock lets go and the lane opens
+// again, so the clearing happens before it (no locked instruction needed).
 type pairRec struct {
-	took int64
-	word uint64
+	gave, took int64
+	word       uint64
 }
 
 const pairWritten = 1 << 63
@@ -283,8 +284,8 @@ func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 		// Take at t are owed to the pool (relends, or the log of pairs).
 		if k.paired {
 			r := &k.pairs[w>>cntShift]
-			r.took = t
-			atomic.StoreUint64(&r.word, w&(cntOne-1)|pairWritten)
+			r.gave, r.took = t-int64(idle), t
+			atomic.StoreUint64(&r.word, w&seatMask|pairWritten)
 		} else if e.relends++; e.relends == relendsMax {
 			// Tell the pool before the count can overflow (it never
 			// comes near: every sweep sends the resource through the lock).
@@ -380,11 +381,9 @@ func (k *Keeper[T]) pairsLocked(n int) {
 			}
 			v = atomic.LoadUint64(&r.word)
 		}
-		took := r.took
+		seat := int32(v&seatMask) - 1
+		buf[i] = PairAt[T]{Seat: seat, Item: k.ents[seat].item, Gave: time.Duration(r.gave), Took: time.Duration(r.took)}
 		r.word = 0
-		e := k.ents[v&seatMask-1]
-		buf[i] = PairAt[T]{Seat: e.seat, Item: e.item,
-			Gave: time.Duration(took) - k.laneIdle(v, took), Took: time.Duration(took)}
 	}
 	if k.p.Pairs(k.base, buf) != n {
 		panic("wardpool: the pool refused a pair the lane made: a bug in the lane")
