@@ -255,7 +255,7 @@ func (p *Pool[T]) pair(seat int32, item T, t1, t2 int64) bool {
 		w := &p.ward
 		held := time.Duration(t1 - s.since)
 		if w.Shedder != nil {
-			w.Shedder.Settle(p.instant(t1), held, true)
+			w.Shedder.SettleAfter(p.epoch, time.Duration(t1), held, true)
 			w.Shedder.Admit()
 		}
 		if w.Limiter != nil {

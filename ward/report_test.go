@@ -44,7 +44,11 @@ func TestShedderAdmitAndSettleAreAllowAndDone(t *testing.T) {
 				i := rapid.IntRange(0, len(starts)-1).Draw(rt, "end")
 				good := rapid.Bool().Draw(rt, "ok")
 				asked.Done(starts[i], now, good)
-				told.Settle(now, now.Sub(starts[i]), good)
+				if rapid.Bool().Draw(rt, "after") {
+					told.SettleAfter(t0, now.Sub(t0), now.Sub(starts[i]), good)
+				} else {
+					told.Settle(now, now.Sub(starts[i]), good)
+				}
 				starts = append(starts[:i], starts[i+1:]...)
 			}
 			if !reflect.DeepEqual(asked, told) {
@@ -113,4 +117,20 @@ func TestLimiterSettleIsReleaseAndLeaseIsAcquire(t *testing.T) {
 			rt.Fatalf("Lease at or over the limit: %+v, from %d out", told, n)
 		}
 	})
+}
+
+// SlotAfter is Slot at base plus an offset, including where the window
+// starts over (an instant a whole span before the newest bucket).
+func TestWindowSlotAfterIsSlot(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, at := range []time.Duration{0, 50 * time.Millisecond, 3 * time.Second, 40 * time.Second, -time.Minute} {
+		a, b := NewWindow[Total](4, time.Second, t0), NewWindow[Total](4, time.Second, t0)
+		a.Slot(t0.Add(20 * time.Second)).Add(1)
+		b.Slot(t0.Add(20 * time.Second)).Add(1)
+		a.Slot(t0.Add(20*time.Second + at)).Add(7)
+		b.SlotAfter(t0.Add(20*time.Second), at).Add(7)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("at %v: Slot left %+v, SlotAfter %+v", at, a, b)
+		}
+	}
 }

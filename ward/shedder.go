@@ -200,6 +200,16 @@ func (s *Shedder) Settle(now time.Time, held time.Duration, ok bool) {
 	s.leave()
 }
 
+// SettleAfter is Settle for a call that ended at base.Add(at): a caller
+// that reports many calls as offsets from one base spares building an
+// instant for each.
+func (s *Shedder) SettleAfter(base time.Time, at, held time.Duration, ok bool) {
+	if ok {
+		s.win.SlotAfter(base, at).Add(int64(max(held, 0)))
+	}
+	s.leave()
+}
+
 func (s *Shedder) leave() {
 	s.flying = max(s.flying-1, 0)
 	s.sample()

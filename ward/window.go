@@ -62,14 +62,26 @@ func (w *Window[B]) Slot(now time.Time) *B {
 	return &w.buckets[w.head]
 }
 
+// SlotAfter is Slot(base.Add(at)), for a caller that writes many instants
+// as offsets from one base: it builds no instant for each (one subtraction
+// instead of an addition and a subtraction), unless the window must start
+// over.
+func (w *Window[B]) SlotAfter(base time.Time, at time.Duration) *B {
+	w.move(base.Sub(w.start)+at, base, at)
+	return &w.buckets[w.head]
+}
+
 // advance moves the head to the bucket now falls in, clearing what it passes.
-func (w *Window[B]) advance(now time.Time) {
-	d := now.Sub(w.start)
+func (w *Window[B]) advance(now time.Time) { w.move(now.Sub(w.start), now, 0) }
+
+// move is advance for the instant base.Add(at), which is d after the
+// newest bucket opened.
+func (w *Window[B]) move(d time.Duration, base time.Time, at time.Duration) {
 	if d < w.width {
 		if d >= -w.span {
 			return // in the newest bucket, or a little before it: count it there
 		}
-		w.restart(now)
+		w.restart(base.Add(at))
 		return
 	}
 	n := int64(d / w.width)
