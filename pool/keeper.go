@@ -130,7 +130,7 @@ type Keeper[T comparable] struct {
 	sweepArmed bool        // the timer will fold the lane: it may open
 	pairBuf    []PairAt[T] // the log of pairs as the pool is told of it
 	laneTakes  uint64      // loans the lane made, as counted at the last fold
-	relent     uint64      // of them, those reported to the pool with Relent
+	relent     uint64      // of them, those reported to the pool (Relent, Pairs)
 	closing    []T         // resources waiting to be closed, oldest first
 	closerN    int         // closer goroutines running
 	closingNow int         // closes running now

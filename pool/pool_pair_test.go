@@ -146,3 +146,35 @@ func TestLanePairsShutWhileLeasesOutnumberTheLimit(t *testing.T) {
 		t.Fatalf("Take = %+v with the limit out, want Wait on the limiter", tk)
 	}
 }
+
+// Pairs takes pairs in order up to the first it refuses, and says how many.
+func TestPairsStopsAtTheFirstRefused(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	p, _ := New[int](Limits{Size: 4}, ward.Ward{Limiter: ward.NewLimiter(ward.DefaultAimd)})
+	for i := 1; i <= 2; i++ {
+		if p.Take(t0, 0, 0).Kind != Make || !p.Made(i, t0) {
+			t.Fatal("make")
+		}
+	}
+	before := p.Books()
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	got := p.Pairs(t0, []PairAt[int]{
+		{Seat: p.SeatOf(1), Item: 1, Gave: ms(1), Took: ms(2)},
+		{Seat: p.SeatOf(2), Item: 2, Gave: ms(3), Took: ms(4)},
+		{Seat: p.SeatOf(2), Item: 7, Gave: ms(5), Took: ms(6)}, // not what the seat holds
+		{Seat: p.SeatOf(1), Item: 1, Gave: ms(7), Took: ms(8)},
+	})
+	if got != 2 {
+		t.Fatalf("Pairs took %d, want the 2 before the foreign one", got)
+	}
+	if b := p.Books(); b.Loans != before.Loans+2 || b.Reused != before.Reused+2 {
+		t.Fatalf("books %+v after two pairs, from %+v", b, before)
+	}
+	if l := p.Loans(t0.Add(ms(10))); len(l) != 2 {
+		t.Fatalf("loans %+v", l)
+	}
+	// The pool's clock stands at the last pair it took.
+	if d := p.Loans(t0.Add(ms(10))); d[0].Held+d[1].Held != ms(10-2)+ms(10-4) {
+		t.Fatalf("loans held %v and %v, want 8ms and 6ms", d[0].Held, d[1].Held)
+	}
+}

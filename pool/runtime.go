@@ -159,9 +159,10 @@ func (p *Pool[T]) passes() bool {
 //     hold is the limiter's Slow (zero: a loan of any length).
 //
 // Unlike Lane's pairs, each pair matters to the guards at its own instants
-// and in its place among the others: a runtime that carries out such pairs
-// itself reports each with Pair, in the order it made them, before it asks
-// the pool anything else, and keeps cpu the reading it passes until then.
+// and in its place among the others: a runtime that carries out such
+// pairs itself reports each with Pair (or Pairs), in the order it made
+// them, before it asks the pool anything else, and keeps cpu the reading
+// it passes until then.
 // ok is false without a shedder or a limiter (use Lane), and whenever a
 // pair could be answered otherwise.
 func (p *Pool[T]) LanePairs(cpu int) (hold time.Duration, ok bool) {
@@ -198,11 +199,20 @@ func (p *Pool[T]) LanePairs(cpu int) (hold time.Duration, ok bool) {
 // counts as leased, for it was made. A recording pool answers false: it
 // records no pairs of this kind.
 func (p *Pool[T]) Pair(seat int32, item T, gave, took time.Time) bool {
-	if p.rec != nil || !p.passes() {
+	if p.rec != nil || !p.passes() || !p.lentIn(seat, item) {
 		return false
 	}
 	t1 := p.clock(gave)
 	return p.pair(seat, item, t1, p.clock(took))
+}
+
+// lentIn reports whether seat holds item lent, of the current generation.
+func (p *Pool[T]) lentIn(seat int32, item T) bool {
+	if seat < 0 || int(seat) >= len(p.z.s) {
+		return false
+	}
+	s := &p.z.s[seat]
+	return s.state == lent && s.item == item && s.gen == p.gen
 }
 
 // PairAt is one pair for Pairs: the resource lent from Seat came back Gave
@@ -241,13 +251,10 @@ func (p *Pool[T]) settle() { p.lastAt = p.instant(p.last) }
 
 // pair is Pair on the pool's scale, t1 and t2 read already.
 func (p *Pool[T]) pair(seat int32, item T, t1, t2 int64) bool {
-	if seat < 0 || int(seat) >= len(p.z.s) {
+	if !p.lentIn(seat, item) {
 		return false
 	}
 	s := &p.z.s[seat]
-	if s.state != lent || s.item != item || s.gen != p.gen {
-		return false
-	}
 	// The Give and the Take leave the idle list and the birth heap as they
 	// were (pushed on top, pulled from the top): only the loan's start, the
 	// guards and the books move.
