@@ -21,7 +21,7 @@ package pool
 // is the pool's Give, made late by at most one critical section, as if the
 // release had waited for the mutex.
 //
-// The list is linked through the entries (entry.next, seats plus one); a
+// The list is linked through the entries (entry.ret, seats plus one); a
 // push is one compare-and-swap, a drain one swap, so there is no ABA to
 // fear. Its head lives in the slot's seat bits while the lane is shut, so
 // the lane can open only with the inbox empty, in one compare-and-swap (see
@@ -38,14 +38,16 @@ func (k *Keeper[T]) pushReturn(e *entry[T]) bool {
 	if e.seat >= seatMask-1 {
 		return false
 	}
-	e.gave.Store(k.nanos())
+	// 48 bits of microseconds: nine years from the Keeper's start, and
+	// held there beyond (given back later than it was, never earlier).
+	us := min(uint64(max(k.nanos(), 0)/1000), 1<<(64-seatBits)-1)
 	me := uint64(e.seat + 1)
 	for {
 		w := k.slot.Load()
 		if w&shut == 0 {
 			return false // open: the lane or the mutex, not the inbox
 		}
-		e.next.Store(uint32(w & seatMask))
+		e.ret.Store(us<<seatBits | w&seatMask)
 		if k.slot.CompareAndSwap(w, w&^seatMask|me) {
 			return true
 		}
@@ -66,11 +68,11 @@ func (k *Keeper[T]) drainLocked(w uint64, fx *effects[T]) bool {
 	for s := h; s != 0; {
 		e := k.ents[s-1]
 		list = append(list, e)
-		s = e.next.Load()
+		s = uint32(e.ret.Load() & seatMask)
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		e := list[i]
-		k.giveBackLocked(e, e.item, k.at(e.gave.Load()))
+		k.giveBackLocked(e, e.item, k.at(int64(e.ret.Load()>>seatBits)*1000))
 	}
 	now := k.clock.Now()
 	k.armSweepLocked(now)

@@ -152,7 +152,6 @@ type entry[T comparable] struct {
 
 	gen  atomic.Uint32 // the pool's generation of the resource; set under the lock when made, read by the lane
 	loan atomic.Uint32 // the generation of the seat's current (or next) loan
-	next atomic.Uint32 // in the inbox: the seat plus one of the return below
 
 	// relends is how many loans the lane made of this resource that the
 	// pool has not yet heard of (see Pool.Relent). Only the loan's holder
@@ -162,7 +161,10 @@ type entry[T comparable] struct {
 
 	born atomic.Int64 // when it is born for Life, in ns (jitter included); set when made
 	at   atomic.Int64 // when the current loan began, in ns
-	gave atomic.Int64 // in the inbox: when it was given back, in ns
+	// ret is the return, in the inbox: the microsecond it came back
+	// (rounded down, as the lane keeps a parking instant) above the seat
+	// plus one of the return below it, in the low seatBits (inbox.go).
+	ret atomic.Uint64
 
 	lw *leakRec[T] // with LeakAfter only (leak.go); nil otherwise
 }
