@@ -69,8 +69,10 @@ func fillKeeper[T comparable](b testing.TB, k *pool.Keeper[T], n int) {
 // Size n: with all n idle ("idle=n"), and with n-1 of them lent for the
 // whole run so that one resource goes round ("lent=n-1"). Each for the
 // Keeper as configured by default, for one whose every loan goes through
-// the mutex and the Pool ("wardpool-limit": a ward with a Limiter whose
-// limit is n, which never makes anyone wait), and for puddle.
+// the mutex and the Pool ("wardpool-lockevery": Config.LockEveryLoan; the
+// sets before 2026-11-30 13:30 UTC took that path with a Limiter whose
+// limit was n, named "wardpool-limit", before the lane served a limiter),
+// and for puddle.
 func BenchmarkScaleSize(b *testing.B) {
 	ctx := context.Background()
 	for _, n := range scaleSizes {
@@ -83,21 +85,14 @@ func BenchmarkScaleSize(b *testing.B) {
 			for _, locked := range []bool{false, true} {
 				pname := "wardpool"
 				if locked {
-					pname = "wardpool-limit"
+					pname = "wardpool-lockevery"
 				}
 				b.Run(name+"/pool="+pname, func(b *testing.B) {
-					var w ward.Ward // a new one each run: a Keeper owns its guards
-					if locked {
-						a := ward.DefaultAimd
-						a.Initial, a.Max = n, n
-						a.Slow = 0 // the lent ones are held for seconds: not overload
-						w.Limiter = ward.NewLimiter(a)
-					}
 					k, err := pool.NewKeeper(pool.Config[int]{
-						Limits: pool.Limits{Size: n, Idle: n},
-						Ward:   w,
-						Dial:   intDial(),
-						Close:  intClose,
+						Limits:        pool.Limits{Size: n, Idle: n},
+						LockEveryLoan: locked,
+						Dial:          intDial(),
+						Close:         intClose,
 					})
 					if err != nil {
 						b.Fatal(err)
