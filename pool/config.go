@@ -104,9 +104,9 @@ type Config[T comparable] struct {
 	Rand func() float64
 	// CPU returns the host's CPU use in thousandths (0 to 1000). It is read
 	// when the Keeper is built and every 250 ms after, and only when
-	// Ward.Shedder is set; nil means a reader of
-	// the cgroup v2, cgroup v1 or /proc/stat figures, which reads 0 (not hot)
-	// wherever they are missing or make no sense.
+	// Ward.Shedder is set; nil means a reader of the cgroup v2, cgroup v1 or
+	// /proc/stat figures, which reads 0 (not hot) wherever they are missing
+	// or make no sense.
 	CPU func() int
 	// Recorder, when set, records every call the Keeper makes into its
 	// Pool, for a replay to check (see Recorder and Replay); Keeper.Recording
