@@ -1,6 +1,7 @@
 package ward
 
 import (
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -131,6 +132,23 @@ func TestWindowSlotAfterIsSlot(t *testing.T) {
 		b.SlotAfter(t0.Add(20*time.Second), at).Add(7)
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("at %v: Slot left %+v, SlotAfter %+v", at, a, b)
+		}
+	}
+}
+
+// Offsets at the ends of a Duration neither wrap nor panic: the count lands
+// in a bucket of a window that moved forward, or started over.
+func TestWindowSlotAfterSaturates(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, at := range []time.Duration{math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1} {
+		w := NewWindow[Total](4, time.Second, t0)
+		w.SlotAfter(t0.Add(time.Hour), at).Add(7)
+		sum := int64(0)
+		for _, b := range w.buckets {
+			sum += b.Sum
+		}
+		if sum != 7 {
+			t.Fatalf("at %v: the window holds %d, want the 7 written", at, sum)
 		}
 	}
 }

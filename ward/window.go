@@ -1,6 +1,9 @@
 package ward
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Window is a rolling window: Size buckets of equal width that together cover
 // the last span of time, the oldest falling off as time moves on.
@@ -67,7 +70,16 @@ func (w *Window[B]) Slot(now time.Time) *B {
 // instead of an addition and a subtraction), unless the window must start
 // over.
 func (w *Window[B]) SlotAfter(base time.Time, at time.Duration) *B {
-	w.move(base.Sub(w.start)+at, base, at)
+	d := base.Sub(w.start) // saturates, as Sub does
+	switch {
+	case at > 0 && d > math.MaxInt64-at:
+		d = math.MaxInt64
+	case at < 0 && d < math.MinInt64-at:
+		d = math.MinInt64
+	default:
+		d += at
+	}
+	w.move(d, base, at)
 	return &w.buckets[w.head]
 }
 
