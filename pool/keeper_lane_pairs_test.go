@@ -1,7 +1,12 @@
 package pool
 
 import (
+	"context"
+	"errors"
+	"math/rand/v2"
 	"reflect"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -157,4 +162,78 @@ func TestLaneShutsWhenTheCPUTurnsHot(t *testing.T) {
 		t.Fatal("the lane stayed shut with the CPU cold again")
 	}
 	checkBalanced(t, k, d)
+}
+
+// 32 goroutines on the real clock against a shedder and a limiter, some
+// loans held past the limiter's Slow, some destroyed (the limit shrinks),
+// some acquires cancelled: the lane opens and shuts many times over. At
+// rest the books balance, every acquire ended as a loan or a cancellation,
+// and neither guard counts anything in flight.
+func TestLanePairsUnderStress(t *testing.T) {
+	d := &dialer{}
+	sh := ward.NewShedder(ward.DefaultShed, time.Now())
+	lim := ward.NewLimiter(ward.Aimd{Initial: 8, Min: 2, Max: 16, Slow: 200 * time.Microsecond, Backoff: 0.9})
+	k, err := NewKeeper(Config[*res]{Limits: Limits{Size: 8}, Dial: d.Dial, Close: d.Close,
+		Ward: ward.Ward{Shedder: sh, Limiter: lim}, CPU: func() int { return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, rounds = 32, 400
+	var got, cancelled atomic.Int64
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 7))
+			for range rounds {
+				ctx, cancel := context.WithCancel(bg)
+				if r.IntN(8) == 0 {
+					go cancel()
+				}
+				l, err := k.Acquire(ctx)
+				cancel()
+				if err != nil {
+					if !errors.Is(err, context.Canceled) {
+						t.Errorf("Acquire: %v", err)
+					}
+					cancelled.Add(1)
+					continue
+				}
+				got.Add(1)
+				switch x := r.IntN(100); {
+				case x < 3:
+					l.Destroy()
+					continue
+				case x < 8:
+					time.Sleep(300 * time.Microsecond) // past Slow: no park
+				default:
+					runtime.Gosched()
+				}
+				l.Release()
+			}
+		}()
+	}
+	wg.Wait()
+	eventually(t, "dials to land", func() bool { return settled(k) })
+	s := k.Stats()
+	if got.Load()+cancelled.Load() != workers*rounds || s.Acquires != uint64(got.Load()) {
+		t.Errorf("%d loans + %d cancelled of %d; stats say %d acquires", got.Load(), cancelled.Load(), workers*rounds, s.Acquires)
+	}
+	// The pool counts a loan for a waiter that gave up as it was served
+	// (the resource comes straight back): at most one a cancellation.
+	if extra := int64(s.Books.Loans) - got.Load(); extra < 0 || extra > cancelled.Load() || s.Busy != 0 || s.Waiting != 0 {
+		t.Errorf("at rest, %d loans taken and %d cancelled: %+v", got.Load(), cancelled.Load(), s)
+	}
+	if flying, inflight, _ := guardCounts(k, ward.Ward{Shedder: sh, Limiter: lim}); flying != 0 || inflight != 0 {
+		t.Errorf("at rest the shedder counts %d in flight, the limiter %d leases", flying, inflight)
+	}
+	if k.laneTakes == 0 {
+		t.Error("the lane lent nothing")
+	}
+	checkBalanced(t, k, d)
+	if err := k.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d loans (%d from the lane), %d cancelled, limit %d", got.Load(), k.laneTakes, cancelled.Load(), lim.Limit())
 }
