@@ -375,6 +375,8 @@ func (h *linHistory) tally(into map[string]int) {
 			switch {
 			case out.err == linClosed:
 				key += " ErrClosed"
+			case out.err == linShed:
+				key += " ShedError"
 			case out.err == linWouldWait && out.dialed != 0:
 				key += " ErrWouldWait+dial"
 			case out.err == linWouldWait:
