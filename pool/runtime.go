@@ -162,9 +162,8 @@ func (p *Pool[T]) passes() bool {
 // and in its place among the others: a runtime that carries out such
 // pairs itself reports each with Pair (or Pairs), in the order it made
 // them, before it asks the pool anything else, and keeps cpu the reading
-// it passes until then.
-// ok is false without a shedder or a limiter (use Lane), and whenever a
-// pair could be answered otherwise.
+// it passes until then. ok is false without a shedder or a limiter (use
+// Lane), and whenever a pair could be answered otherwise.
 func (p *Pool[T]) LanePairs(cpu int) (hold time.Duration, ok bool) {
 	w := &p.ward
 	if p.pairs() || !p.passes() {
