@@ -270,6 +270,10 @@ func TestLaneKeepsTheIdleCeiling(t *testing.T) {
 		k, _ := newTestKeeper(t, d, Config[*res]{Limits: l})
 		mustAcquire(t, k).Release() // through the mutex: arms the sweep
 		a, b := mustAcquire(t, k), mustAcquire(t, k)
+		// b's dial finishes its bookkeeping after b has the loan, under
+		// the lock: a release meanwhile goes through the inbox, not the
+		// lane.
+		eventually(t, "the dial to finish", func() bool { return settled(k) })
 		a.Release()
 		if k.laneCount() != 1 {
 			t.Fatalf("%+v: below the Idle ceiling, the release did not park", l)
