@@ -72,8 +72,11 @@ type linHistory struct {
 	guards linGuards // the ward's shedder and limiter, if any
 	// laneLoans is how many of the loans the Keeper's lock-free lane made.
 	laneLoans int
-	ops       []porcupine.Operation
-	info      porcupine.LinearizationInfo
+	// samples is how many times the CPU sampler ran: timers, but no
+	// operations.
+	samples int
+	ops     []porcupine.Operation
+	info    porcupine.LinearizationInfo
 }
 
 // linMachine is the specification: a Pool, driven as the Keeper should
@@ -388,6 +391,7 @@ func describeLin(in linIn, out linOut) string {
 // covered.
 func (h *linHistory) tally(into map[string]int) {
 	into["loans from the lane"] += h.laneLoans
+	into["CPU samples (no operation)"] += h.samples
 	for _, o := range h.ops {
 		in, out := o.Input.(linIn), o.Output.(linOut)
 		key := ""

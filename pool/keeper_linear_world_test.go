@@ -34,6 +34,7 @@ type linRecorder struct {
 
 	resetFails map[int]bool // resources whose next Config.Reset fails
 	checks     []linCheck   // the failed Config.Check calls of the round, in order
+	samples    int          // the CPU sampler's runs, which are no operations
 }
 
 // linCheck is a failed Config.Check call: for which operation, on which
@@ -212,7 +213,10 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 // history.
 func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory) {
 	rec := &linRecorder{resetFails: map[int]bool{}}
-	w := &linWorld{clock: newLinClock(rec), rec: rec, workers: c.workers, checkFails: c.checkFails, limiter: c.guards.limit != nil}
+	// With a limiter and ages, an Acquire may retire what is stale and
+	// then queue: it gets a step for that (linQueue).
+	queues := c.guards.limit != nil && (c.limits.Keep > 0 || c.limits.Life > 0)
+	w := &linWorld{clock: newLinClock(rec), rec: rec, workers: c.workers, checkFails: c.checkFails, limiter: queues}
 	w.cond = sync.NewCond(&w.mu)
 	h := &linHistory{seed: seed, limits: c.limits, start: w.clock.Now(), cfg: c.String(), guards: c.guards}
 	cfg := Config[*res]{
@@ -226,6 +230,7 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 	}
 	cfg.LeakAfter = c.leakWatch
 	cfg.Ward = c.guards.ward(h.start)
+	w.clock.sampler = c.guards.shed
 	if c.guards.shed {
 		cfg.CPU = func() int { return c.guards.cpu }
 	}
@@ -243,6 +248,7 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 	if k.laneOn != c.lane {
 		t.Fatalf("%s: lane on is %v, want %v", h.cfg, k.laneOn, c.lane)
 	}
+
 	w.k = k
 	return w, h
 }
@@ -320,6 +326,7 @@ func (w *linWorld) finish(t testing.TB, h *linHistory, closed bool) {
 		t.Fatalf("%s: %d resources dialed, %d closed, %d closed twice", h.cfg, opened, shut, w.twice.Load())
 	}
 	h.ops = w.rec.ops
+	h.samples = w.rec.samples
 	w.k.mu.Lock()
 	h.laneLoans = int(w.k.laneTakes) // what the lock-free lane lent, folded by Close
 	w.k.mu.Unlock()
