@@ -131,7 +131,7 @@ func (p *Pool[T]) rebase(now time.Time, t int64) int64 {
 	d := p.last + min(t-p.last, reanchor) // where now falls on the old scale
 	move := func(x int64) int64 { return max(x-d, -bound) }
 	for i := range p.z.s {
-		if s := &p.z.s[i]; s.state != free {
+		if s := &p.z.s[i]; s.st() != free {
 			s.born, s.since = move(s.born), move(s.since)
 		}
 	}
@@ -332,7 +332,7 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 	}
 	t := p.clock(now)
 	i, held := p.hint, true
-	if i == none || p.z.s[i].state != lent || p.z.s[i].item != item {
+	if i == none || p.z.s[i].st() != lent || p.z.s[i].item != item {
 		// Not the one lent last (the common case of one caller at a
 		// time skips the map): look it up.
 		i, held = p.z.index[item]
@@ -347,7 +347,7 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 		p.books.Made++
 		p.books.Loans++
 	}
-	if p.z.s[i].state == idle {
+	if p.z.s[i].st() == idle {
 		p.z.pull(i, t)
 		p.z.remove(i)
 		p.books.Retired++
@@ -363,7 +363,7 @@ func (p *Pool[T]) giveLent(i int32, t int64) bool {
 	if p.warded {
 		p.onLoanEnd(p.z.s[i].since, t, true)
 	}
-	if p.closed || p.z.s[i].gen != p.gen || (p.limits.Idle > 0 && p.z.idle >= p.limits.Idle) ||
+	if p.closed || p.z.s[i].gen() != p.gen || (p.limits.Idle > 0 && p.z.idle >= p.limits.Idle) ||
 		(p.ceiling >= 0 && p.Live() > p.ceiling) {
 		p.z.remove(i)
 		p.books.Retired++
@@ -387,7 +387,7 @@ func (p *Pool[T]) Drop(item T, now time.Time) bool {
 		return false
 	}
 	s := &p.z.s[i]
-	if s.state == idle {
+	if s.st() == idle {
 		p.z.pull(i, t)
 	} else {
 		p.onLoanEnd(s.since, t, false)
@@ -526,7 +526,7 @@ func (p *Pool[T]) AppendLoans(dst []Lent[T], now time.Time) []Lent[T] {
 	t := p.clock(now)
 	start := len(dst)
 	for i := range p.z.s {
-		if s := &p.z.s[i]; s.state == lent {
+		if s := &p.z.s[i]; s.st() == lent {
 			dst = append(dst, Lent[T]{Item: s.item, Held: time.Duration(t - s.since)})
 		}
 	}

@@ -380,13 +380,13 @@ func (p *Pool[T]) appendCheckpoint(b []byte, step uint64, hasOrigin bool, origin
 	b = appendU(b, uint64(len(p.z.s)))
 	for i := range p.z.s {
 		s := &p.z.s[i]
-		b = appendU(b, uint64(s.state))
-		if s.state == free {
+		b = appendU(b, uint64(s.st()))
+		if s.st() == free {
 			continue
 		}
 		b = appendI(b, s.born)
 		b = appendI(b, s.since)
-		b = appendU(b, uint64(s.gen))
+		b = appendU(b, uint64(s.gen()))
 		b = appendI(b, int64(s.up))
 		b = appendI(b, int64(s.down))
 		b = appendI(b, int64(s.hi))

@@ -67,7 +67,7 @@ func (p *Pool[T]) recAt(r *Recorder, b []byte, now time.Time) []byte {
 // ref names item as the format does: its seat plus one, or 0 when p does
 // not hold it. hint is a seat to try before the map.
 func (p *Pool[T]) ref(item T, hint int32) uint64 {
-	if hint >= 0 && int(hint) < len(p.z.s) && p.z.s[hint].state != free && p.z.s[hint].item == item {
+	if hint >= 0 && int(hint) < len(p.z.s) && p.z.s[hint].st() != free && p.z.s[hint].item == item {
 		return uint64(hint) + 1
 	}
 	if i, ok := p.z.index[item]; ok {

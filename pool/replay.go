@@ -49,7 +49,7 @@ func (c *cpState) check(l Limits) error {
 	var idles, frees int
 	for i := range c.seats {
 		s := &c.seats[i]
-		switch s.state {
+		switch s.st() {
 		case free:
 			frees++
 		case idle:
@@ -69,7 +69,7 @@ func (c *cpState) check(l Limits) error {
 	seen := make([]bool, n)
 	count, prev := 0, none
 	for i := c.top; i != none; i = c.seats[i].down {
-		if seen[i] || c.seats[i].state != idle || c.seats[i].up != prev {
+		if seen[i] || c.seats[i].st() != idle || c.seats[i].up != prev {
 			return fmt.Errorf("the idle list is broken at seat %d", i)
 		}
 		seen[i] = true
@@ -81,7 +81,7 @@ func (c *cpState) check(l Limits) error {
 	}
 	clear(seen)
 	for _, i := range c.free {
-		if !in(i) || i == none || seen[i] || c.seats[i].state != free {
+		if !in(i) || i == none || seen[i] || c.seats[i].st() != free {
 			return fmt.Errorf("the free list names seat %d", i)
 		}
 		seen[i] = true
@@ -97,7 +97,7 @@ func (c *cpState) check(l Limits) error {
 	}
 	clear(seen)
 	for at, i := range c.heap {
-		if !in(i) || i == none || seen[i] || c.seats[i].state != idle || c.seats[i].hi != int32(at) {
+		if !in(i) || i == none || seen[i] || c.seats[i].st() != idle || c.seats[i].hi != int32(at) {
 			return fmt.Errorf("the birth heap names seat %d at %d", i, at)
 		}
 		seen[i] = true
@@ -143,7 +143,7 @@ func (rc *Recording) restore(raw []byte) (*Pool[uint64], uint64, *Recorder, erro
 	p.z.s = c.seats
 	for i := range p.z.s {
 		s := &p.z.s[i]
-		switch s.state {
+		switch s.st() {
 		case idle:
 			p.z.idle++
 		case lent:
@@ -203,7 +203,7 @@ func (rc *Recording) Replay() (err error) {
 				return next - 1, true
 			}
 			seat := int64(s.Ref) - 1
-			if seat >= int64(len(p.z.s)) || p.z.s[seat].state == free {
+			if seat >= int64(len(p.z.s)) || p.z.s[seat].st() == free {
 				return 0, false
 			}
 			return p.z.s[seat].item, true

@@ -373,7 +373,10 @@ func (c *cpState) read(r *reader) {
 	c.hasOrigin = r.flag()
 	c.prev = r.i()
 	c.closed, c.started = r.flag(), r.flag()
-	c.gen = uint32(r.u32())
+	if c.gen = uint32(r.u32()); c.gen > genMask {
+		r.fail("generation %d, past the %d a pool counts to", c.gen, genMask)
+		return
+	}
 	c.hint = r.seat()
 	c.making = r.n()
 	c.epoch, c.last, c.lastAt = r.i(), r.i(), r.i()
@@ -394,12 +397,18 @@ func (c *cpState) read(r *reader) {
 			r.fail("seat %d in state %d", i, st)
 			return
 		}
-		s.state = state(st)
+		s.setSt(state(st))
 		s.up, s.down, s.hi = none, none, none
-		if s.state == free {
+		if s.st() == free {
 			continue
 		}
-		s.born, s.since, s.gen = r.i(), r.i(), uint32(r.u32())
+		var g uint32
+		s.born, s.since, g = r.i(), r.i(), uint32(r.u32())
+		if g > genMask {
+			r.fail("seat %d of generation %d, past the %d a pool counts to", i, g, genMask)
+			return
+		}
+		s.setGen(g)
 		s.up, s.down, s.hi = r.seat(), r.seat(), r.seat()
 	}
 	c.free = r.seats(n)

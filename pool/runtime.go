@@ -39,7 +39,7 @@ func (p *Pool[T]) SeatOf(item T) int32 {
 // now's scale, and false when the pool has no Life limit or seat holds no
 // resource. The instant includes the resource's jitter (see MadeJitter).
 func (p *Pool[T]) Born(seat int32) (time.Time, bool) {
-	if seat < 0 || int(seat) >= len(p.z.s) || p.z.s[seat].state == free {
+	if seat < 0 || int(seat) >= len(p.z.s) || p.z.s[seat].st() == free {
 		return time.Time{}, false
 	}
 	return p.instant(p.z.s[seat].born), true
@@ -52,7 +52,7 @@ func (p *Pool[T]) GiveSeat(seat int32, item T, now time.Time) bool {
 	if p.rec != nil {
 		return p.recGiveSeat(seat, item, now)
 	}
-	if seat < 0 || int(seat) >= len(p.z.s) || p.z.s[seat].state != lent || p.z.s[seat].item != item {
+	if seat < 0 || int(seat) >= len(p.z.s) || p.z.s[seat].st() != lent || p.z.s[seat].item != item {
 		return p.Give(item, now)
 	}
 	return p.giveLent(seat, p.clock(now))
@@ -104,12 +104,13 @@ func (p *Pool[T]) Reset(now time.Time) []T {
 	if p.closed {
 		return nil
 	}
-	p.gen++
+	p.gen = (p.gen + 1) & genMask
 	return p.drainIdle(t)
 }
 
-// Generation counts the pool's Resets. A resource made since the last one
-// is of the current generation (see SeatGeneration).
+// Generation counts the pool's Resets, modulo 2^30 (a pool Reset a billion
+// times starts again at 0). A resource made since the last one is of the
+// current generation (see SeatGeneration).
 func (p *Pool[T]) Generation() uint32 { return p.gen }
 
 // SeatGeneration returns the generation of the resource in seat: a lent
@@ -119,7 +120,7 @@ func (p *Pool[T]) SeatGeneration(seat int32) uint32 {
 	if seat < 0 || int(seat) >= len(p.z.s) {
 		return 0
 	}
-	return p.z.s[seat].gen
+	return p.z.s[seat].gen()
 }
 
 // Lane reports whether, in the pool's present state, a Give followed at once
@@ -211,7 +212,7 @@ func (p *Pool[T]) lentIn(seat int32, item T) bool {
 		return false
 	}
 	s := &p.z.s[seat]
-	return s.state == lent && s.item == item && s.gen == p.gen
+	return s.st() == lent && s.item == item && s.gen() == p.gen
 }
 
 // PairAt is one pair for Pairs: the resource lent from Seat came back Gave
@@ -298,7 +299,7 @@ func (p *Pool[T]) Relent(seat int32, item T, n int, now time.Time) bool {
 		return false
 	}
 	s := &p.z.s[seat]
-	if s.state != lent || s.item != item {
+	if s.st() != lent || s.item != item {
 		return false
 	}
 	t := p.clock(now)

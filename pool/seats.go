@@ -24,14 +24,26 @@ const (
 // seat is one resource the pool holds, or a free place in the arena.
 type seat[T comparable] struct {
 	item  T
-	born  int64 // ns on the pool's clock when it was made
-	since int64 // idle: when it was given back; lent: when it was lent
-	state state
-	gen   uint32 // the pool's generation when it was made (see Pool.Reset)
+	born  int64  // ns on the pool's clock when it was made
+	since int64  // idle: when it was given back; lent: when it was lent
+	gs    uint32 // the pool's generation when it was made (see Pool.Reset), and the state above genBits
 	up    int32  // idle list: the seat given back after this one (toward the top)
 	down  int32  // idle list: the seat given back before this one
 	hi    int32  // index in the birth heap, or none
 }
+
+// A pool counts its generations (Resets) modulo 2^genBits, and a seat keeps
+// its state in the bits above: a seat of 40 bytes rather than 48 with a
+// pointer-sized item.
+const (
+	genBits = 30
+	genMask = 1<<genBits - 1
+)
+
+func (s *seat[T]) st() state       { return state(s.gs >> genBits) }
+func (s *seat[T]) setSt(x state)   { s.gs = s.gs&genMask | uint32(x)<<genBits }
+func (s *seat[T]) gen() uint32     { return s.gs & genMask }
+func (s *seat[T]) setGen(g uint32) { s.gs = s.gs&^genMask | g&genMask }
 
 // seats is the storage behind a Pool. Not safe for concurrent use.
 type seats[T comparable] struct {
@@ -69,7 +81,7 @@ func (z *seats[T]) add(item T, t int64, gen uint32) int32 {
 		z.s = append(z.s, seat[T]{})
 		i = int32(len(z.s) - 1)
 	}
-	z.s[i] = seat[T]{item: item, born: t, since: t, state: lent, gen: gen, up: none, down: none, hi: none}
+	z.s[i] = seat[T]{item: item, born: t, since: t, gs: gen&genMask | uint32(lent)<<genBits, up: none, down: none, hi: none}
 	z.index[item] = i
 	z.lent++
 	return i
@@ -81,7 +93,7 @@ func (z *seats[T]) remove(i int32) {
 	delete(z.index, s.item)
 	var zero T
 	s.item = zero // let the garbage collector have it
-	s.state = free
+	s.setSt(free)
 	z.lent--
 	z.free = append(z.free, i)
 }
@@ -89,7 +101,7 @@ func (z *seats[T]) remove(i int32) {
 // push puts lent seat i on top of the idle list at t.
 func (z *seats[T]) push(i int32, t int64) {
 	s := &z.s[i]
-	s.state = idle
+	s.setSt(idle)
 	s.since = t
 	s.up = none
 	s.down = z.top
@@ -120,7 +132,7 @@ func (z *seats[T]) pull(i int32, t int64) {
 		z.bottom = s.up
 	}
 	s.up, s.down = none, none
-	s.state = lent
+	s.setSt(lent)
 	s.since = t
 	z.idle--
 	z.lent++
