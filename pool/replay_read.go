@@ -182,12 +182,12 @@ func ReadRecording(data []byte) (*Recording, error) {
 				r.fail("a checkpoint at instant %d after a step at %d", prev, at)
 				break
 			}
+			if len(rc.cps) > 0 && len(rc.Steps) == 0 {
+				r.fail("two checkpoints with no step between")
+				break
+			}
 			if len(rc.cps) > 0 && idx != uint64(len(rc.Steps))+rc.Steps[0].Index {
-				if len(rc.Steps) == 0 {
-					r.fail("two checkpoints with no step between")
-				} else {
-					r.fail("checkpoint at step %d follows step %d: steps are missing", idx, rc.Steps[len(rc.Steps)-1].Index)
-				}
+				r.fail("checkpoint at step %d follows step %d: steps are missing", idx, rc.Steps[len(rc.Steps)-1].Index)
 				break
 			}
 			if len(rc.cps) == 0 {

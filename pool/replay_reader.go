@@ -46,6 +46,9 @@ func (r *reader) u() uint64 {
 			return 0
 		}
 		c := r.byte()
+		if r.err != nil {
+			return 0 // truncated: no half-read value goes on
+		}
 		if shift == 63 && c > 1 {
 			r.fail("a varint runs past 64 bits")
 			return 0
@@ -105,7 +108,10 @@ func (r *reader) seat() int32 {
 // than the bytes left could hold.
 func (r *reader) count(size int) int {
 	v := r.u()
-	if r.err == nil && v > uint64(len(r.b)-r.off)/uint64(size) {
+	if r.err != nil {
+		return 0
+	}
+	if v > uint64(len(r.b)-r.off)/uint64(size) {
 		r.fail("%d items, more than the bytes left hold", v)
 		return 0
 	}
