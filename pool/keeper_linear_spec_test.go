@@ -32,7 +32,6 @@ const (
 	linLand
 	linAttempt   // an Acquire's or TryAcquire's take of a resource whose check then failed
 	linCheckFail // the failed check, which drops the resource
-	linQueue     // with a limiter, an Acquire's stale resources retired before it queued
 )
 
 // linIn is an operation's input.
@@ -201,25 +200,6 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		}
 	case linCheckFail:
 		return p.Drop(in.id, now)
-	case linQueue:
-		// An Acquire's first visit, where it queued: what its takes
-		// answered Stale is retired, and the Wait that followed changes
-		// nothing the specification holds. Where the Acquire did not
-		// queue, the same retirements are its own first steps, and this
-		// step may stand just before it. (No Take: a refusal would move
-		// the guards, which a retirement does not.)
-		if p.IsClosed() {
-			return true
-		}
-		t := p.clock(now)
-		for i := p.z.top; i != none; i = p.z.top {
-			why := p.stale(&p.z.s[i], t)
-			if why == fresh {
-				break
-			}
-			p.retire(i, t, why)
-		}
-		return true
 	case linLand:
 		pend, ok := m.pending[in.n]
 		if !ok || pend.id != in.id || pend.own != in.own {
@@ -375,8 +355,6 @@ func describeLin(in linIn, out linOut) string {
 		return fmt.Sprintf("takes c%d to check it", out.id)
 	case linCheckFail:
 		return fmt.Sprintf("Check(c%d) fails: dropped", in.id)
-	case linQueue:
-		return fmt.Sprintf("Acquire #%d retires what is stale on top before it queues", in.n)
 	case linLand:
 		who := "background"
 		if in.own {
@@ -428,8 +406,6 @@ func (h *linHistory) tally(into map[string]int) {
 			key = "Hijack"
 		case linTimer:
 			key = "timer runs"
-		case linQueue:
-			key = "Acquire's retirements before queueing"
 		case linAttempt:
 			key = "Check fails"
 		case linCheckFail:

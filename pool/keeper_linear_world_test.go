@@ -99,7 +99,6 @@ type linWorld struct {
 
 	checkFails *rand.Rand // guarded by rec.mu
 	resetHook  bool       // Config.Reset is set
-	limiter    bool       // the ward has a limiter: an Acquire can retire stale resources and then queue
 }
 
 func errKind(err error) linErr {
@@ -206,6 +205,18 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 		c.guards.shed = true
 		c.guards.cpu = []int{0, 0, 1000}[r.IntN(3)]
 	}
+	if c.guards.limit != nil {
+		// No ages with a limiter. An Acquire that meets a stale resource
+		// retires it and asks again; without a limiter that frees room to
+		// dial, but a limiter can then answer Wait, and the retirement is
+		// seen (Stats) long before the Acquire returns: one step of the
+		// specification cannot say that. A second step for it (an
+		// Acquire's retirements before it queues) was tried: it held, but
+		// made some histories too large to decide in the checker's time
+		// when every package's tests ran under -race at once. Ages are held
+		// to the pool by the histories without a limiter.
+		c.limits.Keep, c.limits.Life = 0, 0
+	}
 	return c
 }
 
@@ -213,10 +224,7 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 // history.
 func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory) {
 	rec := &linRecorder{resetFails: map[int]bool{}}
-	// With a limiter and ages, an Acquire may retire what is stale and
-	// then queue: it gets a step for that (linQueue).
-	queues := c.guards.limit != nil && (c.limits.Keep > 0 || c.limits.Life > 0)
-	w := &linWorld{clock: newLinClock(rec), rec: rec, workers: c.workers, checkFails: c.checkFails, limiter: queues}
+	w := &linWorld{clock: newLinClock(rec), rec: rec, workers: c.workers, checkFails: c.checkFails}
 	w.cond = sync.NewCond(&w.mu)
 	h := &linHistory{seed: seed, limits: c.limits, start: w.clock.Now(), cfg: c.String(), guards: c.guards}
 	cfg := Config[*res]{
@@ -371,9 +379,7 @@ func (w *linWorld) landings(end int64) {
 	rec := w.rec
 	byN := map[int]int{}
 	for i, o := range rec.ops {
-		if in := o.Input.(linIn); in.kind != linQueue {
-			byN[in.n] = i
-		}
+		byN[o.Input.(linIn).n] = i
 	}
 	for _, d := range rec.dials {
 		i, known := byN[d.n]
@@ -491,9 +497,6 @@ func (w *linWorld) acquireOp(g int, loans *[]Loan[*res]) {
 		*loans = append(*loans, l)
 	}
 	rec.add(g, linIn{kind: linAcquire, n: n}, call, ret, out)
-	if w.limiter {
-		rec.add(g, linIn{kind: linQueue, n: n}, call, ret, linOut{})
-	}
 }
 
 func (w *linWorld) closeOp(g int) {
