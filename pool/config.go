@@ -237,7 +237,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		// A first reading now: the shedder and the lane see the CPU
 		// from the start (the built-in reader's first reading is its
 		// baseline, 0), not from the first tick.
-		k.cpu.Store(int64(min(max(k.safeCPU(), 0), 1000)))
+		k.setCPU(k.safeCPU())
 	}
 	var fx effects[T]
 	k.mu.Lock()

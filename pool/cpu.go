@@ -20,7 +20,7 @@ func (k *Keeper[T]) sampleCPU() {
 	// the new one.
 	k.lock()
 	defer k.unlock()
-	k.cpu.Store(int64(min(max(v, 0), 1000)))
+	k.setCPU(v)
 	if k.closed {
 		k.bg--
 		k.drainedLocked()
@@ -28,6 +28,9 @@ func (k *Keeper[T]) sampleCPU() {
 	}
 	k.cpuTimer.Reset(cpuEvery)
 }
+
+// setCPU stores a reading, held to 0..1000.
+func (k *Keeper[T]) setCPU(v int) { k.cpu.Store(int64(min(max(v, 0), 1000))) }
 
 func (k *Keeper[T]) safeCPU() (v int) {
 	defer func() {

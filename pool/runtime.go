@@ -203,7 +203,8 @@ func (p *Pool[T]) Pair(seat int32, item T, gave, took time.Time) bool {
 		return false
 	}
 	t1 := p.clock(gave)
-	return p.pair(seat, item, t1, p.clock(took))
+	p.pair(seat, t1, p.clock(took))
+	return true
 }
 
 // lentIn reports whether seat holds item lent, of the current generation.
@@ -235,10 +236,11 @@ func (p *Pool[T]) Pairs(base time.Time, pairs []PairAt[T]) int {
 	for n, x := range pairs {
 		t1 := max(p.last, off+int64(x.Gave))
 		t2 := max(t1, off+int64(x.Took))
-		if !p.pair(x.Seat, x.Item, t1, t2) {
+		if !p.lentIn(x.Seat, x.Item) {
 			p.settle()
 			return n
 		}
+		p.pair(x.Seat, t1, t2)
 		p.last = t2
 	}
 	p.settle()
@@ -249,24 +251,19 @@ func (p *Pool[T]) Pairs(base time.Time, pairs []PairAt[T]) int {
 // to last after Pairs moved last on by offsets.
 func (p *Pool[T]) settle() { p.lastAt = p.instant(p.last) }
 
-// pair is Pair on the pool's scale, t1 and t2 read already.
-func (p *Pool[T]) pair(seat int32, item T, t1, t2 int64) bool {
-	if !p.lentIn(seat, item) {
-		return false
-	}
+// pair is Pair on the pool's scale for a seat lentIn has checked, t1 and
+// t2 read already.
+func (p *Pool[T]) pair(seat int32, t1, t2 int64) {
 	s := &p.z.s[seat]
 	// The Give and the Take leave the idle list and the birth heap as they
 	// were (pushed on top, pulled from the top): only the loan's start, the
 	// guards and the books move.
 	if p.warded {
-		w := &p.ward
-		held := time.Duration(t1 - s.since)
-		if w.Shedder != nil {
-			w.Shedder.SettleAfter(p.epoch, time.Duration(t1), held, true)
+		p.onLoanEnd(s.since, t1, true) // the Give's settlement, as giveLent's
+		if w := &p.ward; w.Shedder != nil {
 			w.Shedder.Admit()
 		}
-		if w.Limiter != nil {
-			w.Limiter.Settle(held, true)
+		if w := &p.ward; w.Limiter != nil {
 			w.Limiter.Lease()
 		}
 	}
@@ -274,7 +271,6 @@ func (p *Pool[T]) pair(seat int32, item T, t1, t2 int64) bool {
 	p.hint = seat
 	p.books.Loans++
 	p.books.Reused++
-	return true
 }
 
 // pairs reports whether the ward lets Give/Take pairs pass unseen at all.

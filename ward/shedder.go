@@ -194,10 +194,7 @@ func (s *Shedder) Done(start, now time.Time, ok bool) { s.Settle(now, now.Sub(st
 // Settle is Done for a caller that knows how long the call took: it ended
 // at now, after held (a negative held counts as zero).
 func (s *Shedder) Settle(now time.Time, held time.Duration, ok bool) {
-	if ok {
-		s.win.Slot(now).Add(int64(max(held, 0)))
-	}
-	s.leave()
+	s.SettleAfter(now, 0, held, ok)
 }
 
 // SettleAfter is Settle for a call that ended at base.Add(at): a caller
