@@ -1,7 +1,6 @@
 package ward
 
 import (
-	"math"
 	"time"
 )
 
@@ -119,7 +118,11 @@ func (l *Limiter) Lease() bool {
 func (l *Limiter) Abandon() { l.inflight = max(l.inflight-1, 0) }
 
 // Limit returns how many leases may be out at once.
-func (l *Limiter) Limit() int { return int(math.Floor(l.limit)) }
+func (l *Limiter) Limit() int {
+	// The limit never falls below Min, at least 1, and a conversion cuts a
+	// positive number down to the integer below it, as Floor would.
+	return int(l.limit)
+}
 
 // Inflight returns how many leases are out.
 func (l *Limiter) Inflight() int { return l.inflight }

@@ -152,3 +152,60 @@ func TestWindowSlotAfterSaturates(t *testing.T) {
 		}
 	}
 }
+
+// A Relay's Pass is SettleAfter(base, at, held, true) then Admit, in every
+// state: two shedders driven alike, one told through relays and the other
+// call by call, equal field for field after every pass. Runs of passes
+// come between ordinary calls (hot readings, refusals, failures), with
+// offsets that go forward, stand still, step back, or jump whole windows.
+func TestShedderRelayPassIsSettleAndAdmit(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		t0 := time.Unix(1000, 0)
+		p := DefaultShed
+		p.Size, p.Window, p.Latency = 4, 2*time.Second, 200*time.Millisecond
+		p.Beta = rapid.SampledFrom([]float64{0, 0.5, 0.9, 0.999, 1}).Draw(rt, "beta")
+		relayed, called := NewShedder(p, t0), NewShedder(p, t0)
+		now := t0
+		for range rapid.IntRange(1, 20).Draw(rt, "rounds") {
+			// Ordinary calls first, the same on both.
+			for range rapid.IntRange(0, 5).Draw(rt, "calls") {
+				now = now.Add(step(rt, "step") / 10)
+				cpu := rapid.SampledFrom([]int{0, 950, 1000}).Draw(rt, "cpu")
+				_, ok1 := relayed.Allow(now, cpu)
+				_, ok2 := called.Allow(now, cpu)
+				if ok1 != ok2 {
+					rt.Fatal("equal shedders answered differently")
+				}
+				if ok1 && rapid.Bool().Draw(rt, "end") {
+					good := rapid.Bool().Draw(rt, "ok")
+					relayed.Done(now, now, good)
+					called.Done(now, now, good)
+				}
+			}
+			// Then a run of passes against one base.
+			base := now.Add(time.Duration(rapid.Int64Range(-int64(time.Second), int64(time.Second)).Draw(rt, "base")))
+			r := relayed.Relay(base)
+			at := time.Duration(0)
+			for range rapid.IntRange(0, 40).Draw(rt, "passes") {
+				switch rapid.IntRange(0, 9).Draw(rt, "move") {
+				case 0:
+					at -= time.Duration(rapid.Int64Range(0, int64(3*time.Second)).Draw(rt, "back"))
+				case 1:
+					at += time.Duration(rapid.Int64Range(0, int64(10*time.Second)).Draw(rt, "jump"))
+				case 2:
+					at = rapid.SampledFrom([]time.Duration{math.MaxInt64, math.MinInt64}).Draw(rt, "end")
+				default:
+					at += time.Duration(rapid.Int64Range(0, int64(time.Millisecond)).Draw(rt, "on"))
+				}
+				held := time.Duration(rapid.Int64Range(-int64(time.Millisecond), int64(time.Second)).Draw(rt, "held"))
+				r.Pass(at, held)
+				called.SettleAfter(base, at, held, true)
+				called.Admit()
+				if !reflect.DeepEqual(relayed, called) {
+					rt.Fatalf("after a pass at %v held %v:\nrelayed %+v\ncalled  %+v", at, held, relayed, called)
+				}
+			}
+			now = now.Add(time.Second)
+		}
+	})
+}

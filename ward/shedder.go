@@ -207,6 +207,57 @@ func (s *Shedder) SettleAfter(base time.Time, at, held time.Duration, ok bool) {
 	s.leave()
 }
 
+// Relay reports a run of calls a runtime let through while the shedder
+// was Cold, in which each call that ended well was followed at once by
+// another: each [Relay.Pass] is exactly SettleAfter(base, at, held, true)
+// and then Admit. A runtime that lends the same resource again and again
+// without asking reports its loans so, many at a time, at a fraction of
+// the cost of the two calls: base is read against the window once rather
+// than for every call, and once a pass leaves the moving average and the
+// count in flight as it found them, the passes after it (which would
+// compute the same numbers again) leave them alone.
+//
+// Skipping is exact, not an estimate: a pass's effect on the two depends
+// on nothing but the two, so a pass that leaves them as they were would
+// leave them so again. A Relay is good for one run: while it is in use,
+// ask the shedder nothing else. The zero Relay is not usable.
+func (s *Shedder) Relay(base time.Time) Relay {
+	return Relay{s: s, base: base}
+}
+
+// Relay is a run of calls reported to a [Shedder]; see [Shedder.Relay].
+type Relay struct {
+	s     *Shedder
+	base  time.Time
+	d     time.Duration // base − the window's newest bucket's start, at gen
+	gen   uint64        // the window's gen when d was read, plus one (0: not read)
+	still bool          // the last pass left average and flying as it found them
+}
+
+// Pass reports one call that ended well at base plus at, after held, and
+// the call admitted at once after it.
+func (r *Relay) Pass(at, held time.Duration) {
+	w := r.s.win
+	if r.gen != w.gen+1 {
+		r.d, r.gen = r.base.Sub(w.start), w.gen+1
+	}
+	w.moveTo(sum(r.d, at), r.base, at)
+	w.buckets[w.head].Add(int64(max(held, 0)))
+	if !r.still {
+		r.flights()
+	}
+}
+
+// flights is Pass's leave and Admit, which compute the same numbers again
+// once they leave the average and the count in flight as they found them.
+func (r *Relay) flights() {
+	s := r.s
+	avg, f := s.average, s.flying
+	s.leave()
+	s.Admit()
+	r.still = s.average == avg && s.flying == f
+}
+
 func (s *Shedder) leave() {
 	s.flying = max(s.flying-1, 0)
 	s.sample()

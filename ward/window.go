@@ -70,17 +70,28 @@ func (w *Window[B]) Slot(now time.Time) *B {
 // instead of an addition and a subtraction), unless the window must start
 // over.
 func (w *Window[B]) SlotAfter(base time.Time, at time.Duration) *B {
-	d := base.Sub(w.start) // saturates, as Sub does
+	w.moveTo(sum(base.Sub(w.start), at), base, at) // Sub saturates, and so does sum
+	return &w.buckets[w.head]
+}
+
+// sum is d + at, saturating at the ends of a Duration as Time.Sub does.
+func sum(d, at time.Duration) time.Duration {
 	switch {
 	case at > 0 && d > math.MaxInt64-at:
-		d = math.MaxInt64
+		return math.MaxInt64
 	case at < 0 && d < math.MinInt64-at:
-		d = math.MinInt64
-	default:
-		d += at
+		return math.MinInt64
+	}
+	return d + at
+}
+
+// moveTo is move with the common case, an instant in the newest bucket,
+// decided inline.
+func (w *Window[B]) moveTo(d time.Duration, base time.Time, at time.Duration) {
+	if d < w.width && d >= -w.span {
+		return
 	}
 	w.move(d, base, at)
-	return &w.buckets[w.head]
 }
 
 // advance moves the head to the bucket now falls in, clearing what it passes.
