@@ -96,8 +96,10 @@ type Keeper[T comparable] struct {
 	// as the pool said when the lane opened (Pool.LanePairs).
 	hold atomic.Int64
 	// pairs is, with a shedder or a limiter, the lane's log of its pairs
-	// since the lane opened: the n-th loan it makes writes the n-th.
-	pairs []pairRec
+	// since the lane opened: the n-th loan it makes writes the n-th, as the
+	// pool is told of it, and then sets the n-th of written.
+	pairs   []PairAt[T]
+	written []uint32
 	// table is ents as the lane reads it, without the lock: replaced,
 	// never changed in place, when a seat is added.
 	table atomic.Pointer[[]*entry[T]]
@@ -126,16 +128,15 @@ type Keeper[T comparable] struct {
 	retry      bool // waiters were held back by a Later: the timer serves them
 	cpuTimer   Timer
 	stats      counters
-	epoch      uint32      // bumped by every unlock: the empty slot's epoch
-	sweepArmed bool        // the timer will fold the lane: it may open
-	pairBuf    []PairAt[T] // the log of pairs as the pool is told of it
-	laneTakes  uint64      // loans the lane made, as counted at the last fold
-	relent     uint64      // of them, those reported to the pool (Relent, Pairs)
-	closing    []T         // resources waiting to be closed, oldest first
-	closerN    int         // closer goroutines running
-	closingNow int         // closes running now
-	lastDial   error       // the last dial error, for Stats and errors
-	lastDialAt time.Time   // when it came
+	epoch      uint32    // bumped by every unlock: the empty slot's epoch
+	sweepArmed bool      // the timer will fold the lane: it may open
+	laneTakes  uint64    // loans the lane made, as counted at the last fold
+	relent     uint64    // of them, those reported to the pool (Relent, Pairs)
+	closing    []T       // resources waiting to be closed, oldest first
+	closerN    int       // closer goroutines running
+	closingNow int       // closes running now
+	lastDial   error     // the last dial error, for Stats and errors
+	lastDialAt time.Time // when it came
 }
 
 // entry is the Keeper's record of one of the pool's seats, kept beside it.

@@ -96,21 +96,14 @@ const relendsMax = 1 << 30
 // reports them and opens the lane again.
 const pairsLen = 256
 
-// pairRec is one pair in the log: the instants of the Give (the parking
-// microsecond, as the pool is given it when it folds a parked resource)
-// and of the Take (ns), and the seat plus one with pairWritten set, which
-// lock waits for and clears.
-//
-// word is written atomically by the taker (it publishes the instants) and
-// read atomically by lock, which then clears it with a plain store: the
-// next taker to write it does so after lock lets go and the lane opens
-// again, so the clearing happens before it (no locked instruction needed).
-type pairRec struct {
-	gave, took int64
-	word       uint64
-}
-
-const pairWritten = 1 << 63
+// The log of pairs: the taker of the n-th loan of an opening writes the
+// n-th PairAt (the Give's instant, the parking microsecond, as the pool is
+// given it when it folds a parked resource; the Take's, in ns; the seat and
+// the resource) with plain stores, and then publishes it by setting the
+// n-th written word atomically. lock waits for the word, reads the record,
+// and clears the word with a plain store: the next taker to write it does
+// so after lock lets go and the lane opens again, so the clearing happens
+// before it (no locked instruction needed).
 
 // sweepEvery is the longest a resource stays in the slot before the timer
 // folds it into the pool.
@@ -129,8 +122,8 @@ func (k *Keeper[T]) initLane(on, paired bool) {
 	k.cntCap = cntMax
 	if paired {
 		k.paired, k.cntCap = true, pairsLen
-		k.pairs = make([]pairRec, pairsLen)
-		k.pairBuf = make([]PairAt[T], pairsLen)
+		k.pairs = make([]PairAt[T], pairsLen)
+		k.written = make([]uint32, pairsLen)
 	}
 	l := k.limits
 	for _, d := range []time.Duration{l.Keep, l.Life} {
@@ -282,9 +275,9 @@ func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 		// The resource is this caller's now: the pool's Give at parking and
 		// Take at t are owed to the pool (relends, or the log of pairs).
 		if k.paired {
-			r := &k.pairs[w>>cntShift]
-			r.gave, r.took = t-int64(idle), t
-			atomic.StoreUint64(&r.word, w&seatMask|pairWritten)
+			n := w >> cntShift
+			k.pairs[n] = PairAt[T]{Seat: e.seat, Item: e.item, Gave: time.Duration(t - int64(idle)), Took: time.Duration(t)}
+			atomic.StoreUint32(&k.written[n], 1)
 		} else if e.relends++; e.relends == relendsMax {
 			// Tell the pool before the count can overflow (it never
 			// comes near: every sweep sends the resource through the lock).
@@ -374,25 +367,20 @@ func (k *Keeper[T]) foldLocked(w uint64) {
 // 32 goroutines, one or two waits in 400,000 loans), and what it costs is
 // the lock held meanwhile.
 func (k *Keeper[T]) pairsLocked(n int) {
-	buf := k.pairBuf[:n]
-	for i := range buf {
-		r := &k.pairs[i]
-		v := atomic.LoadUint64(&r.word)
-		for spins := 0; v == 0; spins++ {
+	for i := range n {
+		for spins := 0; atomic.LoadUint32(&k.written[i]) == 0; spins++ {
 			if spins >= 1024 {
 				runtime.Gosched()
 			}
-			v = atomic.LoadUint64(&r.word)
 		}
-		seat := int32(v&seatMask) - 1
-		buf[i] = PairAt[T]{Seat: seat, Item: k.ents[seat].item, Gave: time.Duration(r.gave), Took: time.Duration(r.took)}
-		r.word = 0
+		k.written[i] = 0
 	}
-	if k.p.Pairs(k.base, buf) != n {
+	log := k.pairs[:n]
+	if k.p.Pairs(k.base, log) != n {
 		panic("wardpool: the pool refused a pair the lane made: a bug in the lane")
 	}
 	k.relent += uint64(n)
-	clear(buf) // holds no resource longer than needed
+	clear(log) // holds no resource longer than needed
 }
 
 // relentLocked reports to the pool the loans the lane made of item, in e's

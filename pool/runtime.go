@@ -203,7 +203,8 @@ func (p *Pool[T]) Pair(seat int32, item T, gave, took time.Time) bool {
 		return false
 	}
 	t1 := p.clock(gave)
-	p.pair(seat, t1, p.clock(took))
+	g := p.guards()
+	p.pair(seat, t1, p.clock(took), &g)
 	return true
 }
 
@@ -213,7 +214,7 @@ func (p *Pool[T]) lentIn(seat int32, item T) bool {
 		return false
 	}
 	s := &p.z.s[seat]
-	return s.st() == lent && s.item == item && s.gen() == p.gen
+	return s.gs == p.gen|uint32(lent)<<genBits && s.item == item // lent, of this generation
 }
 
 // PairAt is one pair for Pairs: the resource lent from Seat came back Gave
@@ -233,39 +234,61 @@ func (p *Pool[T]) Pairs(base time.Time, pairs []PairAt[T]) int {
 		return 0
 	}
 	off := int64(base.Sub(p.epoch)) // base on the pool's scale
-	for n, x := range pairs {
-		t1 := max(p.last, off+int64(x.Gave))
+	g := p.guards()
+	last, n := p.last, 0
+	for _, x := range pairs {
+		t1 := max(last, off+int64(x.Gave))
 		t2 := max(t1, off+int64(x.Took))
 		if !p.lentIn(x.Seat, x.Item) {
-			p.settle()
-			return n
+			break
 		}
-		p.pair(x.Seat, t1, t2)
-		p.last = t2
+		p.pair(x.Seat, t1, t2, &g)
+		last = t2
+		n++
 	}
+	p.last = last
 	p.settle()
-	return len(pairs)
+	return n
 }
 
 // settle brings lastAt, the instant clock compares a new reading with, up
 // to last after Pairs moved last on by offsets.
 func (p *Pool[T]) settle() { p.lastAt = p.instant(p.last) }
 
+// pairGuards is what a run of pairs tells: the shedder through a relay
+// (one run of its own, for the shedder is asked nothing else meanwhile),
+// and the limiter.
+type pairGuards struct {
+	shed  bool
+	relay ward.Relay
+	limit *ward.Limiter
+}
+
+// guards readies the guards for a run of pairs.
+func (p *Pool[T]) guards() pairGuards {
+	g := pairGuards{limit: p.ward.Limiter}
+	if s := p.ward.Shedder; s != nil {
+		g.relay, g.shed = s.Relay(p.epoch), true // instants are offsets from the epoch
+	}
+	return g
+}
+
 // pair is Pair on the pool's scale for a seat lentIn has checked, t1 and
-// t2 read already.
-func (p *Pool[T]) pair(seat int32, t1, t2 int64) {
+// t2 read already, its guards readied by guards.
+func (p *Pool[T]) pair(seat int32, t1, t2 int64, g *pairGuards) {
 	s := &p.z.s[seat]
 	// The Give and the Take leave the idle list and the birth heap as they
 	// were (pushed on top, pulled from the top): only the loan's start, the
-	// guards and the books move.
-	if p.warded {
-		p.onLoanEnd(s.since, t1, true) // the Give's settlement, as giveLent's
-		if w := &p.ward; w.Shedder != nil {
-			w.Shedder.Admit()
-		}
-		if w := &p.ward; w.Limiter != nil {
-			w.Limiter.Lease()
-		}
+	// guards and the books move. The guards are told what giveLent's
+	// onLoanEnd and take's onLoan would tell them: the loan's end, held
+	// for t1 − since and well, and a new loan's start.
+	held := time.Duration(t1 - s.since)
+	if g.shed {
+		g.relay.Pass(time.Duration(t1), held) // SettleAfter, Admit
+	}
+	if g.limit != nil {
+		g.limit.Settle(held, true)
+		g.limit.Lease()
 	}
 	s.since = t2
 	p.hint = seat
