@@ -172,3 +172,32 @@ func BenchmarkPairs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGiveByItem is Give finding what it is handed from the item
+// alone (not the seat lent last), among n resources: a Give and a Take
+// of a resource other than the one lent last, every time.
+func BenchmarkGiveByItem(b *testing.B) {
+	for _, n := range []int{16, 10000} {
+		b.Run(fmt.Sprintf("resources=%d", n), func(b *testing.B) {
+			p := mustNew(b, Limits{Size: n, Idle: n})
+			now := at(0)
+			items := make([]*conn, n)
+			for i := range items {
+				p.Take(now, 0.5, 0)
+				items[i] = &conn{i}
+				p.Made(items[i], now)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				c := items[i]
+				p.Give(c, now)
+				if tk := p.Take(now, 0.5, 0); tk.Item != c {
+					b.Fatalf("took %v, want %v back", tk.Item, c)
+				}
+				// The next resource is another: Give looks it up.
+				i = (i + 7919) % n
+			}
+		})
+	}
+}

@@ -239,7 +239,7 @@ func (p *Pool[T]) MadeJitter(item T, now time.Time, extra time.Duration) bool {
 		p.making--
 		p.onMade(t)
 	}
-	if _, held := p.z.index[item]; held {
+	if _, held := p.z.find(item); held {
 		// Already on the books (lent or idle), closed pool or not: the
 		// reservation, if any, is settled and the existing seat stands.
 		if reserved {
@@ -334,8 +334,8 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 	i, held := p.hint, true
 	if i == none || p.z.s[i].st() != lent || p.z.s[i].item != item {
 		// Not the one lent last (the common case of one caller at a
-		// time skips the map): look it up.
-		i, held = p.z.index[item]
+		// time skips the index): look it up.
+		i, held = p.z.find(item)
 	}
 	if !held {
 		if p.making == 0 || p.closed {
@@ -382,7 +382,7 @@ func (p *Pool[T]) Drop(item T, now time.Time) bool {
 		return p.recDrop(item, now)
 	}
 	t := p.clock(now)
-	i, held := p.z.index[item]
+	i, held := p.z.find(item)
 	if !held {
 		return false
 	}
@@ -544,6 +544,6 @@ func (p *Pool[T]) AppendLoans(dst []Lent[T], now time.Time) []Lent[T] {
 
 // Holds reports whether item is on the books, idle or lent.
 func (p *Pool[T]) Holds(item T) bool {
-	_, ok := p.z.index[item]
+	_, ok := p.z.find(item)
 	return ok
 }

@@ -65,12 +65,12 @@ func (p *Pool[T]) recAt(r *Recorder, b []byte, now time.Time) []byte {
 }
 
 // ref names item as the format does: its seat plus one, or 0 when p does
-// not hold it. hint is a seat to try before the map.
+// not hold it. hint is a seat to try before the index.
 func (p *Pool[T]) ref(item T, hint int32) uint64 {
 	if hint >= 0 && int(hint) < len(p.z.s) && p.z.s[hint].st() != free && p.z.s[hint].item == item {
 		return uint64(hint) + 1
 	}
-	if i, ok := p.z.index[item]; ok {
+	if i, ok := p.z.find(item); ok {
 		return uint64(i) + 1
 	}
 	return 0

@@ -152,7 +152,7 @@ func (rc *Recording) restore(raw []byte) (*Pool[uint64], uint64, *Recorder, erro
 			continue
 		}
 		s.item = next
-		p.z.index[next] = int32(i)
+		p.z.insert(int32(i))
 		next++
 	}
 	p.z.free, p.z.heap, p.z.top, p.z.bottom = c.free, c.heap, c.top, c.bottom

@@ -29,7 +29,7 @@ func (p *Pool[T]) SeatLent() int32 { return p.hint }
 // SeatOf returns the seat of a resource on the books, idle or lent, and -1
 // for one the pool does not hold.
 func (p *Pool[T]) SeatOf(item T) int32 {
-	if i, ok := p.z.index[item]; ok {
+	if i, ok := p.z.find(item); ok {
 		return i
 	}
 	return none

@@ -47,9 +47,11 @@ func (s *seat[T]) setGen(g uint32) { s.gs = s.gs&^genMask | g&genMask }
 
 // seats is the storage behind a Pool. Not safe for concurrent use.
 type seats[T comparable] struct {
-	s     []seat[T]
-	free  []int32
-	index map[T]int32
+	s    []seat[T]
+	free []int32
+
+	slots   []int32 // the index: seat plus one by item hash (index.go)
+	indexed int     // seats in it
 
 	top, bottom int32 // idle list ends; none when empty
 	idle        int
@@ -62,7 +64,7 @@ type seats[T comparable] struct {
 func (z *seats[T]) init(capacity int, byBirth bool) {
 	z.s = make([]seat[T], 0, capacity)
 	z.free = make([]int32, 0, capacity)
-	z.index = make(map[T]int32, capacity)
+	z.initIndex(capacity)
 	z.top, z.bottom = none, none
 	z.birth = byBirth
 	if byBirth {
@@ -82,7 +84,7 @@ func (z *seats[T]) add(item T, t int64, gen uint32) int32 {
 		i = int32(len(z.s) - 1)
 	}
 	z.s[i] = seat[T]{item: item, born: t, since: t, gs: gen&genMask | uint32(lent)<<genBits, up: none, down: none, hi: none}
-	z.index[item] = i
+	z.insert(i)
 	z.lent++
 	return i
 }
@@ -90,7 +92,7 @@ func (z *seats[T]) add(item T, t int64, gen uint32) int32 {
 // remove forgets seat i, which must be lent (idle seats are unlinked first).
 func (z *seats[T]) remove(i int32) {
 	s := &z.s[i]
-	delete(z.index, s.item)
+	z.unindex(i)
 	var zero T
 	s.item = zero // let the garbage collector have it
 	s.setSt(free)
