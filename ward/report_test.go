@@ -154,7 +154,7 @@ func TestWindowSlotAfterSaturates(t *testing.T) {
 }
 
 // A Relay's Pass is SettleAfter(base, at, held, true) then Admit, in every
-// state: two shedders driven alike, one told through relays and the other
+// state, and Passes is that many Passes inside the Span: two shedders driven alike, one told through relays and the other
 // call by call, equal field for field after every pass. Runs of passes
 // come between ordinary calls (hot readings, refusals, failures), with
 // offsets that go forward, stand still, step back, or jump whole windows.
@@ -198,14 +198,67 @@ func TestShedderRelayPassIsSettleAndAdmit(t *testing.T) {
 					at += time.Duration(rapid.Int64Range(0, int64(time.Millisecond)).Draw(rt, "on"))
 				}
 				held := time.Duration(rapid.Int64Range(-int64(time.Millisecond), int64(time.Second)).Draw(rt, "held"))
-				r.Pass(at, held)
-				called.SettleAfter(base, at, held, true)
-				called.Admit()
+				if lo, hi := r.Span(); lo < hi && rapid.Bool().Draw(rt, "batch") {
+					// A batch of passes inside the span, told as one.
+					k := rapid.IntRange(0, 50).Draw(rt, "k")
+					sum := time.Duration(0)
+					for range k {
+						at := lo + time.Duration(rapid.Int64Range(0, int64(min(hi-lo, time.Hour))-1).Draw(rt, "in"))
+						held := time.Duration(rapid.Int64Range(-int64(time.Millisecond), int64(time.Second)).Draw(rt, "held"))
+						sum += max(held, 0)
+						called.SettleAfter(base, at, held, true)
+						called.Admit()
+					}
+					r.Passes(k, sum)
+				} else {
+					r.Pass(at, held)
+					called.SettleAfter(base, at, held, true)
+					called.Admit()
+				}
 				if !reflect.DeepEqual(relayed, called) {
 					rt.Fatalf("after a pass at %v held %v:\nrelayed %+v\ncalled  %+v", at, held, relayed, called)
 				}
 			}
 			now = now.Add(time.Second)
+		}
+	})
+}
+
+// Limiter.Passes(n) is n quick, good Settles each followed by a Lease, and
+// Quick is exactly the loans whose Settle does not lower the limit.
+func TestLimiterPassesAreSettleAndLease(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		p := Aimd{Initial: rapid.IntRange(1, 6).Draw(rt, "initial"), Min: 1, Max: rapid.IntRange(1, 12).Draw(rt, "max"),
+			Slow: time.Duration(rapid.IntRange(-1, 3).Draw(rt, "slow")) * 100 * time.Millisecond, Backoff: 0.5}
+		batched, called := NewLimiter(p), NewLimiter(p)
+		for range rapid.IntRange(1, 60).Draw(rt, "steps") {
+			switch rapid.IntRange(0, 2).Draw(rt, "op") {
+			case 0:
+				batched.Lease()
+				called.Lease()
+			case 1:
+				held := time.Duration(rapid.IntRange(-100, 500).Draw(rt, "held")) * time.Millisecond
+				good := rapid.Bool().Draw(rt, "ok")
+				limit := called.limit
+				batched.Settle(held, good)
+				called.Settle(held, good)
+				if good && called.limit < limit && batched.Quick(held) {
+					rt.Fatalf("a loan held %v is Quick, but its Settle lowered the limit", held)
+				}
+				if good && !batched.Quick(held) && called.limit >= limit && limit > float64(called.p.Min) {
+					rt.Fatalf("a loan held %v is not Quick, but its Settle kept the limit over Min", held)
+				}
+			case 2:
+				n := rapid.IntRange(0, 40).Draw(rt, "n")
+				for range n {
+					called.Settle(p.Slow, true)
+					called.Lease()
+				}
+				batched.Passes(n)
+			}
+			if *batched != *called {
+				rt.Fatalf("the limiters differ: batched %+v, called %+v", batched, called)
+			}
 		}
 	})
 }

@@ -248,6 +248,41 @@ func (r *Relay) Pass(at, held time.Duration) {
 	}
 }
 
+// Span returns the offsets from the relay's base at which a pass lands in
+// the window's newest bucket without moving the window: from lo up to, not
+// including, hi. It holds until the next Pass. With base or the window so
+// far out that the sums could overflow, the span is empty.
+func (r *Relay) Span() (lo, hi time.Duration) {
+	w := r.s.win
+	if r.gen != w.gen+1 {
+		r.d, r.gen = r.base.Sub(w.start), w.gen+1
+	}
+	if r.d > relayNear || r.d < -relayNear || w.span > relayNear {
+		return 0, 0
+	}
+	return -w.span - r.d, w.width - r.d
+}
+
+// relayNear bounds the numbers Span adds, so that no sum of two overflows.
+const relayNear = 1 << 61
+
+// Passes is n passes at once, each ending at an offset within the Span
+// last returned, with no Pass since: exactly n calls of Pass. held is
+// their response times summed, each counted as Pass counts it (a negative
+// one as zero).
+func (r *Relay) Passes(n int, held time.Duration) {
+	if n <= 0 {
+		return
+	}
+	w := r.s.win
+	b := &w.buckets[w.head]
+	b.Sum += int64(held)
+	b.Count += int64(n)
+	for ; n > 0 && !r.still; n-- {
+		r.flights()
+	}
+}
+
 // flights is Pass's leave and Admit, which compute the same numbers again
 // once they leave the average and the count in flight as they found them.
 func (r *Relay) flights() {
