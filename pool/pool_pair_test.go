@@ -178,3 +178,74 @@ func TestPairsStopsAtTheFirstRefused(t *testing.T) {
 		t.Fatalf("loans held %v and %v, want 8ms and 6ms", d[0].Held, d[1].Held)
 	}
 }
+
+// Pairs against Pair one at a time: runs of pairs with loans quick and
+// slow, Gives in one bucket of the shedder's window and across many, some
+// standing still and some a window apart. Pairs tells its guards in
+// batches where it can; the pools, guards included, must come out equal
+// field for field after every run.
+func TestPairsIsPairAfterPair(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		t0 := time.Unix(1000, 0)
+		shed := rapid.Bool().Draw(rt, "shedder")
+		limit := !shed || rapid.Bool().Draw(rt, "limiter")
+		size := rapid.IntRange(1, 6).Draw(rt, "size")
+		slow := time.Duration(rapid.SampledFrom([]int{0, 5, 300}).Draw(rt, "slow")) * time.Millisecond
+		initial := rapid.IntRange(size, 8).Draw(rt, "initial") // room to lend them all
+		build := func() *Pool[int] {
+			var w ward.Ward
+			if shed {
+				s := ward.DefaultShed
+				s.Size, s.Window, s.Latency = 4, 200*time.Millisecond, 20*time.Millisecond
+				w.Shedder = ward.NewShedder(s, t0)
+			}
+			if limit {
+				w.Limiter = ward.NewLimiter(ward.Aimd{Initial: initial, Min: 1, Max: 8, Slow: slow, Backoff: 0.5})
+			}
+			p, err := New[int](Limits{Size: size}, w)
+			if err != nil {
+				rt.Fatal(err)
+			}
+			for i := 1; i <= size; i++ {
+				if p.Take(t0, 0.5, 0).Kind != Make || !p.Made(i, t0) {
+					rt.Fatal("could not lend every resource")
+				}
+			}
+			return p
+		}
+		a, b := build(), build() // a is told with Pairs, b with Pair
+		now := t0
+		for range rapid.IntRange(1, 8).Draw(rt, "runs") {
+			base := now
+			at := time.Duration(0)
+			var run []PairAt[int]
+			for range rapid.IntRange(0, 60).Draw(rt, "pairs") {
+				switch rapid.IntRange(0, 5).Draw(rt, "gap") {
+				case 0:
+					at += time.Duration(rapid.Int64Range(0, int64(time.Second)).Draw(rt, "long"))
+				case 1:
+					at += time.Duration(rapid.Int64Range(0, int64(60*time.Millisecond)).Draw(rt, "bucket"))
+				default:
+					at += time.Duration(rapid.Int64Range(0, int64(time.Millisecond)).Draw(rt, "short"))
+				}
+				item := rapid.IntRange(1, size).Draw(rt, "item")
+				took := at + time.Duration(rapid.Int64Range(0, int64(time.Millisecond)).Draw(rt, "idle"))
+				run = append(run, PairAt[int]{Seat: a.SeatOf(item), Item: item, Gave: at, Took: took})
+				at = took
+			}
+			if n := a.Pairs(base, run); n != len(run) {
+				rt.Fatalf("Pairs took %d of %d", n, len(run))
+			}
+			for _, x := range run {
+				if !b.Pair(b.SeatOf(x.Item), x.Item, base.Add(x.Gave), base.Add(x.Took)) {
+					rt.Fatalf("Pair refused %+v", x)
+				}
+			}
+			if !reflect.DeepEqual(a.ward, b.ward) || a.Books() != b.Books() || !reflect.DeepEqual(a.z, b.z) || a.last != b.last {
+				rt.Fatalf("after a run of %d pairs the pools differ:\nPairs: %+v %+v %+v\nPair:  %+v %+v %+v",
+					len(run), a.Books(), a.ward.Shedder, a.ward.Limiter, b.Books(), b.ward.Shedder, b.ward.Limiter)
+			}
+			now = base.Add(at)
+		}
+	})
+}

@@ -203,8 +203,10 @@ func (p *Pool[T]) Pair(seat int32, item T, gave, took time.Time) bool {
 		return false
 	}
 	t1 := p.clock(gave)
+	t2 := p.clock(took)
 	g := p.guards()
-	p.pair(seat, t1, p.clock(took), &g)
+	g.one(time.Duration(t1), p.held(seat, t1))
+	p.relend(seat, t2, 1)
 	return true
 }
 
@@ -215,6 +217,22 @@ func (p *Pool[T]) lentIn(seat int32, item T) bool {
 	}
 	s := &p.z.s[seat]
 	return s.gs == p.gen|uint32(lent)<<genBits && s.item == item // lent, of this generation
+}
+
+// held is how long the loan from seat, lent, had been out at t (never
+// negative: the pool's instants never go back).
+func (p *Pool[T]) held(seat int32, t int64) time.Duration {
+	return max(time.Duration(t-p.z.s[seat].since), 0)
+}
+
+// relend is the rest of n pairs of seat, the last Take at t: the Give and
+// the Take leave the idle list and the birth heap as they were (pushed on
+// top, pulled from the top), so only the loan's start and the books move.
+func (p *Pool[T]) relend(seat int32, t int64, n int) {
+	p.z.s[seat].since = t
+	p.hint = seat
+	p.books.Loans += uint64(n)
+	p.books.Reused += uint64(n)
 }
 
 // PairAt is one pair for Pairs: the resource lent from Seat came back Gave
@@ -242,10 +260,18 @@ func (p *Pool[T]) Pairs(base time.Time, pairs []PairAt[T]) int {
 		if !p.lentIn(x.Seat, x.Item) {
 			break
 		}
-		p.pair(x.Seat, t1, t2, &g)
+		at, held := time.Duration(t1), p.held(x.Seat, t1)
+		if (!g.shed || at >= g.lo && at < g.hi) && (g.limit == nil || g.limit.Quick(held)) {
+			g.n++ // the common case, decided here
+			g.sum += held
+		} else {
+			g.one(at, held)
+		}
+		p.relend(x.Seat, t2, 1)
 		last = t2
 		n++
 	}
+	g.flush()
 	p.last = last
 	p.settle()
 	return n
@@ -255,13 +281,20 @@ func (p *Pool[T]) Pairs(base time.Time, pairs []PairAt[T]) int {
 // to last after Pairs moved last on by offsets.
 func (p *Pool[T]) settle() { p.lastAt = p.instant(p.last) }
 
-// pairGuards is what a run of pairs tells: the shedder through a relay
-// (one run of its own, for the shedder is asked nothing else meanwhile),
-// and the limiter.
+// pairGuards tells the guards of a run of pairs what giveLent's onLoanEnd
+// and take's onLoan would tell them of each: a loan ended well at the
+// Give, held since its start, and a new one begun. Pairs that are easy
+// for both (the Give in the shedder's window's newest bucket, the relay's
+// span, and the loan quick for the limiter) are counted into a batch that
+// is told as one; any other pair is told alone, after the batch before it,
+// so the guards hear their pairs in order.
 type pairGuards struct {
-	shed  bool
-	relay ward.Relay
-	limit *ward.Limiter
+	shed   bool
+	relay  ward.Relay
+	lo, hi time.Duration // the relay's span
+	limit  *ward.Limiter
+	n      int           // pairs in the batch
+	sum    time.Duration // their loans' response times summed
 }
 
 // guards readies the guards for a run of pairs.
@@ -269,31 +302,34 @@ func (p *Pool[T]) guards() pairGuards {
 	g := pairGuards{limit: p.ward.Limiter}
 	if s := p.ward.Shedder; s != nil {
 		g.relay, g.shed = s.Relay(p.epoch), true // instants are offsets from the epoch
+		g.lo, g.hi = g.relay.Span()
 	}
 	return g
 }
 
-// pair is Pair on the pool's scale for a seat lentIn has checked, t1 and
-// t2 read already, its guards readied by guards.
-func (p *Pool[T]) pair(seat int32, t1, t2 int64, g *pairGuards) {
-	s := &p.z.s[seat]
-	// The Give and the Take leave the idle list and the birth heap as they
-	// were (pushed on top, pulled from the top): only the loan's start, the
-	// guards and the books move. The guards are told what giveLent's
-	// onLoanEnd and take's onLoan would tell them: the loan's end, held
-	// for t1 − since and well, and a new loan's start.
-	held := time.Duration(t1 - s.since)
+// one tells the guards the batch, then one pair whose Give is at (from the
+// epoch), ending a loan held for held.
+func (g *pairGuards) one(at, held time.Duration) {
+	g.flush()
 	if g.shed {
-		g.relay.Pass(time.Duration(t1), held) // SettleAfter, Admit
+		g.relay.Pass(at, held) // SettleAfter, Admit
+		g.lo, g.hi = g.relay.Span()
 	}
 	if g.limit != nil {
 		g.limit.Settle(held, true)
 		g.limit.Lease()
 	}
-	s.since = t2
-	p.hint = seat
-	p.books.Loans++
-	p.books.Reused++
+}
+
+// flush tells the guards the batch.
+func (g *pairGuards) flush() {
+	if g.shed {
+		g.relay.Passes(g.n, g.sum)
+	}
+	if g.limit != nil {
+		g.limit.Passes(g.n)
+	}
+	g.n, g.sum = 0, 0
 }
 
 // pairs reports whether the ward lets Give/Take pairs pass unseen at all.
