@@ -76,6 +76,12 @@ type Keeper[T comparable] struct {
 	cntCap      uint64        // the most loans the lane makes between two folds
 	sweep       time.Duration // how often the timer folds the lane; 0: never needed
 	sh          *sharedRun    // the shared guards, if any (keeper_shared.go)
+	// pairs is, with a shedder or a limiter, the lane's log of its pairs
+	// since the lane opened: the n-th loan it makes writes the n-th, as the
+	// pool is told of it, and then sets the n-th of written. (The slices
+	// are set once; what they hold is on lines of its own.)
+	pairs   []PairAt[T]
+	written []uint32
 
 	cpu    atomic.Int64       // latest CPU reading, thousandths
 	ctx    context.Context    // ends at Close: dials watch it
@@ -95,11 +101,6 @@ type Keeper[T comparable] struct {
 	// hold is, with pairs, the longest loan a park may end (ns; 0: any),
 	// as the pool said when the lane opened (Pool.LanePairs).
 	hold atomic.Int64
-	// pairs is, with a shedder or a limiter, the lane's log of its pairs
-	// since the lane opened: the n-th loan it makes writes the n-th, as the
-	// pool is told of it, and then sets the n-th of written.
-	pairs   []PairAt[T]
-	written []uint32
 	// table is ents as the lane reads it, without the lock: replaced,
 	// never changed in place, when a seat is added.
 	table atomic.Pointer[[]*entry[T]]
