@@ -50,12 +50,15 @@ func TestIndexIsAMap(t *testing.T) {
 }
 
 // checkIndex holds the table to its invariants: n seats in it, each a seat
-// on the books, each found from its item, no seat twice, at most three
-// quarters full.
+// on the books, each found from its item, no seat twice, the marks
+// counted, live slots and marks at most three quarters of the table.
 func checkIndex[T comparable](t interface{ Fatalf(string, ...any) }, z *seats[T], n int) {
-	seen := map[int32]bool{}
+	seen, gone := map[int32]bool{}, 0
 	for _, v := range z.slots {
-		if v == 0 {
+		if v == -1 {
+			gone++
+		}
+		if v <= 0 {
 			continue
 		}
 		i := v - 1
@@ -73,8 +76,11 @@ func checkIndex[T comparable](t interface{ Fatalf(string, ...any) }, z *seats[T]
 	if len(seen) != n || z.indexed != n {
 		t.Fatalf("the index holds %d seats (counts %d), want %d", len(seen), z.indexed, n)
 	}
-	if z.indexed*4 > len(z.slots)*3 {
-		t.Fatalf("%d seats in %d slots: over three quarters full", z.indexed, len(z.slots))
+	if gone != z.gone {
+		t.Fatalf("the index has %d slots marked gone, and counts %d", gone, z.gone)
+	}
+	if (z.indexed+z.gone)*4 > len(z.slots)*3 {
+		t.Fatalf("%d seats and %d marks in %d slots: over three quarters full", z.indexed, z.gone, len(z.slots))
 	}
 }
 
@@ -134,4 +140,35 @@ func TestIndexOtherKinds(t *testing.T) {
 	if _, ok := w.find(int64(1)); ok {
 		t.Fatal("an int64 1 found as the int 1")
 	}
+}
+
+// Removals and insertions at a steady count rebuild the index now and then,
+// not at every step: a rebuild allocates the new table, so the allocations
+// per step say how often it happens.
+func TestIndexRebuildsSeldom(t *testing.T) {
+	// 90 resources in a table of 128: over half of what it may hold, so
+	// the first rebuild must double it, or it would fill up again at once.
+	var z seats[int]
+	z.init(64, false)
+	live := make([]int32, 0, 90)
+	for n := range 90 {
+		live = append(live, z.add(n, 0, 0))
+	}
+	next := 90
+	step := func() {
+		i := live[next%len(live)]
+		z.remove(i)
+		live[next%len(live)] = z.add(next, 0, 0)
+		next++
+	}
+	for range 1000 {
+		step() // past the first rebuilds
+	}
+	if a := testing.AllocsPerRun(2000, step); a > 0.05 {
+		t.Fatalf("%.2f allocations a step: the index is rebuilt every few steps", a)
+	}
+	if len(z.slots) != 256 {
+		t.Fatalf("%d slots for 90 resources, want 256: a rebuild with live slots over half of three quarters doubles", len(z.slots))
+	}
+	checkIndex(t, &z, 90)
 }

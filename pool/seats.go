@@ -50,8 +50,11 @@ type seats[T comparable] struct {
 	s    []seat[T]
 	free []int32
 
-	slots   []int32 // the index: seat plus one by item hash (index.go)
-	indexed int     // seats in it
+	// The index (index.go): seat plus one by item hash, a byte of each
+	// slot's hash, and how many slots hold a seat or are marked gone.
+	slots         []int32
+	tags          []uint8
+	indexed, gone int
 
 	top, bottom int32 // idle list ends; none when empty
 	idle        int
