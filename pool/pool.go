@@ -27,7 +27,9 @@ import (
 // A resource is recognised on its way back by identity (==), which is how
 // its birth survives every loan and Life retires a resource reused all along.
 // T should therefore be a handle such as a pointer; two resources that
-// compare equal are one resource to the pool.
+// compare equal are one resource to the pool, and a value not equal to
+// itself (a floating-point NaN) is never recognised: Give and Drop answer
+// it as a resource the pool does not hold.
 //
 // Time. The origin of now does not matter, only differences do. The pool
 // never sees time go backwards: an instant earlier than the latest one it
