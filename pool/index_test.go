@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/wardpool/wardpool/ward"
 	"pgregory.net/rapid"
 )
 
@@ -171,4 +172,27 @@ func TestIndexRebuildsSeldom(t *testing.T) {
 		t.Fatalf("%d slots for 90 resources, want 256: a rebuild with live slots over half of three quarters doubles", len(z.slots))
 	}
 	checkIndex(t, &z, 90)
+}
+
+// A NaN resource is made and lent like any other, but never recognised on
+// its way back, as the Pool documents: Give and Drop answer false and the
+// books still count it lent.
+func TestPoolNeverRecognisesANaN(t *testing.T) {
+	p, err := New[float64](Limits{Size: 2}, ward.Ward{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nan := math.NaN()
+	if tk := p.Take(at(0), 0.5, 0); tk.Kind != Make {
+		t.Fatalf("Take = %+v, want Make", tk)
+	}
+	if !p.Made(nan, at(0)) {
+		t.Fatal("Made(NaN) refused")
+	}
+	if p.Give(nan, at(1)) || p.Drop(nan, at(1)) || p.Holds(nan) {
+		t.Fatal("a NaN was recognised")
+	}
+	if p.Live() != 1 || p.Idle() != 0 {
+		t.Fatalf("%d live, %d idle: the NaN should still count as lent", p.Live(), p.Idle())
+	}
 }
