@@ -122,7 +122,8 @@ func (l *Limiter) Quick(held time.Duration) bool { return l.p.Slow <= 0 || held 
 // Passes is n leases given back quick and well and taken again at once,
 // for a runtime that lent them without asking: exactly n times Settle of
 // a quick lease then Lease. Once one leaves the limiter as it found it,
-// the rest would too, and are not computed.
+// the rest would too, and are not computed. An n of zero or less changes
+// nothing.
 func (l *Limiter) Passes(n int) {
 	for ; n > 0; n-- {
 		limit, in := l.limit, l.inflight

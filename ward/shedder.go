@@ -269,14 +269,15 @@ const relayNear = 1 << 61
 // Passes is n passes at once, each ending at an offset within the Span
 // last returned, with no Pass since: exactly n calls of Pass. held is
 // their response times summed, each counted as Pass counts it (a negative
-// one as zero).
+// one as zero), so a negative sum counts as zero too. An n of zero or less
+// changes nothing.
 func (r *Relay) Passes(n int, held time.Duration) {
 	if n <= 0 {
 		return
 	}
 	w := r.s.win
 	b := &w.buckets[w.head]
-	b.Sum += int64(held)
+	b.Sum += int64(max(held, 0))
 	b.Count += int64(n)
 	for ; n > 0 && !r.still; n-- {
 		r.flights()
