@@ -154,10 +154,11 @@ func TestWindowSlotAfterSaturates(t *testing.T) {
 }
 
 // A Relay's Pass is SettleAfter(base, at, held, true) then Admit, in every
-// state, and Passes is that many Passes inside the Span: two shedders driven alike, one told through relays and the other
-// call by call, equal field for field after every pass. Runs of passes
-// come between ordinary calls (hot readings, refusals, failures), with
-// offsets that go forward, stand still, step back, or jump whole windows.
+// state, and Passes is that many Passes inside the Span: two shedders
+// driven alike, one told through relays and the other call by call, equal
+// field for field after every pass. Runs of passes come between ordinary
+// calls (hot readings, refusals, failures), with offsets that go forward,
+// stand still, step back, or jump whole windows.
 func TestShedderRelayPassIsSettleAndAdmit(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		t0 := time.Unix(1000, 0)
