@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -192,11 +193,15 @@ func TestPairsIsPairAfterPair(t *testing.T) {
 		size := rapid.IntRange(1, 6).Draw(rt, "size")
 		slow := time.Duration(rapid.SampledFrom([]int{0, 5, 300}).Draw(rt, "slow")) * time.Millisecond
 		initial := rapid.IntRange(size, 8).Draw(rt, "initial") // room to lend them all
+		// Windows from a nanosecond (every Give its own bucket) to the
+		// longest a Duration holds (one bucket, and no span to batch in).
+		window := rapid.SampledFrom([]time.Duration{1, time.Microsecond, 200 * time.Millisecond, time.Hour, math.MaxInt64}).Draw(rt, "window")
+		buckets := rapid.IntRange(1, 50).Draw(rt, "buckets")
 		build := func() *Pool[int] {
 			var w ward.Ward
 			if shed {
 				s := ward.DefaultShed
-				s.Size, s.Window, s.Latency = 4, 200*time.Millisecond, 20*time.Millisecond
+				s.Size, s.Window, s.Latency = buckets, window, 20*time.Millisecond
 				w.Shedder = ward.NewShedder(s, t0)
 			}
 			if limit {

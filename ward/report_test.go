@@ -163,7 +163,8 @@ func TestShedderRelayPassIsSettleAndAdmit(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		t0 := time.Unix(1000, 0)
 		p := DefaultShed
-		p.Size, p.Window, p.Latency = 4, 2*time.Second, 200*time.Millisecond
+		p.Size, p.Latency = rapid.IntRange(1, 8).Draw(rt, "buckets"), 200*time.Millisecond
+		p.Window = rapid.SampledFrom([]time.Duration{1, time.Microsecond, 2 * time.Second, time.Hour, math.MaxInt64}).Draw(rt, "window")
 		p.Beta = rapid.SampledFrom([]float64{0, 0.5, 0.9, 0.999, 1}).Draw(rt, "beta")
 		relayed, called := NewShedder(p, t0), NewShedder(p, t0)
 		now := t0
@@ -204,7 +205,12 @@ func TestShedderRelayPassIsSettleAndAdmit(t *testing.T) {
 					k := rapid.IntRange(0, 50).Draw(rt, "k")
 					sum := time.Duration(0)
 					for range k {
+						// Within the span, a draw no wider than an hour
+						// from either end, for an unbounded span.
 						at := lo + time.Duration(rapid.Int64Range(0, int64(min(hi-lo, time.Hour))-1).Draw(rt, "in"))
+						if rapid.Bool().Draw(rt, "from the top") {
+							at = hi - 1 - (at - lo)
+						}
 						held := time.Duration(rapid.Int64Range(-int64(time.Millisecond), int64(time.Second)).Draw(rt, "held"))
 						sum += max(held, 0)
 						called.SettleAfter(base, at, held, true)
