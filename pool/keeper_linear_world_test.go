@@ -196,16 +196,31 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 	c.checkFails = rand.New(rand.NewPCG(r.Uint64(), 0))
 	// Drawn last, so that the draws above are those of the histories
 	// checked before there were guards.
-	switch r.IntN(4) {
+	ages := true
+	switch r.IntN(6) {
 	case 1:
 		c.guards.limit = &ward.Aimd{Initial: 1 + r.IntN(size), Min: 1, Max: size,
 			Slow: []time.Duration{0, time.Second, 3 * time.Second}[r.IntN(3)], Backoff: 0.5}
+		ages = false
 	case 2:
 		c.guards.limit = &ward.Aimd{Initial: 1 + r.IntN(size), Min: 1, Max: size, Slow: time.Second, Backoff: 0.5}
 		c.guards.shed = true
 		c.guards.cpu = []int{0, 0, 1000}[r.IntN(3)]
+		ages = false
+	case 3:
+		// A cold shedder alone: it never refuses, so ages may be drawn
+		// (see below), and the lane's pairs meet stale resources.
+		c.guards.shed = true
+	case 4:
+		// A limiter held at Size, with or without a cold shedder: it
+		// never answers Wait where the pool itself would not (while a
+		// resource is idle, fewer than Size are out), so ages may be
+		// drawn, and the lane's parks still meet its Slow.
+		c.guards.limit = &ward.Aimd{Initial: size, Min: size, Max: size,
+			Slow: []time.Duration{0, time.Second, 3 * time.Second}[r.IntN(3)], Backoff: 0.5}
+		c.guards.shed = r.IntN(2) == 0
 	}
-	if c.guards.limit != nil {
+	if !ages {
 		// No ages with a limiter. An Acquire that meets a stale resource
 		// retires it and asks again; without a limiter that frees room to
 		// dial, but a limiter can then answer Wait, and the retirement is
@@ -214,7 +229,8 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 		// Acquire's retirements before it queues) was tried: it held, but
 		// made some histories too large to decide in the checker's time
 		// when every package's tests ran under -race at once. Ages are held
-		// to the pool by the histories without a limiter.
+		// to the pool by the histories without a limiter, or with one
+		// that never binds (case 4).
 		c.limits.Keep, c.limits.Life = 0, 0
 	}
 	return c
