@@ -8,9 +8,10 @@ import "hash/maphash"
 // hash, with a byte of the hash beside each slot so that a probe looks at
 // a seat's item only when that byte matches. A slot is 5 bytes (the seat
 // plus one, 0 for empty, and the byte), and the table is never more than
-// three quarters full, so the index costs 7 to 14 bytes a resource, where
-// a map[T]int32 keeps each key beside its value and cost about 25 at
-// 100,000 resources.
+// three quarters full, so the index costs 7 to 14 bytes a resource at the
+// most resources the pool has held (the table grows, and never shrinks),
+// where a map[T]int32 keeps each key beside its value and cost about 25
+// at 100,000 resources.
 //
 // Removal leaves a marker (a slot of -1) that probes pass over and
 // insertions reuse, found by the seat's number rather than its item, so an
@@ -18,9 +19,11 @@ import "hash/maphash"
 // when its seat does, although a lookup never finds it, as in a map. When
 // live slots and markers together reach three quarters of the table it is
 // rebuilt without the markers: at twice the size when the live slots alone
-// fill more than half of that, at the same size otherwise. Either way at
-// least an eighth of the table's slots are used before the next rebuild,
-// so rebuilding costs a bounded amount per insertion.
+// fill more than half of that, at the same size otherwise. Either way the
+// live slots then fill at most three eighths of the table, and only an
+// insertion into an empty slot brings the next rebuild nearer, so at least
+// three eighths of the table's slots are filled between two rebuilds: a
+// rebuild costs a bounded amount per insertion.
 
 // indexSeed is the hash seed of every pool of the process: two pools given
 // the same resources in the same order lay out their index alike.
