@@ -47,9 +47,9 @@ import (
 //   - With a shedder or a limiter, whose state each pair moves at its own
 //     instants, the lane logs every pair instead (pairs: the n-th loan it
 //     makes in an opening writes the n-th record), and lock, before anything
-//     else, reports them to the pool (Pool.Pairs) one by one in the order
-//     they were made, then the resource left parked. So the guards see each
-//     loan begin and end where it did, before any answer of the pool's. A
+//     else, reports them to the pool (Pool.Pairs) in the order they were
+//     made, then the resource left parked. So the guards see each loan
+//     begin and end where it did, before any answer of the pool's. A
 //     park ends a loan no longer than the limiter's Slow (the pool's hold),
 //     so no pair lowers the limit, and the CPU reading the shedder is asked
 //     with changes only under the mutex.
