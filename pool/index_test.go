@@ -17,7 +17,7 @@ func TestIndexIsAMap(t *testing.T) {
 		z.init(rapid.IntRange(0, 20).Draw(rt, "capacity"), false)
 		model := map[int]int32{}
 		// Few distinct items, so lookups hit and miss alike, and many
-		// removals, so entries shift back over holes.
+		// removals, so slots are marked gone, reused and rebuilt away.
 		item := rapid.IntRange(-30, 30)
 		for range rapid.IntRange(1, 300).Draw(rt, "steps") {
 			switch rapid.IntRange(0, 2).Draw(rt, "op") {
