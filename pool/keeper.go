@@ -138,6 +138,7 @@ type Keeper[T comparable] struct {
 	closingNow int       // closes running now
 	lastDial   error     // the last dial error, for Stats and errors
 	lastDialAt time.Time // when it came
+	evicted    []T       // the timer's buffer for Pool.AppendEvict
 }
 
 // entry is the Keeper's record of one of the pool's seats, kept beside it.

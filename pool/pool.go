@@ -404,12 +404,17 @@ func (p *Pool[T]) Drop(item T, now time.Time) bool {
 // proportion to what it removes, not to how many are idle: a pool of 100k
 // idle resources with nothing expired answers in constant time (see
 // seats.go).
-func (p *Pool[T]) Evict(now time.Time) []T {
+func (p *Pool[T]) Evict(now time.Time) []T { return p.AppendEvict(nil, now) }
+
+// AppendEvict is Evict appending to dst, for a caller that reuses a
+// buffer: with one large enough, an eviction allocates nothing. It returns
+// dst as it was when nothing is past its age.
+func (p *Pool[T]) AppendEvict(dst []T, now time.Time) []T {
 	if p.rec != nil {
-		return p.recEvict(now)
+		return append(dst, p.recEvict(now)...)
 	}
 	t := p.clock(now)
-	var out []T
+	out := dst
 	// The bottom of the idle list has sat longest, the top of the birth
 	// heap lived longest: each loop stops at the first one still fresh.
 	if p.limits.Keep > 0 {

@@ -513,3 +513,69 @@ func TestTakeGiveAllocatesNothing(t *testing.T) {
 		t.Fatalf("Take+Give allocates %v per run", a)
 	}
 }
+
+// AppendEvict is Evict into a buffer: the same resources, appended after
+// what the buffer held, and no allocation once the buffer is large enough.
+func TestAppendEvictIsEvictIntoABuffer(t *testing.T) {
+	build := func() *Pool[*conn] {
+		p := mustNew(t, Limits{Size: 8, Idle: 8, Keep: 10 * time.Millisecond})
+		var cs []*conn
+		for i := range 8 {
+			if p.Take(at(0), 0.5, 0).Kind != Make {
+				t.Fatal("make")
+			}
+			cs = append(cs, &conn{i})
+			p.Made(cs[i], at(0))
+		}
+		for i, c := range cs {
+			p.Give(c, at(i)) // given back a millisecond apart
+		}
+		return p
+	}
+	a, b := build(), build()
+	buf := make([]*conn, 1, 16)
+	for ms := 10; ms <= 20; ms++ {
+		want := a.Evict(at(ms))
+		got := b.AppendEvict(buf[:1], at(ms))
+		if len(got) != 1+len(want) {
+			t.Fatalf("at %dms: AppendEvict appended %d, Evict returned %d", ms, len(got)-1, len(want))
+		}
+		for i := range want {
+			if got[1+i].n != want[i].n {
+				t.Fatalf("at %dms: AppendEvict %v, Evict %v", ms, got[1:], want)
+			}
+		}
+		if ms == 10 && got[0] != buf[0] {
+			t.Fatal("AppendEvict changed what the buffer held")
+		}
+	}
+	if a.Books() != b.Books() {
+		t.Fatalf("books differ: %+v and %+v", a.Books(), b.Books())
+	}
+	// A steady recycle: one resource past Keep each time, made again.
+	p := mustNew(t, Limits{Size: 1, Idle: 1, Keep: time.Millisecond})
+	now := at(0)
+	p.Take(now, 0.5, 0)
+	first := &conn{0}
+	p.Made(first, now)
+	p.Give(first, now)
+	next := 1
+	allocs := testing.AllocsPerRun(100, func() {
+		now = now.Add(2 * time.Millisecond)
+		buf = p.AppendEvict(buf[:0], now)
+		if len(buf) != 1 {
+			t.Fatalf("evicted %d, want 1", len(buf))
+		}
+		if p.Take(now, 0.5, 0).Kind != Make {
+			t.Fatal("make")
+		}
+		c := &conn{next}
+		next++
+		p.Made(c, now)
+		p.Give(c, now)
+	})
+	// The new resource (&conn) is the test's own allocation.
+	if allocs > 1 {
+		t.Fatalf("%.1f allocations an eviction with a buffer, want the test's own 1", allocs)
+	}
+}
