@@ -206,7 +206,7 @@ func (p *Pool[T]) Pair(seat int32, item T, gave, took time.Time) bool {
 	t2 := p.clock(took)
 	g := p.guards()
 	g.one(time.Duration(t1), p.held(seat, t1))
-	p.relend(seat, t2)
+	p.relend(seat, t2, 1)
 	return true
 }
 
@@ -225,14 +225,15 @@ func (p *Pool[T]) held(seat int32, t int64) time.Duration {
 	return max(time.Duration(t-p.z.s[seat].since), 0)
 }
 
-// relend is the rest of a pair of seat, its Take at t: the Give and the
-// Take leave the idle list and the birth heap as they were (pushed on top,
-// pulled from the top), so only the loan's start and the books move.
-func (p *Pool[T]) relend(seat int32, t int64) {
+// relend is the rest of n pairs of seat (Pair, Pairs, Relent), the last
+// Take at t: the Give and the Take leave the idle list and the birth heap
+// as they were (pushed on top, pulled from the top), so only the loan's
+// start and the books move.
+func (p *Pool[T]) relend(seat int32, t int64, n int) {
 	p.z.s[seat].since = t
 	p.hint = seat
-	p.books.Loans++
-	p.books.Reused++
+	p.books.Loans += uint64(n)
+	p.books.Reused += uint64(n)
 }
 
 // PairAt is one pair for Pairs: the resource lent from Seat came back Gave
@@ -267,7 +268,7 @@ func (p *Pool[T]) Pairs(base time.Time, pairs []PairAt[T]) int {
 		} else {
 			g.one(at, held)
 		}
-		p.relend(x.Seat, t2)
+		p.relend(x.Seat, t2, 1)
 		last = t2
 		n++
 	}
@@ -357,11 +358,7 @@ func (p *Pool[T]) Relent(seat int32, item T, n int, now time.Time) bool {
 	if s.st() != lent || s.item != item {
 		return false
 	}
-	t := p.clock(now)
-	s.since = t
-	p.hint = seat
-	p.books.Loans += uint64(n)
-	p.books.Reused += uint64(n)
+	p.relend(seat, p.clock(now), n)
 	return true
 }
 

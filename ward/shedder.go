@@ -237,15 +237,17 @@ type Relay struct {
 // Pass reports one call that ended well at base plus at, after held, and
 // the call admitted at once after it.
 func (r *Relay) Pass(at, held time.Duration) {
-	w := r.s.win
-	if r.gen != w.gen+1 {
+	r.s.win.moveTo(sum(r.offset(), at), r.base, at)
+	r.Passes(1, held) // in the newest bucket now
+}
+
+// offset is base − the window's newest bucket's start, read again only
+// when the window has moved since.
+func (r *Relay) offset() time.Duration {
+	if w := r.s.win; r.gen != w.gen+1 {
 		r.d, r.gen = r.base.Sub(w.start), w.gen+1
 	}
-	w.moveTo(sum(r.d, at), r.base, at)
-	w.buckets[w.head].Add(int64(max(held, 0)))
-	if !r.still {
-		r.flights()
-	}
+	return r.d
 }
 
 // Span returns the offsets from the relay's base at which a pass lands in
@@ -253,14 +255,11 @@ func (r *Relay) Pass(at, held time.Duration) {
 // including, hi. It holds until the next Pass. With base or the window so
 // far out that the sums could overflow, the span is empty.
 func (r *Relay) Span() (lo, hi time.Duration) {
-	w := r.s.win
-	if r.gen != w.gen+1 {
-		r.d, r.gen = r.base.Sub(w.start), w.gen+1
-	}
-	if r.d > relayNear || r.d < -relayNear || w.span > relayNear {
+	d, w := r.offset(), r.s.win
+	if d > relayNear || d < -relayNear || w.span > relayNear {
 		return 0, 0
 	}
-	return -w.span - r.d, w.width - r.d
+	return -w.span - d, w.width - d
 }
 
 // relayNear bounds the numbers Span adds, so that no sum of two overflows.
