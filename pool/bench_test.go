@@ -129,50 +129,6 @@ func fill(b *testing.B, n int) *Pool[*conn] {
 	return p
 }
 
-// BenchmarkPairs is what the Keeper's lock does for each Give/Take pair its
-// lane made with a shedder or a limiter: report it with Pairs, 256 at a
-// time, one resource lent throughout. Time is per pair.
-func BenchmarkPairs(b *testing.B) {
-	for _, guards := range []string{"shed", "limit", "both"} {
-		b.Run("guards="+guards, func(b *testing.B) {
-			now := time.Now() // a reading with the monotonic clock, as the Keeper's
-			var w ward.Ward
-			if guards != "limit" {
-				w.Shedder = ward.NewShedder(ward.DefaultShed, now)
-			}
-			if guards != "shed" {
-				w.Limiter = ward.NewLimiter(ward.DefaultAimd)
-			}
-			p, err := New[*conn](DefaultLimits, w)
-			if err != nil {
-				b.Fatal(err)
-			}
-			c := &conn{1}
-			p.Take(now, 0.5, 0)
-			p.Made(c, now)
-			p.Give(c, now)
-			tk := p.Take(now, 0.5, 0)
-			if tk.Item != c {
-				b.Fatalf("took %v, want the one resource", tk)
-			}
-			log := make([]PairAt[*conn], 256)
-			for i := range log {
-				log[i] = PairAt[*conn]{Seat: p.SeatOf(c), Item: c, Gave: time.Duration(2*i) * 20, Took: time.Duration(2*i+1) * 20}
-			}
-			b.ReportAllocs()
-			n := 0
-			for b.Loop() {
-				base := now.Add(time.Duration(n) * 10 * time.Microsecond)
-				if got := p.Pairs(base, log); got != len(log) {
-					b.Fatalf("Pairs took %d of %d", got, len(log))
-				}
-				n++
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*len(log)), "ns/pair")
-		})
-	}
-}
-
 // BenchmarkGiveByItem is Give finding what it is handed from the item
 // alone (not the seat lent last), among n resources: a Give and a Take
 // of a resource other than the one lent last, every time.

@@ -224,7 +224,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	if k.shedder && k.cpuRead == nil {
 		k.cpuRead = newCPUReader().read
 	}
-	k.initLane(!cfg.LockEveryLoan, !p.pairs())
+	k.initLane(!cfg.LockEveryLoan)
 	k.spare.New = func() any { return &waiter[T]{ch: make(chan grant[T], 1)} }
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	k.base = k.clock.Now()

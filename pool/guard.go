@@ -129,14 +129,11 @@ func (p *Pool[T]) unlease(t int64) {
 
 // onLoanEnd settles the shedder's flight and the limiter's lease of a loan
 // that began at start and ended at t; ok is false for a broken resource.
-// Both guards are told how long it was held, and the shedder the end as an
-// offset from the pool's epoch: no instant is built (Pairs settles its
-// loans here too, many at a time).
 func (p *Pool[T]) onLoanEnd(start, t int64, ok bool) {
 	w := &p.ward
 	held := time.Duration(t - start)
 	if w.Shedder != nil {
-		w.Shedder.SettleAfter(p.epoch, time.Duration(t), held, ok)
+		w.Shedder.Settle(p.instant(t), held, ok)
 	}
 	if w.Limiter != nil {
 		w.Limiter.Settle(held, ok)

@@ -72,16 +72,8 @@ type Keeper[T comparable] struct {
 	needRoll    bool          // the ward has a breaker or a backoff
 	shedder     bool          // the ward has a shedder
 	laneOn      bool          // the lane may be used (see lane.go)
-	paired      bool          // the lane logs each pair for Pool.Pairs (a shedder or a limiter)
-	cntCap      uint64        // the most loans the lane makes between two folds
 	sweep       time.Duration // how often the timer folds the lane; 0: never needed
 	sh          *sharedRun    // the shared guards, if any (keeper_shared.go)
-	// pairs is, with a shedder or a limiter, the lane's log of its pairs
-	// since the lane opened: the n-th loan it makes writes the n-th, as the
-	// pool is told of it, and then sets the n-th of written. (The slices
-	// are set once; what they hold is on lines of its own.)
-	pairs   []PairAt[T]
-	written []uint32
 
 	cpu    atomic.Int64       // latest CPU reading, thousandths
 	ctx    context.Context    // ends at Close: dials watch it
@@ -98,9 +90,6 @@ type Keeper[T comparable] struct {
 	_       [56]byte
 	laneGen atomic.Uint32 // the pool's generation, as the lane reads it
 	sweepBy atomic.Int64  // the lane reads parking instants until then (ns)
-	// hold is, with pairs, the longest loan a park may end (ns; 0: any),
-	// as the pool said when the lane opened (Pool.LanePairs).
-	hold atomic.Int64
 	// table is ents as the lane reads it, without the lock: replaced,
 	// never changed in place, when a seat is added.
 	table atomic.Pointer[[]*entry[T]]

@@ -1,8 +1,6 @@
 package pool
 
 import (
-	"runtime"
-	"sync/atomic"
 	"time"
 )
 
@@ -44,15 +42,6 @@ import (
 //     every loan. Until then Stats adds the loans the lane made and the pool
 //     has not heard of: the lane counts them in the slot's word, lock moves
 //     that count to laneTakes, and relent counts what reached the pool.
-//   - With a shedder or a limiter, whose state each pair moves at its own
-//     instants, the lane logs every pair instead (pairs: the n-th loan it
-//     makes in an opening writes the n-th record), and lock, before anything
-//     else, reports them to the pool (Pool.Pairs) in the order they were
-//     made, then the resource left parked. So the guards see each loan
-//     begin and end where it did, before any answer of the pool's. A
-//     park ends a loan no longer than the limiter's Slow (the pool's hold),
-//     so no pair lowers the limit, and the CPU reading the shedder is asked
-//     with changes only under the mutex.
 //   - Time: the slot keeps the parking instant in microseconds, rounded
 //     down, and the pool is given that same instant: the lane's idle time is
 //     never shorter than the pool's, and both apply Past to the same
@@ -91,53 +80,19 @@ const atSlack = time.Millisecond
 // to the pool at once, far below where its int32 would overflow.
 const relendsMax = 1 << 30
 
-// pairsLen is how many pairs the lane logs between two folds, with a
-// shedder or a limiter: the take after that goes to the mutex, which
-// reports them and opens the lane again.
-const pairsLen = 256
-
-// The log of pairs: the taker of the n-th loan of an opening writes the
-// n-th PairAt (the Give's instant, the parking microsecond, as the pool is
-// given it when it folds a parked resource; the Take's, in ns; the seat and
-// the resource) with plain stores, and then publishes it by setting the
-// n-th written word (publish). lock waits for the word with an atomic
-// load, reads the record, and clears the word with a plain store: the next
-// taker to write it does so after lock lets go and the lane opens again,
-// so the clearing happens before it.
-//
-// publish needs only release ordering: the word must not be seen before
-// the record. sync/atomic's Store gives more (sequential consistency) and
-// on amd64 costs a locked XCHG, about 5 ns, on every loan of the lane with
-// a shedder or a limiter, a sixth of the whole Acquire and Release. On
-// amd64 every store is a release store (x86-TSO never makes a store
-// visible before the stores ahead of it, nor lets a load pass a load), so
-// there publish is a plain MOV in assembly (publish_amd64.s), which the
-// compiler cannot move the record's stores past, as it moves no memory
-// access across a call. Elsewhere, and in the race detector's build
-// (whose bookkeeping must see a synchronizing store), it is
-// atomic.StoreUint32 (publish_other.go). ./scripts/test runs the lane's
-// tests both ways.
-
 // sweepEvery is the longest a resource stays in the slot before the timer
 // folds it into the pool.
 const sweepEvery = time.Second
 
-// initLane sets up the lane when on, and how often the sweep folds it;
-// paired says the pool wants each pair reported with Pairs (a shedder or a
-// limiter). The slot starts shut: the first release goes through the mutex
-// and arms the sweep.
-func (k *Keeper[T]) initLane(on, paired bool) {
+// initLane sets up the lane when on, and how often the sweep folds it. The
+// slot starts shut: the first release goes through the mutex and arms the
+// sweep.
+func (k *Keeper[T]) initLane(on bool) {
 	k.slot.Store(shut)
 	if !on {
 		return
 	}
 	k.laneOn = true
-	k.cntCap = cntMax
-	if paired {
-		k.paired, k.cntCap = true, pairsLen
-		k.pairs = make([]PairAt[T], pairsLen)
-		k.written = make([]uint32, pairsLen)
-	}
 	l := k.limits
 	for _, d := range []time.Duration{l.Keep, l.Life} {
 		if d > 0 && (k.sweep == 0 || d < k.sweep) {
@@ -218,7 +173,7 @@ func (k *Keeper[T]) openLocked() {
 		if k.sh != nil {
 			k.sharedLocked()
 		}
-		if tries == 4 || !(k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.poolLetsLocked()) {
+		if tries == 4 || !(k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.p.Lane()) {
 			return // the slot stays shut
 		}
 		k.epoch++
@@ -226,18 +181,6 @@ func (k *Keeper[T]) openLocked() {
 			return
 		}
 	}
-}
-
-// poolLetsLocked asks the pool whether the lane may open (Pool.Lane, or
-// with a shedder or a limiter Pool.LanePairs, and the longest loan a park
-// may end then).
-func (k *Keeper[T]) poolLetsLocked() bool {
-	if !k.paired {
-		return k.p.Lane()
-	}
-	hold, ok := k.p.LanePairs(k.cpuNow())
-	k.hold.Store(int64(hold))
-	return ok
 }
 
 // unlockMu releases k.mu for a holder that took it with k.mu.Lock() to
@@ -269,7 +212,7 @@ func (k *Keeper[T]) retake() bool {
 func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 	for {
 		w := k.slot.Load()
-		if w&shut != 0 || w&seatMask == 0 || w>>cntShift >= k.cntCap {
+		if w&shut != 0 || w&seatMask == 0 || w>>cntShift >= cntMax {
 			return Loan[T]{}, false
 		}
 		e := (*k.table.Load())[w&seatMask-1]
@@ -286,12 +229,8 @@ func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 			continue
 		}
 		// The resource is this caller's now: the pool's Give at parking and
-		// Take at t are owed to the pool (relends, or the log of pairs).
-		if k.paired {
-			n := w >> cntShift
-			k.pairs[n] = PairAt[T]{Seat: e.seat, Item: e.item, Gave: time.Duration(t - int64(idle)), Took: time.Duration(t)}
-			publish(&k.written[n], 1)
-		} else if e.relends++; e.relends == relendsMax {
+		// Take at t are owed to the pool (relends).
+		if e.relends++; e.relends == relendsMax {
 			// Tell the pool before the count can overflow (it never
 			// comes near: every sweep sends the resource through the lock).
 			k.lock()
@@ -344,11 +283,6 @@ func (k *Keeper[T]) tryPark(e *entry[T], w uint64) bool {
 	if e.lw != nil && e.lw.watch.Load()&watchReported != 0 {
 		return false // reported: its return is reported the long way
 	}
-	if h := k.hold.Load(); h > 0 && t-e.at.Load() > h {
-		// Longer than the pool said a pair's loan may be (e.at is never
-		// after the loan's start, so this never lets a longer one by).
-		return false
-	}
 	parked := w&^(usMask<<usShift) | uint64(t/1000)&usMask<<usShift | uint64(e.seat+1)
 	return k.slot.CompareAndSwap(w, parked)
 }
@@ -360,40 +294,12 @@ func (k *Keeper[T]) tryPark(e *entry[T], w uint64) bool {
 func (k *Keeper[T]) foldLocked(w uint64) {
 	n := w &^ shut >> cntShift
 	k.laneTakes += n
-	if k.paired && n > 0 {
-		k.pairsLocked(int(n))
-	}
 	if w&seatMask == 0 {
 		return
 	}
 	e := k.ents[w&seatMask-1]
 	t := k.ns(k.clock.Now())
 	k.giveBackLocked(e, e.item, k.at(t-int64(k.laneIdle(w, t))))
-}
-
-// pairsLocked reports the n pairs in the log to the pool, in the order the
-// lane made them. A taker writes its record just after its compare-and-swap
-// counted it, so one may still be on its way: lock waits for it, spinning
-// (a taker on another processor is a few instructions from done), and
-// yielding after about a microsecond. The yield is for a taker preempted
-// between the two, which the wait then outlasts: rare (in a benchmark of
-// 32 goroutines, one or two waits in 400,000 loans), and what it costs is
-// the lock held meanwhile.
-func (k *Keeper[T]) pairsLocked(n int) {
-	for i := range n {
-		for spins := 0; atomic.LoadUint32(&k.written[i]) == 0; spins++ {
-			if spins >= 1024 {
-				runtime.Gosched()
-			}
-		}
-		k.written[i] = 0
-	}
-	log := k.pairs[:n]
-	if k.p.Pairs(k.base, log) != n {
-		panic("wardpool: the pool refused a pair the lane made: a bug in the lane")
-	}
-	k.relent += uint64(n)
-	clear(log) // holds no resource longer than needed
 }
 
 // relentLocked reports to the pool the loans the lane made of item, in e's

@@ -28,28 +28,18 @@ type Leak[T comparable] struct {
 // stack is a recorded call stack: program counters only, symbolised when a
 // leak is reported. It is a value: an acquire records it on its own
 // goroutine's stack, and the loan's entry (or the waiter) keeps a copy, so
-// recording allocates nothing. What it costs is the walk (capture): a few
-// nanoseconds on amd64, where it follows frame pointers; elsewhere
-// runtime.Callers, in the order of a microsecond for a deep stack.
+// recording allocates nothing. What it costs is runtime.Callers' walk.
 type stack struct {
 	pcs [32]uintptr
 	n   int
 }
 
-// capture records the calling goroutine's stack, from its caller
-// outwards. Where the frame-pointer walk exists (amd64) it records every
-// frame, wardpool's own included, and format leaves those out: skipping a
-// count of physical frames would drop a caller's frame whenever the
-// compiler inlined one of ours into it. Elsewhere runtime.Callers skips
-// skip frames above capture's caller (it counts inlined frames too), at
-// forty times the cost.
+// capture records the calling goroutine's stack, skipping skip frames above
+// capture's caller. The frames of wardpool itself left at the top are
+// dropped when the stack is formatted (format).
 //
 //go:noinline
 func (s *stack) capture(skip int) {
-	if walkFrames {
-		s.n = framePCs(s.pcs[:])
-		return
-	}
 	s.n = runtime.Callers(skip+2, s.pcs[:])
 }
 

@@ -131,8 +131,6 @@ func (p *Pool[T]) SeatGeneration(seat int32) uint32 {
 // state as it found it, so while the pool is asked nothing else, a runtime
 // may carry out any number of such pairs itself, without the pool, and
 // report them afterwards with Relent.
-//
-// With a shedder or a limiter Lane reports false: see LanePairs.
 func (p *Pool[T]) Lane() bool { return p.pairs() && p.passes() }
 
 // passes reports whether a Give followed by a Take of the same resource
@@ -147,85 +145,7 @@ func (p *Pool[T]) passes() bool {
 	return !p.closed && idleOK && (p.ceiling < 0 || p.Live() <= p.ceiling)
 }
 
-// LanePairs is Lane for a pool whose ward watches loans begin and end (a
-// shedder, a limiter, or both). It reports whether, in the pool's present
-// state and with the host's CPU at cpu thousandths, a Give followed by a
-// Take that lends the same resource would be answered so, and leave the
-// state in which the same holds:
-//
-//   - the shedder is Cold at cpu: it admits every loan, however many;
-//   - the limiter has no more leases out than its limit: a Give that ends
-//     a loan held at most hold gives one back with a quick sample, which
-//     never lowers the limit, so the Take that follows finds a lease free.
-//     hold is the limiter's Slow (zero: a loan of any length).
-//
-// Unlike Lane's pairs, each pair matters to the guards at its own instants
-// and in its place among the others: a runtime that carries out such
-// pairs itself reports each with Pair (or Pairs), in the order it made
-// them, before it asks the pool anything else, and keeps cpu the reading
-// it passes until then. ok is false without a shedder or a limiter (use
-// Lane), and whenever a pair could be answered otherwise.
-func (p *Pool[T]) LanePairs(cpu int) (hold time.Duration, ok bool) {
-	w := &p.ward
-	if p.pairs() || !p.passes() {
-		return 0, false
-	}
-	if w.Shedder != nil && !w.Shedder.Cold(cpu) {
-		return 0, false
-	}
-	if w.Limiter != nil {
-		if w.Limiter.Inflight() > w.Limiter.Limit() {
-			return 0, false
-		}
-		hold = max(w.Limiter.Policy().Slow, 0)
-	}
-	return hold, true
-}
-
-// Pair reports one pair a runtime carried out itself on the word of
-// LanePairs (or Lane): the resource lent from seat came back at gave and
-// was lent again at took. It has the effect of GiveSeat at gave and then
-// a Take at took that answers Ready with it: the loan ending at gave is
-// settled with the shedder and the limiter, a new one begins at took with
-// each, and Loans and Reused rise by one.
-//
-// As with Relent, the runtime vouches that the resource was fresh at took
-// (Limits.Past). Pair reports false, and changes nothing, when the pair
-// could not have been answered so: seat does not hold item lent, the
-// resource is of an older generation, the pool is closed, or the Give
-// would retire it (the Idle ceiling). The guards are told as they would
-// have been; should the limiter have no lease free for the Take (a runtime
-// clock that stepped back can make a loan read as slow), the loan still
-// counts as leased, for it was made. A recording pool answers false: it
-// records no pairs of this kind.
-func (p *Pool[T]) Pair(seat int32, item T, gave, took time.Time) bool {
-	if p.rec != nil || !p.passes() || !p.lentIn(seat, item) {
-		return false
-	}
-	t1 := p.clock(gave)
-	t2 := p.clock(took)
-	g := p.guards()
-	g.one(time.Duration(t1), p.held(seat, t1))
-	p.relend(seat, t2, 1)
-	return true
-}
-
-// lentIn reports whether seat holds item lent, of the current generation.
-func (p *Pool[T]) lentIn(seat int32, item T) bool {
-	if seat < 0 || int(seat) >= len(p.z.s) {
-		return false
-	}
-	s := &p.z.s[seat]
-	return s.gs == p.gen|uint32(lent)<<genBits && s.item == item // lent, of this generation
-}
-
-// held is how long the loan from seat, lent, had been out at t (never
-// negative: the pool's instants never go back).
-func (p *Pool[T]) held(seat int32, t int64) time.Duration {
-	return max(time.Duration(t-p.z.s[seat].since), 0)
-}
-
-// relend is the rest of n pairs of seat (Pair, Pairs, Relent), the last
+// relend is the rest of n pairs of seat (Relent), the last
 // Take at t: the Give and the Take leave the idle list and the birth heap
 // as they were (pushed on top, pulled from the top), so only the loan's
 // start and the books move.
@@ -234,103 +154,6 @@ func (p *Pool[T]) relend(seat int32, t int64, n int) {
 	p.hint = seat
 	p.books.Loans += uint64(n)
 	p.books.Reused += uint64(n)
-}
-
-// PairAt is one pair for Pairs: the resource lent from Seat came back Gave
-// after Pairs' base instant and was lent again Took after it.
-type PairAt[T comparable] struct {
-	Seat       int32
-	Item       T
-	Gave, Took time.Duration
-}
-
-// Pairs reports pairs as Pair does, in order, and returns how many it
-// took: all of them, or up to the first it refused. It reads the base
-// instant once, so a runtime that logs its pairs as offsets reports them
-// without building an instant for each.
-func (p *Pool[T]) Pairs(base time.Time, pairs []PairAt[T]) int {
-	if len(pairs) == 0 || p.rec != nil || !p.passes() {
-		return 0
-	}
-	off := int64(base.Sub(p.epoch)) // base on the pool's scale
-	g := p.guards()
-	last, n := p.last, 0
-	for _, x := range pairs {
-		t1 := max(last, off+int64(x.Gave))
-		t2 := max(t1, off+int64(x.Took))
-		if !p.lentIn(x.Seat, x.Item) {
-			break
-		}
-		at, held := time.Duration(t1), p.held(x.Seat, t1)
-		if (!g.shed || at >= g.lo && at < g.hi) && (g.limit == nil || g.limit.Quick(held)) {
-			g.n++ // the common case, decided here
-			g.sum += held
-		} else {
-			g.one(at, held)
-		}
-		p.relend(x.Seat, t2, 1)
-		last = t2
-		n++
-	}
-	g.flush()
-	p.last = last
-	p.settle()
-	return n
-}
-
-// settle brings lastAt, the instant clock compares a new reading with, up
-// to last after Pairs moved last on by offsets.
-func (p *Pool[T]) settle() { p.lastAt = p.instant(p.last) }
-
-// pairGuards tells the guards of a run of pairs what giveLent's onLoanEnd
-// and take's onLoan would tell them of each: a loan ended well at the
-// Give, held since its start, and a new one begun. Pairs that are easy
-// for both (the Give in the shedder's window's newest bucket, the relay's
-// span, and the loan quick for the limiter) are counted into a batch that
-// is told as one; any other pair is told alone, after the batch before it,
-// so the guards hear their pairs in order.
-type pairGuards struct {
-	shed   bool
-	relay  ward.Relay
-	lo, hi time.Duration // the relay's span
-	limit  *ward.Limiter
-	n      int           // pairs in the batch
-	sum    time.Duration // their loans' response times summed
-}
-
-// guards readies the guards for a run of pairs.
-func (p *Pool[T]) guards() pairGuards {
-	g := pairGuards{limit: p.ward.Limiter}
-	if s := p.ward.Shedder; s != nil {
-		g.relay, g.shed = s.Relay(p.epoch), true // instants are offsets from the epoch
-		g.lo, g.hi = g.relay.Span()
-	}
-	return g
-}
-
-// one tells the guards the batch, then one pair whose Give is at (from the
-// epoch), ending a loan held for held.
-func (g *pairGuards) one(at, held time.Duration) {
-	g.flush()
-	if g.shed {
-		g.relay.Pass(at, held) // SettleAfter, Admit
-		g.lo, g.hi = g.relay.Span()
-	}
-	if g.limit != nil {
-		g.limit.Settle(held, true)
-		g.limit.Lease()
-	}
-}
-
-// flush tells the guards the batch.
-func (g *pairGuards) flush() {
-	if g.shed {
-		g.relay.Passes(g.n, g.sum)
-	}
-	if g.limit != nil {
-		g.limit.Passes(g.n)
-	}
-	g.n, g.sum = 0, 0
 }
 
 // pairs reports whether the ward lets Give/Take pairs pass unseen at all.

@@ -50,11 +50,7 @@ type seats[T comparable] struct {
 	s    []seat[T]
 	free []int32
 
-	// The index (index.go): seat plus one by item hash, a byte of each
-	// slot's hash, and how many slots hold a seat or are marked gone.
-	slots         []int32
-	tags          []uint8
-	indexed, gone int
+	index map[T]int32 // the seat of every resource on the books (index.go)
 
 	top, bottom int32 // idle list ends; none when empty
 	idle        int

@@ -105,36 +105,6 @@ func (l *Limiter) Settle(held time.Duration, ok bool) {
 	}
 }
 
-// Lease takes a lease whatever the limit, for a call that is under way
-// already: a runtime that let it through on an earlier answer and tells the
-// limiter afterwards. It answers whether Acquire would have taken it too.
-func (l *Limiter) Lease() bool {
-	ok := l.inflight < l.Limit()
-	l.inflight++
-	return ok
-}
-
-// Quick reports whether a lease held for held is quick: one that, given
-// back with ok, never lowers the limit (at most the policy's Slow, or any
-// with no Slow set).
-func (l *Limiter) Quick(held time.Duration) bool { return l.p.Slow <= 0 || held <= l.p.Slow }
-
-// Passes is n leases given back quick and well and taken again at once,
-// for a runtime that lent them without asking: exactly n times Settle of
-// a quick lease then Lease. Once one leaves the limiter as it found it,
-// the rest would too, and are not computed. An n of zero or less changes
-// nothing.
-func (l *Limiter) Passes(n int) {
-	for ; n > 0; n-- {
-		limit, in := l.limit, l.inflight
-		l.Settle(0, true)
-		l.Lease()
-		if l.limit == limit && l.inflight == in {
-			return
-		}
-	}
-}
-
 // Abandon ends a lease without a sample: the limit stays where it is.
 func (l *Limiter) Abandon() { l.inflight = max(l.inflight-1, 0) }
 

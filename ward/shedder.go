@@ -168,23 +168,6 @@ func (s *Shedder) Allow(now time.Time, cpu int) (Ticket, bool) {
 	return Ticket{s: s, start: now}, true
 }
 
-// Cold reports whether Allow, at any now and with the CPU at cpu
-// thousandths (held to 0..1000), admits without weighing how full the
-// server is: the reading is under the policy's CPU and the shedder is not
-// cooling after a refusal. Calls starting and ending leave that as it is;
-// only a reading at or over CPU, given to Allow, changes it. So while the
-// reading stands, a runtime may let calls through without asking, and tell
-// the shedder of each afterwards, in the order they happened, with Admit
-// and Done: the shedder ends as Allow and Done would have left it.
-func (s *Shedder) Cold(cpu int) bool { return thousandths(cpu) < s.p.CPU && !s.dropped }
-
-// Admit counts a call as started without asking: exactly what Allow does
-// for a call it admits while Cold. Call Done (or Settle) when it ends.
-func (s *Shedder) Admit() {
-	s.sample()
-	s.flying++
-}
-
 // Done settles a call that started at start and ended at now, for a caller
 // that did not keep the [Ticket]. With ok the response time counts towards
 // capacity; without, the call only leaves flight. A now before start counts
@@ -194,103 +177,10 @@ func (s *Shedder) Done(start, now time.Time, ok bool) { s.Settle(now, now.Sub(st
 // Settle is Done for a caller that knows how long the call took: it ended
 // at now, after held (a negative held counts as zero).
 func (s *Shedder) Settle(now time.Time, held time.Duration, ok bool) {
-	s.SettleAfter(now, 0, held, ok)
-}
-
-// SettleAfter is Settle for a call that ended at base.Add(at): a caller
-// that reports many calls as offsets from one base spares building an
-// instant for each.
-func (s *Shedder) SettleAfter(base time.Time, at, held time.Duration, ok bool) {
 	if ok {
-		s.win.SlotAfter(base, at).Add(int64(max(held, 0)))
+		s.win.Slot(now).Add(int64(max(held, 0)))
 	}
 	s.leave()
-}
-
-// Relay reports a run of calls a runtime let through while the shedder
-// was Cold, in which each call that ended well was followed at once by
-// another: each [Relay.Pass] is exactly SettleAfter(base, at, held, true)
-// and then Admit. A runtime that lends the same resource again and again
-// without asking reports its loans so, many at a time, at a fraction of
-// the cost of the two calls: base is read against the window once rather
-// than for every call, and once a pass leaves the moving average and the
-// count in flight as it found them, the passes after it (which would
-// compute the same numbers again) leave them alone.
-//
-// Skipping is exact, not an estimate: a pass's effect on the two depends
-// on nothing but the two, so a pass that leaves them as they were would
-// leave them so again. A Relay is good for one run: while it is in use,
-// ask the shedder nothing else. The zero Relay is not usable.
-func (s *Shedder) Relay(base time.Time) Relay {
-	return Relay{s: s, base: base}
-}
-
-// Relay is a run of calls reported to a [Shedder]; see [Shedder.Relay].
-type Relay struct {
-	s     *Shedder
-	base  time.Time
-	d     time.Duration // base − the window's newest bucket's start, at gen
-	gen   uint64        // the window's gen when d was read, plus one (0: not read)
-	still bool          // the last pass left average and flying as it found them
-}
-
-// Pass reports one call that ended well at base plus at, after held, and
-// the call admitted at once after it.
-func (r *Relay) Pass(at, held time.Duration) {
-	r.s.win.moveTo(sum(r.offset(), at), r.base, at)
-	r.Passes(1, held) // in the newest bucket now
-}
-
-// offset is base − the window's newest bucket's start, read again only
-// when the window has moved since.
-func (r *Relay) offset() time.Duration {
-	if w := r.s.win; r.gen != w.gen+1 {
-		r.d, r.gen = r.base.Sub(w.start), w.gen+1
-	}
-	return r.d
-}
-
-// Span returns the offsets from the relay's base at which a pass lands in
-// the window's newest bucket without moving the window: from lo up to, not
-// including, hi. It holds until the next Pass. With base or the window so
-// far out that the sums could overflow, the span is empty.
-func (r *Relay) Span() (lo, hi time.Duration) {
-	d, w := r.offset(), r.s.win
-	if d > relayNear || d < -relayNear || w.span > relayNear {
-		return 0, 0
-	}
-	return -w.span - d, w.width - d
-}
-
-// relayNear bounds the numbers Span adds, so that no sum of two overflows.
-const relayNear = 1 << 61
-
-// Passes is n passes at once, each ending at an offset within the Span
-// last returned, with no Pass since: exactly n calls of Pass. held is
-// their response times summed, each counted as Pass counts it (a negative
-// one as zero), so a negative sum counts as zero too. An n of zero or less
-// changes nothing.
-func (r *Relay) Passes(n int, held time.Duration) {
-	if n <= 0 {
-		return
-	}
-	w := r.s.win
-	b := &w.buckets[w.head]
-	b.Sum += int64(max(held, 0))
-	b.Count += int64(n)
-	for ; n > 0 && !r.still; n-- {
-		r.flights()
-	}
-}
-
-// flights is Pass's leave and Admit, which compute the same numbers again
-// once they leave the average and the count in flight as they found them.
-func (r *Relay) flights() {
-	s := r.s
-	avg, f := s.average, s.flying
-	s.leave()
-	s.Admit()
-	r.still = s.average == avg && s.flying == f
 }
 
 func (s *Shedder) leave() {

@@ -1,7 +1,6 @@
 package ward
 
 import (
-	"math"
 	"time"
 )
 
@@ -65,46 +64,14 @@ func (w *Window[B]) Slot(now time.Time) *B {
 	return &w.buckets[w.head]
 }
 
-// SlotAfter is Slot(base.Add(at)), for a caller that writes many instants
-// as offsets from one base: it builds no instant for each (one subtraction
-// instead of an addition and a subtraction), unless the window must start
-// over.
-func (w *Window[B]) SlotAfter(base time.Time, at time.Duration) *B {
-	w.moveTo(sum(base.Sub(w.start), at), base, at) // Sub saturates, and so does sum
-	return &w.buckets[w.head]
-}
-
-// sum is d + at, saturating at the ends of a Duration as Time.Sub does.
-func sum(d, at time.Duration) time.Duration {
-	switch {
-	case at > 0 && d > math.MaxInt64-at:
-		return math.MaxInt64
-	case at < 0 && d < math.MinInt64-at:
-		return math.MinInt64
-	}
-	return d + at
-}
-
-// moveTo is move with the common case, an instant in the newest bucket,
-// decided inline.
-func (w *Window[B]) moveTo(d time.Duration, base time.Time, at time.Duration) {
-	if d < w.width && d >= -w.span {
-		return
-	}
-	w.move(d, base, at)
-}
-
 // advance moves the head to the bucket now falls in, clearing what it passes.
-func (w *Window[B]) advance(now time.Time) { w.move(now.Sub(w.start), now, 0) }
-
-// move is advance for the instant base.Add(at), which is d after the
-// newest bucket opened.
-func (w *Window[B]) move(d time.Duration, base time.Time, at time.Duration) {
+func (w *Window[B]) advance(now time.Time) {
+	d := now.Sub(w.start) // saturates
 	if d < w.width {
 		if d >= -w.span {
 			return // in the newest bucket, or a little before it: count it there
 		}
-		w.restart(base.Add(at))
+		w.restart(now)
 		return
 	}
 	n := int64(d / w.width)
