@@ -2,6 +2,7 @@ package pool
 
 import (
 	"fmt"
+	"github.com/wardpool/wardpool/ward"
 	"hash/fnv"
 	"slices"
 	"strings"
@@ -82,6 +83,7 @@ type linHistory struct {
 // drive it, and what the Keeper keeps beside it.
 type linMachine struct {
 	p       *Pool[int]
+	w       ward.Ward // the pool's guards, read for the summary
 	now     time.Time
 	cpu     int             // the CPU reading, the same all history long
 	pending map[int]linPend // operation -> its dial not yet landed
@@ -111,11 +113,12 @@ type linStep struct {
 func (h *linHistory) model() porcupine.Model {
 	limits := h.limits
 	build := func(steps []linStep) *linMachine {
-		p, err := New[int](limits, h.guards.ward(h.start))
+		w := h.guards.ward(h.start)
+		p, err := New[int](limits, w)
 		if err != nil {
 			panic(err)
 		}
-		m := &linMachine{p: p, now: h.start, pending: map[int]linPend{}, cpu: h.guards.cpu}
+		m := &linMachine{p: p, w: w, now: h.start, pending: map[int]linPend{}, cpu: h.guards.cpu}
 		for _, s := range steps {
 			if !m.apply(s.in, s.out) {
 				panic("replay of an accepted step refused")
@@ -266,23 +269,25 @@ func (m *linMachine) summary() string {
 	for _, n := range pend {
 		fmt.Fprintf(&b, " #%d:c%d/%v/%v", n, m.pending[n].id, m.pending[n].own, m.pending[n].closed)
 	}
-	b.WriteString(" ] idle top first[")
-	t := p.clock(now)
-	for i := p.z.top; i != none; i = p.z.s[i].down {
-		s := &p.z.s[i]
-		kind := Ready
-		if p.stale(s, t) != fresh {
-			kind = Stale
-		}
-		fmt.Fprintf(&b, " c%d:%v/%v%s", s.item, kind, time.Duration(t-s.since), m.age(s.item))
-	}
 	b.WriteString(" ]")
-	if l := p.ward.Limiter; l != nil {
+	if l := m.w.Limiter; l != nil {
 		fmt.Fprintf(&b, " limit=%d/%d", l.Inflight(), l.Limit())
 	}
-	if sh := p.ward.Shedder; sh != nil {
+	if sh := m.w.Shedder; sh != nil {
 		fmt.Fprintf(&b, " flying=%d", sh.Flying())
 	}
+	// The idle ones, top first, as Take hands them out (this is what
+	// spends the machine).
+	b.WriteString(" idle top first[")
+	for p.Idle() > 0 {
+		tk := p.Take(now, 0.5, m.cpu)
+		if tk.Kind != Ready && tk.Kind != Stale {
+			fmt.Fprintf(&b, " %v", tk.Kind)
+			break
+		}
+		fmt.Fprintf(&b, " c%d:%v/%v%s", tk.Item, tk.Kind, tk.Idle, m.age(tk.Item))
+	}
+	b.WriteString(" ]")
 	return b.String()
 }
 

@@ -1,62 +1,9 @@
 package pool
 
 import (
-	"context"
-	"flag"
-	"runtime"
 	"testing"
 	"time"
 )
-
-// BenchmarkRecordUncontended is one goroutine acquiring and releasing from
-// a warm Keeper of 10, with the default clock, recording off and on, side
-// by side in one run: through the lane (the default configuration: the
-// pairs reach the recording later, as one Relent per fold) and locked, the
-// lane shut by Config.LockEveryLoan (as a ward with a shedder or a limiter
-// shuts it, here without those costs): every pair is a Take and a GiveSeat
-// step.
-func BenchmarkRecordUncontended(b *testing.B) {
-	ctx := context.Background()
-	for _, v := range []struct {
-		name   string
-		locked bool
-	}{{"lane", false}, {"locked", true}} {
-		for _, on := range []bool{false, true} {
-			name := v.name + "/record=off"
-			if on {
-				name = v.name + "/record=on"
-			}
-			b.Run(name, func(b *testing.B) {
-				cfg := Config[*conn]{
-					Limits: Limits{Size: 10, Idle: 10},
-					Dial:   func(context.Context) (*conn, error) { return &conn{1}, nil },
-					Close:  func(*conn) error { return nil },
-				}
-				if on {
-					cfg.Recorder = NewRecorder(recordBenchLimit)
-				}
-				cfg.LockEveryLoan = v.locked
-				k, err := NewKeeper(cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer k.Close(ctx)
-				l, _ := k.Acquire(ctx)
-				l.Release()
-				b.ReportAllocs()
-				cpu := startCPU()
-				for b.Loop() {
-					l, err := k.Acquire(ctx)
-					if err != nil {
-						b.Fatal(err)
-					}
-					l.Release()
-				}
-				cpu.report(b)
-			})
-		}
-	}
-}
 
 // BenchmarkRecordTakeGive is the Pool's own steady state (BenchmarkTakeGive)
 // with recording off and on.
@@ -78,7 +25,6 @@ func BenchmarkRecordTakeGive(b *testing.B) {
 			p.Made(c, at(0))
 			p.Give(c, at(0))
 			b.ReportAllocs()
-			cpu := startCPU()
 			i := 0
 			for b.Loop() {
 				i++
@@ -86,7 +32,6 @@ func BenchmarkRecordTakeGive(b *testing.B) {
 				tk := p.Take(now, 0.5, 0)
 				p.Give(tk.Item, now)
 			}
-			cpu.report(b)
 		})
 	}
 }
@@ -115,38 +60,4 @@ func TestRecordingAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(2000, step); n != 0 {
 		t.Fatalf("%v allocations a Take+Give recorded", n)
 	}
-}
-
-// recordBenchLimit is the Recorder's limit in the benchmarks; zero is the
-// default.
-var recordBenchLimit = 0
-
-func init() {
-	flag.IntVar(&recordBenchLimit, "recordlimit", 0, "the Recorder's limit in BenchmarkRecordUncontended")
-}
-
-// threadCPU returns the CPU time of the calling thread, where the platform
-// tells it (see record_bench_linux_test.go); nil elsewhere.
-var threadCPU func() time.Duration
-
-// cpuMeter measures a benchmark loop's CPU time on its own thread.
-type cpuMeter struct{ start time.Duration }
-
-// startCPU locks the benchmark to its thread and starts measuring.
-func startCPU() cpuMeter {
-	if threadCPU == nil {
-		return cpuMeter{}
-	}
-	runtime.LockOSThread()
-	return cpuMeter{threadCPU()}
-}
-
-// report adds cpu-ns/op to b's results and unlocks the thread.
-func (c cpuMeter) report(b *testing.B) {
-	if threadCPU == nil {
-		return
-	}
-	used := threadCPU() - c.start
-	runtime.UnlockOSThread()
-	b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
