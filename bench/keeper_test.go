@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/puddle/v2"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -21,7 +22,7 @@ import (
 // The benchmarks run the same work on three pools in one process, so that
 // their figures come from the same machine at the same moment:
 //
-//   - wardpool: pool.Keeper with the default (cached) clock, as configured
+//   - wardpool: wardpool.Keeper with the default (cached) clock, as configured
 //     by default and in the configurations of keepers (below),
 //   - puddle:   github.com/jackc/puddle/v2, the pool under pgxpool,
 //   - sql:      database/sql's connection pool over a no-op driver.
@@ -44,7 +45,7 @@ type keeperVariant struct {
 	// config returns the Config for a pool of n slots (Dial and Close are
 	// filled in by newKeeperWith), or ok false when the variant cannot be
 	// built on n slots.
-	config func(n int) (cfg pool.Config[*thing], ok bool)
+	config func(n int) (cfg wardpool.Config[*thing], ok bool)
 }
 
 // keepers are the Keepers measured beside puddle and database/sql: as
@@ -69,28 +70,28 @@ type keeperVariant struct {
 //     never makes a caller wait that the pool alone would not: again its
 //     cost.
 var keepers = []keeperVariant{
-	{"wardpool", func(n int) (pool.Config[*thing], bool) {
-		return pool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}}, true
+	{"wardpool", func(n int) (wardpool.Config[*thing], bool) {
+		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}}, true
 	}},
-	{"wardpool-idle", func(n int) (pool.Config[*thing], bool) {
+	{"wardpool-idle", func(n int) (wardpool.Config[*thing], bool) {
 		// With one slot an Idle of 0 would mean no ceiling at all.
-		return pool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n - 1}}, n > 1
+		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n - 1}}, n > 1
 	}},
-	{"wardpool-leak", func(n int) (pool.Config[*thing], bool) {
-		return pool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, LeakAfter: time.Minute}, true
+	{"wardpool-leak", func(n int) (wardpool.Config[*thing], bool) {
+		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, LeakAfter: time.Minute}, true
 	}},
-	{"wardpool-shed", func(n int) (pool.Config[*thing], bool) {
-		return pool.Config[*thing]{
+	{"wardpool-shed", func(n int) (wardpool.Config[*thing], bool) {
+		return wardpool.Config[*thing]{
 			Limits: pool.Limits{Size: n, Idle: n},
 			Ward:   ward.Ward{Shedder: ward.NewShedder(ward.DefaultShed, time.Now())},
 			CPU:    func() int { return 0 },
 		}, true
 	}},
-	{"wardpool-limit", func(n int) (pool.Config[*thing], bool) {
+	{"wardpool-limit", func(n int) (wardpool.Config[*thing], bool) {
 		a := ward.DefaultAimd
 		a.Initial, a.Max = n, n
 		a.Slow = 0 // only failures lower the limit: a loan held long is not one
-		return pool.Config[*thing]{
+		return wardpool.Config[*thing]{
 			Limits: pool.Limits{Size: n, Idle: n},
 			Ward:   ward.Ward{Limiter: ward.NewLimiter(a)},
 		}, true
@@ -99,9 +100,9 @@ var keepers = []keeperVariant{
 
 // newKeeperWith builds a Keeper from cfg with the benchmarks' Dial and
 // Close, closed when b ends.
-func newKeeperWith(b *testing.B, cfg pool.Config[*thing]) *pool.Keeper[*thing] {
+func newKeeperWith(b *testing.B, cfg wardpool.Config[*thing]) *wardpool.Keeper[*thing] {
 	cfg.Dial, cfg.Close = newThing, closeThing
-	k, err := pool.NewKeeper(cfg)
+	k, err := wardpool.NewKeeper(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func newKeeperWith(b *testing.B, cfg pool.Config[*thing]) *pool.Keeper[*thing] {
 
 // eachKeeper runs f as a sub-benchmark "pool=<variant>" for every variant
 // that can be built on n slots, with a Keeper warmed to warm idle.
-func eachKeeper(b *testing.B, prefix string, n, warm int, f func(b *testing.B, k *pool.Keeper[*thing])) {
+func eachKeeper(b *testing.B, prefix string, n, warm int, f func(b *testing.B, k *wardpool.Keeper[*thing])) {
 	for _, v := range keepers {
 		if _, ok := v.config(n); !ok {
 			continue
@@ -149,8 +150,8 @@ func newSQL(b *testing.B, n int) *sql.DB {
 }
 
 // warm makes every pool hold n idle resources before timing starts.
-func warmKeeper(b *testing.B, k *pool.Keeper[*thing], n int) {
-	var ls []pool.Loan[*thing]
+func warmKeeper(b *testing.B, k *wardpool.Keeper[*thing], n int) {
+	var ls []wardpool.Loan[*thing]
 	for range n {
 		l, err := k.Acquire(context.Background())
 		if err != nil {
@@ -195,7 +196,7 @@ func warmSQL(b *testing.B, db *sql.DB, n int) {
 // pool of 10.
 func BenchmarkUncontended(b *testing.B) {
 	ctx := context.Background()
-	eachKeeper(b, "", 10, 1, func(b *testing.B, k *pool.Keeper[*thing]) {
+	eachKeeper(b, "", 10, 1, func(b *testing.B, k *wardpool.Keeper[*thing]) {
 		b.ReportAllocs()
 		for b.Loop() {
 			l, err := k.Acquire(ctx)
@@ -258,7 +259,7 @@ func parallel(b *testing.B, prefix string, n, par int, hold func()) {
 	if hold == nil {
 		hold = func() {}
 	}
-	eachKeeper(b, prefix, n, n, func(b *testing.B, k *pool.Keeper[*thing]) {
+	eachKeeper(b, prefix, n, n, func(b *testing.B, k *wardpool.Keeper[*thing]) {
 		b.ReportAllocs()
 		b.SetParallelism(par)
 		b.ResetTimer()
@@ -345,7 +346,7 @@ func BenchmarkHandoff(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	eachKeeper(b, "", 1, 1, func(b *testing.B, k *pool.Keeper[*thing]) {
+	eachKeeper(b, "", 1, 1, func(b *testing.B, k *wardpool.Keeper[*thing]) {
 		pingPong(b, func() error {
 			l, err := k.Acquire(ctx)
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/puddle/v2"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -46,8 +47,8 @@ func intClose(int) error { return nil }
 
 // fillKeeper makes k hold n resources, all idle, and returns with none
 // lent.
-func fillKeeper[T comparable](b testing.TB, k *pool.Keeper[T], n int) {
-	ls := make([]pool.Loan[T], 0, n)
+func fillKeeper[T comparable](b testing.TB, k *wardpool.Keeper[T], n int) {
+	ls := make([]wardpool.Loan[T], 0, n)
 	for range n {
 		l, err := k.Acquire(context.Background())
 		if err != nil {
@@ -88,7 +89,7 @@ func BenchmarkScaleSize(b *testing.B) {
 					pname = "wardpool-lockevery"
 				}
 				b.Run(name+"/pool="+pname, func(b *testing.B) {
-					k, err := pool.NewKeeper(pool.Config[int]{
+					k, err := wardpool.NewKeeper(wardpool.Config[int]{
 						Limits:        pool.Limits{Size: n, Idle: n},
 						LockEveryLoan: locked,
 						Dial:          intDial(),
@@ -100,7 +101,7 @@ func BenchmarkScaleSize(b *testing.B) {
 					defer k.Close(ctx)
 					fillKeeper(b, k, n)
 					if lentAll {
-						held := make([]pool.Loan[int], 0, n-1)
+						held := make([]wardpool.Loan[int], 0, n-1)
 						for range n - 1 {
 							l, err := k.Acquire(ctx)
 							if err != nil {
@@ -211,7 +212,7 @@ func BenchmarkScaleWaiters(b *testing.B) {
 			}
 		}
 		b.Run(name+"/pool=wardpool", func(b *testing.B) {
-			k, err := pool.NewKeeper(pool.Config[int]{
+			k, err := wardpool.NewKeeper(wardpool.Config[int]{
 				Limits: pool.Limits{Size: 1, Idle: 1},
 				Dial:   intDial(),
 				Close:  intClose,
@@ -345,7 +346,7 @@ func heapNow() (heap, stacks uint64) {
 // metrics ("B/idle"; "heap-B/waiter" and "stack-B/waiter"); ns/op means
 // nothing here. Run it with -benchtime 1x.
 //
-//   - idle: a pool.Pool[int] and a pool.Keeper[int] holding n idle
+//   - idle: a pool.Pool[int] and a wardpool.Keeper[int] holding n idle
 //     resources, heap after building them minus heap before: a resource
 //     that is an int costs nothing of its own, so this is the pools'
 //     overhead per resource. puddle holds *thing (8 bytes each, which are
@@ -381,7 +382,7 @@ func BenchmarkScaleMemory(b *testing.B) {
 		b.Run(fmt.Sprintf("idle=%d/pool=wardpool", n), func(b *testing.B) {
 			for range b.N {
 				h0, _ := heapNow()
-				k, err := pool.NewKeeper(pool.Config[int]{
+				k, err := wardpool.NewKeeper(wardpool.Config[int]{
 					Limits: pool.Limits{Size: n, Idle: n},
 					Dial:   intDial(),
 					Close:  intClose,
@@ -449,7 +450,7 @@ func BenchmarkScaleMemory(b *testing.B) {
 				blocked.Store(0)
 				bh, bs := parked(b, onChannel, func() int { return int(blocked.Load()) })
 
-				k, err := pool.NewKeeper(pool.Config[int]{
+				k, err := wardpool.NewKeeper(wardpool.Config[int]{
 					Limits: pool.Limits{Size: 1, Idle: 1},
 					Dial:   intDial(),
 					Close:  intClose,

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -55,7 +56,7 @@ func (c *constCollector) Collect(ch chan<- prometheus.Metric) {
 // keeperSource returns a Keeper with some history, as a Source.
 func keeperSource(b *testing.B) Source {
 	k := newKeeper(b, clocktest.New(clockStart), pool.Limits{Size: 8, Idle: 4}, 0, nil)
-	var loans []pool.Loan[*conn]
+	var loans []wardpool.Loan[*conn]
 	for range 6 {
 		l, err := k.Acquire(context.Background())
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -22,7 +23,7 @@ func TestEmptyAcquiresUnderConcurrency(t *testing.T) {
 		size    = 3
 	)
 	var next atomic.Int64
-	k, err := pool.NewKeeper(pool.Config[*conn]{
+	k, err := wardpool.NewKeeper(wardpool.Config[*conn]{
 		Limits: pool.Limits{Size: size},
 		Dial:   func(context.Context) (*conn, error) { return &conn{id: int(next.Add(1))}, nil },
 		Close:  func(*conn) error { return nil },
@@ -95,7 +96,7 @@ func TestEmptyAcquiresUnderConcurrency(t *testing.T) {
 // is canceled, not empty, as in pgxpool.
 func TestEmptyAcquiresCountSuccesses(t *testing.T) {
 	const waiters = 5
-	k, err := pool.NewKeeper(pool.Config[*conn]{
+	k, err := wardpool.NewKeeper(wardpool.Config[*conn]{
 		Limits: pool.Limits{Size: 1},
 		Dial:   func(context.Context) (*conn, error) { return &conn{}, nil },
 		Close:  func(*conn) error { return nil },

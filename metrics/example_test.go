@@ -15,6 +15,7 @@ import (
 	sdk "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/metrics"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
@@ -24,9 +25,9 @@ import (
 type Conn struct{ PID int }
 
 // newKeeper returns a pool of up to four Conns.
-func newKeeper() *pool.Keeper[*Conn] {
+func newKeeper() *wardpool.Keeper[*Conn] {
 	pid := 100
-	k, err := pool.NewKeeper(pool.Config[*Conn]{
+	k, err := wardpool.NewKeeper(wardpool.Config[*Conn]{
 		Limits: pool.Limits{Size: 4, Idle: 4},
 		Dial: func(context.Context) (*Conn, error) {
 			pid++ // dials run one at a time in this example
@@ -41,8 +42,8 @@ func newKeeper() *pool.Keeper[*Conn] {
 }
 
 // use borrows n Conns at once and gives them back.
-func use(k *pool.Keeper[*Conn], n int) {
-	var loans []pool.Loan[*Conn]
+func use(k *wardpool.Keeper[*Conn], n int) {
+	var loans []wardpool.Loan[*Conn]
 	for range n {
 		l, err := k.Acquire(context.Background())
 		if err != nil {
@@ -180,7 +181,7 @@ func ExampleLeakLog() {
 		Attrs:  []slog.Attr{slog.String("pool", "orders")},
 	}.Handler()
 
-	_ = pool.Config[*Conn]{
+	_ = wardpool.Config[*Conn]{
 		// Dial, Close, …
 		LeakAfter: time.Minute,
 		OnLeak:    onLeak,
@@ -188,8 +189,8 @@ func ExampleLeakLog() {
 
 	c := &Conn{PID: 4242}
 	stack := []byte("example.com/shop.(*Server).checkout\n\tshop/server.go:118\n")
-	onLeak(pool.Leak[*Conn]{Item: c, Held: time.Minute, Stack: stack})
-	onLeak(pool.Leak[*Conn]{Item: c, Held: 95 * time.Second, Stack: stack, Returned: true})
+	onLeak(wardpool.Leak[*Conn]{Item: c, Held: time.Minute, Stack: stack})
+	onLeak(wardpool.Leak[*Conn]{Item: c, Held: 95 * time.Second, Stack: stack, Returned: true})
 	// Output:
 	// level=WARN msg="wardpool: a loan is held longer than LeakAfter" held=1m0s stack="example.com/shop.(*Server).checkout\n\tshop/server.go:118\n" item=4242 pool=orders
 	// level=WARN msg="wardpool: a loan reported as held too long came back" held=1m35s stack="example.com/shop.(*Server).checkout\n\tshop/server.go:118\n" item=4242 pool=orders

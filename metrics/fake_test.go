@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -18,18 +19,18 @@ import (
 // fixed is a Source answering st, counting the readings.
 type fixed struct {
 	mu    sync.Mutex
-	st    pool.Stats
+	st    wardpool.Stats
 	reads atomic.Int64
 }
 
-func (f *fixed) Stats() pool.Stats {
+func (f *fixed) Stats() wardpool.Stats {
 	f.reads.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.st
 }
 
-func (f *fixed) set(st pool.Stats) {
+func (f *fixed) set(st wardpool.Stats) {
 	f.mu.Lock()
 	f.st = st
 	f.mu.Unlock()
@@ -45,8 +46,8 @@ func (f fixedLimits) Limits() pool.Limits { return f.limits }
 
 // sampleStats returns a reading in which every figure differs from every
 // other, so that a series reading the wrong field shows.
-func sampleStats() pool.Stats {
-	return pool.Stats{
+func sampleStats() wardpool.Stats {
+	return wardpool.Stats{
 		Books: pool.Books{
 			Live: 9, Idle: 4, Busy: 5,
 			Made: 31, Failed: 3, Loans: 101, Reused: 77,
@@ -75,10 +76,10 @@ var clockStart = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // newKeeper returns a Keeper of conns on clk with limits l and leak watch
 // after leak (0: off), closed when the test ends.
-func newKeeper(t testing.TB, clk *clocktest.Clock, l pool.Limits, leak time.Duration, onLeak func(pool.Leak[*conn])) *pool.Keeper[*conn] {
+func newKeeper(t testing.TB, clk *clocktest.Clock, l pool.Limits, leak time.Duration, onLeak func(wardpool.Leak[*conn])) *wardpool.Keeper[*conn] {
 	t.Helper()
 	var next atomic.Int64
-	k, err := pool.NewKeeper(pool.Config[*conn]{
+	k, err := wardpool.NewKeeper(wardpool.Config[*conn]{
 		Limits:    l,
 		Dial:      func(context.Context) (*conn, error) { return &conn{id: int(next.Add(1))}, nil },
 		Close:     func(*conn) error { return nil },

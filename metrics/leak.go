@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool"
 )
 
 // The messages of the leak reports, for filtering logs. They are the
@@ -23,7 +23,7 @@ const (
 // LeakLevel is the level of both leak reports, everywhere.
 const LeakLevel = slog.LevelWarn
 
-// LeakLog is a leak report handler for pool.Config.OnLeak that logs with
+// LeakLog is a leak report handler for wardpool.Config.OnLeak that logs with
 // log/slog. The zero LeakLog logs on slog.Default() and leaves the item out.
 //
 // A report of a loan still out is logged at LeakLevel (warning) with the
@@ -38,8 +38,8 @@ const LeakLevel = slog.LevelWarn
 // Message, level and the held and stack attributes are those of the
 // Keeper's own report and of the drivers'.
 //
-// OnLeak[C] fits the Config.OnLeak of pool.Config[C] and of every driver,
-// whose Leak is pool.Leak of its connection type:
+// OnLeak[C] fits the Config.OnLeak of wardpool.Config[C] and of every driver,
+// whose Leak is wardpool.Leak of its connection type:
 //
 //	pgxCfg.OnLeak = metrics.OnLeak[*pgx.Conn](logger)       // a *pgxward.Config
 //	sqlCfg.OnLeak = metrics.OnLeak[driver.Conn](logger)     // a sqlward.Config
@@ -56,21 +56,21 @@ type LeakLog[T comparable] struct {
 	Attrs []slog.Attr
 }
 
-// OnLeak returns a handler for pool.Config.OnLeak that logs each report on
+// OnLeak returns a handler for wardpool.Config.OnLeak that logs each report on
 // logger (nil: slog.Default()) as LeakLog does.
-func OnLeak[T comparable](logger *slog.Logger) func(pool.Leak[T]) {
+func OnLeak[T comparable](logger *slog.Logger) func(wardpool.Leak[T]) {
 	return LeakLog[T]{Logger: logger}.Handler()
 }
 
-// Handler returns the function to set as pool.Config.OnLeak. It is safe for
+// Handler returns the function to set as wardpool.Config.OnLeak. It is safe for
 // concurrent use if the Logger's handler is.
-func (c LeakLog[T]) Handler() func(pool.Leak[T]) {
+func (c LeakLog[T]) Handler() func(wardpool.Leak[T]) {
 	attrs := append([]slog.Attr(nil), c.Attrs...)
-	return func(l pool.Leak[T]) { c.report(l, attrs) }
+	return func(l wardpool.Leak[T]) { c.report(l, attrs) }
 }
 
 // report logs one leak report.
-func (c LeakLog[T]) report(l pool.Leak[T], extra []slog.Attr) {
+func (c LeakLog[T]) report(l wardpool.Leak[T], extra []slog.Attr) {
 	log := c.Logger
 	if log == nil {
 		log = slog.Default()

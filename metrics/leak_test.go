@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -69,8 +70,8 @@ func TestLeakLogReports(t *testing.T) {
 	var b logBuffer
 	h := OnLeak[*conn](b.logger(slog.LevelInfo))
 	stack := "main.handler\n\tapp/main.go:42\n"
-	h(pool.Leak[*conn]{Item: &conn{id: 7}, Held: 90 * time.Second, Stack: []byte(stack)})
-	h(pool.Leak[*conn]{Item: &conn{id: 7}, Held: 95 * time.Second, Stack: []byte(stack), Returned: true})
+	h(wardpool.Leak[*conn]{Item: &conn{id: 7}, Held: 90 * time.Second, Stack: []byte(stack)})
+	h(wardpool.Leak[*conn]{Item: &conn{id: 7}, Held: 95 * time.Second, Stack: []byte(stack), Returned: true})
 	recs := b.records(t)
 	if len(recs) != 2 {
 		t.Fatalf("%d records, want 2: %v", len(recs), recs)
@@ -93,7 +94,7 @@ func TestLeakLogItemAndAttrs(t *testing.T) {
 		Item:   func(c *conn) slog.Value { return slog.IntValue(c.id) },
 		Attrs:  []slog.Attr{slog.String("pool", "orders")},
 	}.Handler()
-	h(pool.Leak[*conn]{Item: &conn{id: 7}, Held: time.Second})
+	h(wardpool.Leak[*conn]{Item: &conn{id: 7}, Held: time.Second})
 	recs := b.records(t)
 	if len(recs) != 1 {
 		t.Fatalf("%d records, want 1", len(recs))
@@ -106,7 +107,7 @@ func TestLeakLogAttrsAreCopied(t *testing.T) {
 	attrs := []slog.Attr{slog.String("pool", "orders")}
 	h := LeakLog[*conn]{Logger: b.logger(slog.LevelInfo), Attrs: attrs}.Handler()
 	attrs[0] = slog.String("pool", "changed")
-	h(pool.Leak[*conn]{})
+	h(wardpool.Leak[*conn]{})
 	check(t, b.records(t)[0], map[string]any{"pool": "orders"})
 }
 
@@ -124,8 +125,8 @@ func TestLeakLogLevels(t *testing.T) {
 			Logger: b.logger(c.level),
 			Item:   func(c *conn) slog.Value { asked++; return slog.IntValue(c.id) },
 		}.Handler()
-		h(pool.Leak[*conn]{Item: &conn{id: 1}, Held: time.Minute})
-		h(pool.Leak[*conn]{Item: &conn{id: 1}, Held: time.Hour, Returned: true})
+		h(wardpool.Leak[*conn]{Item: &conn{id: 1}, Held: time.Minute})
+		h(wardpool.Leak[*conn]{Item: &conn{id: 1}, Held: time.Hour, Returned: true})
 		recs := b.records(t)
 		if len(recs) != c.want || asked != c.want {
 			t.Fatalf("logger at %v: records %v, Item asked %d times; want %d", c.level, recs, asked, c.want)
@@ -144,7 +145,7 @@ func TestLeakLogLevels(t *testing.T) {
 func TestLeakLogMatchesKeeper(t *testing.T) {
 	var b logBuffer
 	clk := clocktest.New(clockStart)
-	k, err := pool.NewKeeper(pool.Config[*conn]{
+	k, err := wardpool.NewKeeper(wardpool.Config[*conn]{
 		Limits:    pool.Limits{Size: 1},
 		Dial:      func(context.Context) (*conn, error) { return &conn{}, nil },
 		Close:     func(*conn) error { return nil },
@@ -181,7 +182,7 @@ func TestLeakLogDefaultLogger(t *testing.T) {
 	old := slog.Default()
 	slog.SetDefault(b.logger(slog.LevelInfo))
 	defer slog.SetDefault(old)
-	OnLeak[int](nil)(pool.Leak[int]{Held: time.Second})
+	OnLeak[int](nil)(wardpool.Leak[int]{Held: time.Second})
 	recs := b.records(t)
 	if len(recs) != 1 || recs[0]["msg"] != LeakMessage {
 		t.Fatalf("records %v, want one leak on the default logger", recs)
@@ -227,6 +228,6 @@ func TestLeakLogKeeper(t *testing.T) {
 // acquireHere acquires from k; its name is looked for in the leak's stack.
 //
 //go:noinline
-func acquireHere(k *pool.Keeper[*conn]) (pool.Loan[*conn], error) {
+func acquireHere(k *wardpool.Keeper[*conn]) (wardpool.Loan[*conn], error) {
 	return k.Acquire(context.Background())
 }

@@ -10,7 +10,7 @@ import (
 	sdk "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool"
 )
 
 // leakySource is a Source with a Leaked method, as the drivers' pools are.
@@ -25,7 +25,7 @@ func (l *leakySource) Leaked() int { return l.leaked }
 // at each scrape, to Prometheus and OpenTelemetry; one without does not.
 func TestLeakedGauge(t *testing.T) {
 	src := &leakySource{leaked: 2}
-	src.set(pool.Stats{})
+	src.set(wardpool.Stats{})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(NewCollector(src, Options{}))
 	want := "# HELP wardpool_leaked_loans " + leaked.help + "\n# TYPE wardpool_leaked_loans gauge\nwardpool_leaked_loans 2\n"

@@ -15,6 +15,7 @@ import (
 	sdk "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -82,7 +83,7 @@ func attrString(s attribute.Set) string {
 // rather than derived from the package's table. attrs are the labels
 // (sorted "k=v" joined by ","); runtime false leaves out the Keeper's own
 // series.
-func wantPoints(prefix, attrs string, st pool.Stats, runtime bool) []point {
+func wantPoints(prefix, attrs string, st wardpool.Stats, runtime bool) []point {
 	with := func(extra string) string {
 		if attrs == "" {
 			return extra
@@ -209,7 +210,7 @@ func TestObserveFromBooks(t *testing.T) {
 	if _, err := Observe(m, FromBooks(func() pool.Books { return b }), Options{}); err != nil {
 		t.Fatal(err)
 	}
-	diffPoints(t, collect(t, r), wantPoints("wardpool", "", pool.Stats{Books: b}, false))
+	diffPoints(t, collect(t, r), wantPoints("wardpool", "", wardpool.Stats{Books: b}, false))
 }
 
 func TestObserveUnregister(t *testing.T) {

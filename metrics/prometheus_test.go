@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
@@ -31,7 +32,7 @@ type want struct {
 // rather than derived from the package's table, so a renamed, retyped or
 // miswired series fails the test. runtime false leaves out the Keeper's own
 // series, as for FromBooks.
-func wantAll(st pool.Stats, runtime bool) []want {
+func wantAll(st wardpool.Stats, runtime bool) []want {
 	n := func(v any) [][2]string { return [][2]string{{"", fmt.Sprint(v)}} }
 	w := []want{
 		{"live_resources", "gauge", n(st.Live)},
@@ -195,7 +196,7 @@ func TestCollectorRetiredReasons(t *testing.T) {
 		{"broken books", 1, 2, 2, 2, 2, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := pool.Stats{Books: pool.Books{Retired: tc.retired, IdleRetired: tc.idle, LifeRetired: tc.life}}
+			st := wardpool.Stats{Books: pool.Books{Retired: tc.retired, IdleRetired: tc.idle, LifeRetired: tc.life}}
 			text, _ := exposition(t, "wardpool", "", []want{{"retired_total", "counter", [][2]string{
 				{`reason="idle"`, fmt.Sprint(tc.wantIdle)},
 				{`reason="life"`, fmt.Sprint(tc.wantLife)},
@@ -282,7 +283,7 @@ func TestCollectorFromBooks(t *testing.T) {
 	if b.Made != 3 || b.Reused != 2 || b.Dropped != 1 || b.IdleRetired != 2 || b.Waited != 1 {
 		t.Fatalf("the scenario did not go as planned: %+v", b)
 	}
-	text, _ := exposition(t, "wardpool", `pool="sim"`, wantAll(pool.Stats{Books: b}, false))
+	text, _ := exposition(t, "wardpool", `pool="sim"`, wantAll(wardpool.Stats{Books: b}, false))
 	if err := testutil.CollectAndCompare(c, strings.NewReader(text)); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ func TestCollectorKeeper(t *testing.T) {
 	clk := clocktest.New(clockStart)
 	k := newKeeper(t, clk, pool.Limits{Size: 4, Idle: 2}, 0, nil)
 	ctx := context.Background()
-	var loans []pool.Loan[*conn]
+	var loans []wardpool.Loan[*conn]
 	for range 3 {
 		l, err := k.Acquire(ctx)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward/shared"
@@ -18,11 +19,11 @@ func TestCollectorSharedGuards(t *testing.T) {
 	cfg := shared.DefaultBudget
 	cfg.Slots = 4
 	b := shared.NewBudget(shared.Link{Store: shared.NewMemStore(nil), Timeout: time.Minute}, "db", "one", cfg)
-	k, err := pool.NewKeeper(pool.Config[*conn]{
+	k, err := wardpool.NewKeeper(wardpool.Config[*conn]{
 		Limits: pool.Limits{Size: 4},
 		Dial:   func(context.Context) (*conn, error) { return &conn{}, nil },
 		Close:  func(*conn) error { return nil },
-		Shared: pool.Shared{Budget: b},
+		Shared: wardpool.Shared{Budget: b},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -4,32 +4,33 @@ import (
 	"sort"
 	"time"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 )
 
 // Source is what the exporters read: anything that answers one Stats
-// reading, such as a *pool.Keeper of any type. An exporter calls Stats once
+// reading, such as a *wardpool.Keeper of any type. An exporter calls Stats once
 // per scrape or collection, never once per series, so a Keeper's mutex is
 // taken once each time. Stats must be safe for concurrent use.
 type Source interface {
-	Stats() pool.Stats
+	Stats() wardpool.Stats
 }
 
 // limited is an optional part of a Source: the limits it holds itself to.
-// *pool.Keeper and every driver's pool have it.
+// *wardpool.Keeper and every driver's pool have it.
 type limited interface {
 	Limits() pool.Limits
 }
 
 // sharing is an optional part of a Source: whether it has guards shared
-// with other replicas (pool.Config.Shared). Only then are the shared series
-// exported. *pool.Keeper has it.
+// with other replicas (wardpool.Config.Shared). Only then are the shared series
+// exported. *wardpool.Keeper has it.
 type sharing interface {
 	Sharing() bool
 }
 
 // leaky is an optional part of a Source: how many loans are out now past
-// the leak watch's threshold. The drivers' pools have it (a *pool.Keeper
+// the leak watch's threshold. The drivers' pools have it (a *wardpool.Keeper
 // does not know its LeakAfter from outside).
 type leaky interface {
 	Leaked() int
@@ -51,7 +52,7 @@ func FromBooks(books func() pool.Books) Source { return booksSource(books) }
 type booksSource func() pool.Books
 
 // Stats returns the books in a Stats with the runtime's figures zero.
-func (f booksSource) Stats() pool.Stats { return pool.Stats{Books: f()} }
+func (f booksSource) Stats() wardpool.Stats { return wardpool.Stats{Books: f()} }
 
 // Options say how the exported series are named and labelled. The zero
 // Options name every series under the namespace "wardpool" with no labels.
@@ -155,7 +156,7 @@ const (
 )
 
 // of returns the figure f of s; a Duration in nanoseconds.
-func (f field) of(s *pool.Stats) int64 {
+func (f field) of(s *wardpool.Stats) int64 {
 	switch f {
 	case fLive:
 		return int64(s.Live)
@@ -243,7 +244,7 @@ const (
 var reasons = [...]string{reasonIdle, reasonLife, reasonOther}
 
 // retiredBy splits the retired count by reason; the three add up to Retired.
-func retiredBy(s *pool.Stats) [len(reasons)]int64 {
+func retiredBy(s *wardpool.Stats) [len(reasons)]int64 {
 	idle, life := s.IdleRetired, s.LifeRetired
 	other := s.Retired - idle - life
 	if idle+life > s.Retired { // never, with honest books; don't wrap around

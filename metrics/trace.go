@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool"
 )
 
 // AcquireSpanName is the name of the span StartAcquire and Acquire open.
@@ -36,8 +36,8 @@ const (
 	OutcomeOK       = "ok"       // a resource was lent
 	OutcomeTimeout  = "timeout"  // the context's deadline passed first
 	OutcomeCanceled = "canceled" // the context was canceled first
-	OutcomeShed     = "shed"     // the ward refused (pool.ErrShed)
-	OutcomeClosed   = "closed"   // the pool was closed (pool.ErrClosed)
+	OutcomeShed     = "shed"     // the ward refused (wardpool.ErrShed)
+	OutcomeClosed   = "closed"   // the pool was closed (wardpool.ErrClosed)
 	OutcomeError    = "error"    // any other error, such as a failed dial
 )
 
@@ -47,13 +47,13 @@ const (
 // itself be a context.DeadlineExceeded (a connect timeout), and that is not
 // the caller's deadline.
 func Outcome(err error) string {
-	var ae *pool.AcquireError
+	var ae *wardpool.AcquireError
 	switch {
 	case err == nil:
 		return OutcomeOK
-	case errors.Is(err, pool.ErrShed):
+	case errors.Is(err, wardpool.ErrShed):
 		return OutcomeShed
-	case errors.Is(err, pool.ErrClosed):
+	case errors.Is(err, wardpool.ErrClosed):
 		return OutcomeClosed
 	case errors.As(err, &ae):
 		err = ae.Err // the caller's context's error, not the dial's
@@ -110,7 +110,7 @@ func startSpan(ctx context.Context, tracer trace.Tracer, src Source, start time.
 }
 
 // Acquire is k.Acquire inside an acquire span (see StartAcquire).
-func Acquire[T comparable](ctx context.Context, tracer trace.Tracer, k *pool.Keeper[T]) (pool.Loan[T], error) {
+func Acquire[T comparable](ctx context.Context, tracer trace.Tracer, k *wardpool.Keeper[T]) (wardpool.Loan[T], error) {
 	ctx, end := StartAcquire(ctx, tracer, k)
 	l, err := k.Acquire(ctx)
 	end(err)

@@ -12,6 +12,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
@@ -69,13 +70,13 @@ func TestOutcome(t *testing.T) {
 		nil:                      OutcomeOK,
 		context.DeadlineExceeded: OutcomeTimeout,
 		context.Canceled:         OutcomeCanceled,
-		&pool.ShedError{Guard: ward.GuardBreaker}: OutcomeShed,
-		pool.ErrClosed:         OutcomeClosed,
-		errors.New("dial: no"): OutcomeError,
+		&wardpool.ShedError{Guard: ward.GuardBreaker}: OutcomeShed,
+		wardpool.ErrClosed:                            OutcomeClosed,
+		errors.New("dial: no"):                        OutcomeError,
 		// A shed whose cause is a dial that timed out is a shed.
-		&pool.ShedError{Guard: ward.GuardBreaker, Cause: fmt.Errorf("connect: %w", context.DeadlineExceeded)}: OutcomeShed,
+		&wardpool.ShedError{Guard: ward.GuardBreaker, Cause: fmt.Errorf("connect: %w", context.DeadlineExceeded)}: OutcomeShed,
 		// A canceled acquire whose last dial timed out was canceled.
-		&pool.AcquireError{Err: context.Canceled, LastDialError: fmt.Errorf("connect: %w", context.DeadlineExceeded)}: OutcomeCanceled,
+		&wardpool.AcquireError{Err: context.Canceled, LastDialError: fmt.Errorf("connect: %w", context.DeadlineExceeded)}: OutcomeCanceled,
 	} {
 		if got := Outcome(err); got != want {
 			t.Errorf("Outcome(%v) = %q, want %q", err, got, want)

@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/testenv"
-	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -355,7 +355,7 @@ func TestServerGoesAway(t *testing.T) {
 
 // TestBreakerSheds: with a Breaker in the Ward, a pool in front of a server
 // that refuses every connection stops dialling it and fails fast with
-// pool.ErrShed; without one, every Acquire dials.
+// wardpool.ErrShed; without one, every Acquire dials.
 func TestBreakerSheds(t *testing.T) {
 	noLeftovers(t)
 	dsn := withHost(t, testenv.PostgresDSN(t), freePort(t))
@@ -376,10 +376,10 @@ func TestBreakerSheds(t *testing.T) {
 		ctx := ctxT(t)
 		for range asks {
 			_, err := p.Acquire(ctx)
-			var se *pool.ShedError
+			var se *wardpool.ShedError
 			switch {
 			case errors.As(err, &se):
-				if !errors.Is(err, pool.ErrShed) || se.Guard != ward.GuardBreaker {
+				if !errors.Is(err, wardpool.ErrShed) || se.Guard != ward.GuardBreaker {
 					t.Errorf("shed error %v: guard %v", err, se.Guard)
 				}
 				shed++

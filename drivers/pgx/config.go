@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -48,11 +48,11 @@ type ShouldPingParams = pgxpool.ShouldPingParams
 // Config.LeakAfter (Item, the *pgx.Conn: read it for its identity only, as
 // Item.PgConn().PID(); it belongs to its borrower), for how long (Held),
 // with the stack of the Acquire, Query, QueryRow, … that took it (Stack);
-// Returned marks the follow-up report when it comes back. It is pool.Leak,
+// Returned marks the follow-up report when it comes back. It is wardpool.Leak,
 // so one handler fits every wardpool driver:
 //
 //	c.OnLeak = metrics.OnLeak[*pgx.Conn](logger)
-type Leak = pool.Leak[*pgx.Conn]
+type Leak = wardpool.Leak[*pgx.Conn]
 
 // Config is how a Pool is built. Make it with ParseConfig, which fills in
 // pgxpool's defaults, then change fields before NewWithConfig; a Config built

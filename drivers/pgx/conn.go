@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool"
 )
 
 // Conn is a connection on loan from a Pool. Give it back with Release (or
@@ -15,7 +15,7 @@ import (
 // A Conn is for one goroutine at a time, like the *pgx.Conn inside it.
 type Conn struct {
 	r    *res // nil once released or hijacked
-	loan pool.Loan[*res]
+	loan wardpool.Loan[*res]
 
 	// The Row and Rows Pool.QueryRow and Pool.Query hand out live here, so
 	// that they cost no allocation of their own.

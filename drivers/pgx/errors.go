@@ -1,20 +1,20 @@
 package pgxward
 
-import "github.com/wardpool/wardpool/pool"
+import "github.com/wardpool/wardpool"
 
 // The sentinels and error types of the Keeper, here so that code using
 // this package alone can test for them. They are pool's own: errors.Is(err,
-// pgxward.ErrShed) and errors.Is(err, pool.ErrShed) agree.
+// pgxward.ErrShed) and errors.Is(err, wardpool.ErrShed) agree.
 var (
 	// ErrClosed is returned by Acquire (and every method that acquires)
 	// after Close.
-	ErrClosed = pool.ErrClosed
+	ErrClosed = wardpool.ErrClosed
 	// ErrShed is what the *ShedError of an acquire the Ward refused unwraps
 	// to.
-	ErrShed = pool.ErrShed
+	ErrShed = wardpool.ErrShed
 	// ErrConfig is wrapped by the error NewWithConfig returns for a Config
-	// it cannot use. It is pool.ErrConfig, the one every driver wraps.
-	ErrConfig = pool.ErrConfig
+	// it cannot use. It is wardpool.ErrConfig, the one every driver wraps.
+	ErrConfig = wardpool.ErrConfig
 )
 
 // AcquireError is the error of an Acquire (or Query, QueryRow, …) whose
@@ -23,11 +23,11 @@ var (
 // and to the last dial error; its message says what the pool was doing:
 // connections busy of MaxConns, callers waiting, loans past LeakAfter, the
 // backoff, the last dial error and how long ago.
-type AcquireError = pool.AcquireError
+type AcquireError = wardpool.AcquireError
 
 // ShedError is the error of an acquire the Ward refused at once: errors.Is
 // ErrShed, and for the breaker, the dial error behind it (Cause).
-type ShedError = pool.ShedError
+type ShedError = wardpool.ShedError
 
 // Leaked returns how many connections are out on loan now and have been
 // for longer than Config.LeakAfter; 0 when the leak watch is off. With

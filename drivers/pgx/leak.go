@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool"
 )
 
 // The leak reports' messages: the Keeper's own, which every wardpool driver
@@ -16,7 +16,7 @@ const (
 
 // logLeak is the default OnLeak: the Keeper's warning, with the server
 // process of the connection, so that it can be found in pg_stat_activity.
-func logLeak(log *slog.Logger, l pool.Leak[*res], after time.Duration) {
+func logLeak(log *slog.Logger, l wardpool.Leak[*res], after time.Duration) {
 	pid := l.Item.conn.PgConn().PID()
 	if l.Returned {
 		log.Warn(leakReturnedMessage, "held", l.Held, "stack", string(l.Stack), "pid", pid)

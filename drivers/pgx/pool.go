@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -38,7 +39,7 @@ type res struct {
 const handleBlock = 32
 
 // handle returns an unused Conn of r for loan l.
-func (r *res) handle(l pool.Loan[*res]) *Conn {
+func (r *res) handle(l wardpool.Loan[*res]) *Conn {
 	if len(r.spare) == 0 {
 		r.spare = make([]Conn, handleBlock)
 	}
@@ -48,11 +49,11 @@ func (r *res) handle(l pool.Loan[*res]) *Conn {
 	return c
 }
 
-// Pool is a pool of pgx connections run by a pool.Keeper. It has the
+// Pool is a pool of pgx connections run by a wardpool.Keeper. It has the
 // methods of *pgxpool.Pool with the same meaning (the package doc lists
 // where they differ), and is safe for concurrent use by many goroutines.
 type Pool struct {
-	k      *pool.Keeper[*res]
+	k      *wardpool.Keeper[*res]
 	config *Config
 
 	prepareConn  func(context.Context, *pgx.Conn) (bool, error)
@@ -119,7 +120,7 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 		Keep: max(config.MaxConnIdleTime, 0),
 		Life: max(config.MaxConnLifetime, 0),
 	}
-	kc := pool.Config[*res]{
+	kc := wardpool.Config[*res]{
 		Limits:      lim,
 		Ward:        config.Ward,
 		Dial:        p.dial,
@@ -144,7 +145,7 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 		kc.BeforeReuse = p.reset
 	}
 	if onLeak := config.OnLeak; onLeak != nil {
-		kc.OnLeak = func(l pool.Leak[*res]) {
+		kc.OnLeak = func(l wardpool.Leak[*res]) {
 			onLeak(Leak{Item: l.Item.conn, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
 		}
 	} else if config.LeakAfter > 0 {
@@ -152,15 +153,15 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 		if log == nil {
 			log = slog.Default()
 		}
-		kc.OnLeak = func(l pool.Leak[*res]) { logLeak(log, l, config.LeakAfter) }
+		kc.OnLeak = func(l wardpool.Leak[*res]) { logLeak(log, l, config.LeakAfter) }
 	}
 	if err := p.traceWith(config); err != nil {
 		return nil, err
 	}
-	k, err := pool.NewKeeper(kc)
+	k, err := wardpool.NewKeeper(kc)
 	if err != nil {
 		p.untrace()
-		return nil, fmt.Errorf("pgxward: %w", err) // wraps pool.ErrConfig
+		return nil, fmt.Errorf("pgxward: %w", err) // wraps wardpool.ErrConfig
 	}
 	p.k = k
 	return p, nil
@@ -188,7 +189,7 @@ func (p *Pool) Stat() *Stat {
 // metrics.NewCollector and metrics.Observe read:
 //
 //	reg.MustRegister(metrics.NewCollector(p, metrics.Options{}))
-func (p *Pool) Stats() pool.Stats { return p.k.Stats() }
+func (p *Pool) Stats() wardpool.Stats { return p.k.Stats() }
 
 // Limits returns the Keeper's limits: Size is MaxConns (the max gauge of
 // the metrics package), Keep MaxConnIdleTime, Life MaxConnLifetime.

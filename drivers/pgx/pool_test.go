@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/testenv"
-	"github.com/wardpool/wardpool/pool"
 )
 
 // These tests run against the PostgreSQL named by WARDPOOL_PG_DSN and skip
@@ -712,10 +712,10 @@ func TestCloseWaitsForLoans(t *testing.T) {
 	if err := p.CloseContext(gone); !errors.Is(err, context.Canceled) {
 		t.Errorf("CloseContext with a loan out = %v, want Canceled", err)
 	}
-	if _, err := p.Acquire(ctx); !errors.Is(err, pool.ErrClosed) {
-		t.Errorf("Acquire after Close = %v, want pool.ErrClosed", err)
+	if _, err := p.Acquire(ctx); !errors.Is(err, wardpool.ErrClosed) {
+		t.Errorf("Acquire after Close = %v, want wardpool.ErrClosed", err)
 	}
-	if err := p.QueryRow(ctx, "SELECT 1").Scan(new(int)); !errors.Is(err, pool.ErrClosed) {
+	if err := p.QueryRow(ctx, "SELECT 1").Scan(new(int)); !errors.Is(err, wardpool.ErrClosed) {
 		t.Errorf("QueryRow after Close = %v", err)
 	}
 	done := make(chan struct{})

@@ -3,13 +3,13 @@ package pgxward
 import (
 	"time"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool"
 )
 
 // Stat is one reading of a Pool's books, with the methods of pgxpool.Stat.
 // Counters only rise; the gauges are what held at the reading.
 type Stat struct {
-	s        pool.Stats
+	s        wardpool.Stats
 	max      int32
 	newConns int64
 }
@@ -67,4 +67,4 @@ func (s *Stat) MaxIdleDestroyCount() int64 { return int64(s.s.IdleRetired) }
 
 // Keeper returns every figure the Keeper keeps, beyond pgxpool's: sheds,
 // failed dials, checks, leaks, double releases.
-func (s *Stat) Keeper() pool.Stats { return s.s }
+func (s *Stat) Keeper() wardpool.Stats { return s.s }

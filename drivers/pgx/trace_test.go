@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -190,7 +191,7 @@ func TestStatsAndLimits(t *testing.T) {
 		t.Errorf("stats %+v, limits %+v", s, l)
 	}
 	var _ interface {
-		Stats() pool.Stats
+		Stats() wardpool.Stats
 		Limits() pool.Limits
 		Leaked() int
 	} = p

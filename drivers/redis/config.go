@@ -8,28 +8,29 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 
 // ErrConfig is wrapped by the error New returns for a Config it cannot use.
-// It is pool.ErrConfig, the one every wardpool driver wraps.
-var ErrConfig = pool.ErrConfig
+// It is wardpool.ErrConfig, the one every wardpool driver wraps.
+var ErrConfig = wardpool.ErrConfig
 
 // ErrClosed and ErrShed are pool's sentinels, here so that code using this
 // package alone can test for them: calls after Close fail with ErrClosed,
-// and ones the Ward refuses with a *pool.ShedError that unwraps to ErrShed.
+// and ones the Ward refuses with a *wardpool.ShedError that unwraps to ErrShed.
 var (
-	ErrClosed = pool.ErrClosed
-	ErrShed   = pool.ErrShed
+	ErrClosed = wardpool.ErrClosed
+	ErrShed   = wardpool.ErrShed
 )
 
 // AcquireError (a call whose context ended while it waited for a
 // connection: it unwraps to the context's error and says what the pool was
 // doing) and ShedError (a call the Ward refused) are the Keeper's.
 type (
-	AcquireError = pool.AcquireError
-	ShedError    = pool.ShedError
+	AcquireError = wardpool.AcquireError
+	ShedError    = wardpool.ShedError
 )
 
 // DefaultCheckIdle is Config.CheckIdle's default: a connection idle for
@@ -41,9 +42,9 @@ const DefaultCheckIdle = time.Millisecond
 // than Config.LeakAfter (Item; read it for its identity only, it belongs to
 // its borrower), how long (Held), with the stack of the call that took it
 // (Stack: Acquire, Do, Pipelined, …), and Returned on the follow-up report
-// when it comes back. It is pool.Leak, so one handler fits every wardpool
+// when it comes back. It is wardpool.Leak, so one handler fits every wardpool
 // driver: cfg.OnLeak = metrics.OnLeak[*redis.Client](logger).
-type Leak = pool.Leak[*redis.Client]
+type Leak = wardpool.Leak[*redis.Client]
 
 // Config is how a Pool is built. Options is required; every other field has
 // a working zero value. FromOptions and ParseURL fill Limits from go-redis's
@@ -103,7 +104,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock is the pool's clock; nil means the Keeper's cached clock. For
 	// tests.
-	Clock pool.Clock
+	Clock wardpool.Clock
 	// Lazy makes New return without opening a connection. By default New
 	// opens one (and keeps it idle) so that a wrong address or password is
 	// reported by New rather than by the first command.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -15,11 +16,11 @@ import (
 // turns out dead before the command reached the server (see Process).
 const maxTries = 3
 
-// Pool is a pool of Redis connections run by a pool.Keeper, each connection
+// Pool is a pool of Redis connections run by a wardpool.Keeper, each connection
 // a go-redis client of its own. It is safe for concurrent use by many
 // goroutines.
 type Pool struct {
-	k           *pool.Keeper[*conn]
+	k           *wardpool.Keeper[*conn]
 	inner       redis.Options // the template of every connection's client
 	netDial     func(ctx context.Context) (net.Conn, error)
 	dialTimeout time.Duration
@@ -63,7 +64,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 	if checkIdle == 0 {
 		checkIdle = DefaultCheckIdle
 	}
-	kc := pool.Config[*conn]{
+	kc := wardpool.Config[*conn]{
 		Limits:    cfg.Limits,
 		Ward:      cfg.Ward,
 		Dial:      p.dial,
@@ -76,11 +77,11 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		Clock:     cfg.Clock,
 	}
 	if on := cfg.OnLeak; on != nil {
-		kc.OnLeak = func(l pool.Leak[*conn]) {
+		kc.OnLeak = func(l wardpool.Leak[*conn]) {
 			on(Leak{Item: l.Item.cl, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
 		}
 	}
-	k, err := pool.NewKeeper(kc)
+	k, err := wardpool.NewKeeper(kc)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +108,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 // Destroy; later calls do nothing. A Loan is a small value: copies are the
 // same loan. The zero Loan is not usable.
 type Loan struct {
-	l pool.Loan[*conn]
+	l wardpool.Loan[*conn]
 }
 
 // Client returns the loan's client: a *redis.Client (so a redis.Cmdable and
@@ -145,8 +146,8 @@ func (l Loan) Held() time.Duration { return l.l.Held() }
 func (l Loan) Valid() bool { return l.l.Valid() }
 
 // Acquire lends one connection, waiting until one is idle, dialled, or ctx
-// ends. It returns ctx.Err() when ctx ends first, pool.ErrClosed after
-// Close, an error wrapping pool.ErrShed when the ward refuses, and the dial
+// ends. It returns ctx.Err() when ctx ends first, wardpool.ErrClosed after
+// Close, an error wrapping wardpool.ErrShed when the ward refuses, and the dial
 // error when the connection dialled for this caller cannot be opened.
 func (p *Pool) Acquire(ctx context.Context) (Loan, error) {
 	l, err := p.k.Acquire(ctx)
@@ -203,7 +204,7 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 // settle ends loan l after try number try ended with err, and reports
 // whether to try again: only when the connection was found unfit and gone
 // before anything was sent (errRedial), within maxTries.
-func settle(l pool.Loan[*conn], err error, try int) bool {
+func settle(l wardpool.Loan[*conn], err error, try int) bool {
 	if !l.Value().unfit() {
 		l.Release()
 		return false
@@ -304,8 +305,8 @@ func (p *Pool) Ping(ctx context.Context) error {
 	return p.Process(ctx, redis.NewStatusCmd(ctx, "ping"))
 }
 
-// Stats returns a reading of the pool's books and figures (pool.Stats).
-func (p *Pool) Stats() pool.Stats { return p.k.Stats() }
+// Stats returns a reading of the pool's books and figures (wardpool.Stats).
+func (p *Pool) Stats() wardpool.Stats { return p.k.Stats() }
 
 // Limits returns the bounds the pool runs with.
 func (p *Pool) Limits() pool.Limits { return p.k.Limits() }
@@ -318,7 +319,7 @@ func (p *Pool) Addr() string { return p.addr }
 // suspect.
 func (p *Pool) Reset() { p.k.Reset() }
 
-// Close shuts the pool: calls from now on fail with pool.ErrClosed and so
+// Close shuts the pool: calls from now on fail with wardpool.ErrClosed and so
 // do those waiting; idle connections are closed; then it waits for every
 // loan to come home (closing each) until ctx ends, returning ctx.Err() if
 // it ends first. Calling it again waits again.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
@@ -493,16 +494,16 @@ func TestCloseWaitsForLoans(t *testing.T) {
 	if err := p.Close(tctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Close with a loan out: %v, want DeadlineExceeded", err)
 	}
-	if err := p.Do(ctx, "PING").Err(); !errors.Is(err, pool.ErrClosed) {
+	if err := p.Do(ctx, "PING").Err(); !errors.Is(err, wardpool.ErrClosed) {
 		t.Fatalf("Do after Close: %v, want ErrClosed", err)
 	}
-	if err := p.Client().Get(ctx, "k").Err(); !errors.Is(err, pool.ErrClosed) {
+	if err := p.Client().Get(ctx, "k").Err(); !errors.Is(err, wardpool.ErrClosed) {
 		t.Fatalf("Client().Get after Close: %v, want ErrClosed", err)
 	}
 	if _, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.Ping(ctx)
 		return nil
-	}); !errors.Is(err, pool.ErrClosed) {
+	}); !errors.Is(err, wardpool.ErrClosed) {
 		t.Fatalf("Pipelined after Close: %v, want ErrClosed", err)
 	}
 	// The loan still works until it comes home.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -88,7 +89,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	if _, err := New(ctx, Config{Options: &redis.Options{}, MinIdle: -1}); !errors.Is(err, ErrConfig) {
 		t.Errorf("negative MinIdle: %v", err)
 	}
-	if _, err := New(ctx, Config{Options: &redis.Options{}, Limits: pool.Limits{Size: 1}, MinIdle: 2, Lazy: true}); !errors.Is(err, pool.ErrConfig) {
+	if _, err := New(ctx, Config{Options: &redis.Options{}, Limits: pool.Limits{Size: 1}, MinIdle: 2, Lazy: true}); !errors.Is(err, wardpool.ErrConfig) {
 		t.Errorf("MinIdle over Size: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
@@ -59,7 +60,7 @@ func TestWardBreakerSheds(t *testing.T) {
 	}
 	defer p.Close(context.Background())
 	ctx := context.Background()
-	var shed *pool.ShedError
+	var shed *wardpool.ShedError
 	for i := 0; i < 500 && shed == nil; i++ {
 		err := p.Ping(ctx)
 		if err == nil {
@@ -67,7 +68,7 @@ func TestWardBreakerSheds(t *testing.T) {
 		}
 		errors.As(err, &shed)
 	}
-	if shed == nil || shed.Guard != ward.GuardBreaker || !errors.Is(shed, pool.ErrShed) {
+	if shed == nil || shed.Guard != ward.GuardBreaker || !errors.Is(shed, wardpool.ErrShed) {
 		t.Fatalf("no refusal by the breaker after 500 failed dials (last: %v)", shed)
 	}
 	if s := p.Stats(); s.Shed == 0 || s.Failed == 0 {

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool"
 )
 
 // conn is one driver connection as the Keeper holds it and as database/sql
@@ -31,9 +31,9 @@ type conn struct {
 	queryer   driver.QueryerContext
 	checker   driver.NamedValueChecker
 
-	loan pool.Loan[*conn] // the current loan; zero while idle
-	bad  bool             // the driver said ErrBadConn during this loan
-	back time.Time        // when it last came back (for PingIdle)
+	loan wardpool.Loan[*conn] // the current loan; zero while idle
+	bad  bool                 // the driver said ErrBadConn during this loan
+	back time.Time            // when it last came back (for PingIdle)
 }
 
 var (
@@ -73,7 +73,7 @@ func (c *conn) watch(err error) error {
 // driver reported it broken. database/sql calls it once per Connect.
 func (c *conn) Close() error {
 	l := c.loan
-	c.loan = pool.Loan[*conn]{}
+	c.loan = wardpool.Loan[*conn]{}
 	if c.bad {
 		c.bad = false
 		l.Destroy()

@@ -1,5 +1,5 @@
 // Package sqlward puts any database/sql driver behind wardpool's
-// pool.Keeper while the application keeps its *sql.DB.
+// wardpool.Keeper while the application keeps its *sql.DB.
 //
 //	cc, _ := pgx.ParseConfig(dsn) // with PostgreSQL: pgx's stdlib connector
 //	db, c, err := sqlward.OpenDB(stdlib.GetConnector(*cc), sqlward.Config{Limits: pool.DefaultLimits})
@@ -85,6 +85,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -125,7 +126,7 @@ type Config struct {
 	// Logger receives the pool's warnings; nil is slog.Default().
 	Logger *slog.Logger
 	// Clock is the Keeper's clock; nil is its default. Tests pass a fake.
-	Clock pool.Clock
+	Clock wardpool.Clock
 }
 
 // Leak is one report of the leak watch: the driver's connection on loan
@@ -133,31 +134,31 @@ type Config struct {
 // stack of the goroutine that borrowed it, that is of the query that made
 // database/sql call Connect (Stack), and whether this is the follow-up
 // report of a leaked connection that has since come back (Returned). It is
-// pool.Leak, so one handler fits every wardpool driver:
+// wardpool.Leak, so one handler fits every wardpool driver:
 //
 //	cfg.OnLeak = metrics.OnLeak[driver.Conn](logger)
-type Leak = pool.Leak[driver.Conn]
+type Leak = wardpool.Leak[driver.Conn]
 
 // The sentinels of the Keeper, here so that code using this package alone
 // can test for them; they are pool's own values.
 var (
 	// ErrClosed is returned by Connect (so by the *sql.DB's queries) after
 	// Close.
-	ErrClosed = pool.ErrClosed
-	// ErrShed is what the *pool.ShedError of a Connect the Ward refused
+	ErrClosed = wardpool.ErrClosed
+	// ErrShed is what the *wardpool.ShedError of a Connect the Ward refused
 	// unwraps to.
-	ErrShed = pool.ErrShed
+	ErrShed = wardpool.ErrShed
 	// ErrConfig is wrapped by the error NewConnector returns for a Config
-	// it cannot use. It is pool.ErrConfig, the one every driver wraps.
-	ErrConfig = pool.ErrConfig
+	// it cannot use. It is wardpool.ErrConfig, the one every driver wraps.
+	ErrConfig = wardpool.ErrConfig
 )
 
-// Connector is a driver.Connector whose connections come from a pool.Keeper
+// Connector is a driver.Connector whose connections come from a wardpool.Keeper
 // and go back to it when database/sql closes them. Make one with
 // NewConnector (or OpenDB); it is safe for concurrent use.
 type Connector struct {
 	base      driver.Connector
-	k         *pool.Keeper[*conn]
+	k         *wardpool.Keeper[*conn]
 	ping      time.Duration // PingIdle, resolved
 	leakAfter time.Duration
 	now       func() time.Time
@@ -181,7 +182,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 		c.ping = DefaultPingIdle
 	}
 	clock := cfg.Clock
-	kc := pool.Config[*conn]{
+	kc := wardpool.Config[*conn]{
 		Limits:      cfg.Limits,
 		Ward:        cfg.Ward,
 		Dial:        c.dial,
@@ -197,7 +198,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	}
 	if cfg.OnLeak != nil {
 		onLeak := cfg.OnLeak
-		kc.OnLeak = func(l pool.Leak[*conn]) {
+		kc.OnLeak = func(l wardpool.Leak[*conn]) {
 			onLeak(Leak{Item: l.Item.base, Held: l.Held, Stack: l.Stack, Returned: l.Returned})
 		}
 	}
@@ -205,7 +206,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	if clock != nil {
 		c.now = clock.Now
 	}
-	k, err := pool.NewKeeper(kc)
+	k, err := wardpool.NewKeeper(kc)
 	if err != nil {
 		return nil, fmt.Errorf("sqlward: %w", err)
 	}
@@ -247,7 +248,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 func (c *Connector) Driver() driver.Driver { return c.base.Driver() }
 
 // Close closes the pool without waiting: later Connects fail with
-// pool.ErrClosed, idle connections are closed now and lent ones as
+// wardpool.ErrClosed, idle connections are closed now and lent ones as
 // database/sql gives them back. database/sql's DB.Close calls it. When the
 // base connector is an io.Closer it is closed too.
 func (c *Connector) Close() error {
@@ -272,7 +273,7 @@ func (c *Connector) CloseContext(ctx context.Context) error { return c.k.Close(c
 //
 // Read these rather than db.Stats(): database/sql's DBStats count its own
 // view, in which every borrow is a new connection (see the package doc).
-func (c *Connector) Stats() pool.Stats { return c.k.Stats() }
+func (c *Connector) Stats() wardpool.Stats { return c.k.Stats() }
 
 // Limits returns the Keeper's limits (Config.Limits); Size is the max gauge
 // of the metrics package.

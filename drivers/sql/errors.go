@@ -1,6 +1,6 @@
 package sqlward
 
-import "github.com/wardpool/wardpool/pool"
+import "github.com/wardpool/wardpool"
 
 // AcquireError is the error of a Connect (so of a query) whose context
 // ended before the Keeper lent a connection. It unwraps to the context's
@@ -8,8 +8,8 @@ import "github.com/wardpool/wardpool/pool"
 // pool, and to the last dial error; its message says what the pool was
 // doing: connections busy of Limits.Size, callers waiting, loans past
 // LeakAfter, the backoff, the last dial error and how long ago.
-type AcquireError = pool.AcquireError
+type AcquireError = wardpool.AcquireError
 
 // ShedError is the error of a Connect the Ward refused at once: errors.Is
 // ErrShed, and for the breaker, the dial error behind it (Cause).
-type ShedError = pool.ShedError
+type ShedError = wardpool.ShedError

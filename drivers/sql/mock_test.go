@@ -16,6 +16,7 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 	"go.uber.org/goleak"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -238,7 +239,7 @@ func TestMockBreakerSheds(t *testing.T) {
 	shed := 0
 	for range 100 {
 		err := db.PingContext(ctx)
-		if errors.Is(err, pool.ErrShed) {
+		if errors.Is(err, wardpool.ErrShed) {
 			shed++
 		} else if !errors.Is(err, refused) {
 			t.Fatalf("Ping = %v", err)
@@ -328,8 +329,8 @@ func TestCloseAndReset(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Connect(ctx); !errors.Is(err, pool.ErrClosed) {
-		t.Errorf("Connect after db.Close = %v, want pool.ErrClosed", err)
+	if _, err := c.Connect(ctx); !errors.Is(err, wardpool.ErrClosed) {
+		t.Errorf("Connect after db.Close = %v, want wardpool.ErrClosed", err)
 	}
 	if err := c.CloseContext(ctx); err != nil {
 		t.Errorf("CloseContext with nothing out = %v", err)
@@ -341,7 +342,7 @@ func TestNewConnectorRefuses(t *testing.T) {
 		t.Error("nil connector accepted")
 	}
 	m := &mockConnector{}
-	if _, err := NewConnector(m, Config{Limits: pool.Limits{Size: -1}}); !errors.Is(err, pool.ErrLimits) && !errors.Is(err, pool.ErrConfig) {
+	if _, err := NewConnector(m, Config{Limits: pool.Limits{Size: -1}}); !errors.Is(err, pool.ErrLimits) && !errors.Is(err, wardpool.ErrConfig) {
 		t.Errorf("negative Size: %v", err)
 	}
 	if _, _, err := OpenDB(m, Config{Limits: pool.Limits{Size: 1}, MinIdle: 5}); err == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
@@ -283,7 +284,7 @@ func TestPGBadInput(t *testing.T) {
 		err := db.PingContext(ctx)
 		var ce *pgconn.ConnectError
 		switch {
-		case errors.Is(err, pool.ErrShed):
+		case errors.Is(err, wardpool.ErrShed):
 			shed++
 		case !errors.As(err, &ce):
 			t.Fatalf("refused: %v", err)

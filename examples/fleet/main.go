@@ -11,7 +11,7 @@
 // first half borrow the whole budget while the others ask for nothing,
 // then give it back, down to their share, once the others ask.
 //
-// Each replica drives its Pool as pool.Keeper with Config.Shared does: a
+// Each replica drives its Pool as wardpool.Keeper with Config.Shared does: a
 // caller finding no idle connection asks the budget for a slot before the
 // pool makes one; refused, it waits in order (giving up after -patience)
 // and the replica asks again no sooner than 20 ms later; a connection

@@ -22,6 +22,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -94,7 +95,7 @@ func record() ([]byte, error) {
 	dials := 0
 	b := ward.DefaultBackoff
 	b.Base, b.Cap = time.Millisecond, 4*time.Millisecond
-	k, err := pool.NewKeeper(pool.Config[*int]{
+	k, err := wardpool.NewKeeper(wardpool.Config[*int]{
 		Limits: pool.Limits{Size: 4, Keep: time.Minute},
 		Ward:   ward.Ward{Backoff: &b},
 		Dial: func(context.Context) (*int, error) {
@@ -112,7 +113,7 @@ func record() ([]byte, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	var out []pool.Loan[*int]
+	var out []wardpool.Loan[*int]
 	for i := range 200 {
 		if l, err := k.Acquire(ctx); err == nil {
 			out = append(out, l)

@@ -7,7 +7,7 @@
 // clock, so a run of an hour at 1,000 callers a second takes about a second
 // and the same -seed gives the same table and the same chart, byte for byte,
 // on every machine. The simulator decides nothing itself: callers act on the
-// pool's answers as pool.Keeper's callers do (see internal/engine).
+// pool's answers as wardpool.Keeper's callers do (see internal/engine).
 //
 //	go run ./examples/sim                            # the burst scenario, as a table
 //	go run ./examples/sim -svg sim.svg -html sim.html

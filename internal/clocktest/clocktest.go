@@ -1,5 +1,5 @@
-// Package clocktest is a fake pool.Clock for the tests of packages built on
-// pool.Keeper: time moves only when Advance is called, and the timers that
+// Package clocktest is a fake wardpool.Clock for the tests of packages built on
+// wardpool.Keeper: time moves only when Advance is called, and the timers that
 // come due run then, in order, on the caller's goroutine. No test sleeps.
 package clocktest
 
@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool"
 )
 
-// Clock is a pool.Clock whose time moves only by Advance. It is safe for
+// Clock is a wardpool.Clock whose time moves only by Advance. It is safe for
 // concurrent use.
 type Clock struct {
 	mu     sync.Mutex
@@ -36,7 +36,7 @@ func (c *Clock) Now() time.Time {
 }
 
 // AfterFunc arranges for f to run when Advance passes d from now.
-func (c *Clock) AfterFunc(d time.Duration, f func()) pool.Timer {
+func (c *Clock) AfterFunc(d time.Duration, f func()) wardpool.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &timer{c: c, at: c.now.Add(d), f: f, active: true}

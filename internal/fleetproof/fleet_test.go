@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/wardpool/wardpool"
 	redisward "github.com/wardpool/wardpool/drivers/redis"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
@@ -79,7 +80,7 @@ func (s *redisServer) stop() {
 // replica is one process of the fleet: a Keeper of PostgreSQL connections
 // leasing from the fleet's budget through its own Redis client.
 type replica struct {
-	k      *pool.Keeper[*pgx.Conn]
+	k      *wardpool.Keeper[*pgx.Conn]
 	budget *shared.Budget
 	rc     *redis.Client
 	served atomic.Int64
@@ -140,7 +141,7 @@ func TestFleetBudgetOnPostgres(t *testing.T) {
 	for i := range rs {
 		rc := redis.NewClient(&redis.Options{Addr: srv.addr, PoolSize: 4, MaxRetries: -1, DialerRetries: 1})
 		b := shared.NewBudget(shared.Link{Store: redisward.NewClientStore(rc, "fleet:"), Timeout: timeout}, "pg", fmt.Sprint("replica-", i), cfg)
-		k, err := pool.NewKeeper(pool.Config[*pgx.Conn]{
+		k, err := wardpool.NewKeeper(wardpool.Config[*pgx.Conn]{
 			Limits: pool.Limits{Size: size},
 			Dial: func(ctx context.Context) (*pgx.Conn, error) {
 				return pgx.ConnectConfig(ctx, cfgPG.Copy())
@@ -153,7 +154,7 @@ func TestFleetBudgetOnPostgres(t *testing.T) {
 				waitGone(pid)
 				return err
 			},
-			Shared: pool.Shared{Budget: b, RetryEvery: 10 * time.Millisecond},
+			Shared: wardpool.Shared{Budget: b, RetryEvery: 10 * time.Millisecond},
 		})
 		if err != nil {
 			t.Fatal(err)

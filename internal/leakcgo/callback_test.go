@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -19,24 +20,24 @@ import (
 // crash the process instead).
 func TestLeakStackAcrossACgoCallback(t *testing.T) {
 	clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	leaks := make(chan pool.Leak[*int], 4)
-	k, err := pool.NewKeeper(pool.Config[*int]{
+	leaks := make(chan wardpool.Leak[*int], 4)
+	k, err := wardpool.NewKeeper(wardpool.Config[*int]{
 		Limits:    pool.Limits{Size: 2},
 		Dial:      func(context.Context) (*int, error) { return new(int), nil },
 		Close:     func(*int) error { return nil },
 		Clock:     clock,
 		LeakAfter: time.Minute,
-		OnLeak:    func(l pool.Leak[*int]) { leaks <- l },
+		OnLeak:    func(l wardpool.Leak[*int]) { leaks <- l },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer k.Close(context.Background())
-	var loans []pool.Loan[*int]
+	var loans []wardpool.Loan[*int]
 	for range 3 { // the first by a dial, then through the lock and the lane
 		var err error
 		FromC(func() {
-			var l pool.Loan[*int]
+			var l wardpool.Loan[*int]
 			l, err = acquireInCallback(k)
 			loans = append(loans, l)
 		})
@@ -48,7 +49,7 @@ func TestLeakStackAcrossACgoCallback(t *testing.T) {
 		}
 	}
 	clock.Advance(2 * time.Minute)
-	var l pool.Leak[*int]
+	var l wardpool.Leak[*int]
 	select {
 	case l = <-leaks:
 	default:
@@ -62,6 +63,6 @@ func TestLeakStackAcrossACgoCallback(t *testing.T) {
 }
 
 //go:noinline
-func acquireInCallback(k *pool.Keeper[*int]) (pool.Loan[*int], error) {
+func acquireInCallback(k *wardpool.Keeper[*int]) (wardpool.Loan[*int], error) {
 	return k.Acquire(context.Background())
 }

@@ -28,7 +28,7 @@ var given = []struct {
 	result bool // the fragment returns an error
 }{
 	{
-		line: "k, err := pool.NewKeeper(pool.Config[*session]{",
+		line: "k, err := wardpool.NewKeeper(wardpool.Config[*session]{",
 		decls: `type session struct{}
 func (*session) Close() error { return nil }
 func open(context.Context) (*session, error) { return &session{}, nil }
@@ -86,6 +86,7 @@ var imports = map[string]string{
 	"sql":        "database/sql",
 	"driver":     "database/sql/driver",
 	"pool":       "github.com/wardpool/wardpool/pool",
+	"wardpool":   "github.com/wardpool/wardpool",
 	"ward":       "github.com/wardpool/wardpool/ward",
 	"metrics":    "github.com/wardpool/wardpool/metrics",
 	"pgxtrace":   "github.com/wardpool/wardpool/metrics/pgxtrace",

@@ -1,5 +1,5 @@
 // Package engine is the simulator: a pool.Pool driven in virtual time by a
-// load of callers, as pool.Keeper would drive it, one second at a time
+// load of callers, as wardpool.Keeper would drive it, one second at a time
 // recorded for the table, the chart and the comparisons.
 //
 // Time is a queue of events ordered by instant; nothing sleeps and nothing

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -69,7 +70,7 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock
 	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
 	clock := clocktest.New(base)
 	d := &gatedDialer{}
-	cfg := pool.Config[*int]{
+	cfg := wardpool.Config[*int]{
 		Limits:   l,
 		Dial:     d.dial,
 		Close:    func(*int) error { return nil },
@@ -77,13 +78,13 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock
 		Recorder: pool.NewRecorder(8 << 20),
 	}
 	cfg.LockEveryLoan = lock
-	k, err := pool.NewKeeper(cfg)
+	k, err := wardpool.NewKeeper(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	type result struct {
 		i    int
-		loan pool.Loan[*int]
+		loan wardpool.Loan[*int]
 		err  error
 	}
 	results := make(chan result, len(load))
@@ -95,7 +96,7 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock
 		at   time.Duration
 		i    int                // the caller releasing, or -1: a dial ending
 		stop context.CancelFunc // a caller giving up
-		loan pool.Loan[*int]
+		loan wardpool.Loan[*int]
 		gate chan struct{}
 	}
 	var pending []timed
@@ -325,7 +326,7 @@ func TestKeeperRecordingOfTheLane(t *testing.T) {
 	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
 	clock := clocktest.New(base)
 	n := 0
-	k, err := pool.NewKeeper(pool.Config[*int]{
+	k, err := wardpool.NewKeeper(wardpool.Config[*int]{
 		Limits:   pool.Limits{Size: 2, Idle: 2, Keep: time.Minute},
 		Dial:     func(context.Context) (*int, error) { n++; v := n; return &v, nil },
 		Close:    func(*int) error { return nil },

@@ -1,0 +1,339 @@
+package wardpool
+
+import (
+	"context"
+	"github.com/wardpool/wardpool/pool"
+	"time"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// A decision is what decideLocked made of the pool's answer for one taker.
+type decision[T comparable] struct {
+	kind  pool.Kind     // Ready, Make, Wait, Later, Shed or Closed; never Stale
+	loan  Loan[T]       // Ready: the loan, begun
+	idle  time.Duration // Ready: how long the resource sat idle, for Check
+	delay time.Duration // Later: how long to hold back
+	err   error         // Shed and Closed: the taker's error
+}
+
+// decideLocked asks the pool for one taker at now and does what the answer
+// asks under the lock, the same for every taker (Acquire, TryAcquire, a
+// queued caller, AcquireAllIdle): this is the one place where a Taken turns
+// into an action. A Stale resource is queued for closing and the pool asked
+// again; Ready begins a loan recorded with the taker's stack st; Shed and
+// Closed become the taker's error. Make (a reservation to dial for), Wait
+// and Later are left to the taker, whose ways of waiting differ. With
+// idleOnly, the pool is asked only while it has something idle (Wait
+// otherwise), so no reservation is opened.
+func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decision[T] {
+	for {
+		if idleOnly && k.p.Idle() == 0 {
+			return decision[T]{kind: pool.Wait}
+		}
+		t := k.p.Take(now, k.roll(), k.cpuNow())
+		switch t.Kind {
+		case pool.Stale:
+			k.closeLocked(t.Item)
+			continue
+		case pool.Ready:
+			return decision[T]{kind: pool.Ready, loan: k.lendLocked(k.p.SeatLent(), t.Item, now, st), idle: t.Idle}
+		case pool.Later:
+			return decision[T]{kind: pool.Later, delay: t.Delay}
+		case pool.Shed:
+			return decision[T]{kind: pool.Shed, err: k.shedErrorLocked(t, now)}
+		case pool.Closed:
+			return decision[T]{kind: pool.Closed, err: ErrClosed}
+		}
+		return decision[T]{kind: t.Kind} // Make, Wait
+	}
+}
+
+// lendLocked records a new loan of the resource at seat, lent at now.
+func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loan[T] {
+	e := k.ents[seat]
+	at := k.ns(now)
+	if k.laneOn || k.leakAfter > 0 {
+		// Only the lane (Loans, Relent) and the leak watch read it; the
+		// pool knows every other loan's start.
+		e.at.Store(at)
+	}
+	if k.leakAfter > 0 {
+		e.lw.stack.n = 0
+		if st != nil {
+			e.lw.stack.n = copy(e.lw.stack.pcs[:], st.pcs[:st.n])
+		}
+		e.lentWatch(at, e.loan.Load())
+		k.armLocked(now, now.Add(k.leakAfter))
+	}
+	return Loan[T]{e: e, item: item, gen: e.loan.Load(), at: at}
+}
+
+// shedErrorLocked builds the error of a Shed answer.
+func (k *Keeper[T]) shedErrorLocked(t pool.Taken[T], now time.Time) error {
+	e := &ShedError{Guard: t.Guard}
+	if t.Guard == ward.GuardBreaker {
+		e.Ratio = k.p.Refusal(now)
+		e.Cause = k.lastDial
+	}
+	return e
+}
+
+// Acquire lends a resource, waiting for one if every resource is out: in
+// strict arrival order, until one is handed to it or ctx ends. When ctx
+// ends first it returns an *AcquireError that unwraps to ctx.Err() and says
+// what the pool was doing (ctx.Err() itself when ctx had ended before the
+// call); ErrClosed after Close; a *ShedError when the ward refuses; and
+// Dial's error when the dial made for this caller fails.
+//
+// A resource found past its age is closed and another taken; one that fails
+// Config.Check is dropped and replaced; the caller sees neither, and neither
+// is closed on its time (see Config.Close).
+//
+// In steady state (a resource idle and fresh) Acquire allocates nothing.
+func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
+	if k.laneOn && ctx.Err() == nil {
+		if l, ok := k.takeLane(); ok {
+			return l, nil
+		}
+	}
+	return k.acquire(ctx)
+}
+
+// acquire is Acquire through the lock.
+func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
+	if err := k.enter(ctx); err != nil {
+		return Loan[T]{}, err
+	}
+	var st *stack
+	var rec stack // stays on this goroutine's stack: decideLocked copies it
+	if k.leakAfter > 0 {
+		rec.capture(2) // past acquire and Acquire: the caller
+		st = &rec
+	}
+	start := k.now()
+	front := false  // re-queue at the front: this caller was already served once
+	waited := false // it had to wait or dial: counted in EmptyAcquires
+	for {
+		k.lock()
+		now := k.now()
+		var s decision[T]
+		if k.q.live > 0 && !front {
+			s.kind = pool.Wait // others are waiting: queue behind them, whatever Take would say
+		} else {
+			s = k.decideLocked(now, st, false)
+		}
+		var fx effects[T]
+		switch s.kind {
+		case pool.Ready:
+			if k.minIdle > 0 {
+				k.topUpLocked(now, &fx)
+			}
+			checking := k.check != nil && k.due(s.idle)
+			if !checking && !waited {
+				k.stats.acquired++ // final already: counted under the lock
+			}
+			k.unlockDo(&fx)
+			if checking {
+				if ok, err := k.checkLoan(ctx, s.loan); !ok {
+					if err != nil {
+						return Loan[T]{}, k.giveUp(err, start)
+					}
+					continue
+				}
+			}
+			if checking || waited {
+				k.counted(start, s.loan, waited)
+			}
+			return s.loan, nil
+
+		case pool.Make, pool.Wait:
+			w := k.attachLocked(ctx, start, st)
+			if s.kind == pool.Make {
+				k.startDialLocked(w)
+				fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: ctx})
+			} else {
+				if front {
+					k.q.pushFront(w)
+				} else {
+					k.q.push(w)
+				}
+			}
+			k.unlockDo(&fx)
+			waited = true
+			l, again, err := k.await(ctx, w)
+			if !again {
+				return l, err
+			}
+			front = true
+			continue
+
+		case pool.Later:
+			k.unlock()
+			waited = true
+			if err := k.sleep(ctx, s.delay); err != nil {
+				k.countCanceled()
+				return Loan[T]{}, k.giveUp(err, start)
+			}
+			continue
+
+		default: // Shed, Closed
+			k.unlock()
+			return Loan[T]{}, s.err
+		}
+	}
+}
+
+// enter begins an acquire: ctx's error (counted as canceled) when it has
+// ended already.
+func (k *Keeper[T]) enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		k.countCanceled()
+		return err
+	}
+	return nil
+}
+
+func (k *Keeper[T]) countCanceled() {
+	k.mu.Lock()
+	k.stats.canceled++
+	k.unlockMu()
+}
+
+// counted records a successful acquire that began at start and ended with
+// the loan l: once, when it is final. waited says it found nothing ready.
+func (k *Keeper[T]) counted(start time.Time, l Loan[T], waited bool) {
+	k.acquired.Add(1)
+	if waited {
+		k.empty.Add(1)
+	}
+	if w := l.at - k.ns(start); w > 0 {
+		k.waitNs.Add(w)
+	}
+}
+
+// due reports whether a resource idle for idle is checked before lending.
+func (k *Keeper[T]) due(idle time.Duration) bool {
+	return k.checkIdle < 0 || idle > k.checkIdle
+}
+
+// sleep waits d, or until ctx ends (its error then).
+func (k *Keeper[T]) sleep(ctx context.Context, d time.Duration) error {
+	ch := make(chan struct{})
+	t := k.clock.AfterFunc(d, func() { close(ch) })
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}
+
+// TryAcquire lends a resource only if one is ready now, with the same checks
+// as Acquire, and never waits for a return. Otherwise it returns
+// ErrWouldWait, and, if there is room, starts a dial in the background whose
+// resource joins the pool (or goes to a waiter) when it is ready: a later
+// TryAcquire may find it. It returns ErrClosed after Close and a *ShedError
+// when the ward refuses.
+func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
+	if k.laneOn && ctx.Err() == nil {
+		if l, ok := k.takeLane(); ok {
+			return l, nil
+		}
+	}
+	if err := k.enter(ctx); err != nil {
+		return Loan[T]{}, err
+	}
+	var st *stack
+	var rec stack
+	if k.leakAfter > 0 {
+		rec.capture(1) // past TryAcquire: the caller
+		st = &rec
+	}
+	for {
+		k.lock()
+		now := k.clock.Now()
+		if k.q.live > 0 && !k.closed {
+			k.unlock()
+			return Loan[T]{}, ErrWouldWait
+		}
+		s := k.decideLocked(now, st, false)
+		var fx effects[T]
+		switch s.kind {
+		case pool.Ready:
+			if k.minIdle > 0 {
+				k.topUpLocked(now, &fx)
+			}
+			checking := k.check != nil && k.due(s.idle)
+			if !checking {
+				k.stats.acquired++ // final already: counted under the lock
+			}
+			k.unlockDo(&fx)
+			if checking {
+				if ok, err := k.checkLoan(ctx, s.loan); !ok {
+					if err != nil {
+						return Loan[T]{}, err
+					}
+					continue
+				}
+				k.counted(now, s.loan, false)
+			}
+			return s.loan, nil
+		case pool.Make:
+			k.startDialLocked(nil)
+			fx.dials = append(fx.dials, dialJob[T]{ctx: ctx})
+			k.unlockDo(&fx)
+			return Loan[T]{}, ErrWouldWait
+		case pool.Wait, pool.Later:
+			k.unlock()
+			return Loan[T]{}, ErrWouldWait
+		default: // Shed, Closed
+			k.unlock()
+			return Loan[T]{}, s.err
+		}
+	}
+}
+
+// AcquireFunc acquires a resource, calls f with it, and releases it when f
+// returns, or destroys it when f panics (and panics on). It returns
+// Acquire's error, or f's.
+func (k *Keeper[T]) AcquireFunc(ctx context.Context, f func(T) error) error {
+	l, err := k.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			l.Destroy()
+		}
+	}()
+	err = f(l.Value())
+	done = true
+	l.Release()
+	return err
+}
+
+// AcquireAllIdle lends every idle resource at once, without Check, and
+// returns the loans (nil when none is idle): for a caller that wants to work
+// on each idle resource in turn, such as a keep-alive ping. It does not wait,
+// and lends nothing while callers are queued.
+func (k *Keeper[T]) AcquireAllIdle(ctx context.Context) []Loan[T] {
+	if ctx.Err() != nil {
+		return nil
+	}
+	var loans []Loan[T]
+	k.lock()
+	now := k.clock.Now()
+	for k.q.live == 0 {
+		s := k.decideLocked(now, nil, true)
+		if s.kind != pool.Ready {
+			break
+		}
+		loans = append(loans, s.loan)
+		k.stats.acquired++
+	}
+	k.unlock()
+	return loans
+}

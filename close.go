@@ -1,0 +1,54 @@
+package wardpool
+
+import "context"
+
+// Reset closes every idle resource now, and retires every resource lent
+// now when it comes back (it is closed then instead of kept): for after a
+// backend failover, when every connection made before is suspect. Dials in
+// flight are kept. It is the pool's Reset (see Pool.Reset), carried out.
+func (k *Keeper[T]) Reset() {
+	var fx effects[T]
+	k.lock() // folds the lane: what was parked is retired with the rest
+	now := k.clock.Now()
+	k.closeAllLocked(k.p.Reset(now))
+	k.laneGen.Store(k.p.Generation())
+	k.serveLocked(now, &fx)
+	k.topUpLocked(now, &fx)
+	k.unlockDo(&fx)
+}
+
+// Close shuts the pool: from now on acquires fail with ErrClosed, and so do
+// the callers waiting; idle resources are closed; dials in flight are
+// cancelled. Then it waits for every loan to come home (each is closed as it
+// does), for every close to be done and for the Keeper's goroutines to end,
+// until ctx ends; it returns ctx.Err() if ctx ended first. Calling it again
+// waits again.
+func (k *Keeper[T]) Close(ctx context.Context) error {
+	var fx effects[T]
+	k.lock() // folds the lane; unlock leaves it shut for good
+	first := !k.closed
+	if first {
+		k.closeAllLocked(k.p.Close())
+		k.closed = true
+		now := k.clock.Now()
+		k.serveLocked(now, &fx) // every waiter gets ErrClosed
+		if k.timer != nil && k.timer.Stop() {
+			k.armed = false
+		}
+		if k.cpuTimer != nil && k.cpuTimer.Stop() {
+			k.bg-- // the sampler will not run again
+		}
+		k.cancel()
+	}
+	k.drainedLocked()
+	k.unlockDo(&fx)
+	if first && k.cached != nil {
+		defer k.cached.release()
+	}
+	select {
+	case <-k.drained:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,253 @@
+package wardpool
+
+import (
+	"context"
+	"fmt"
+	"github.com/wardpool/wardpool/pool"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// Config is what a Keeper runs with. Dial and Close are required; every other
+// field has a working zero value. NewKeeper validates it once.
+type Config[T comparable] struct {
+	// Limits are the pool's bounds (see Limits); the zero Limits has none.
+	Limits pool.Limits
+	// Ward holds the guards in front of the backend; the zero Ward has none.
+	// The Keeper takes the guards as its own. A pool spaces its dials by
+	// the Backoff's delays but does not read its Attempts: it goes on
+	// dialing for as long as callers ask, each bounded by its own ctx, and
+	// one that gives up gets an AcquireError naming the last dial error
+	// (the breaker is what stops dials to a backend that stays down).
+	Ward ward.Ward
+
+	// Dial opens a resource. It runs outside the Keeper's lock, on its own
+	// goroutine, with a context that carries the caller's values but not its
+	// cancellation: a caller who gives up does not waste a dial nearly done,
+	// the resource goes to the next waiter or to idle. The context ends
+	// after DialTimeout, or when the Keeper is closed. Every resource Dial
+	// returns must be distinct (==) and not the zero T: a zero T with a nil
+	// error counts as a failed dial. A panic in Dial is recovered and
+	// counted as a failed dial.
+	Dial func(ctx context.Context) (T, error)
+	// DialTimeout bounds every dial: a caller's, TryAcquire's and the ones
+	// that keep MinIdle warm. Zero means 30 seconds; negative, no bound
+	// (only Close ends a dial then). A dial that runs out fails like any
+	// other: the ward's backoff spaces the next attempts, and MinIdle is
+	// retried by the timer.
+	DialTimeout time.Duration
+	// Close closes a resource the pool let go of. It never runs on a
+	// caller's goroutine: every resource to close (one past the Idle
+	// ceiling, a stale one an Acquire met, one that failed Check, a
+	// Destroy, the eviction timer's, Close's) joins a queue that at most
+	// Closers goroutines work through in order, so a Close that hangs holds
+	// up other closes, never a caller. Stats.Closing and Stats.Closed count
+	// them; Keeper.Close waits for the queue within its ctx. Its error is
+	// logged at debug level; a panic is recovered and counted.
+	Close func(v T) error
+	// Closers is how many closes may run at once; zero means 4.
+	Closers int
+	// Check, when set, tests a resource about to be lent that sat idle
+	// longer than CheckIdle, with the caller's context. An error drops and
+	// closes the resource, and the Acquire goes on as if it had not been
+	// there: the caller never sees it. When the caller's context ends during
+	// the check, the Acquire returns at once and the check is run again in
+	// the background on a context of its own (bounded by CheckIdle, at
+	// least a second): the resource is kept only if that one passes, so a
+	// check cut short never puts back a resource it may have broken.
+	Check func(ctx context.Context, v T) error
+	// CheckIdle is how long a resource may sit idle before Check runs on
+	// borrow. Zero means one second (pgxpool's choice); negative, every
+	// borrow.
+	CheckIdle time.Duration
+	// BeforeReuse, when set, runs on every Release, outside the lock,
+	// before the resource is given back for reuse (a session reset, say);
+	// an error destroys it instead. It never runs on a Destroy or Hijack.
+	BeforeReuse func(ctx context.Context, v T) error
+	// Reset is the former name of BeforeReuse, read only when BeforeReuse
+	// is nil.
+	//
+	// Deprecated: use BeforeReuse. Keeper.Reset is a different thing: it
+	// retires every resource made so far.
+	Reset func(ctx context.Context, v T) error
+	// MinIdle is how many idle resources the Keeper keeps warm, dialing in
+	// the background (within Size, and within the ward's backoff and
+	// breaker), at most warmDials at once. It must not exceed Limits.Size or
+	// Limits.Idle when those are set.
+	MinIdle int
+	// LifeJitter lengthens each resource's Life by a draw in [0,
+	// LifeJitter), so that resources made together do not retire together.
+	LifeJitter time.Duration
+	// LeakAfter, when positive, turns the leak watch on: each Acquire's call
+	// stack is recorded, and a loan held longer is reported once to OnLeak,
+	// and again when it comes back. Zero turns it off, and then it costs
+	// nothing. On amd64 the stack is recorded by following frame pointers
+	// (a few nanoseconds); elsewhere with runtime.Callers (a fraction of a
+	// microsecond, more for deep stacks). A loan is reported within
+	// LeakAfter of becoming one, give or take the timer's lateness.
+	LeakAfter time.Duration
+	// OnLeak receives the leak reports; nil logs them at warning level on
+	// Logger. It is called outside the lock, from the timer's goroutine or
+	// the returning caller's, and a loan's return is never reported before
+	// its leak.
+	OnLeak func(Leak[T])
+	// Logger is where the Keeper logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Clock is where the Keeper reads the time and sets its timer; nil means
+	// a cached monotonic clock, accurate to about a millisecond (see
+	// cachedClock in the source).
+	Clock Clock
+	// Rand draws numbers in [0, 1) for the breaker, the backoff's jitter and
+	// LifeJitter; nil means math/rand/v2. It is called under the lock.
+	Rand func() float64
+	// CPU returns the host's CPU use in thousandths (0 to 1000). It is read
+	// when the Keeper is built and every 250 ms after, and only when
+	// Ward.Shedder is set; nil means a reader of the cgroup v2, cgroup v1 or
+	// /proc/stat figures, which reads 0 (not hot) wherever they are missing
+	// or make no sense.
+	CPU func() int
+	// Recorder, when set, records every call the Keeper makes into its
+	// Pool, for a replay to check (see Recorder and Replay); Keeper.Recording
+	// writes it out. The lane's loans are recorded as the Relent calls that
+	// report them. NewKeeper fails, with ErrConfig, for a ward the recorder
+	// cannot rebuild (see Pool.Record). Nil records nothing, at no cost.
+	Recorder *pool.Recorder
+	// LockEveryLoan sends every loan through the lock and the Pool, shutting
+	// the lock-free lane (see the package documentation). The lane's loans
+	// reach the Pool in bulk (Relent, when the resource next passes through
+	// the lock), so a recording holds each of them only as a count; with
+	// LockEveryLoan it holds every loan's Take and Give at their instants,
+	// at the cost of the lock twice a loan (about 0.9 of puddle's time
+	// uncontended, against 0.25 with the lane). Returns that find the lock
+	// held still go through the inbox. (With a shedder or a limiter the
+	// lane reports each of its loans to the Pool one by one, at its
+	// instants, but a recording Pool cannot have those guards.)
+	LockEveryLoan bool
+	// Shared holds the guards shared with other replicas through a store:
+	// a fleet-wide connection budget, a shared breaker and a shared rate on
+	// dials (see Shared).
+	Shared Shared
+}
+
+// Defaults of the Config fields whose zero means "the usual".
+const (
+	defaultDialTimeout = 30 * time.Second
+	defaultCheckIdle   = time.Second
+	defaultClosers     = 4
+	// warmDials is how many dials for MinIdle may run at once: enough to
+	// warm a pool quickly, few enough not to storm a backend coming back.
+	warmDials = 4
+)
+
+// NewKeeper returns a Keeper running with cfg. It fails, with an error
+// wrapping ErrConfig, when Dial or Close is missing or a field is out of
+// range. It starts dialing MinIdle resources in the background at once.
+func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
+	bad := func(format string, args ...any) (*Keeper[T], error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+	l := cfg.Limits
+	switch err := l.Validate(); {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	case cfg.Dial == nil:
+		return bad("Dial is nil")
+	case cfg.Close == nil:
+		return bad("Close is nil")
+	case cfg.MinIdle < 0:
+		return bad("MinIdle is %d, want 0 or more", cfg.MinIdle)
+	case l.Size > 0 && cfg.MinIdle > l.Size:
+		return bad("MinIdle is %d, more than Limits.Size %d", cfg.MinIdle, l.Size)
+	case l.Idle > 0 && cfg.MinIdle > l.Idle:
+		return bad("MinIdle is %d, more than Limits.Idle %d: the pool would close what it warmed", cfg.MinIdle, l.Idle)
+	case cfg.LifeJitter < 0:
+		return bad("LifeJitter is %v, want 0 or more", cfg.LifeJitter)
+	case cfg.LeakAfter < 0:
+		return bad("LeakAfter is %v, want 0 (off) or more", cfg.LeakAfter)
+	case cfg.Closers < 0:
+		return bad("Closers is %d, want 0 (the default) or more", cfg.Closers)
+	}
+	p, err := pool.New[T](l, cfg.Ward)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := p.Record(cfg.Recorder); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	k := &Keeper[T]{
+		dial:        cfg.Dial,
+		close:       cfg.Close,
+		closers:     cfg.Closers,
+		dialTimeout: cfg.DialTimeout,
+		check:       cfg.Check,
+		checkIdle:   cfg.CheckIdle,
+		reuse:       cfg.BeforeReuse,
+		minIdle:     cfg.MinIdle,
+		jitter:      cfg.LifeJitter,
+		leakAfter:   cfg.LeakAfter,
+		onLeak:      cfg.OnLeak,
+		log:         cfg.Logger,
+		clock:       cfg.Clock,
+		rand:        cfg.Rand,
+		cpuRead:     cfg.CPU,
+		limits:      l,
+		needRoll:    cfg.Ward.Breaker != nil || cfg.Ward.Backoff != nil,
+		shedder:     cfg.Ward.Shedder != nil,
+		p:           p,
+		drained:     make(chan struct{}),
+	}
+	if k.reuse == nil {
+		k.reuse = cfg.Reset
+	}
+	if k.checkIdle == 0 {
+		k.checkIdle = defaultCheckIdle
+	}
+	if k.dialTimeout == 0 {
+		k.dialTimeout = defaultDialTimeout
+	}
+	if k.closers == 0 {
+		k.closers = defaultClosers
+	}
+	if k.log == nil {
+		k.log = slog.Default()
+	}
+	if k.clock == nil {
+		k.cached = defaultClock
+		k.cached.acquire()
+		k.clock = k.cached
+	}
+	if k.rand == nil {
+		k.rand = rand.Float64
+	}
+	if k.shedder && k.cpuRead == nil {
+		k.cpuRead = newCPUReader().read
+	}
+	k.initLane(!cfg.LockEveryLoan)
+	k.spare.New = func() any { return &waiter[T]{ch: make(chan grant[T], 1)} }
+	k.ctx, k.cancel = context.WithCancel(context.Background())
+	k.base = k.clock.Now()
+	k.startShared(cfg.Shared)
+	if k.cached != nil {
+		k.baseMono = int64(k.base.Sub(clockOrigin))
+	}
+
+	if k.shedder {
+		// A first reading now: the shedder and the lane see the CPU
+		// from the start (the built-in reader's first reading is its
+		// baseline, 0), not from the first tick.
+		k.setCPU(k.safeCPU())
+	}
+	var fx effects[T]
+	k.mu.Lock()
+	if k.shedder {
+		k.bg++ // the sampler; ended by Close
+		k.cpuTimer = k.clock.AfterFunc(cpuEvery, k.sampleCPU)
+	}
+	k.topUpLocked(k.base, &fx)
+	k.unlockMu()
+	k.do(&fx)
+	return k, nil
+}

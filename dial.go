@@ -1,0 +1,186 @@
+package wardpool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// errZeroDial is the error of a dial that returned the zero T and no error.
+var errZeroDial = errors.New("wardpool: Dial returned the zero value and no error")
+
+// dialJob is a dial to start: for waiter w under ticket, or in the
+// background (MinIdle, TryAcquire) when w is nil. ctx, when set, lends the
+// dial its values, not its cancellation.
+type dialJob[T comparable] struct {
+	w      *waiter[T]
+	ticket uint64
+	ctx    context.Context
+}
+
+// startDialLocked counts a dial about to start, for a caller or, with a nil
+// w, in the background.
+func (k *Keeper[T]) startDialLocked(w *waiter[T]) {
+	k.dialing++
+	k.bg++
+	if w == nil {
+		k.warming++
+	}
+}
+
+// runDial dials for j and settles the reservation with what came of it.
+func (k *Keeper[T]) runDial(j dialJob[T]) {
+	parent := k.ctx
+	if j.ctx != nil {
+		parent = context.WithoutCancel(j.ctx)
+	}
+	ctx, cancel := context.WithCancel(parent)
+	if k.dialTimeout > 0 {
+		ctx, cancel = context.WithTimeout(parent, k.dialTimeout)
+	}
+	stop := context.AfterFunc(k.ctx, cancel)
+	v, err := k.safeDial(ctx)
+	timedOut := err != nil && ctx.Err() == context.DeadlineExceeded
+	stop()
+	cancel()
+
+	var fx effects[T]
+	var unseen error
+	k.lock()
+	now := k.clock.Now()
+	k.dialing--
+	if j.w == nil {
+		k.warming--
+	}
+	owner := j.w != nil && j.w.attached && j.w.ticket == j.ticket
+	var zero T
+	switch {
+	case err == nil && v == zero:
+		err = errZeroDial
+		fallthrough
+	case err == nil && k.p.Holds(v):
+		if err == nil {
+			// Dial handed back a resource the pool already holds: a bug in
+			// Dial. Lending it again would lend one handle twice.
+			err = errors.New("wardpool: Dial returned a resource already in the pool")
+		}
+		fallthrough
+	case err != nil:
+		k.p.Unmade(now, k.roll())
+		if timedOut {
+			k.stats.dialTimeouts++
+			err = fmt.Errorf("wardpool: dial timed out after %v: %w", k.dialTimeout, err)
+		}
+		if k.closed {
+			err = ErrClosed // the dial was cancelled by Close
+		}
+		k.lastDial, k.lastDialAt = err, now
+		if owner {
+			k.grantLocked(j.w, grant[T]{err: err})
+		} else {
+			unseen = err // nobody will see it: log it, after unlocking
+		}
+		k.serveLocked(now, &fx)
+		k.armRetryLocked(now)
+	case !k.p.MadeJitter(v, now, k.drawJitter()):
+		// Closed while dialing.
+		k.closeLocked(v)
+		if owner {
+			k.grantLocked(j.w, grant[T]{err: ErrClosed})
+		}
+	default:
+		seat := k.p.SeatOf(v)
+		k.growLocked()
+		e := k.ents[seat]
+		e.item = v
+		e.gen.Store(k.p.SeatGeneration(seat))
+		e.born.Store(0)
+		if b, ok := k.p.Born(seat); ok && k.limits.Life > 0 {
+			e.born.Store(k.ns(b))
+		}
+		if owner {
+			w := j.w
+			l := k.lendLocked(seat, v, now, w.stack)
+			k.grantLocked(w, grant[T]{loan: l})
+		} else {
+			// Nobody is waiting for this one now: hand it on like a return.
+			if !k.p.GiveSeat(seat, v, now) {
+				k.closeLocked(v)
+			}
+			k.serveLocked(now, &fx)
+			k.topUpLocked(now, &fx)
+			k.armIdleLocked(now)
+		}
+	}
+	k.unlockDo(&fx)
+	if unseen != nil {
+		k.log.Debug("wardpool: dial failed", "err", unseen)
+	}
+	k.mu.Lock()
+	k.bg--
+	k.drainedLocked()
+	k.unlockMu()
+}
+
+// growLocked makes room in ents for every seat the pool has.
+func (k *Keeper[T]) growLocked() {
+	if len(k.ents) == k.p.Seats() {
+		return
+	}
+	for i := len(k.ents); i < k.p.Seats(); i++ {
+		e := &entry[T]{k: k, seat: int32(i)}
+		if k.leakAfter > 0 {
+			e.lw = new(leakRec[T])
+		}
+		k.ents = append(k.ents, e)
+	}
+	table := k.ents
+	k.table.Store(&table)
+}
+
+func (k *Keeper[T]) drawJitter() time.Duration {
+	if k.jitter <= 0 {
+		return 0
+	}
+	return time.Duration(k.rand() * float64(k.jitter))
+}
+
+func (k *Keeper[T]) safeDial(ctx context.Context) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			k.countPanic("Dial", r)
+			err = fmt.Errorf("wardpool: Dial panicked: %v", r)
+		}
+	}()
+	return k.dial(ctx)
+}
+
+// topUpLocked starts background dials until idle and warming resources
+// reach MinIdle, as far as the pool lets it, at most warmDials at once.
+func (k *Keeper[T]) topUpLocked(now time.Time, fx *effects[T]) {
+	for k.p.Idle()+k.warming < k.minIdle && !k.closed {
+		if k.warming >= warmDials {
+			return // a dial that ends tops up again (armRetryLocked)
+		}
+		if !k.p.Reserve(now, k.roll(), k.cpuNow()) {
+			k.armRetryLocked(now)
+			return
+		}
+		k.startDialLocked(nil)
+		fx.dials = append(fx.dials, dialJob[T]{})
+	}
+}
+
+// armRetryLocked sets the timer for when MinIdle can be topped up again,
+// if it is short.
+func (k *Keeper[T]) armRetryLocked(now time.Time) {
+	if k.p.Idle()+k.warming >= k.minIdle || k.closed {
+		return
+	}
+	at := now.Add(time.Second)
+	if until, ok := k.p.HeldUntil(); ok && until.Before(at) {
+		at = until
+	}
+	k.armLocked(now, at)
+}

@@ -1,0 +1,121 @@
+package wardpool
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// ErrClosed is returned by Acquire, TryAcquire and AcquireFunc once Close
+// has been called, and to callers waiting when it is.
+var ErrClosed = errors.New("wardpool: pool closed")
+
+// ErrShed is what a *ShedError unwraps to: the ward refused the acquire.
+var ErrShed = errors.New("wardpool: shed")
+
+// ErrWouldWait is returned by TryAcquire when no resource can be lent
+// without waiting.
+var ErrWouldWait = errors.New("wardpool: no resource available now")
+
+// ErrConfig is wrapped by the error NewKeeper returns for a Config it cannot
+// run with.
+var ErrConfig = errors.New("wardpool: invalid config")
+
+// ShedError is the error of an acquire the ward refused at once. It unwraps
+// to ErrShed; Cause is reached through the field (or errors.As), not
+// errors.Is, so that a shed after dials that timed out is not mistaken for
+// the caller's own deadline.
+type ShedError struct {
+	// Guard is the guard that refused: ward.GuardBreaker (the backend has
+	// been failing; no new connection) or ward.GuardShedder (the host is hot
+	// and the pool full).
+	Guard ward.Guard
+	// Ratio is the share of new connections the breaker refused at the
+	// time, in [0, 1]; zero for other guards.
+	Ratio float64
+	// Cause is why the breaker opened, as far as the Keeper saw it: the
+	// error of the latest failed dial. Nil for other guards, or when no
+	// dial has failed.
+	Cause error
+}
+
+// Error says which guard refused and why.
+func (e *ShedError) Error() string {
+	switch e.Guard {
+	case ward.GuardBreaker:
+		s := fmt.Sprintf("wardpool: shed by the breaker: the backend has been failing and %.0f%% of new connections are refused", 100*e.Ratio)
+		if e.Cause != nil {
+			s += "; last dial error: " + e.Cause.Error()
+		}
+		return s
+	case ward.GuardShedder:
+		return "wardpool: shed by the shedder: the host's CPU is hot and every resource is busy"
+	}
+	return "wardpool: shed by the " + e.Guard.String()
+}
+
+// Unwrap returns ErrShed.
+func (e *ShedError) Unwrap() error { return ErrShed }
+
+// AcquireError is the error of an Acquire whose context ended before it got
+// a resource. It unwraps to the context's error (errors.Is(err,
+// context.DeadlineExceeded) holds) and says what the pool was doing: a
+// timeout is a symptom, these are its causes. The latest dial error is in
+// LastDialError, not in the chain errors.Is walks: a dial that timed out
+// must not make a cancelled caller read as one whose deadline passed.
+type AcquireError struct {
+	// Err is the context's error.
+	Err error
+	// Waited is how long the acquire waited.
+	Waited time.Duration
+	// Size is the pool's ceiling (zero: none); Busy how many resources were
+	// lent or being made, Waiting how many callers were queued (this one
+	// included), at the end.
+	Size, Busy, Waiting int
+	// Leaked is how many loans were out longer than Config.LeakAfter (zero
+	// without the leak watch).
+	Leaked int
+	// Ceiling is the ceiling a fleet's budget set on the pool (see Shared),
+	// and -1 without one: with Busy at it, the budget is what held the
+	// caller back.
+	Ceiling int
+	// LastDialError is the error of the latest failed dial, and
+	// LastDialAgo how long before the end it came; nil and zero when no
+	// dial has failed.
+	LastDialError error
+	LastDialAgo   time.Duration
+	// HeldBack is how much longer the ward's backoff held new dials back,
+	// after failed ones; zero when it did not.
+	HeldBack time.Duration
+}
+
+// Error says what the pool was doing when the acquire gave up.
+func (e *AcquireError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "wardpool: acquire gave up after %v (%v): ", e.Waited.Round(time.Millisecond), e.Err)
+	if e.Size > 0 {
+		fmt.Fprintf(&b, "%d of %d resources busy", e.Busy, e.Size)
+	} else {
+		fmt.Fprintf(&b, "%d resources busy", e.Busy)
+	}
+	fmt.Fprintf(&b, ", %d callers waiting", e.Waiting)
+	if e.Ceiling >= 0 {
+		fmt.Fprintf(&b, ", the fleet's budget allowing %d here", e.Ceiling)
+	}
+	if e.Leaked > 0 {
+		fmt.Fprintf(&b, ", %d loans held longer than LeakAfter", e.Leaked)
+	}
+	if e.HeldBack > 0 {
+		fmt.Fprintf(&b, "; new dials held back %v by the backoff", e.HeldBack.Round(time.Millisecond))
+	}
+	if e.LastDialError != nil {
+		fmt.Fprintf(&b, "; last dial failed %v ago: %v", e.LastDialAgo.Round(time.Millisecond), e.LastDialError)
+	}
+	return b.String()
+}
+
+// Unwrap returns the context's error.
+func (e *AcquireError) Unwrap() error { return e.Err }

@@ -1,0 +1,447 @@
+package wardpool
+
+import (
+	"context"
+	"errors"
+	"github.com/wardpool/wardpool/pool"
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool/ward"
+)
+
+// The lane (lane.go): a release with nobody waiting parks its resource
+// without the lock, and an acquire takes it back without the lock. These
+// tests pin down that the lane changes nothing anyone can see but speed:
+// the books, Keep, Life, Check, Reset, Close, FIFO and Loans all read as
+// if the lane did not exist.
+
+// makeParked acquires and releases until a resource sits in the lane (the
+// first release after the Keeper starts, or after a sweep, goes through the
+// lock to arm the sweep), and returns it.
+func makeParked(t *testing.T, k *Keeper[*res]) *res {
+	t.Helper()
+	for range 3 {
+		l := mustAcquire(t, k)
+		l.Release()
+		if k.laneCount() == 1 {
+			return l.Value()
+		}
+	}
+	t.Fatalf("no resource in the lane (slot %#x)", k.slot.Load())
+	return nil
+}
+
+func TestLaneBooksStayHonest(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 4}})
+	r := makeParked(t, k) // dialed, given back (arming the sweep), lent again, parked
+	s := k.Stats()        // cools: the hot resource is idle on the books
+	if s.Live != 1 || s.Idle != 1 || s.Busy != 0 || k.laneCount() != 0 {
+		t.Fatalf("books with a hot resource: %+v (hot %d)", s.Books, k.laneCount())
+	}
+	for range 3 {
+		l := mustAcquire(t, k)
+		if l.Value() != r {
+			t.Fatal("LIFO: the hot resource was not the one lent")
+		}
+		l.Release()
+	}
+	s = k.Stats()
+	if s.Loans != 5 || s.Reused != 4 || s.Acquires != 5 || s.Made != 1 {
+		t.Fatalf("counters after 5 acquires, 4 of them from idle: %+v", s)
+	}
+	checkBalanced(t, k, d)
+}
+
+func TestLaneKeepIsExact(t *testing.T) {
+	d := &dialer{}
+	keep := 10 * time.Second
+	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2, Keep: keep}})
+	r := makeParked(t, k)
+	parked := c.Now()
+	// Nobody asks for it: the sweep cools it into the pool with the instant
+	// it came back, and the eviction timer retires it at Keep, not later.
+	c.Advance(keep)
+	if closedSoon(t, k, r) {
+		t.Fatal("retired at exactly Keep idle; Keep is strict")
+	}
+	c.Advance(time.Millisecond)
+	if !closedSoon(t, k, r) {
+		t.Fatalf("still open %v after it came back, Keep %v", c.Now().Sub(parked), keep)
+	}
+	if s := k.Stats(); s.IdleRetired != 1 || s.Live != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	checkBalanced(t, k, d)
+}
+
+func TestLanePastKeepOrLifeIsNotLent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limits pool.Limits
+		field  func(Stats) uint64
+	}{
+		{"keep", pool.Limits{Size: 2, Keep: 10 * time.Second}, func(s Stats) uint64 { return s.IdleRetired }},
+		{"life", pool.Limits{Size: 2, Life: time.Minute}, func(s Stats) uint64 { return s.LifeRetired }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &dialer{}
+			k, c := newTestKeeper(t, d, Config[*res]{Limits: tc.limits})
+			r := makeParked(t, k)
+			c.now = c.now.Add(2 * time.Minute) // no timer runs: it is still hot
+			l := mustAcquire(t, k)
+			if l.Value() == r || !closedSoon(t, k, r) {
+				t.Fatal("a hot resource past its age was lent")
+			}
+			l.Release()
+			if s := k.Stats(); tc.field(s) != 1 {
+				t.Fatalf("stats %+v", s)
+			}
+			checkBalanced(t, k, d)
+		})
+	}
+}
+
+func TestLaneReleaseGoesToAWaiterNotToTheSlots(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}})
+	a := mustAcquire(t, k)
+	got := make(chan *res)
+	go func() {
+		l := mustAcquire(t, k)
+		got <- l.Value()
+		l.Release()
+	}()
+	eventually(t, "the waiter to queue", func() bool { return k.Stats().Waiting == 1 })
+	if k.laneOpen() {
+		t.Fatal("the lane is open with a caller waiting")
+	}
+	a.Release()
+	if r := <-got; r != a.Value() {
+		t.Fatal("the waiter was not handed the released resource")
+	}
+	eventually(t, "the lane to open", func() bool { return k.laneOpen() })
+	checkBalanced(t, k, d)
+}
+
+func TestLaneResourceParkedInAShutSlotIsLent(t *testing.T) {
+	// A resource parked in a slot that is shut (as a release can leave it
+	// when the lane is shut for another reason: waiters, the sweep) is not
+	// taken by the lane: an acquire through the mutex must still find it,
+	// as lock folds the slot before the pool is asked.
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}})
+	a := mustAcquire(t, k)
+	a.e.loan.Add(1) // end the loan as release does, and park by hand
+	k.slot.Store(shut | uint64(k.ns(k.clock.Now())/1000)&usMask<<usShift | uint64(a.e.seat+1))
+	l := mustAcquire(t, k)
+	if l.Value() != a.Value() {
+		t.Fatal("the parked resource was not lent; Size 1 would have made the caller wait for ever")
+	}
+	l.Release()
+	checkBalanced(t, k, d)
+}
+
+func TestLaneResetAndCloseRetireParkedResources(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
+	r := makeParked(t, k)
+	k.Reset()
+	if !closedSoon(t, k, r) || k.laneCount() != 0 {
+		t.Fatal("Reset left a hot resource open")
+	}
+	l := mustAcquire(t, k)
+	if l.Value() == r {
+		t.Fatal("a resource made before Reset was lent after it")
+	}
+	l.Release()
+	r2 := makeParked(t, k)
+	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	if err := k.Close(ctx); err != nil {
+		t.Fatalf("Close waited on a hot resource as if it were lent: %v", err)
+	}
+	if !closedSoon(t, k, r2) {
+		t.Fatal("Close left a hot resource open")
+	}
+	if s := k.Stats(); s.Live != 0 {
+		t.Fatalf("stats after Close %+v", s)
+	}
+}
+
+func TestLaneDoubleReleaseIsANoOp(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
+	makeParked(t, k)
+	a := mustAcquire(t, k) // from the lane
+	a.Release()
+	a.Release() // double: a no-op, even on the lock-free path
+	b := mustAcquire(t, k)
+	if b.Value() != a.Value() {
+		t.Fatal("want the same resource back")
+	}
+	a.Release() // late, while b holds it
+	if !b.Valid() || k.laneCount() != 0 {
+		t.Fatal("a stale loan gave back a resource lent to someone else")
+	}
+	b.Release()
+	if s := k.Stats(); s.DoubleReleases != 2 {
+		t.Fatalf("double releases %d, want 2", s.DoubleReleases)
+	}
+	checkBalanced(t, k, d)
+}
+
+func TestLaneCheckRunsAfterCheckIdle(t *testing.T) {
+	d := &dialer{}
+	checks := 0
+	k, c := newTestKeeper(t, d, Config[*res]{
+		Limits:    pool.Limits{Size: 2},
+		CheckIdle: 5 * time.Second,
+		Check:     func(context.Context, *res) error { checks++; return errors.New("gone") },
+	})
+	r := makeParked(t, k)
+	if checks != 0 {
+		t.Fatalf("%d checks on resources fresh from use", checks)
+	}
+	c.now = c.now.Add(6 * time.Second)
+	l := mustAcquire(t, k)
+	if checks != 1 || l.Value() == r || !closedSoon(t, k, r) {
+		t.Fatalf("checks %d; the failed hot resource was lent or left open", checks)
+	}
+	l.Release()
+	if s := k.Stats(); s.CheckFailures != 1 || s.Acquires != 3 || s.Loans != 4 {
+		// makeParked's two acquires, then this one, which met the failed hot
+		// resource (a loan on the books, not an acquire) and a new one.
+		t.Fatalf("stats %+v", s)
+	}
+	checkBalanced(t, k, d)
+}
+
+func TestLaneLoansHeldFromTheirOwnStart(t *testing.T) {
+	d := &dialer{}
+	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
+	makeParked(t, k)
+	c.now = c.now.Add(5 * time.Second)
+	l := mustAcquire(t, k) // from the lane, without the pool seeing it
+	c.now = c.now.Add(2 * time.Second)
+	loans := k.Loans()
+	if len(loans) != 1 || loans[0].Item != l.Value() || loans[0].Held != 2*time.Second {
+		t.Fatalf("loans %+v, want one held 2s", loans)
+	}
+	if k.laneCount() != 0 {
+		t.Fatal("a lent resource reads as hot")
+	}
+	l.Release()
+	if len(k.Loans()) != 0 {
+		t.Fatal("a parked resource listed as a loan")
+	}
+}
+
+func TestLaneSlotsStayShutWhereEveryLoanNeedsTheLock(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config[*res]
+	}{
+		{"LockEveryLoan", Config[*res]{Limits: pool.Limits{Size: 2}, LockEveryLoan: true}},
+		// A hot CPU reading: the shedder weighs every loan.
+		{"hot shedder", Config[*res]{Limits: pool.Limits{Size: 2}, CPU: func() int { return 950 },
+			Ward: ward.Ward{Shedder: ward.NewShedder(ward.DefaultShed, time.Time{})}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := &dialer{}
+			k, _ := newTestKeeper(t, d, tc.cfg)
+			for range 3 {
+				mustAcquire(t, k).Release()
+				if k.laneCount() != 0 {
+					t.Fatal("a resource was parked hot")
+				}
+			}
+			checkBalanced(t, k, d)
+		})
+	}
+}
+
+func TestLaneKeepsTheIdleCeiling(t *testing.T) {
+	// With Idle below Size the lane is open while the pool is below its Idle
+	// ceiling, and what the pool says at the ceiling stands: of two
+	// releases, the second is retired, whichever way each went.
+	for _, l := range []pool.Limits{{Size: 4, Idle: 1}, {Idle: 1}} {
+		d := &dialer{}
+		k, _ := newTestKeeper(t, d, Config[*res]{Limits: l})
+		mustAcquire(t, k).Release() // through the mutex: arms the sweep
+		a, b := mustAcquire(t, k), mustAcquire(t, k)
+		// b's dial finishes its bookkeeping after b has the loan, under
+		// the lock: a release meanwhile goes through the inbox, not the
+		// lane.
+		eventually(t, "the dial to finish", func() bool { return settled(k) })
+		a.Release()
+		if k.laneCount() != 1 {
+			t.Fatalf("%+v: below the Idle ceiling, the release did not park", l)
+		}
+		b.Release()
+		if !closedSoon(t, k, b.Value()) || closedSoon(t, k, a.Value()) {
+			t.Fatalf("%+v: want the second release retired at the Idle ceiling, the first kept", l)
+		}
+		if s := k.Stats(); s.Idle != 1 || s.Retired != 1 {
+			t.Fatalf("%+v: books %+v", l, s.Books)
+		}
+		if c := mustAcquire(t, k); c.Value() != a.Value() {
+			t.Fatalf("%+v: lent %d, want the kept one", l, c.Value().id)
+		} else {
+			c.Release()
+		}
+		checkBalanced(t, k, d)
+	}
+}
+
+func TestLaneMinIdleIsKept(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 3}, MinIdle: 1})
+	dialing := func() int { k.mu.Lock(); defer k.mu.Unlock(); return k.dialing }
+	opened := func() int { n, _, _ := d.counts(); return n }
+	eventually(t, "MinIdle warm", func() bool { return opened() == 1 && dialing() == 0 })
+	x := mustAcquire(t, k) // the warm one; one more is dialed to stay at one idle
+	eventually(t, "top-up", func() bool { return opened() == 2 && dialing() == 0 })
+	x.Release()            // through the lock: it arms the sweep
+	a := mustAcquire(t, k) // x again: one idle left, nothing dialed
+	b := mustAcquire(t, k) // none idle: one dialed
+	eventually(t, "top-up", func() bool { return opened() == 3 && dialing() == 0 })
+	c := mustAcquire(t, k) // Size reached: nothing dialed
+	a.Release()
+	if k.laneCount() != 1 {
+		t.Fatal("want a parked")
+	}
+	b.Destroy() // room for one more, but the parked one is idle: no dial
+	if n := dialing(); n != 0 {
+		t.Fatalf("%d dials with a resource idle in the lane and MinIdle 1", n)
+	}
+	l := mustAcquire(t, k) // from the lane: none idle now, so one is dialed
+	if l.Value() != a.Value() {
+		t.Fatal("want the parked resource")
+	}
+	eventually(t, "top-up after an acquire from the lane", func() bool { return opened() == 4 })
+	l.Release()
+	c.Release()
+	eventually(t, "dials to settle", func() bool { return dialing() == 0 })
+	checkBalanced(t, k, d)
+}
+
+func TestLaneReleaseRunsTheResetHook(t *testing.T) {
+	d := &dialer{}
+	resets := 0
+	fail := false
+	k, _ := newTestKeeper(t, d, Config[*res]{
+		Limits: pool.Limits{Size: 2},
+		BeforeReuse: func(context.Context, *res) error {
+			resets++
+			if fail {
+				return errors.New("dirty")
+			}
+			return nil
+		},
+	})
+	r := makeParked(t, k)
+	fail = true
+	l := mustAcquire(t, k)
+	l.Release()
+	if resets < 2 || !closedSoon(t, k, r) || k.laneCount() != 0 {
+		t.Fatalf("resets %d; a resource that failed Reset was parked or left open", resets)
+	}
+	if s := k.Stats(); s.Dropped != 1 || s.Live != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	checkBalanced(t, k, d)
+}
+
+func TestLaneZeroAllocs(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.DefaultLimits})
+	makeParked(t, k)
+	allocs := testing.AllocsPerRun(1000, func() {
+		l, err := k.Acquire(bg)
+		if err != nil {
+			panic(err)
+		}
+		l.Release()
+	})
+	if allocs != 0 {
+		t.Fatalf("Acquire+Release through the lane allocates %v times", allocs)
+	}
+}
+
+func TestLaneLoansWithinAtSlackOfARelend(t *testing.T) {
+	// A resource lent again within atSlack of its previous loan's start
+	// keeps that start for Loans: read long by less than atSlack.
+	d := &dialer{}
+	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
+	makeParked(t, k)
+	c.now = c.now.Add(time.Second)
+	l := mustAcquire(t, k) // a second after: the start is recorded
+	l.Release()
+	c.now = c.now.Add(atSlack / 2)
+	l = mustAcquire(t, k) // within the slack: the earlier start stands
+	c.now = c.now.Add(3 * time.Second)
+	loans := k.Loans()
+	if len(loans) != 1 {
+		t.Fatalf("loans %+v", loans)
+	}
+	if held, want := loans[0].Held, 3*time.Second; held < want || held >= want+atSlack {
+		t.Fatalf("held %v, want %v to %v", held, want, want+atSlack)
+	}
+	if l.Held() != 3*time.Second {
+		t.Fatalf("the loan's own Held %v, want exactly 3s", l.Held())
+	}
+	l.Release()
+}
+
+func TestLaneLendsMostRecentlyReturnedFirst(t *testing.T) {
+	// Release c1, c2, c3 in that order, then acquire three times: the seeds'
+	// rule (and the pool's) lends c3, c2, c1, whichever of them passed
+	// through the lane and whoever read the books in between.
+	for _, stats := range []bool{false, true} {
+		d := &dialer{}
+		k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 3}})
+		var out []Loan[*res]
+		for range 3 {
+			out = append(out, mustAcquire(t, k))
+		}
+		for _, l := range out {
+			l.Release()
+			if stats {
+				k.Stats()
+			}
+		}
+		for i := 2; i >= 0; i-- {
+			l := mustAcquire(t, k)
+			if l.Value() != out[i].Value() {
+				t.Fatalf("stats %v: acquire %d lent resource %d, want %d (most recently returned first)",
+					stats, 3-i, l.Value().id, out[i].Value().id)
+			}
+			defer l.Release()
+		}
+	}
+}
+
+func TestLaneStaleResourceIsNeverInLimbo(t *testing.T) {
+	// A resource past Keep in the slot is not taken by the lane: the pool
+	// answers Stale for it, and a TryAcquire with room dials at once, as
+	// the pool would, instead of answering ErrWouldWait beside it.
+	d := &dialer{}
+	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1, Keep: time.Second}})
+	r := makeParked(t, k)
+	c.now = c.now.Add(2 * time.Second) // no timer runs: it stays parked
+	if _, err := k.TryAcquire(bg); !errors.Is(err, ErrWouldWait) {
+		t.Fatalf("TryAcquire beside a stale resource = %v, want ErrWouldWait and a dial", err)
+	}
+	if !closedSoon(t, k, r) {
+		t.Fatal("the stale resource was not closed")
+	}
+	eventually(t, "the dial TryAcquire started", func() bool { return k.Stats().Idle == 1 })
+	l, err := k.TryAcquire(bg)
+	if err != nil || l.Value() == r {
+		t.Fatalf("TryAcquire after the dial = %v, %v", l.Value(), err)
+	}
+	l.Release()
+	checkBalanced(t, k, d)
+}

@@ -1,0 +1,339 @@
+package wardpool
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/wardpool/wardpool/ward/shared"
+)
+
+// Shared holds the guards a Keeper shares with the other replicas of its
+// service through a store (package ward/shared): they do I/O, so the Keeper
+// asks them outside its lock, each round trip bounded by the guard's own
+// store timeout. All are optional; the zero Shared changes nothing.
+//
+// The budget is a ceiling the pool holds itself to (Pool.SetCeiling): the
+// pool may have as many resources live as the slots this replica leased,
+// less those on their way back. So the pool, not the runtime, decides: a
+// Take at the ceiling answers Wait, and the caller waits in order, bounded
+// by its ctx, exactly as when the pool is full. While callers wait at the
+// ceiling (or MinIdle is short of it), one goroutine of the Keeper leases a
+// slot at a time from the budget, raising the ceiling by one for each, and
+// asks again every RetryEvery while the budget is spent (counted in
+// SharedStats.BudgetWaits). A resource leaving the pool lowers the ceiling
+// at once and gives its slot back (Budget.Return) once it is closed, on the
+// closing goroutine. A loan that reuses an idle resource asks nothing.
+//
+// A goroutine of the Keeper renews the budget every Budget.RenewEvery (every
+// 100ms while it holds more than its share, to hear soon that others ask).
+// When the budget says this replica owes slots (borrowed beyond its share
+// while another replica waits), the ceiling drops by that much: the pool
+// retires idle resources over it at once (Trim), and busy ones as they come
+// back (a Give above the ceiling retires). At Close the Keeper leaves the
+// fleet (Budget.Leave) once its resources are closed, waiting at most a
+// second for them.
+//
+// Before each dial the Keeper asks, in order, Dials.Take (a fleet-wide rate
+// on dials; over it the dial fails with ErrSharedRate) and Breaker.Allow (a
+// refusal fails the dial, without dialing, with ErrSharedOpen; the dial's
+// outcome is reported after). Both count as failed dials, so the ward's own
+// backoff and breaker see them. A closed breaker costs one round trip per
+// dial and none per loan.
+type Shared struct {
+	Budget  *shared.Budget
+	Breaker *shared.Breaker
+	// Dials is a fleet-wide rate on dials (a shared two-window counter):
+	// a dial over it fails at once with an error wrapping ErrSharedRate,
+	// counted as a failed dial, so the ward's backoff spaces the next.
+	Dials *shared.Counter
+	// RetryEvery is how often callers waiting on a spent budget ask it
+	// again; zero means 20ms.
+	RetryEvery time.Duration
+}
+
+// ErrSharedOpen is the error of an acquire whose dial the shared breaker
+// refused: the backend is failing for the fleet.
+var ErrSharedOpen = errors.New("wardpool: shared breaker open")
+
+// ErrSharedRate is the error of an acquire whose dial the fleet's shared
+// rate on dials refused.
+var ErrSharedRate = errors.New("wardpool: shared dial rate spent")
+
+// SharedStats is the Keeper's view of its shared guards.
+type SharedStats struct {
+	// BudgetWaits counts leases the budget refused while callers waited at
+	// the pool's ceiling (or MinIdle was short of it).
+	BudgetWaits uint64
+	// BreakerRefused counts dials the shared breaker refused, and
+	// RateRefused those the shared rate on dials refused.
+	BreakerRefused, RateRefused uint64
+	// Dials counts the shared rate's round trips, store errors and local
+	// fallbacks.
+	Dials shared.Stats
+	// Budget is the budget's own view (share, held, fallbacks, store
+	// errors); zero without a budget.
+	Budget shared.BudgetStats
+	// Breaker counts the breaker's round trips, store errors and local
+	// fallbacks, and BreakerState is the state it last saw.
+	Breaker      shared.Stats
+	BreakerState shared.State
+}
+
+// sharedRun is a Keeper's running Shared.
+type sharedRun struct {
+	Shared
+	budgetWaits atomic.Uint64
+	refused     atomic.Uint64
+	rateRefused atomic.Uint64
+
+	// Guarded by Keeper.mu: the slots leased from the budget and held, of
+	// them those whose resource is being closed (given back once closed),
+	// and those the budget says this replica owes. The pool's ceiling is
+	// leased - transit - owe.
+	leased, transit, owe int
+	leasing              bool // the leaser is running
+}
+
+// ceilingLocked sets the pool's ceiling from the slots held.
+func (k *Keeper[T]) ceilingLocked() {
+	sh := k.sh
+	k.p.SetCeiling(max(sh.leased-sh.transit-sh.owe, 0))
+}
+
+// slotGoneLocked follows a resource's leaving the pool (to be closed, or
+// hijacked): its slot is on its way back to the budget, and counts toward
+// a debt.
+func (k *Keeper[T]) slotGoneLocked() {
+	sh := k.sh
+	if sh == nil || sh.Budget == nil {
+		return
+	}
+	sh.transit++
+	if sh.owe > 0 {
+		sh.owe--
+	}
+	k.ceilingLocked()
+}
+
+// slotBack gives the slot of a resource that left the pool back to the
+// budget, outside the lock, and settles it.
+func (k *Keeper[T]) slotBack() {
+	sh := k.sh
+	_ = sh.Budget.Return(context.Background())
+	k.mu.Lock()
+	sh.leased--
+	sh.transit--
+	k.ceilingLocked() // unchanged: both fell by one
+	k.unlockMu()
+}
+
+// sharedLocked starts the leaser when callers wait at the ceiling, or
+// MinIdle is short because of it. Called by unlock.
+func (k *Keeper[T]) sharedLocked() {
+	sh := k.sh
+	if sh.Budget == nil || sh.leasing || k.closed || !k.wantSlotLocked() {
+		return
+	}
+	sh.leasing = true
+	k.bg++
+	go k.leaser()
+}
+
+// wantSlotLocked reports whether another slot would let the pool serve
+// someone: callers wait, or MinIdle is short, and the ceiling (not Size) is
+// what holds the pool back.
+func (k *Keeper[T]) wantSlotLocked() bool {
+	if k.q.live == 0 && k.p.Idle()+k.warming >= k.minIdle {
+		return false
+	}
+	c := k.p.Ceiling()
+	return c >= 0 && k.p.Live() >= c && (k.limits.Size == 0 || c < k.limits.Size) && k.sh.owe == 0
+}
+
+// leaser leases slots one at a time while they are wanted, raising the
+// ceiling for each; a spent budget is asked again every RetryEvery.
+func (k *Keeper[T]) leaser() {
+	sh := k.sh
+	defer func() {
+		k.mu.Lock()
+		sh.leasing = false
+		k.bg--
+		k.drainedLocked()
+		k.unlockMu()
+	}()
+	for {
+		k.mu.Lock()
+		want := !k.closed && k.wantSlotLocked()
+		k.unlockMu()
+		if !want {
+			return
+		}
+		if ok, _ := sh.Budget.Lease(k.ctx); !ok {
+			sh.budgetWaits.Add(1)
+			select {
+			case <-k.ctx.Done():
+				return
+			case <-time.After(sh.RetryEvery):
+			}
+			continue
+		}
+		var fx effects[T]
+		k.lock()
+		if k.closed {
+			// Closed while the lease was asked: the slot goes straight back.
+			k.unlock()
+			_ = sh.Budget.Return(context.Background())
+			return
+		}
+		sh.leased++
+		k.ceilingLocked()
+		now := k.clock.Now()
+		k.serveLocked(now, &fx)
+		k.topUpLocked(now, &fx)
+		k.unlockDo(&fx)
+	}
+}
+
+// startShared wraps the Keeper's dial and close with the shared guards and
+// starts the goroutine that renews the budget. It runs in NewKeeper, before
+// any dial.
+func (k *Keeper[T]) startShared(s Shared) {
+	if s.Budget == nil && s.Breaker == nil && s.Dials == nil {
+		return
+	}
+	if s.RetryEvery <= 0 {
+		s.RetryEvery = 20 * time.Millisecond
+	}
+	sh := &sharedRun{Shared: s}
+	k.sh = sh
+	dial, closeFn := k.dial, k.close
+	k.dial = func(ctx context.Context) (v T, err error) {
+		if sh.Dials != nil {
+			if ok, _ := sh.Dials.Take(ctx, k.clock.Now()); !ok {
+				sh.rateRefused.Add(1)
+				return v, ErrSharedRate
+			}
+		}
+		var call shared.Call
+		if sh.Breaker != nil {
+			var ok bool
+			call, ok, _ = sh.Breaker.Allow(ctx, k.clock.Now())
+			if !ok {
+				sh.refused.Add(1)
+				return v, ErrSharedOpen
+			}
+		}
+		dialed := false
+		defer func() {
+			if dialed && err == nil {
+				if call.Probe {
+					_ = call.Pass(ctx)
+				}
+				return
+			}
+			// The dial failed or panicked: the breaker hears of it. (A
+			// budget's slot stays leased: the pool's reservation is given
+			// back with Unmade, and the next dial uses it.)
+			_ = call.Fail(context.WithoutCancel(ctx), k.clock.Now())
+		}()
+		v, err = dial(ctx)
+		dialed = true
+		return v, err
+	}
+	if sh.Budget != nil {
+		k.close = func(v T) error {
+			defer k.slotBack()
+			return closeFn(v)
+		}
+		k.p.SetCeiling(0) // nothing leased yet
+		k.bg++            // the renewer; ended by Close
+		go k.renewer()
+	}
+}
+
+// borrowerRenew is how often a Keeper holding more than its share renews,
+// so that it learns within that long that another replica waits.
+const borrowerRenew = 100 * time.Millisecond
+
+// renewer renews the budget every RenewEvery (every borrowerRenew while it
+// holds more than its share), gives back what it owes, and leaves the fleet
+// at Close.
+func (k *Keeper[T]) renewer() {
+	sh := k.sh
+	every := sh.Budget.RenewEvery()
+	tick := time.NewTicker(min(every, borrowerRenew))
+	defer tick.Stop()
+	_ = sh.Budget.Renew(k.ctx)
+	last := time.Now()
+	for {
+		select {
+		case <-k.ctx.Done():
+			k.leave()
+			return
+		case <-tick.C:
+			// A borrower renews often, to hear soon that others ask.
+			if st := sh.Budget.Stats(); time.Since(last) < every && st.Held <= st.Share {
+				continue
+			}
+			_ = sh.Budget.Renew(k.ctx)
+			last = time.Now()
+			k.giveBack()
+		}
+	}
+}
+
+// giveBack lowers the ceiling by what the budget says is owed: the pool
+// retires idle resources over it now, and busy ones as they come back.
+func (k *Keeper[T]) giveBack() {
+	owed := k.sh.Budget.Owed()
+	var fx effects[T]
+	k.lock()
+	// What is on its way back already pays part of the debt; each resource
+	// Trim retires pays one more (slotGoneLocked).
+	k.sh.owe = max(owed-k.sh.transit, 0)
+	k.ceilingLocked()
+	k.closeAllLocked(k.p.Trim(k.clock.Now()))
+	k.unlockDo(&fx)
+}
+
+// leave waits (up to a second) for the closes Close started to give their
+// slots back, then leaves the fleet, and ends the renewer.
+func (k *Keeper[T]) leave() {
+	// A lease in flight when Close came would join the fleet again after
+	// the Leave: wait for the leaser to end too.
+	for range 100 {
+		k.mu.Lock()
+		leasing := k.sh.leasing
+		k.unlockMu()
+		if !leasing && k.sh.Budget.Held() == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = k.sh.Budget.Leave(context.Background())
+	k.mu.Lock()
+	k.bg--
+	k.drainedLocked()
+	k.unlockMu()
+}
+
+// SharedStats returns the Keeper's view of its shared guards; the zero
+// SharedStats without them.
+func (k *Keeper[T]) SharedStats() SharedStats {
+	if k.sh == nil {
+		return SharedStats{}
+	}
+	s := SharedStats{BudgetWaits: k.sh.budgetWaits.Load(), BreakerRefused: k.sh.refused.Load(), RateRefused: k.sh.rateRefused.Load()}
+	if k.sh.Dials != nil {
+		s.Dials = k.sh.Dials.Stats()
+	}
+	if k.sh.Budget != nil {
+		s.Budget = k.sh.Budget.Stats()
+	}
+	if k.sh.Breaker != nil {
+		s.Breaker, s.BreakerState = k.sh.Breaker.Stats(), k.sh.Breaker.Seen()
+	}
+	return s
+}

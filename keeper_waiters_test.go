@@ -1,0 +1,322 @@
+package wardpool
+
+import (
+	"context"
+	"errors"
+	"github.com/wardpool/wardpool/pool"
+	"testing"
+	"time"
+)
+
+// The queue type on its own.
+
+func newWaiter() *waiter[int] { return &waiter[int]{ch: make(chan grant[int], 1)} }
+
+func attach(w *waiter[int]) *waiter[int] {
+	w.ticket++
+	w.attached = true
+	return w
+}
+
+func TestWaitersFIFO(t *testing.T) {
+	var q waiters[int]
+	ws := make([]*waiter[int], 20) // more than the first ring holds
+	for i := range ws {
+		ws[i] = attach(newWaiter())
+		q.push(ws[i])
+	}
+	if q.Len() != 20 {
+		t.Fatalf("len %d", q.Len())
+	}
+	for i := range ws {
+		if w := q.pop(); w != ws[i] {
+			t.Fatalf("pop %d: wrong waiter", i)
+		}
+	}
+	if q.pop() != nil || q.Len() != 0 {
+		t.Fatal("queue not empty")
+	}
+}
+
+func TestWaitersRemoveAndFront(t *testing.T) {
+	var q waiters[int]
+	a, b, c := attach(newWaiter()), attach(newWaiter()), attach(newWaiter())
+	q.push(a)
+	q.push(b)
+	q.push(c)
+	q.remove(b)
+	if q.Len() != 2 {
+		t.Fatalf("len %d after remove", q.Len())
+	}
+	// b comes back (a new Acquire recycling it): its old slot stays dead.
+	attach(b)
+	q.push(b)
+	d := attach(newWaiter())
+	q.pushFront(d)
+	want := []*waiter[int]{d, a, c, b}
+	for i, w := range want {
+		if got := q.pop(); got != w {
+			t.Fatalf("pop %d: got another waiter", i)
+		}
+	}
+	if q.pop() != nil {
+		t.Fatal("a dead slot came back to life")
+	}
+}
+
+func TestWaitersCompactUnderCancelStorm(t *testing.T) {
+	var q waiters[int]
+	head := attach(newWaiter())
+	q.push(head)
+	for range 10000 {
+		w := attach(newWaiter())
+		q.push(w)
+		q.remove(w)
+	}
+	if q.Len() != 1 || len(q.ring) > 128 {
+		t.Fatalf("len %d, ring %d: dead slots were not compacted", q.Len(), len(q.ring))
+	}
+	if q.pop() != head {
+		t.Fatal("lost the head")
+	}
+}
+
+// The Keeper's queue behaviour.
+
+// queued starts an Acquire on its own goroutine and waits until it is queued
+// (Waiting reaches n); the loan or error arrives on the channel.
+type result struct {
+	l   Loan[*res]
+	err error
+}
+
+func queued(t *testing.T, k *Keeper[*res], ctx context.Context, n int) chan result {
+	t.Helper()
+	ch := make(chan result, 1)
+	go func() {
+		l, err := k.Acquire(ctx)
+		ch <- result{l, err}
+	}()
+	eventually(t, "a waiter to queue", func() bool { return k.Stats().Waiting == n })
+	return ch
+}
+
+func TestKeeperServesWaitersInArrivalOrder(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}})
+	held := mustAcquire(t, k)
+	var chs []chan result
+	for i := 1; i <= 16; i++ {
+		chs = append(chs, queued(t, k, bg, i))
+	}
+	for i, ch := range chs {
+		held.Release()
+		r := <-ch
+		if r.err != nil {
+			t.Fatalf("waiter %d: %v", i, r.err)
+		}
+		// Every other waiter is still queued: the handoff went to the oldest.
+		if w := k.Stats().Waiting; w != len(chs)-i-1 {
+			t.Fatalf("after serving waiter %d, %d still wait", i, w)
+		}
+		held = r.l
+	}
+	held.Release()
+	s := k.Stats()
+	if s.Acquires != 17 || s.EmptyAcquires != 17 || s.Made != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestKeeperHandsOffWithoutBarging is puddle #46's situation: a resource
+// released while a caller waits must go to that caller, not sit in the pool
+// until the releaser parks (by which time it may have taken it back).
+func TestKeeperHandsOffWithoutBarging(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}})
+	a := mustAcquire(t, k)
+	b := queued(t, k, bg, 1)
+	a.Release()
+	// The releaser keeps running and asks again at once: it must not get the
+	// resource back, which is already the waiter's.
+	if _, err := k.TryAcquire(bg); !errors.Is(err, ErrWouldWait) {
+		t.Fatalf("the releaser took it back: TryAcquire = %v", err)
+	}
+	if s := k.Stats(); s.Idle != 0 || s.Busy != 1 || s.Waiting != 0 {
+		t.Fatalf("after the handoff %+v", s)
+	}
+	again := make(chan result, 1)
+	go func() { l, err := k.Acquire(bg); again <- result{l, err} }()
+	r := <-b // the waiter got it without the releaser parking first
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	eventually(t, "the releaser to queue", func() bool { return k.Stats().Waiting == 1 })
+	r.l.Release()
+	(<-again).l.Release()
+	checkBalanced(t, k, d)
+}
+
+// TestKeeperSkipsExpiredWaiters is vitess #20310's situation: a waiter whose
+// context has ended but who has not yet left the queue must not be handed the
+// resource; the next live waiter gets it, and the expired one its error.
+func TestKeeperSkipsExpiredWaiters(t *testing.T) {
+	d := &dialer{}
+	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}})
+	held := mustAcquire(t, k)
+
+	// Park an expired waiter in the queue by hand, as if its goroutine had
+	// not yet woken to leave: it cannot race us that way.
+	dead, cancel := context.WithCancel(bg)
+	cancel()
+	k.mu.Lock()
+	stale := k.attachLocked(dead, c.Now(), nil)
+	k.q.push(stale)
+	k.mu.Unlock()
+	live := queued(t, k, bg, 2)
+
+	held.Release()
+	r := <-live
+	if r.err != nil || r.l.Value() != held.Value() {
+		t.Fatalf("the live waiter got %v, %v", r.l.Value(), r.err)
+	}
+	g := <-stale.ch
+	if !errors.Is(g.err, context.Canceled) || g.loan.e != nil {
+		t.Fatalf("the expired waiter was handed %+v", g)
+	}
+	if s := k.Stats(); s.Canceled != 1 || s.Waiting != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	r.l.Release()
+	checkBalanced(t, k, d)
+}
+
+// TestKeeperHandoffRacingCancelLosesNothing grants a waiter whose context
+// ends at the same moment; whichever way the race goes, the resource is
+// either the waiter's or back in the pool.
+func TestKeeperHandoffRacingCancelLosesNothing(t *testing.T) {
+	d := &dialer{}
+	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}})
+	won, lost := 0, 0
+	for range 200 {
+		held := mustAcquire(t, k)
+		ctx, cancel := context.WithCancel(bg)
+		k.mu.Lock()
+		w := k.attachLocked(ctx, c.Now(), nil)
+		k.q.push(w)
+		k.mu.Unlock()
+		held.Release() // granted to w
+		cancel()       // and w's context ends: both are ready in await
+		l, again, err := k.await(ctx, w)
+		switch {
+		case again:
+			t.Fatal("asked to go again")
+		case err == nil:
+			won++
+			l.Release()
+		case errors.Is(err, context.Canceled):
+			lost++
+		default:
+			t.Fatal(err)
+		}
+		if s := k.Stats(); s.Idle != 1 || s.Busy != 0 {
+			t.Fatalf("resource lost: %+v", s)
+		}
+	}
+	if won == 0 || lost == 0 {
+		t.Logf("only one side of the race ran (won %d, lost %d)", won, lost)
+	}
+	checkBalanced(t, k, d)
+}
+
+func TestKeeperCancelledWaiterLeavesTheQueue(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}})
+	held := mustAcquire(t, k)
+	ctx, cancel := context.WithCancel(bg)
+	gone := queued(t, k, ctx, 1)
+	stays := queued(t, k, bg, 2)
+	cancel()
+	if r := <-gone; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v", r.err)
+	}
+	eventually(t, "the cancelled waiter to leave", func() bool { return k.Stats().Waiting == 1 })
+	held.Release()
+	r := <-stays
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.l.Release()
+	if s := k.Stats(); s.Canceled != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestKeeperDialsNoMoreThanSizeAllows: a crowd arriving at an empty pool
+// starts at most Size dials (pgx #1780 had a pool dial past its maximum).
+func TestKeeperDialsNoMoreThanSizeAllows(t *testing.T) {
+	d := &dialer{gate: make(chan struct{})}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 3}})
+	results := make(chan result, 10)
+	for range 10 {
+		go func() { l, err := k.Acquire(bg); results <- result{l, err} }()
+	}
+	eventually(t, "the crowd to arrive", func() bool {
+		s := k.Stats()
+		return s.Dialing == 3 && s.Waiting == 7
+	})
+	for range 3 {
+		d.gate <- struct{}{}
+	}
+	for range 10 {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		r.l.Release()
+	}
+	if _, _, most := d.counts(); most > 3 {
+		t.Fatalf("%d dials at once with Size 3", most)
+	}
+	if s := k.Stats(); s.Made != 3 {
+		t.Fatalf("stats %+v", s)
+	}
+	checkBalanced(t, k, d)
+}
+
+// TestKeeperGivingUpDuringADialWastesNothing: the caller a dial was for
+// leaves; the resource goes to the next waiter, or to idle if there is none.
+func TestKeeperGivingUpDuringADialWastesNothing(t *testing.T) {
+	d := &dialer{gate: make(chan struct{})}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}})
+
+	ctx, cancel := context.WithCancel(bg)
+	first := make(chan result, 1)
+	go func() { l, err := k.Acquire(ctx); first <- result{l, err} }()
+	eventually(t, "the dial to start", func() bool { return k.Stats().Dialing == 1 })
+	next := queued(t, k, bg, 1)
+	cancel()
+	if r := <-first; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("first: %v", r.err)
+	}
+	d.gate <- struct{}{}
+	r := <-next
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.l.Release()
+
+	// Now with nobody behind: the resource goes idle.
+	r.l.Hijack() // no-op, the loan ended; keep one idle resource around
+	ctx2, cancel2 := context.WithCancel(bg)
+	held := mustAcquire(t, k)
+	held.Destroy() // room for a dial again
+	go func() { k.Acquire(ctx2) }()
+	eventually(t, "the second dial to start", func() bool { return k.Stats().Dialing == 1 })
+	cancel2()
+	eventually(t, "the caller to leave", func() bool { return k.Stats().Canceled == 2 })
+	d.gate <- struct{}{}
+	eventually(t, "the dial to land in idle", func() bool { return k.Stats().Idle == 1 })
+	checkBalanced(t, k, d)
+	_ = time.Second
+}

@@ -1,0 +1,350 @@
+package wardpool
+
+import (
+	"time"
+)
+
+// The lane: a lock-free way in and out for the commonest pair of events, a
+// release and then an acquire while nobody waits.
+//
+// The lane is one word, the slot. A release that finds it open and empty
+// parks its resource there with one compare-and-swap instead of giving it
+// to the pool under the mutex; the next acquire takes it back with another.
+// The lane makes no rule of its own; it carries out answers the pool has
+// already fixed:
+//
+//   - The slot is shut whenever the mutex is held: lock swaps it shut, and
+//     hands what was parked there to the pool (GiveSeat, at the instant it
+//     was parked) before anything else; unlock opens it again only if the
+//     pool says, in the state it is left in, that a Give followed by a Take
+//     of the same resource would be answered so, and leave the pool in a
+//     state where the same holds (Pool.Lane: the Idle ceiling not reached,
+//     not closed; with a shedder or a limiter, Pool.LanePairs: the shedder
+//     Cold, a lease free for every pair), nobody is queued, and the sweep
+//     is armed. So the lane never runs beside a decision of the pool's,
+//     and each opening stands for one state of the pool: every unlock
+//     writes a new epoch into the empty slot, and a release or acquire
+//     that read the slot before a lock fails its compare-and-swap and asks
+//     again.
+//   - What is parked is a Give the pool has not heard of yet, on top of
+//     every Give it has: the pool's idle list is "what it holds, then the
+//     slot", in return order, and LIFO holds in every configuration.
+//   - An acquire takes from the slot only when the pool's Take would answer
+//     Ready with it: Limits.Past (the pool's own definition of fresh) says
+//     it is fresh, and Check is not due. Anything else goes to the mutex,
+//     which folds the slot into the pool and lets the pool answer (Stale,
+//     say). A parked resource is of the pool's current generation: Reset
+//     runs under the mutex and folds the slot first, and a release checks
+//     the generation of what it parks against a slot it read after.
+//   - The pair is reported to the pool with Relent when the resource next
+//     passes through the mutex (its holder releases or destroys it there, or
+//     it is folded from the slot), so the books, Loans and a recording hold
+//     every loan. Until then Stats adds the loans the lane made and the pool
+//     has not heard of: the lane counts them in the slot's word, lock moves
+//     that count to laneTakes, and relent counts what reached the pool.
+//   - Time: the slot keeps the parking instant in microseconds, rounded
+//     down, and the pool is given that same instant: the lane's idle time is
+//     never shorter than the pool's, and both apply Past to the same
+//     numbers. The timer folds the slot at least every sweepEvery (or Keep,
+//     or Life, when shorter); the lane reads a parking instant only before
+//     sweepBy, a sweep past the last arming, so the slot's 32 bits of
+//     microseconds (71 minutes) never wrap under it, however long the
+//     process was stopped.
+
+// The slot's word, from the low bits up: the parked resource's seat plus one
+// (zero: none); the microsecond it was parked, modulo 2^32, or, with no
+// resource, the epoch of the unlock that opened it; how many loans the lane
+// has made since lock last counted them; and the shut bit. A resource whose
+// seat does not fit is never parked; a take that would overflow the count
+// goes to the mutex, which empties it.
+const (
+	seatBits = 16
+	usBits   = 32
+	seatMask = 1<<seatBits - 1
+	usMask   = 1<<usBits - 1
+	usShift  = seatBits
+	cntShift = seatBits + usBits
+	cntOne   = 1 << cntShift
+	cntMax   = 1<<(63-cntShift) - 1
+	shut     = 1 << 63
+)
+
+// atSlack is how far the start of a loan from the lane may be from the one
+// the Keeper records: a resource lent again within atSlack of its previous
+// loan's start keeps that start (Keeper.Loans reads it up to atSlack long,
+// the loan's own Held is exact). It spares the lane a store, a locked
+// instruction, in the tight loops where it matters.
+const atSlack = time.Millisecond
+
+// relendsMax is where the lane's count of a resource's loans is reported
+// to the pool at once, far below where its int32 would overflow.
+const relendsMax = 1 << 30
+
+// sweepEvery is the longest a resource stays in the slot before the timer
+// folds it into the pool.
+const sweepEvery = time.Second
+
+// initLane sets up the lane when on, and how often the sweep folds it. The
+// slot starts shut: the first release goes through the mutex and arms the
+// sweep.
+func (k *Keeper[T]) initLane(on bool) {
+	k.slot.Store(shut)
+	if !on {
+		return
+	}
+	k.laneOn = true
+	l := k.limits
+	for _, d := range []time.Duration{l.Keep, l.Life} {
+		if d > 0 && (k.sweep == 0 || d < k.sweep) {
+			k.sweep = d
+		}
+	}
+	if k.sweep == 0 || k.sweep > sweepEvery {
+		k.sweep = sweepEvery
+	}
+	// The lane's loans arm no timer of their own: with the leak watch on,
+	// the sweep that must come before one is LeakAfter old finds it, and
+	// sets the timer for when it will be.
+	if k.leakAfter > 0 && k.leakAfter < k.sweep {
+		k.sweep = k.leakAfter
+	}
+}
+
+// lock takes k.mu and shuts the lane, folding what was parked into the
+// pool, so that whatever the holder asks the pool sees every resource given
+// back, and nothing moves through the lane until unlock. Every path that
+// asks the pool takes the mutex through lock.
+func (k *Keeper[T]) lock() {
+	k.mu.Lock()
+	k.lockedTail()
+}
+
+// lockedTail is what lock does once it holds k.mu: shut the lane, and take
+// in what it held. An open slot may hold a parked resource (folded); a shut
+// one may hold returns in the inbox (inbox.go), given in. A shut slot with
+// neither (callers queued, say) is left alone: no swap, which spares a
+// saturated queue one locked instruction each way.
+func (k *Keeper[T]) lockedTail() {
+	if w := k.slot.Load(); w != shut {
+		k.takeInLocked(k.slot.Swap(shut))
+	}
+}
+
+// takeInLocked takes in slot word w, swapped out for shut: a parked
+// resource and the lane's loans from an open slot, or the inbox from a shut
+// one. Dials that serving the queue with the inbox starts (rare: a return
+// that frees room, not a resource) run on a goroutine of their own.
+func (k *Keeper[T]) takeInLocked(w uint64) {
+	if w&shut == 0 {
+		k.foldLocked(w)
+		return
+	}
+	var fx effects[T]
+	if k.drainLocked(w, &fx) && fx.pending() {
+		go k.do(&fx)
+	}
+}
+
+// unlock takes in the inbox, opens the lane if the pool and the queue then
+// allow, and releases k.mu; if a return arrived as it let go and the mutex
+// is free, it takes the mutex again to give it in.
+func (k *Keeper[T]) unlock() {
+	for {
+		k.openLocked()
+		k.mu.Unlock()
+		if !k.retake() {
+			return
+		}
+	}
+}
+
+// openLocked takes in the inbox and then opens the lane if the pool and the
+// queue allow, asking only after the returns are in: they may have filled
+// the Idle ceiling, or served the last waiter. An empty inbox and an open
+// lane are one fact (the open word is written over a bare shut slot, with
+// one compare-and-swap), so no release parks above a return the pool has
+// not had. A stream of returns that keeps beating the compare-and-swap
+// leaves the lane shut: the next unlock opens it.
+func (k *Keeper[T]) openLocked() {
+	for tries := 0; ; tries++ {
+		if w := k.slot.Load(); w != shut {
+			k.takeInLocked(k.slot.Swap(shut))
+		}
+		if k.sh != nil {
+			k.sharedLocked()
+		}
+		if tries == 4 || !(k.laneOn && !k.closed && k.q.live == 0 && k.sweepArmed && k.p.Lane()) {
+			return // the slot stays shut
+		}
+		k.epoch++
+		if k.slot.CompareAndSwap(shut, uint64(k.epoch&usMask)<<usShift) {
+			return
+		}
+	}
+}
+
+// unlockMu releases k.mu for a holder that took it with k.mu.Lock() to
+// touch counters, not to ask the pool; it too takes in returns that
+// arrived meanwhile.
+func (k *Keeper[T]) unlockMu() {
+	k.mu.Unlock()
+	if k.retake() {
+		k.unlock()
+	}
+}
+
+// retake, called just after k.mu was released, takes it again when the
+// inbox holds returns and the mutex is free, and takes them in; it reports
+// whether it holds k.mu. Every release of the mutex ends with it: a
+// release that pushed and found the mutex held leaves its return to the
+// holder, and whoever holds the mutex last looks once more after letting
+// go, so no return stays in the inbox while the mutex is free.
+func (k *Keeper[T]) retake() bool {
+	if w := k.slot.Load(); w&shut == 0 || w&seatMask == 0 || !k.mu.TryLock() {
+		return false
+	}
+	k.lockedTail()
+	return true
+}
+
+// takeLane lends the resource parked in the slot, when the pool's Take
+// would lend it now; ok false means ask the pool.
+func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
+	for {
+		w := k.slot.Load()
+		if w&shut != 0 || w&seatMask == 0 || w>>cntShift >= cntMax {
+			return Loan[T]{}, false
+		}
+		e := (*k.table.Load())[w&seatMask-1]
+		t := k.nanos()
+		idle := k.laneIdle(w, t)
+		if t > k.sweepBy.Load() || k.limits.Past(idle, time.Duration(t-e.born.Load())) ||
+			(k.check != nil && k.due(idle)) {
+			return Loan[T]{}, false
+		}
+		// Empty the slot and count the loan, in one step. The epoch left
+		// behind is the parking microsecond: any lock in between changed
+		// the word, so the CAS of a release that read it before fails.
+		if !k.slot.CompareAndSwap(w, w&^seatMask+cntOne) {
+			continue
+		}
+		// The resource is this caller's now: the pool's Give at parking and
+		// Take at t are owed to the pool (relends).
+		if e.relends++; e.relends == relendsMax {
+			// Tell the pool before the count can overflow (it never
+			// comes near: every sweep sends the resource through the lock).
+			k.lock()
+			k.relentLocked(e, e.item)
+			k.unlock()
+		}
+		if t-e.at.Load() >= int64(atSlack) {
+			e.at.Store(t)
+		}
+		if k.leakAfter > 0 {
+			// The stack first, then the word that lets the watch read it.
+			e.lw.stack.capture(0)
+			e.lentWatch(t, e.loan.Load())
+		}
+		if k.minIdle > 0 {
+			k.topUp()
+		}
+		return Loan[T]{e: e, item: e.item, gen: e.loan.Load(), at: t}, true
+	}
+}
+
+// laneIdle is how long the resource in slot word w has been parked at t,
+// from the parking microsecond (rounded down): never less than the truth.
+func (k *Keeper[T]) laneIdle(w uint64, t int64) time.Duration {
+	us := uint64(t/1000) & usMask
+	d := (us - w>>usShift) & usMask
+	return time.Duration(int64(d)*1000 + t%1000)
+}
+
+// tryPark parks e's resource, whose loan has ended, in the slot, read as w,
+// and reports whether it did: only an open, empty slot takes it, and only
+// a resource of the pool's current generation whose seat fits.
+//
+// With the leak watch on, a loan that ends by parking leaves its watch word
+// as it was, one locked instruction fewer than the swap that ends a watch
+// elsewhere, and only if the watch has not reported it: the word is read
+// after the slot (by the caller) and before the compare-and-swap, and the
+// watch claims reports only under the mutex, whose lock changes the slot
+// first, so a claim after the read makes the compare-and-swap fail and the
+// release ends the watch the long way. The word left behind is no longer
+// the current loan's (its generation is past: see entry.watching).
+func (k *Keeper[T]) tryPark(e *entry[T], w uint64) bool {
+	if w&(shut|seatMask) != 0 || e.seat >= seatMask-1 || e.gen.Load() != k.laneGen.Load() {
+		return false
+	}
+	t := k.nanos()
+	if t < 0 {
+		return false
+	}
+	if e.lw != nil && e.lw.watch.Load()&watchReported != 0 {
+		return false // reported: its return is reported the long way
+	}
+	parked := w&^(usMask<<usShift) | uint64(t/1000)&usMask<<usShift | uint64(e.seat+1)
+	return k.slot.CompareAndSwap(w, parked)
+}
+
+// foldLocked takes in the slot's word w, swapped out by lock: the lane's
+// loans are counted, and the resource parked, if any, goes to the pool as
+// given back at the instant it was parked, after the lane's loans of it
+// (Relent).
+func (k *Keeper[T]) foldLocked(w uint64) {
+	n := w &^ shut >> cntShift
+	k.laneTakes += n
+	if w&seatMask == 0 {
+		return
+	}
+	e := k.ents[w&seatMask-1]
+	t := k.ns(k.clock.Now())
+	k.giveBackLocked(e, e.item, k.at(t-int64(k.laneIdle(w, t))))
+}
+
+// relentLocked reports to the pool the loans the lane made of item, in e's
+// seat, that the pool has not heard of yet. Only the holder of item's loan
+// (or lock, for a parked resource) calls it.
+func (k *Keeper[T]) relentLocked(e *entry[T], item T) {
+	if e.relends == 0 {
+		return
+	}
+	n := int(e.relends)
+	e.relends = 0
+	if !k.p.Relent(e.seat, item, n, k.at(e.at.Load())) {
+		panic("wardpool: the pool refused loans the lane made: a bug in the lane")
+	}
+	k.relent += uint64(n)
+}
+
+// laneCount is how many resources sit in the slot now: 0 or 1.
+func (k *Keeper[T]) laneCount() int {
+	if w := k.slot.Load(); w&shut == 0 && w&seatMask != 0 {
+		return 1
+	}
+	return 0
+}
+
+// laneOpen reports whether the slot is open now.
+func (k *Keeper[T]) laneOpen() bool { return k.slot.Load()&shut == 0 }
+
+// topUp starts the dials MinIdle needs now that a resource left the lane.
+func (k *Keeper[T]) topUp() {
+	var fx effects[T]
+	k.lock()
+	k.topUpLocked(k.clock.Now(), &fx)
+	k.unlockDo(&fx)
+}
+
+// armSweepLocked arms the sweep, if it is not armed: from now until the
+// timer fires, the lane may open.
+func (k *Keeper[T]) armSweepLocked(now time.Time) {
+	if k.sweepArmed || k.closed || !k.laneOn {
+		return
+	}
+	k.armLocked(now, now.Add(k.sweep))
+	// The lane reads parking instants until a sweep past the one due: the
+	// timer folds the slot by then, or the lane asks the pool.
+	k.sweepBy.Store(k.ns(now) + int64(k.sweep) + int64(sweepEvery))
+	k.sweepArmed = true
+}

@@ -1,0 +1,133 @@
+package wardpool
+
+import (
+	"cmp"
+	"github.com/wardpool/wardpool/pool"
+	"slices"
+	"time"
+)
+
+// Stats is one reading of a Keeper: the pool's books and the runtime's own
+// figures. Counters only rise.
+type Stats struct {
+	pool.Books
+	// Waiting is how many callers are queued now.
+	Waiting int
+	// Dialing is how many dials are in flight now.
+	Dialing int
+	// Closing is how many resources are waiting to be closed, or being
+	// closed, now (see Config.Close): zero once every close so far is done.
+	// Closed counts the closes done.
+	Closing int
+	Closed  uint64
+	// Acquires counts successful Acquire, TryAcquire, AcquireFunc and
+	// AcquireAllIdle loans.
+	Acquires uint64
+	// AcquireWait is the total time successful acquires spent waiting
+	// (queued, dialing, held back by a Later), on the Keeper's clock.
+	AcquireWait time.Duration
+	// EmptyAcquires counts successful acquires that found nothing ready and
+	// had to wait or dial: never more than Acquires.
+	EmptyAcquires uint64
+	// Canceled counts acquires that ended with their context before they
+	// got a resource.
+	Canceled uint64
+	// Checks counts Config.Check calls; CheckFailures those that failed and
+	// dropped the resource.
+	Checks, CheckFailures uint64
+	// DialTimeouts counts dials cut short by Config.DialTimeout (counted in
+	// Failed too). LastDialError is the error of the latest failed dial, nil
+	// when none failed.
+	DialTimeouts  uint64
+	LastDialError error
+	// Leaks counts loans reported as held past Config.LeakAfter.
+	Leaks uint64
+	// DoubleReleases counts Release, Destroy and Hijack calls on a loan that
+	// had already ended: no-ops.
+	DoubleReleases uint64
+	// Panics counts recovered panics in Dial, Close, Check and BeforeReuse.
+	Panics uint64
+	// Refusal is the share of new connections the ward's breaker refuses
+	// now, in [0, 1]; zero without a breaker.
+	Refusal float64
+	// Shared is the view of the guards shared with other replicas
+	// (Config.Shared): the budget's share and slots, the store's errors and
+	// local fallbacks, the shared breaker's state. Zero without them.
+	Shared SharedStats
+}
+
+// Stats returns a reading of the pool's figures.
+func (k *Keeper[T]) Stats() Stats {
+	// counted adds to acquired before empty: read empty first, so that a
+	// reading never shows more empty acquires than acquires.
+	empty := k.empty.Load()
+	shared := k.SharedStats() // the guards' own locks, not the Keeper's
+	k.lock()                  // folds the lane: what is parked reads as idle
+	s := k.stats
+	b := k.p.Books()
+	// Loans the lane made that the pool has not heard of yet (see lane.go):
+	// exact, as both counts only rise and relent moves under the lock.
+	owed := k.laneTakes - k.relent
+	b.Loans += owed
+	b.Reused += owed
+	out := Stats{
+		Books:          b,
+		Waiting:        k.q.live,
+		Dialing:        k.dialing,
+		Closing:        len(k.closing) + k.closingNow,
+		Closed:         s.closed,
+		Acquires:       k.acquired.Load() + s.acquired + k.laneTakes,
+		AcquireWait:    time.Duration(k.waitNs.Load()),
+		EmptyAcquires:  empty,
+		Canceled:       s.canceled,
+		Checks:         k.checks.Load(),
+		CheckFailures:  s.checkFailures,
+		DialTimeouts:   s.dialTimeouts,
+		LastDialError:  k.lastDial,
+		Leaks:          s.leaks,
+		DoubleReleases: s.doubles,
+		Panics:         s.panics,
+		Refusal:        k.p.Refusal(k.clock.Now()),
+		Shared:         shared,
+	}
+	k.unlock()
+	return out
+}
+
+// Leaked returns how many loans are out now for longer than
+// Config.LeakAfter; zero without the leak watch.
+func (k *Keeper[T]) Leaked() int {
+	if k.leakAfter <= 0 {
+		return 0
+	}
+	k.mu.Lock()
+	defer k.unlockMu()
+	return k.leakedLocked(k.clock.Now())
+}
+
+// Sharing reports whether the Keeper has guards shared with other replicas
+// (Config.Shared): Stats.Shared is worth reading.
+func (k *Keeper[T]) Sharing() bool { return k.sh != nil }
+
+// Loans returns every resource out on loan and how long it has been out,
+// the longest first. A resource lent again by the lane within a millisecond
+// of its previous loan's start may read up to that millisecond long (see
+// atSlack); Loan.Held is exact.
+func (k *Keeper[T]) Loans() []pool.Lent[T] {
+	k.lock()
+	now := k.clock.Now()
+	// The pool knows which resources are lent; the Keeper knows when each
+	// loan began (the lane's loans began without the pool).
+	out := k.p.Loans(now)
+	if k.laneOn {
+		t := k.ns(now)
+		for i := range out {
+			if s := k.p.SeatOf(out[i].Item); s >= 0 && int(s) < len(k.ents) {
+				out[i].Held = time.Duration(t - k.ents[s].at.Load())
+			}
+		}
+	}
+	k.unlock()
+	slices.SortStableFunc(out, func(a, b pool.Lent[T]) int { return cmp.Compare(b.Held, a.Held) })
+	return out
+}
