@@ -37,7 +37,7 @@ func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decisi
 			k.closeLocked(t.Item)
 			continue
 		case pool.Ready:
-			return decision[T]{kind: pool.Ready, loan: k.lendLocked(k.p.SeatLent(), t.Item, now, st), idle: t.Idle}
+			return decision[T]{kind: pool.Ready, loan: k.lendLocked(t.Seat, t.Item, now, st), idle: t.Idle}
 		case pool.Later:
 			return decision[T]{kind: pool.Later, delay: t.Delay}
 		case pool.Shed:

@@ -11,7 +11,8 @@ func (k *Keeper[T]) Reset() {
 	k.lock() // folds the lane: what was parked is retired with the rest
 	now := k.clock.Now()
 	k.closeAllLocked(k.p.Reset(now))
-	k.laneGen.Store(k.p.Generation())
+	k.gen++
+	k.laneGen.Store(k.gen)
 	k.serveLocked(now, &fx)
 	k.topUpLocked(now, &fx)
 	k.unlockDo(&fx)

@@ -197,6 +197,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		needRoll:    cfg.Ward.Breaker != nil || cfg.Ward.Backoff != nil,
 		shedder:     cfg.Ward.Shedder != nil,
 		p:           p,
+		ceiling:     -1,
 		drained:     make(chan struct{}),
 	}
 	if k.reuse == nil {

@@ -55,11 +55,12 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 	}
 	owner := j.w != nil && j.w.attached && j.w.ticket == j.ticket
 	var zero T
+	jitter := k.drawJitter()
 	switch {
 	case err == nil && v == zero:
 		err = errZeroDial
 		fallthrough
-	case err == nil && k.p.Holds(v):
+	case err == nil && k.p.SeatOf(v) >= 0:
 		if err == nil {
 			// Dial handed back a resource the pool already holds: a bug in
 			// Dial. Lending it again would lend one handle twice.
@@ -83,7 +84,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		}
 		k.serveLocked(now, &fx)
 		k.armRetryLocked(now)
-	case !k.p.MadeJitter(v, now, k.drawJitter()):
+	case !k.p.MadeJitter(v, now, jitter):
 		// Closed while dialing.
 		k.closeLocked(v)
 		if owner {
@@ -91,21 +92,20 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		}
 	default:
 		seat := k.p.SeatOf(v)
-		k.growLocked()
+		k.growLocked(seat)
 		e := k.ents[seat]
 		e.item = v
-		e.gen.Store(k.p.SeatGeneration(seat))
-		e.born.Store(0)
-		if b, ok := k.p.Born(seat); ok && k.limits.Life > 0 {
-			e.born.Store(k.ns(b))
-		}
+		e.gen.Store(k.gen)
+		// Its birth for Life, as the pool counts it: made now, plus the
+		// jitter the pool was given.
+		e.born.Store(k.ns(now) + int64(jitter))
 		if owner {
 			w := j.w
 			l := k.lendLocked(seat, v, now, w.stack)
 			k.grantLocked(w, grant[T]{loan: l})
 		} else {
 			// Nobody is waiting for this one now: hand it on like a return.
-			if !k.p.GiveSeat(seat, v, now) {
+			if !k.p.Give(v, now) {
 				k.closeLocked(v)
 			}
 			k.serveLocked(now, &fx)
@@ -123,12 +123,12 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 	k.unlockMu()
 }
 
-// growLocked makes room in ents for every seat the pool has.
-func (k *Keeper[T]) growLocked() {
-	if len(k.ents) == k.p.Seats() {
+// growLocked makes room in ents for seat, and every seat below it.
+func (k *Keeper[T]) growLocked(seat int32) {
+	if int(seat) < len(k.ents) {
 		return
 	}
-	for i := len(k.ents); i < k.p.Seats(); i++ {
+	for i := len(k.ents); i <= int(seat); i++ {
 		e := &entry[T]{k: k, seat: int32(i)}
 		if k.leakAfter > 0 {
 			e.lw = new(leakRec[T])

@@ -124,11 +124,12 @@ type Keeper[T comparable] struct {
 	laneTakes  uint64    // loans the lane made, as counted at the last fold
 	relent     uint64    // of them, those reported to the pool (Relent, Pairs)
 	closing    []T       // resources waiting to be closed, oldest first
+	gen        uint32    // Resets so far: the generation of what is made now
+	ceiling    int       // the ceiling last set on the pool (SetCeiling); -1: none
 	closerN    int       // closer goroutines running
 	closingNow int       // closes running now
 	lastDial   error     // the last dial error, for Stats and errors
 	lastDialAt time.Time // when it came
-	evicted    []T       // the timer's buffer for Pool.AppendEvict
 }
 
 // entry is the Keeper's record of one of the pool's seats, kept beside it.

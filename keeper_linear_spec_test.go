@@ -85,9 +85,19 @@ type linHistory struct {
 type linMachine struct {
 	p       *pool.Pool[int]
 	w       ward.Ward // the pool's guards, read for the summary
+	limits  pool.Limits
 	now     time.Time
 	cpu     int             // the CPU reading, the same all history long
 	pending map[int]linPend // operation -> its dial not yet landed
+	closed  bool
+
+	// The specification's own record of each resource, kept apart from
+	// the Pool's so that freshness is held to the seeds' definition and
+	// not only to the Pool that also answers: when it was made, when it
+	// was last given back, and the generation (Resets) it was made in.
+	born, given map[int]time.Time
+	gen         map[int]int
+	resets      int
 }
 
 // linPend is a reservation: the dial of an Acquire (own) or a TryAcquire.
@@ -119,7 +129,8 @@ func (h *linHistory) model() porcupine.Model {
 		if err != nil {
 			panic(err)
 		}
-		m := &linMachine{p: p, w: w, now: h.start, pending: map[int]linPend{}, cpu: h.guards.cpu}
+		m := &linMachine{p: p, w: w, limits: limits, now: h.start,
+			born: map[int]time.Time{}, given: map[int]time.Time{}, gen: map[int]int{}, pending: map[int]linPend{}, cpu: h.guards.cpu}
 		for _, s := range steps {
 			if !m.apply(s.in, s.out) {
 				panic("replay of an accepted step refused")
@@ -156,7 +167,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 	p, now := m.p, m.now
 	switch in.kind {
 	case linAcquire, linTry:
-		if p.IsClosed() {
+		if m.closed {
 			return out.err == linClosed && out.dialed == 0
 		}
 		for {
@@ -165,7 +176,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 			case pool.Stale:
 				continue
 			case pool.Ready:
-				return out.err == linNone && out.id == t.Item && out.dialed == 0
+				return out.err == linNone && out.id == t.Item && out.dialed == 0 && m.fresh(t.Item)
 			case pool.Make:
 				if out.dialed == 0 {
 					return false
@@ -197,7 +208,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 			case pool.Stale:
 				continue
 			case pool.Ready:
-				return t.Item == out.id
+				return t.Item == out.id && m.fresh(t.Item)
 			default:
 				return false
 			}
@@ -214,26 +225,33 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		if pend.own && kept == pend.closed {
 			return false
 		}
-		if kept && !pend.own {
-			p.Give(in.id, now) // a background dial's resource goes idle
+		if kept {
+			m.born[in.id], m.gen[in.id] = now, m.resets
+		}
+		if kept && !pend.own && p.Give(in.id, now) { // a background dial's resource goes idle
+			m.given[in.id] = now
 		}
 		return true
 	case linRelease:
 		if in.fail {
 			return p.Drop(in.id, now) // the Reset hook failed: destroyed
 		}
-		if !p.Holds(in.id) {
+		if p.SeatOf(in.id) < 0 {
 			return false
 		}
-		p.Give(in.id, now) // false (closed, or made before a Reset): closed
+		if p.Give(in.id, now) { // false (closed, or made before a Reset): closed
+			m.given[in.id] = now
+		}
 		return true
 	case linDestroy, linHijack:
 		return p.Drop(in.id, now)
 	case linReset:
 		p.Reset(now)
+		m.resets++
 		return true
 	case linClose:
 		p.Close()
+		m.closed = true
 		return out.err == linNone
 	case linStats:
 		return linBooks(p.Books()) == out.books
@@ -254,7 +272,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 func (m *linMachine) summary() string {
 	var b strings.Builder
 	p, now := m.p, m.now
-	fmt.Fprintf(&b, "t=%v closed=%v books=%+v", now.Sub(time.Time{}), p.IsClosed(), linBooks(p.Books()))
+	fmt.Fprintf(&b, "t=%v closed=%v books=%+v", now.Sub(time.Time{}), m.closed, linBooks(p.Books()))
 	lent := p.Loans(now)
 	slices.SortFunc(lent, func(x, y pool.Lent[int]) int { return x.Item - y.Item })
 	b.WriteString(" lent[")
@@ -295,9 +313,19 @@ func (m *linMachine) summary() string {
 // age is a resource's age and how many Resets ago it was made, for the
 // summary.
 func (m *linMachine) age(id int) string {
-	seat := m.p.SeatOf(id)
-	born, _ := m.p.Born(seat)
-	return fmt.Sprintf("(%v,g-%d)", m.now.Sub(born), m.p.Generation()-m.p.SeatGeneration(seat))
+	return fmt.Sprintf("(%v,g-%d)", m.now.Sub(m.born[id]), m.resets-m.gen[id])
+}
+
+// fresh reports whether resource id, which the Pool has just lent from
+// idle, may be lent by the seeds' definition: idle no longer than Keep
+// since its own last return, alive no longer than Life since it was made
+// (both strict: exactly Keep or Life is still fresh).
+func (m *linMachine) fresh(id int) bool {
+	l := m.limits
+	if l.Keep > 0 && m.now.Sub(m.given[id]) > l.Keep {
+		return false
+	}
+	return l.Life == 0 || m.now.Sub(m.born[id]) <= l.Life
 }
 
 // linBooks is the part of a Keeper's books the specification holds it to:

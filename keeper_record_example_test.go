@@ -75,7 +75,7 @@ func ExampleReadRecording() {
 	// size 2
 	// Take → Make
 	// Made → true
-	// GiveSeat → true
+	// Give → true
 	// Close → seats [0]
 	// replay: <nil>
 }

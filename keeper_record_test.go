@@ -154,7 +154,7 @@ func TestKeeperRecordingReplays(t *testing.T) {
 				relent += s.N
 			}
 		}
-		for _, op := range []pool.Op{pool.OpTake, pool.OpMade, pool.OpUnmade, pool.OpGiveSeat, pool.OpDrop, pool.OpEvict, pool.OpReset, pool.OpRelent, pool.OpLoans, pool.OpClose} {
+		for _, op := range []pool.Op{pool.OpTake, pool.OpMade, pool.OpUnmade, pool.OpGive, pool.OpDrop, pool.OpEvict, pool.OpReset, pool.OpRelent, pool.OpLoans, pool.OpClose} {
 			if ops[op] == 0 {
 				t.Errorf("seed %d: no %v in the recording (%v)", seed, op, ops)
 			}

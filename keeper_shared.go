@@ -99,7 +99,7 @@ type sharedRun struct {
 // ceilingLocked sets the pool's ceiling from the slots held.
 func (k *Keeper[T]) ceilingLocked() {
 	sh := k.sh
-	k.p.SetCeiling(max(sh.leased-sh.transit-sh.owe, 0))
+	k.setCeilingLocked(max(sh.leased-sh.transit-sh.owe, 0))
 }
 
 // slotGoneLocked follows a resource's leaving the pool (to be closed, or
@@ -148,7 +148,7 @@ func (k *Keeper[T]) wantSlotLocked() bool {
 	if k.q.live == 0 && k.p.Idle()+k.warming >= k.minIdle {
 		return false
 	}
-	c := k.p.Ceiling()
+	c := k.ceiling
 	return c >= 0 && k.p.Live() >= c && (k.limits.Size == 0 || c < k.limits.Size) && k.sh.owe == 0
 }
 
@@ -247,8 +247,8 @@ func (k *Keeper[T]) startShared(s Shared) {
 			defer k.slotBack()
 			return closeFn(v)
 		}
-		k.p.SetCeiling(0) // nothing leased yet
-		k.bg++            // the renewer; ended by Close
+		k.setCeilingLocked(0) // nothing leased yet
+		k.bg++                // the renewer; ended by Close
 		go k.renewer()
 	}
 }
@@ -336,4 +336,10 @@ func (k *Keeper[T]) SharedStats() SharedStats {
 		s.Breaker, s.BreakerState = k.sh.Breaker.Stats(), k.sh.Breaker.Seen()
 	}
 	return s
+}
+
+// setCeilingLocked sets the pool's ceiling to n and keeps a note of it.
+func (k *Keeper[T]) setCeilingLocked(n int) {
+	k.p.SetCeiling(n)
+	k.ceiling = max(n, -1)
 }

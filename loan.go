@@ -111,7 +111,7 @@ func (k *Keeper[T]) giveEndedLocked(e *entry[T], item T, now time.Time, fx *effe
 // closed). Every way back ends here: the mutex, the inbox and the slot.
 func (k *Keeper[T]) giveBackLocked(e *entry[T], item T, at time.Time) {
 	k.relentLocked(e, item)
-	if !k.p.GiveSeat(e.seat, item, at) {
+	if !k.p.Give(item, at) {
 		k.closeLocked(item)
 	}
 }

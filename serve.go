@@ -138,7 +138,7 @@ func (k *Keeper[T]) giveUpLocked(err error, start time.Time) error {
 		Size:    k.limits.Size,
 		Busy:    k.p.Busy(),
 		Waiting: k.q.live,
-		Ceiling: k.p.Ceiling(),
+		Ceiling: k.ceiling,
 	}
 	if k.lastDial != nil {
 		e.LastDialError, e.LastDialAgo = k.lastDial, now.Sub(k.lastDialAt)

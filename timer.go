@@ -24,9 +24,6 @@ func (k *Keeper[T]) armLocked(now, at time.Time) {
 	k.timer.Reset(d)
 }
 
-// evictedKept is the largest buffer the timer keeps between evictions.
-const evictedKept = 256
-
 // tick is the one timer's work: fold the lane, evict what expired, serve
 // waiters held back by a Later, report leaks, top up MinIdle, and set the
 // timer again.
@@ -43,13 +40,9 @@ func (k *Keeper[T]) tick() {
 	k.bg++
 	k.armed = false
 	now := k.clock.Now()
-	k.evicted = k.p.AppendEvict(k.evicted[:0], now)
-	evicted := len(k.evicted)
-	k.closeAllLocked(k.evicted)
-	clear(k.evicted) // the closers' queue has them now
-	if cap(k.evicted) > evictedKept {
-		k.evicted = nil // a mass eviction's array is not kept for ever
-	}
+	gone := k.p.Evict(now)
+	evicted := len(gone)
+	k.closeAllLocked(gone)
 	if k.retry || evicted > 0 {
 		// Only ask for the waiters when something changed for them: a Later
 		// ran out, or eviction made room. Asking for nothing would count a

@@ -308,12 +308,12 @@ func BenchmarkScaleEvict(b *testing.B) {
 				b.ResetTimer()
 				for range b.N {
 					if due == 0 {
-						gone = p.AppendEvict(gone[:0], now)
+						gone = p.Evict(now)
 						evicted += len(gone)
 						continue
 					}
 					now = now.Add(step)
-					gone = p.AppendEvict(gone[:0], now)
+					gone = p.Evict(now)
 					evicted += len(gone)
 					for range gone {
 						p.Made(item, now)

@@ -89,7 +89,7 @@ func (r *xRun) apply(c xCall, now time.Time) xAnswer {
 		a.ok = p.Relent(p.SeatOf(c.id), c.id, c.cpu, now)
 	case opStep:
 	}
-	r.buf = p.AppendLoans(r.buf[:0], now)
+	r.buf = p.Loans(now)
 	return a
 }
 

@@ -66,7 +66,7 @@ func TestPoolNeverRecognisesANaN(t *testing.T) {
 	if !p.Made(nan, at(0)) {
 		t.Fatal("Made(NaN) refused")
 	}
-	if p.Give(nan, at(1)) || p.Drop(nan, at(1)) || p.Holds(nan) {
+	if p.Give(nan, at(1)) || p.Drop(nan, at(1)) || (p.SeatOf(nan) >= 0) {
 		t.Fatal("a NaN was recognised")
 	}
 	if p.Live() != 1 || p.Idle() != 0 {

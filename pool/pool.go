@@ -92,9 +92,6 @@ func New[T comparable](l Limits, w ward.Ward) (*Pool[T], error) {
 	return p, nil
 }
 
-// Limits returns the limits the pool holds itself to.
-func (p *Pool[T]) Limits() Limits { return p.limits }
-
 // clock turns now into the pool's instant, never earlier than the latest one.
 func (p *Pool[T]) clock(now time.Time) int64 {
 	if now == p.lastAt && p.started {
@@ -193,7 +190,7 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 		p.hint = i
 		p.books.Loans++
 		p.books.Reused++
-		return Taken[T]{Kind: Ready, Item: s.item, Idle: sat}
+		return Taken[T]{Kind: Ready, Item: s.item, Idle: sat, Seat: i}
 	}
 	if g, full := p.full(); full {
 		p.books.Waited++
@@ -404,17 +401,12 @@ func (p *Pool[T]) Drop(item T, now time.Time) bool {
 // proportion to what it removes, not to how many are idle: a pool of 100k
 // idle resources with nothing expired answers in constant time (see
 // seats.go).
-func (p *Pool[T]) Evict(now time.Time) []T { return p.AppendEvict(nil, now) }
-
-// AppendEvict is Evict appending to dst, for a caller that reuses a
-// buffer: with one large enough, an eviction allocates nothing. It returns
-// dst as it was when nothing is past its age.
-func (p *Pool[T]) AppendEvict(dst []T, now time.Time) []T {
+func (p *Pool[T]) Evict(now time.Time) []T {
 	if p.rec != nil {
-		return append(dst, p.recEvict(now)...)
+		return p.recEvict(now)
 	}
 	t := p.clock(now)
-	out := dst
+	var out []T
 	// The bottom of the idle list has sat longest, the top of the birth
 	// heap lived longest: each loop stops at the first one still fresh.
 	if p.limits.Keep > 0 {
@@ -495,9 +487,6 @@ func (p *Pool[T]) drainIdle(t int64) []T {
 	return out
 }
 
-// IsClosed reports whether Close has been called.
-func (p *Pool[T]) IsClosed() bool { return p.closed }
-
 // Live is how many resources exist: idle, lent, and being made.
 func (p *Pool[T]) Live() int { return p.z.idle + p.z.lent + p.making }
 
@@ -506,9 +495,6 @@ func (p *Pool[T]) Idle() int { return p.z.idle }
 
 // Busy is how many resources are lent or being made.
 func (p *Pool[T]) Busy() int { return p.z.lent + p.making }
-
-// Making is how many Make reservations are not yet settled.
-func (p *Pool[T]) Making() int { return p.making }
 
 // Books returns the gauges and counters as one reading.
 func (p *Pool[T]) Books() Books {
@@ -522,14 +508,14 @@ func (p *Pool[T]) Books() Books {
 // forgotten, only the caller knows how long its work may take: the caller
 // compares Held with its own threshold.
 func (p *Pool[T]) Loans(now time.Time) []Lent[T] {
-	return p.AppendLoans(nil, now)
+	if p.rec != nil {
+		return p.recLoans(nil, now)
+	}
+	return p.appendLoans(nil, now)
 }
 
-// AppendLoans is Loans appending to dst, for a caller that reuses a buffer.
-func (p *Pool[T]) AppendLoans(dst []Lent[T], now time.Time) []Lent[T] {
-	if p.rec != nil {
-		return p.recLoans(dst, now)
-	}
+// appendLoans is Loans appending to dst.
+func (p *Pool[T]) appendLoans(dst []Lent[T], now time.Time) []Lent[T] {
 	t := p.clock(now)
 	start := len(dst)
 	for i := range p.z.s {
@@ -547,10 +533,4 @@ func (p *Pool[T]) AppendLoans(dst []Lent[T], now time.Time) []Lent[T] {
 		return 0
 	})
 	return dst
-}
-
-// Holds reports whether item is on the books, idle or lent.
-func (p *Pool[T]) Holds(item T) bool {
-	_, ok := p.z.find(item)
-	return ok
 }

@@ -30,11 +30,11 @@ func TestResetRetiresIdleNowAndLentOnReturn(t *testing.T) {
 		}
 	}
 	p.Give("a", t0)
-	gen := p.Generation()
+	gen := p.gen
 	if got := p.Reset(t0); len(got) != 1 || got[0] != "a" {
 		t.Fatalf("Reset returned %v, want the idle [a]", got)
 	}
-	if p.Generation() != gen+1 {
+	if p.gen != gen+1 {
 		t.Fatal("Reset did not move the generation on")
 	}
 	if p.Take(t0, 0, 0).Kind != Make || !p.Made("d", t0) {

@@ -107,8 +107,8 @@ func checkBooks(t testing.TB, p *Pool[*conn]) {
 	if b.Live != b.Idle+b.Busy {
 		t.Fatalf("live %d != idle %d + busy %d", b.Live, b.Idle, b.Busy)
 	}
-	if got := uint64(b.Live-p.Making()) + b.Retired + b.Dropped; got != b.Made {
-		t.Fatalf("made %d != live-making %d + retired %d + dropped %d", b.Made, b.Live-p.Making(), b.Retired, b.Dropped)
+	if got := uint64(b.Live-p.making) + b.Retired + b.Dropped; got != b.Made {
+		t.Fatalf("made %d != live-making %d + retired %d + dropped %d", b.Made, b.Live-p.making, b.Retired, b.Dropped)
 	}
 	if b.Reused > b.Loans {
 		t.Fatalf("reused %d > loans %d", b.Reused, b.Loans)
@@ -396,7 +396,7 @@ func TestClose(t *testing.T) {
 		{6, "close", 0, "", 0, 0},
 		{7, "give", 9, "false", 0, 0},
 	})
-	if !p.IsClosed() {
+	if !p.closed {
 		t.Fatal("IsClosed false after Close")
 	}
 	if b := p.Books(); b.Retired != 3 || b.Made != 3 {
@@ -437,7 +437,7 @@ func TestLoansLongestFirst(t *testing.T) {
 		t.Fatalf("loans %v, want %v", got, want)
 	}
 	p.Give(a, at(600))
-	if got := p.AppendLoans(got[:0], at(700)); len(got) != 1 || got[0].Item != b || got[0].Held != 500*time.Millisecond {
+	if got := p.Loans(at(700)); len(got) != 1 || got[0].Item != b || got[0].Held != 500*time.Millisecond {
 		t.Fatalf("loans after give %v", got)
 	}
 }
@@ -511,71 +511,5 @@ func TestTakeGiveAllocatesNothing(t *testing.T) {
 		p.Give(tk.Item, now)
 	}); a != 0 {
 		t.Fatalf("Take+Give allocates %v per run", a)
-	}
-}
-
-// AppendEvict is Evict into a buffer: the same resources, appended after
-// what the buffer held, and no allocation once the buffer is large enough.
-func TestAppendEvictIsEvictIntoABuffer(t *testing.T) {
-	build := func() *Pool[*conn] {
-		p := mustNew(t, Limits{Size: 8, Idle: 8, Keep: 10 * time.Millisecond})
-		var cs []*conn
-		for i := range 8 {
-			if p.Take(at(0), 0.5, 0).Kind != Make {
-				t.Fatal("make")
-			}
-			cs = append(cs, &conn{i})
-			p.Made(cs[i], at(0))
-		}
-		for i, c := range cs {
-			p.Give(c, at(i)) // given back a millisecond apart
-		}
-		return p
-	}
-	a, b := build(), build()
-	buf := make([]*conn, 1, 16)
-	for ms := 10; ms <= 20; ms++ {
-		want := a.Evict(at(ms))
-		got := b.AppendEvict(buf[:1], at(ms))
-		if len(got) != 1+len(want) {
-			t.Fatalf("at %dms: AppendEvict appended %d, Evict returned %d", ms, len(got)-1, len(want))
-		}
-		for i := range want {
-			if got[1+i].n != want[i].n {
-				t.Fatalf("at %dms: AppendEvict %v, Evict %v", ms, got[1:], want)
-			}
-		}
-		if ms == 10 && got[0] != buf[0] {
-			t.Fatal("AppendEvict changed what the buffer held")
-		}
-	}
-	if a.Books() != b.Books() {
-		t.Fatalf("books differ: %+v and %+v", a.Books(), b.Books())
-	}
-	// A steady recycle: one resource past Keep each time, made again.
-	p := mustNew(t, Limits{Size: 1, Idle: 1, Keep: time.Millisecond})
-	now := at(0)
-	p.Take(now, 0.5, 0)
-	first := &conn{0}
-	p.Made(first, now)
-	p.Give(first, now)
-	next := 1
-	allocs := testing.AllocsPerRun(100, func() {
-		now = now.Add(2 * time.Millisecond)
-		buf = p.AppendEvict(buf[:0], now)
-		if len(buf) != 1 {
-			t.Fatalf("evicted %d, want 1", len(buf))
-		}
-		if p.Take(now, 0.5, 0).Kind != Make {
-			t.Fatal("make")
-		}
-		c := &conn{next}
-		next++
-		p.Made(c, now)
-		p.Give(c, now)
-	})
-	// The new resource (&conn) is the test's own allocation.
-	if allocs > 1 {
-		t.Fatalf("%.1f allocations an eviction with a buffer, want the test's own 1", allocs)
 	}
 }

@@ -41,7 +41,7 @@ func sampleRecording() []byte {
 			case 0:
 				p.Drop(v, now)
 			case 1:
-				p.GiveSeat(p.SeatOf(v), v, now)
+				p.giveSeat(p.SeatOf(v), v, now)
 			case 2:
 				p.Relent(p.SeatOf(v), v, 2, now)
 				p.Give(v, now)

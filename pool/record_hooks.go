@@ -142,19 +142,6 @@ func (p *Pool[T]) recGive(item T, now time.Time) bool {
 	return ok
 }
 
-func (p *Pool[T]) recGiveSeat(seat int32, item T, now time.Time) bool {
-	r := p.recBegin()
-	ref := p.ref(item, seat)
-	ok := p.GiveSeat(seat, item, now)
-	b := append(r.cur, byte(OpGiveSeat))
-	b = appendI(b, int64(seat))
-	b = appendU(b, ref)
-	b = p.recAt(r, b, now)
-	b = append(b, byte(b2u(ok)))
-	p.recEnd(r, b)
-	return ok
-}
-
 func (p *Pool[T]) recDrop(item T, now time.Time) bool {
 	r := p.recBegin()
 	ref := p.ref(item, none)
@@ -241,7 +228,7 @@ func (p *Pool[T]) recRefusal(now time.Time) float64 {
 func (p *Pool[T]) recLoans(dst []Lent[T], now time.Time) []Lent[T] {
 	r := p.recBegin()
 	start := len(dst)
-	dst = p.AppendLoans(dst, now)
+	dst = p.appendLoans(dst, now)
 	b := append(r.cur, byte(OpLoans))
 	b = p.recAt(r, b, now)
 	b = appendU(b, uint64(len(dst)-start))

@@ -46,7 +46,7 @@ func drivePool(t *rapid.T, p *Pool[*int], steps int) {
 				v := lent[i]
 				lent = append(lent[:i], lent[i+1:]...)
 				if rapid.Bool().Draw(t, "seat") {
-					p.GiveSeat(p.SeatOf(v), v, now)
+					p.giveSeat(p.SeatOf(v), v, now)
 				} else {
 					p.Give(v, now)
 				}
@@ -132,7 +132,7 @@ func TestRecordReplayPool(t *testing.T) {
 		}
 		// The limit counts steps; the checkpoints (about ten bytes a
 		// seat) come on top.
-		if len(data) > MinRecordLimit+512+32*p.Seats() {
+		if len(data) > MinRecordLimit+512+32*len(p.z.s) {
 			t.Fatalf("a recording of %d bytes from a recorder limited to %d", len(data), MinRecordLimit)
 		}
 		if err := rc.Replay(); err != nil {

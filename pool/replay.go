@@ -179,7 +179,7 @@ func (rc *Recording) Replay() (err error) {
 			err = fmt.Errorf("%w: replaying step %d panicked: %v", ErrRecording, rc.Total-uint64(len(rc.Steps)-i), v)
 		}
 	}()
-	var loans []Lent[uint64]
+
 	var scratch []byte
 	cp := 1
 	for i = 0; i <= len(rc.Steps); i++ {
@@ -227,7 +227,7 @@ func (rc *Recording) Replay() (err error) {
 			}
 		case OpGiveSeat:
 			if v, ok = item(); ok {
-				p.GiveSeat(s.Seat, v, now)
+				p.giveSeat(s.Seat, v, now)
 			}
 		case OpDrop:
 			if v, ok = item(); ok {
@@ -252,7 +252,7 @@ func (rc *Recording) Replay() (err error) {
 		case OpRefusal:
 			p.Refusal(now)
 		case OpLoans:
-			loans = p.AppendLoans(loans[:0], now)
+			p.Loans(now)
 		}
 		p.rec = nil
 		if !ok {

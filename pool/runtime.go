@@ -17,17 +17,12 @@ import (
 // the resource's own from Made until it leaves, so a runtime can keep its
 // own per-resource records in a slice instead of a map.
 
-// Seats returns how many seats the pool has ever used: every seat is below
-// it. It never shrinks.
-func (p *Pool[T]) Seats() int { return len(p.z.s) }
-
-// SeatLent returns the seat of the resource lent last, by a Ready answer of
-// Take or by Relent, and -1 before any: read right after a Ready, it is the
-// seat of the resource that answer lent.
-func (p *Pool[T]) SeatLent() int32 { return p.hint }
-
 // SeatOf returns the seat of a resource on the books, idle or lent, and -1
-// for one the pool does not hold.
+// for one the pool does not hold. A seat is a resource's place in the pool:
+// a small index that stays the resource's own from Made until it leaves, so
+// a runtime can keep its own per-resource records in a slice. A Ready
+// answer carries it (Taken.Seat); SeatOf is for a resource Made just
+// registered.
 func (p *Pool[T]) SeatOf(item T) int32 {
 	if i, ok := p.z.find(item); ok {
 		return i
@@ -35,23 +30,10 @@ func (p *Pool[T]) SeatOf(item T) int32 {
 	return none
 }
 
-// Born returns when the resource in seat is past Life, as an instant on
-// now's scale, and false when the pool has no Life limit or seat holds no
-// resource. The instant includes the resource's jitter (see MadeJitter).
-func (p *Pool[T]) Born(seat int32) (time.Time, bool) {
-	if seat < 0 || int(seat) >= len(p.z.s) || p.z.s[seat].st() == free {
-		return time.Time{}, false
-	}
-	return p.instant(p.z.s[seat].born), true
-}
-
-// GiveSeat is Give for a resource the caller knows to be lent from seat (a
-// runtime keeps the seat of each loan): it spares Give's map lookup. When
-// seat does not hold item lent, it is exactly Give.
-func (p *Pool[T]) GiveSeat(seat int32, item T, now time.Time) bool {
-	if p.rec != nil {
-		return p.recGiveSeat(seat, item, now)
-	}
+// giveSeat is Give for a resource the caller knows to be lent from seat:
+// it spares Give's lookup. When seat does not hold item lent, it is exactly
+// Give. Recordings made before Give used its own hint carry it (OpGiveSeat).
+func (p *Pool[T]) giveSeat(seat int32, item T, now time.Time) bool {
 	if seat < 0 || int(seat) >= len(p.z.s) || p.z.s[seat].st() != lent || p.z.s[seat].item != item {
 		return p.Give(item, now)
 	}
@@ -106,21 +88,6 @@ func (p *Pool[T]) Reset(now time.Time) []T {
 	}
 	p.gen = (p.gen + 1) & genMask
 	return p.drainIdle(t)
-}
-
-// Generation counts the pool's Resets, modulo 2^30 (a pool Reset a billion
-// times starts again at 0). A resource made since the last one is of the
-// current generation (see SeatGeneration).
-func (p *Pool[T]) Generation() uint32 { return p.gen }
-
-// SeatGeneration returns the generation of the resource in seat: a lent
-// resource of an older generation than Generation is retired when it comes
-// back.
-func (p *Pool[T]) SeatGeneration(seat int32) uint32 {
-	if seat < 0 || int(seat) >= len(p.z.s) {
-		return 0
-	}
-	return p.z.s[seat].gen()
 }
 
 // Lane reports whether, in the pool's present state, a Give followed at once
@@ -214,9 +181,6 @@ func (p *Pool[T]) SetCeiling(n int) {
 	}
 	p.ceiling = max(n, -1)
 }
-
-// Ceiling returns the ceiling SetCeiling set, and -1 when none is set.
-func (p *Pool[T]) Ceiling() int { return p.ceiling }
 
 // Trim retires idle resources, those given back longest ago first, while
 // more are live than the ceiling, and returns them for the caller to close

@@ -34,7 +34,7 @@ func TestSeatStateAndGenerationShareAWord(t *testing.T) {
 	p := mustNew(t, Limits{})
 	p.gen = genMask
 	p.Reset(t0)
-	if p.Generation() != 0 {
-		t.Fatalf("generation after %d is %d, want 0", genMask, p.Generation())
+	if p.gen != 0 {
+		t.Fatalf("generation after %d is %d, want 0", genMask, p.gen)
 	}
 }

@@ -59,6 +59,8 @@ type Taken[T comparable] struct {
 	// Guard names the guard of the ward that answered Shed, Later, or a
 	// limiter's Wait; ward.GuardNone when the pool answered by itself.
 	Guard ward.Guard
+	// Seat is Item's seat, for Ready (see Pool.SeatOf); zero otherwise.
+	Seat int32
 }
 
 // Lent is a resource out on loan and how long it has been out.

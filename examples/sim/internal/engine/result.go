@@ -102,7 +102,7 @@ func (r *run) tick(t int64) {
 	now := r.now(t)
 	b := r.p.Books()
 	row := &r.cur
-	row.Making = r.p.Making()
+	row.Making = b.Busy - len(r.p.Loans(now)) // reservations: busy, not lent
 	row.Lent, row.Idle, row.Queued = b.Busy-row.Making, b.Idle, r.qlive
 	if r.qlive > 0 {
 		row.Saturated += time.Duration(t - r.satAt)
