@@ -33,7 +33,7 @@ const (
 )
 
 // References lists the reference names in the order reports use.
-var References = []string{SQLAlchemy, GenericPool}
+var References = []string{SQLAlchemy, GenericPool, CommonsPool}
 
 // Age says which age limit a trace's policy holds.
 type Age uint8
