@@ -24,7 +24,7 @@ const (
 // minHandouts is the least number of hand-outs the committed traces must
 // give compared with each reference: whole traces, and the traces compared
 // up to deliberate difference 3.
-var minHandouts = map[string]int{SQLAlchemy: 2000, GenericPool: 5000}
+var minHandouts = map[string]int{SQLAlchemy: 2000, GenericPool: 5000, CommonsPool: 2000}
 
 func stepFiles(t *testing.T) []string {
 	t.Helper()
@@ -189,6 +189,8 @@ func cannot(ref string, t Trace) string {
 	switch ref {
 	case SQLAlchemy:
 		switch {
+		case t.Policy.Idle > 0:
+			return "is run with no idle ceiling (pool_size is its ceiling on live connections)"
 		case t.Policy.Age == IdleAge:
 			return "has no idle age"
 		case has(Evict):
@@ -197,8 +199,15 @@ func cannot(ref string, t Trace) string {
 			return "keeps an empty record for a dropped connection (only the plans drop with nothing idle below)"
 		}
 	case GenericPool:
-		if t.Policy.Age == LifeAge && has(Evict) {
+		switch {
+		case t.Policy.Idle > 0:
+			return "has no idle ceiling"
+		case t.Policy.Age == LifeAge && has(Evict):
 			return "evicts by idle time only (its lifetime is a validate at a borrow)"
+		}
+	case CommonsPool:
+		if t.Policy.Age == LifeAge {
+			return "has no lifetime (its evictor knows idle time only)"
 		}
 	default:
 		return "is not a reference"
@@ -208,13 +217,17 @@ func cannot(ref string, t Trace) string {
 
 // TestCannot pins which traces each reference can stand for: generic-pool
 // takes a lifetime (a validate at a borrow) but not with an evict, whose
-// evictor knows idle time only; SQLAlchemy takes no idle age and no evict.
+// evictor knows idle time only; SQLAlchemy takes no idle age and no evict;
+// Commons Pool takes no lifetime; only Commons Pool takes an idle ceiling.
 func TestCannot(t *testing.T) {
 	life := Trace{Name: "t", Policy: Policy{Size: 1, Age: LifeAge, AgeMS: 10}, Steps: []Step{{Verb: Take, Seat: 1}}}
 	lifeEvict := life
 	lifeEvict.Steps = append([]Step{{Verb: Evict}}, life.Steps...)
 	idle := life
 	idle.Policy.Age = IdleAge
+	idleEvict := lifeEvict
+	idleEvict.Policy.Age = IdleAge
+	ceiling := Trace{Name: "t", Policy: Policy{Size: 2, Idle: 1}, Steps: []Step{{Verb: Take, Seat: 1}}}
 	for _, c := range []struct {
 		ref  string
 		tr   Trace
@@ -226,6 +239,12 @@ func TestCannot(t *testing.T) {
 		{SQLAlchemy, life, true},
 		{SQLAlchemy, lifeEvict, false},
 		{SQLAlchemy, idle, false},
+		{CommonsPool, life, false},
+		{CommonsPool, idle, true},
+		{CommonsPool, idleEvict, true},
+		{CommonsPool, ceiling, true},
+		{GenericPool, ceiling, false},
+		{SQLAlchemy, ceiling, false},
 		{Wardpool, life, false},
 	} {
 		if got := cannot(c.ref, c.tr) == ""; got != c.want {

@@ -1,5 +1,6 @@
-// Package conformance holds wardpool's decisions against two pools written by
-// other people: SQLAlchemy's QueuePool and node-generic-pool.
+// Package conformance holds wardpool's decisions against three pools written
+// by other people: SQLAlchemy's QueuePool, node-generic-pool and Apache
+// Commons Pool 2's GenericObjectPool.
 //
 // A trace is a policy and a list of steps (take, give, drop, evict) on a
 // virtual clock counted in milliseconds. Each pool runs the trace and writes a
@@ -22,16 +23,17 @@ import (
 	"strings"
 )
 
-// The names of the two references, as written on compare and ran lines.
+// The names of the references, as written on compare and ran lines.
 const (
 	SQLAlchemy  = "sqlalchemy"
 	GenericPool = "generic-pool"
+	CommonsPool = "commons-pool"
 	// Wardpool is the name this package writes on its own ran lines.
 	Wardpool = "wardpool"
 )
 
 // References lists the reference names in the order reports use.
-var References = []string{SQLAlchemy, GenericPool}
+var References = []string{SQLAlchemy, GenericPool, CommonsPool}
 
 // Age says which age limit a trace's policy holds.
 type Age uint8
@@ -59,6 +61,9 @@ func (a Age) String() string {
 type Policy struct {
 	// Size is the ceiling on live resources; at least 1.
 	Size int
+	// Idle is the ceiling on idle resources: a give that finds that many
+	// idle already closes the resource given back. Zero means no ceiling.
+	Idle int
 	// Age is the kind of age limit, and AgeMS its length in milliseconds
 	// (zero when Age is NoAge). A resource is past its age when its age is
 	// greater than AgeMS; equal is not past.
@@ -70,6 +75,9 @@ func (p Policy) lines() []string {
 	age := "age none"
 	if p.Age != NoAge {
 		age = fmt.Sprintf("age %s %d", p.Age, p.AgeMS)
+	}
+	if p.Idle > 0 {
+		return []string{fmt.Sprintf("size %d", p.Size), fmt.Sprintf("idle %d", p.Idle), age}
 	}
 	return []string{fmt.Sprintf("size %d", p.Size), age}
 }
@@ -253,6 +261,16 @@ func (sc *scanner) policy(p *Policy, words []string) (bool, error) {
 			return true, sc.errorf("size %q: want a whole number of at least 1", words[1])
 		}
 		p.Size = n
+		return true, nil
+	case "idle":
+		if len(words) != 2 {
+			return true, sc.errorf("want: idle N")
+		}
+		n, err := strconv.Atoi(words[1])
+		if err != nil || n < 0 {
+			return true, sc.errorf("idle %q: want a whole number (0: no ceiling)", words[1])
+		}
+		p.Idle = n
 		return true, nil
 	case "age":
 		switch {

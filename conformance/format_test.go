@@ -22,9 +22,10 @@ drop 2 at 3500
 evict at 9000
 end
 trace b
-size 1
+size 3
+idle 2   # the idle ceiling
 age idle 5
-compare generic-pool
+compare commons-pool
 end
 `
 	traces, err := ParseSteps(strings.NewReader(src), "src")
@@ -52,7 +53,7 @@ end
 			t.Errorf("step %d: %+v, want %+v", i+1, s, want[i])
 		}
 	}
-	if b := traces[1]; b.Policy != (Policy{Size: 1, Age: IdleAge, AgeMS: 5}) || len(b.Steps) != 0 {
+	if b := traces[1]; b.Policy != (Policy{Size: 3, Idle: 2, Age: IdleAge, AgeMS: 5}) || len(b.Steps) != 0 || !b.ComparedWith(CommonsPool) {
 		t.Errorf("trace b: %+v", b)
 	}
 }
@@ -68,6 +69,8 @@ func TestParseStepsErrors(t *testing.T) {
 		{"trace a\nsize 1\nage life\nend\n", "want: age none"},
 		{"trace a\nsize 1\nage life 0\nend\n", "at least 1"},
 		{"trace a\nsize 1\nage soon 10\nend\n", "want: age none"},
+		{"trace a\nsize 2\nidle\nend\n", "want: idle N"},
+		{"trace a\nsize 2\nidle -1\nend\n", "0: no ceiling"},
 		{"trace a\nsize 1\nwait 1\nend\n", `unknown directive "wait"`},
 		{"trace a\nsize 1\ntake\nend\n", "needs a seat"},
 		{"trace a\nsize 1\ntake 0\nend\n", "seat"},
@@ -82,20 +85,26 @@ func TestParseStepsErrors(t *testing.T) {
 	}
 }
 
-// TestWriteSteps checks that written steps read back the same, and that a
-// time is written only when it moves.
+// TestWriteSteps checks that written steps read back the same, that a time
+// is written only when it moves, and an idle ceiling only when there is one.
 func TestWriteSteps(t *testing.T) {
 	in := []Trace{{
 		Name:    "w",
 		Policy:  Policy{Size: 3, Age: IdleAge, AgeMS: 700},
 		Compare: []string{GenericPool},
 		Steps:   []Step{{Take, 1, 0}, {Take, 2, 0}, {Evict, 0, 5}, {Give, 2, 5}, {Drop, 1, 9}},
+	}, {
+		Name:    "c",
+		Policy:  Policy{Size: 2, Idle: 1},
+		Compare: []string{CommonsPool},
+		Steps:   []Step{{Take, 1, 0}},
 	}}
 	var b bytes.Buffer
 	if err := WriteSteps(&b, in); err != nil {
 		t.Fatal(err)
 	}
-	const want = "trace w\nsize 3\nage idle 700\ncompare generic-pool\ntake 1\ntake 2\nevict at 5\ngive 2\ndrop 1 at 9\nend\n"
+	const want = "trace w\nsize 3\nage idle 700\ncompare generic-pool\ntake 1\ntake 2\nevict at 5\ngive 2\ndrop 1 at 9\nend\n" +
+		"trace c\nsize 2\nidle 1\nage none\ncompare commons-pool\ntake 1\nend\n"
 	if b.String() != want {
 		t.Errorf("wrote\n%s\nwant\n%s", b.String(), want)
 	}

@@ -9,8 +9,9 @@ import (
 )
 
 // Families lists the kinds of trace Generate draws, in the order it returns
-// them.
-var Families = []string{"seats", "drops", "life", "idle", "gaps"}
+// them. The first five hold no idle ceiling; the last three pin it, and only
+// Commons Pool 2 (of the references) has one.
+var Families = []string{"seats", "drops", "life", "idle", "gaps", "ceiling", "ceiling-drops", "ceiling-gaps"}
 
 // Moves is the number of takes and gives in a generated trace, not counting
 // the one ask past the ceiling (nor, in idle traces, the evicts).
@@ -23,68 +24,179 @@ const GenAgeMS = 10_000
 
 // Generate draws count traces of each family from seed. The same seed and
 // count give the same traces on every machine and every Go release
-// (math/rand/v2's PCG is a fixed algorithm).
+// (math/rand/v2's PCG is a fixed algorithm). Each family draws from a
+// stream of its own, so a family added later changes none drawn before.
 //
 // Every trace is a legal ordering of Moves takes and gives over one to four
 // seats (trace i has 1 + i%4 seats and a ceiling of as many), reaching the
 // ceiling at least once, with one ask by one more seat at a moment when all
 // seats hold a resource, so that a refusal is recorded. The families:
 //
-//   - seats: no clock, no age; compared with both references.
+//   - seats: no clock, no age; compared with all three references.
 //   - drops: as seats, with some gives (at least one) made drops; compared
-//     with generic-pool, because SQLAlchemy puts an empty record back on its
-//     queue for a broken connection (README.md).
+//     with generic-pool and Commons Pool, because SQLAlchemy puts an empty
+//     record back on its queue for a broken connection (README.md).
 //   - life: a clock moving 0-5 s per move and a lifetime of GenAgeMS;
-//     compared with both: SQLAlchemy's pool_recycle, and generic-pool's
+//     compared with SQLAlchemy's pool_recycle, and generic-pool's
 //     testOnBorrow with a validate that fails a resource past its life.
 //     Those in which SQLAlchemy recycles in place over other idle records
 //     are compared up to that step (NotCompared; README.md, difference 3).
+//     Commons Pool has no lifetime.
 //   - idle: the same clock and an idle age of GenAgeMS, with an evict at
 //     every moment the clock has moved before a take; compared with
-//     generic-pool, the one that retires by idle time, and only through its
-//     evictor.
+//     generic-pool and Commons Pool, the two that retire by idle time, and
+//     only through their evictors.
 //   - gaps: as idle, but with evicts only now and then (before about a
 //     quarter of the steps) and wherever a take would otherwise meet an idle
-//     resource past its age on top (where the two pools differ on purpose:
+//     resource past its age on top (where the pools differ on purpose:
 //     README.md, difference 4). So takes lend resources at every idle age
 //     up to the limit, exactly on it too, with stale ones sitting idle below
-//     until an evict sweeps them; compared with generic-pool.
+//     until an evict sweeps them; compared with generic-pool and Commons
+//     Pool.
+//
+// The ceiling families have two to four seats (trace i has 2 + i%3) and an
+// idle ceiling drawn below the size, and at least one give finds the
+// ceiling reached, so the resource given back is closed. Compared with
+// Commons Pool (maxIdle), the one reference with an idle ceiling:
+//
+//   - ceiling: no clock, no age.
+//   - ceiling-drops: as ceiling, with some gives (at least one) made drops.
+//   - ceiling-gaps: as gaps, with the idle ceiling; evicts and closing gives
+//     both thin the idle stack.
 func Generate(seed uint64, count int) map[string][]Trace {
 	out := make(map[string][]Trace, len(Families))
 	for f, family := range Families {
 		r := rand.New(rand.NewPCG(seed, uint64(f)+1))
 		for i := range count {
-			seats := 1 + i%4
-			t := Trace{
-				Name:   fmt.Sprintf("%s-%d-%03d", family, seed, i+1),
-				Policy: Policy{Size: seats},
-				Steps:  walk(r, seats),
+			name := fmt.Sprintf("%s-%d-%03d", family, seed, i+1)
+			var t Trace
+			switch family {
+			case "ceiling", "ceiling-drops", "ceiling-gaps":
+				t = ceilingTrace(r, name, family, 2+i%3)
+			default:
+				seats := 1 + i%4
+				t = Trace{Name: name, Policy: Policy{Size: seats}, Steps: walk(r, seats)}
 			}
 			switch family {
 			case "seats":
-				t.Compare = []string{SQLAlchemy, GenericPool}
+				t.Compare = []string{SQLAlchemy, GenericPool, CommonsPool}
 			case "drops":
-				t.Compare = []string{GenericPool}
+				t.Compare = []string{GenericPool, CommonsPool}
 				dropSome(r, t.Steps)
 			case "life":
 				t.Compare = []string{SQLAlchemy, GenericPool}
 				t.Policy.Age, t.Policy.AgeMS = LifeAge, GenAgeMS
 				clock(r, t.Steps)
 			case "idle":
-				t.Compare = []string{GenericPool}
+				t.Compare = []string{GenericPool, CommonsPool}
 				t.Policy.Age, t.Policy.AgeMS = IdleAge, GenAgeMS
 				clock(r, t.Steps)
 				t.Steps = evictBeforeTakes(t.Steps)
 			case "gaps":
-				t.Compare = []string{GenericPool}
+				t.Compare = []string{GenericPool, CommonsPool}
 				t.Policy.Age, t.Policy.AgeMS = IdleAge, GenAgeMS
 				clock(r, t.Steps)
-				t.Steps = evictSometimes(r, t.Steps, GenAgeMS)
+				t.Steps = evictSometimes(r, t.Steps, GenAgeMS, 0)
 			}
 			out[family] = append(out[family], t)
 		}
 	}
 	return out
+}
+
+// ceilingTrace draws a trace of a ceiling family over n seats (size n): an
+// idle ceiling from 1 to n-1 and the steps of the family, drawn again until
+// at least one give finds the ceiling reached.
+func ceilingTrace(r *rand.Rand, name, family string, n int) Trace {
+	for {
+		t := Trace{
+			Name:    name,
+			Policy:  Policy{Size: n, Idle: 1 + r.IntN(n-1)},
+			Compare: []string{CommonsPool},
+			Steps:   walk(r, n),
+		}
+		switch family {
+		case "ceiling-drops":
+			dropSome(r, t.Steps)
+		case "ceiling-gaps":
+			t.Policy.Age, t.Policy.AgeMS = IdleAge, GenAgeMS
+			clock(r, t.Steps)
+			t.Steps = evictSometimes(r, t.Steps, GenAgeMS, t.Policy.Idle)
+		}
+		if OverCeiling(t) > 0 {
+			return t
+		}
+	}
+}
+
+// idleStack follows the idle resources of a trace as any pool of this
+// policy keeps them, by the moment each was given back, top last: a give
+// puts its resource on top unless ceiling (when not 0) are idle already, a
+// take lends the top one, an evict removes every one idle longer than age
+// (strictly). It knows nothing of a take that meets a resource past its
+// age: the traces it follows never have one.
+type idleStack struct {
+	since   []int64
+	ceiling int
+	age     int64
+}
+
+func (s *idleStack) take() {
+	if n := len(s.since); n > 0 {
+		s.since = s.since[:n-1]
+	}
+}
+
+// give reports whether the resource given back at is kept.
+func (s *idleStack) give(at int64) bool {
+	if s.ceiling > 0 && len(s.since) >= s.ceiling {
+		return false
+	}
+	s.since = append(s.since, at)
+	return true
+}
+
+func (s *idleStack) evict(at int64) {
+	if s.age == 0 {
+		return
+	}
+	kept := s.since[:0]
+	for _, since := range s.since {
+		if at-since <= s.age {
+			kept = append(kept, since)
+		}
+	}
+	s.since = kept
+}
+
+// staleOnTop reports whether a take at would meet a resource past its age.
+func (s *idleStack) staleOnTop(at int64) bool {
+	n := len(s.since)
+	return s.age > 0 && n > 0 && at-s.since[n-1] > s.age
+}
+
+// OverCeiling counts the gives of t that find its idle ceiling reached, so
+// that the resource given back is closed, as the policy's rule says (not as
+// any pool answered).
+func OverCeiling(t Trace) int {
+	st := idleStack{ceiling: t.Policy.Idle}
+	if t.Policy.Age == IdleAge {
+		st.age = t.Policy.AgeMS
+	}
+	n := 0
+	for _, s := range t.Steps {
+		switch s.Verb {
+		case Take:
+			st.take()
+		case Give:
+			if !st.give(s.At) {
+				n++
+			}
+		case Evict:
+			st.evict(s.At)
+		}
+	}
+	return n
 }
 
 // walk draws a legal ordering of Moves takes and gives over n seats that
@@ -182,37 +294,28 @@ func evictBeforeTakes(steps []Step) []Step {
 
 // evictSometimes puts an evict before about a quarter of the steps, and
 // before every take that would otherwise find an idle resource past age on
-// top of the idle stack. It follows the stack as any pool of this policy
-// keeps it: a give puts its resource on top, a take lends the top one, an
-// evict removes every one idle longer than age (strictly).
-func evictSometimes(r *rand.Rand, steps []Step, age int64) []Step {
+// top of the idle stack, which it follows as idleStack does (with the idle
+// ceiling, 0 for none).
+func evictSometimes(r *rand.Rand, steps []Step, age int64, ceiling int) []Step {
 	out := make([]Step, 0, 2*len(steps))
-	var idle []int64 // when each idle resource was given back, top last
+	st := idleStack{ceiling: ceiling, age: age}
 	evict := func(at int64) {
 		out = append(out, Step{Verb: Evict, At: at})
-		kept := idle[:0]
-		for _, since := range idle {
-			if at-since <= age {
-				kept = append(kept, since)
-			}
-		}
-		idle = kept
+		st.evict(at)
 	}
 	for _, s := range steps {
 		switch {
 		case r.IntN(4) == 0:
 			evict(s.At)
-		case s.Verb == Take && len(idle) > 0 && s.At-idle[len(idle)-1] > age:
+		case s.Verb == Take && st.staleOnTop(s.At):
 			evict(s.At)
 		}
 		out = append(out, s)
 		switch s.Verb {
 		case Take:
-			if n := len(idle); n > 0 {
-				idle = idle[:n-1]
-			}
+			st.take()
 		case Give:
-			idle = append(idle, s.At)
+			st.give(s.At)
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -35,10 +36,19 @@ func TestGenerateShape(t *testing.T) {
 		if len(traces) != count {
 			t.Fatalf("%s: %d traces, want %d", family, len(traces), count)
 		}
+		ceiling := strings.HasPrefix(family, "ceiling")
+		idleFamily := family == "idle"
+		gapsFamily := family == "gaps" || family == "ceiling-gaps"
 		for i, tr := range traces {
 			seats := 1 + i%4
+			if ceiling {
+				seats = 2 + i%3
+			}
 			if tr.Policy.Size != seats {
 				t.Errorf("%s: size %d, want %d", tr.Name, tr.Policy.Size, seats)
+			}
+			if ceiling != (tr.Policy.Idle > 0) || tr.Policy.Idle >= seats {
+				t.Errorf("%s: idle ceiling %d with %d seats", tr.Name, tr.Policy.Idle, seats)
 			}
 			moves, asks, drops, evicts := 0, 0, 0, 0
 			held := map[int]bool{}
@@ -65,7 +75,7 @@ func TestGenerateShape(t *testing.T) {
 					}
 					held[s.Seat] = true
 					full = full || len(held) == seats
-					if family == "idle" && s.At > 0 && sweptAt != s.At {
+					if idleFamily && s.At > 0 && sweptAt != s.At {
 						t.Errorf("%s: %v: no evict at this moment before it", tr.Name, s)
 					}
 				case Give, Drop:
@@ -85,17 +95,17 @@ func TestGenerateShape(t *testing.T) {
 			if moves != Moves || asks != 1 || !full {
 				t.Errorf("%s: %d moves, %d extra asks, full %v; want %d, 1, true", tr.Name, moves, asks, full, Moves)
 			}
-			if (family == "drops") != (drops > 0) {
+			if strings.HasSuffix(family, "drops") != (drops > 0) {
 				t.Errorf("%s: %d drops", tr.Name, drops)
 			}
-			if family == "idle" && evicts == 0 || family != "idle" && family != "gaps" && evicts > 0 {
+			if idleFamily && evicts == 0 || !idleFamily && !gapsFamily && evicts > 0 {
 				t.Errorf("%s: %d evicts", tr.Name, evicts)
 			}
-			timed := family == "life" || family == "idle" || family == "gaps"
+			timed := family == "life" || idleFamily || gapsFamily
 			if timed != (last > 0) {
 				t.Errorf("%s: clock ends at %d", tr.Name, last)
 			}
-			wantAge := map[string]Age{"life": LifeAge, "idle": IdleAge, "gaps": IdleAge}[family]
+			wantAge := map[string]Age{"life": LifeAge, "idle": IdleAge, "gaps": IdleAge, "ceiling-gaps": IdleAge}[family]
 			if tr.Policy.Age != wantAge {
 				t.Errorf("%s: age %v, want %v", tr.Name, tr.Policy.Age, wantAge)
 			}
@@ -113,7 +123,18 @@ func TestGenerateShape(t *testing.T) {
 			if _, refused := rec.Handouts(); refused != 1 {
 				t.Errorf("%s: %d refusals, want 1", tr.Name, refused)
 			}
-			if family == "gaps" {
+			// A give closes its resource exactly where the policy's rule
+			// (OverCeiling) says, in a ceiling family at least once.
+			closing := 0
+			for _, e := range rec.Entries {
+				if e.Step.Verb == Give && len(e.Closed) > 0 {
+					closing++
+				}
+			}
+			if over := OverCeiling(tr); closing != over || ceiling != (over > 0) {
+				t.Errorf("%s: %d gives closed by the pool, %d over the ceiling by the rule", tr.Name, closing, over)
+			}
+			if gapsFamily {
 				// No take meets a resource past its age on top (the
 				// pools differ there on purpose), and some take lends
 				// one between evicts.

@@ -16,10 +16,10 @@ const Ran = Wardpool + " (this tree)"
 // uses only differences.
 var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Limits returns the pool limits that hold p: Size as the ceiling, the age as
-// Life or Keep, and no ceiling on idle resources (neither reference has one).
+// Limits returns the pool limits that hold p: Size as the ceiling, Idle as
+// the ceiling on idle resources (0: none), and the age as Life or Keep.
 func (p Policy) Limits() pool.Limits {
-	l := pool.Limits{Size: p.Size}
+	l := pool.Limits{Size: p.Size, Idle: p.Idle}
 	switch p.Age {
 	case LifeAge:
 		l.Life = time.Duration(p.AgeMS) * time.Millisecond

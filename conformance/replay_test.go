@@ -94,6 +94,36 @@ evict at 111 => closed 1 idle 1 live 1
 	}
 }
 
+// TestReplayIdleCeiling checks that the idle ceiling is the pool's Idle: a
+// give that finds it reached closes the resource given back.
+func TestReplayIdleCeiling(t *testing.T) {
+	rec, err := Replay(mustTrace(t, `trace c
+size 3
+idle 1
+take 1
+take 2
+take 3
+give 1
+give 2
+drop 3
+take 1
+end`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `take 1 at 0 => got 1 idle 0 live 1
+take 2 at 0 => got 2 idle 0 live 2
+take 3 at 0 => got 3 idle 0 live 3
+give 1 at 0 => idle 1 live 3
+give 2 at 0 => closed 2 idle 1 live 2
+drop 3 at 0 => closed 3 idle 1 live 1
+take 1 at 0 => got 1 idle 0 live 1
+`
+	if got := entries(t, rec); got != want {
+		t.Errorf("replayed:\n%s\nwant:\n%s", got, want)
+	}
+}
+
 func TestReplayErrors(t *testing.T) {
 	for _, c := range []struct{ steps, want string }{
 		{"take 1\ntake 1", "the seat holds one already"},
@@ -116,6 +146,10 @@ func TestPolicyLimits(t *testing.T) {
 	l = Policy{Size: 1, Age: IdleAge, AgeMS: 7}.Limits()
 	if l.Size != 1 || l.Keep.Milliseconds() != 7 || l.Life != 0 || l.Idle != 0 {
 		t.Errorf("idle: %+v", l)
+	}
+	l = Policy{Size: 5, Idle: 2}.Limits()
+	if l.Size != 5 || l.Idle != 2 || l.Keep != 0 || l.Life != 0 {
+		t.Errorf("idle ceiling: %+v", l)
 	}
 }
 

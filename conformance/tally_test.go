@@ -147,8 +147,9 @@ end
 		t.Errorf("Compared = %+v", c)
 	}
 	tot := Totals(rows)
-	if len(tot) != 3 || tot[0].Reference != SQLAlchemy || tot[0].Reason != "" || tot[0].Traces != 1 ||
-		tot[1].Reason != InPlaceRecycle || tot[1].Traces != 1 || tot[2].Reference != GenericPool || tot[2].Traces != 0 {
+	if len(tot) != 4 || tot[0].Reference != SQLAlchemy || tot[0].Reason != "" || tot[0].Traces != 1 ||
+		tot[1].Reason != InPlaceRecycle || tot[1].Traces != 1 || tot[2].Reference != GenericPool || tot[2].Traces != 0 ||
+		tot[3].Reference != CommonsPool || tot[3].Traces != 0 {
 		t.Errorf("Totals = %+v", tot)
 	}
 	var b bytes.Buffer

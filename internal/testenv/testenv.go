@@ -12,6 +12,7 @@ package testenv
 import (
 	"net"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -27,6 +28,13 @@ const (
 	ReferenceVar = "WARDPOOL_REFERENCE"
 	// PythonVar holds the path of the Python that can import SQLAlchemy.
 	PythonVar = "WARDPOOL_PYTHON"
+	// JavaVar holds the path of a JDK's java command, with javac in the same
+	// directory: the JDK the Commons Pool 2 reference runner is compiled
+	// and run with.
+	JavaVar = "WARDPOOL_JAVA"
+	// CommonsPoolJarVar holds the path of Apache Commons Pool 2's jar;
+	// when it is unset, Debian's /usr/share/java/commons-pool2.jar.
+	CommonsPoolJarVar = "WARDPOOL_COMMONS_POOL_JAR"
 	// PostgresThrowawayVar is "1" when the server in WARDPOOL_PG_DSN was
 	// started by ./scripts/test for this run alone.
 	PostgresThrowawayVar = "WARDPOOL_PG_THROWAWAY"
@@ -91,4 +99,32 @@ func Python() string {
 		return p
 	}
 	return "/usr/bin/python3"
+}
+
+// Java returns the java and javac commands of the JDK named by
+// WARDPOOL_JAVA (javac is the one beside java) and the path of Commons Pool
+// 2's jar (WARDPOOL_COMMONS_POOL_JAR, or Debian's). When WARDPOOL_JAVA is
+// unset or empty it skips the test with one line saying so; when it is set
+// but javac or the jar is not there it fails the test, since that is a
+// mistake in the environment rather than a missing JDK.
+func Java(t testing.TB) (java, javac, jar string) {
+	t.Helper()
+	java = os.Getenv(JavaVar)
+	if java == "" {
+		t.Skip(JavaVar + " not set: skipping Commons Pool 2 reference test (./scripts/test installs a JDK and libcommons-pool2-java)")
+	}
+	javac = filepath.Join(filepath.Dir(java), "javac")
+	jar = os.Getenv(CommonsPoolJarVar)
+	if jar == "" {
+		jar = "/usr/share/java/commons-pool2.jar"
+	}
+	for _, f := range []string{java, javac} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatalf("%s=%q names no JDK with java and javac: %v", JavaVar, java, err)
+		}
+	}
+	if _, err := os.Stat(jar); err != nil {
+		t.Fatalf("no Commons Pool 2 jar (set %s, or install libcommons-pool2-java): %v", CommonsPoolJarVar, err)
+	}
+	return java, javac, jar
 }

@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -55,6 +57,7 @@ func TestSkipsWhenUnset(t *testing.T) {
 		{"PostgresDSN", PostgresDSNVar, func(tb testing.TB) { PostgresDSN(tb) }},
 		{"RedisAddr", RedisAddrVar, func(tb testing.TB) { RedisAddr(tb) }},
 		{"Reference", ReferenceVar, Reference},
+		{"Java", JavaVar, func(tb testing.TB) { Java(tb) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(tc.env, "")
@@ -149,5 +152,36 @@ func TestThrowaway(t *testing.T) {
 				t.Errorf("with %s=%q: %v; want %v", tc.env, v, got, want)
 			}
 		}
+	}
+}
+
+// TestJava checks that Java returns javac from beside java and the jar the
+// environment names, and fails (not skips) when WARDPOOL_JAVA is set but
+// javac or the jar is not there.
+func TestJava(t *testing.T) {
+	dir := t.TempDir()
+	java, javac, jar := filepath.Join(dir, "java"), filepath.Join(dir, "javac"), filepath.Join(dir, "pool.jar")
+	for _, f := range []string{java, jar} {
+		if err := os.WriteFile(f, nil, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv(JavaVar, java)
+	t.Setenv(CommonsPoolJarVar, jar)
+	r := &recorder{TB: t}
+	if r.run(func(tb testing.TB) { Java(tb) }) || r.skipped != "" || !strings.Contains(r.failed, "javac") {
+		t.Errorf("no javac beside java: skipped %q, failed %q; want a failure naming javac", r.skipped, r.failed)
+	}
+	if err := os.WriteFile(javac, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gotJava, gotJavac, gotJar := Java(t)
+	if gotJava != java || gotJavac != javac || gotJar != jar {
+		t.Errorf("Java = %q, %q, %q; want %q, %q, %q", gotJava, gotJavac, gotJar, java, javac, jar)
+	}
+	t.Setenv(CommonsPoolJarVar, filepath.Join(dir, "missing.jar"))
+	r = &recorder{TB: t}
+	if r.run(func(tb testing.TB) { Java(tb) }) || !strings.Contains(r.failed, "missing.jar") {
+		t.Errorf("no jar: failed %q; want a failure naming the jar", r.failed)
 	}
 }

@@ -6,7 +6,8 @@
 // Reads a step file (format in conformance/README.md) and writes a recording
 // of what generic-pool decided at every step. By default only the traces
 // whose `compare` line names `generic-pool` are run; with --all every trace
-// generic-pool can express is run (a lifetime age only without evict steps).
+// generic-pool can express is run (a lifetime age only without evict steps,
+// no idle ceiling).
 //
 // The pool is configured to wardpool's default policy: a hard ceiling that
 // refuses at once (maxWaitingClients 0) and last-in-first-out reuse (fifo
@@ -41,7 +42,7 @@ function parse(file) {
       if (cur !== null || words.length !== 2) {
         throw new StepError(`${where}: trace inside a trace or without a name`);
       }
-      cur = { name: words[1], size: null, age: null, compare: [], steps: [], now: 0 };
+      cur = { name: words[1], size: null, idle: 0, age: null, compare: [], steps: [], now: 0 };
       return;
     }
     if (cur === null) throw new StepError(`${where}: ${verb} outside a trace`);
@@ -56,6 +57,9 @@ function parse(file) {
         break;
       case "size":
         cur.size = parseInt(words[1], 10);
+        break;
+      case "idle":
+        cur.idle = parseInt(words[1], 10);
         break;
       case "age":
         cur.age = words[1] === "none" ? ["none", 0] : [words[1], parseInt(words[2], 10)];
@@ -96,6 +100,8 @@ function parse(file) {
 // expressible reports why generic-pool cannot run a trace, or null.
 function expressible(trace) {
   const kind = trace.age[0];
+  // generic-pool has no ceiling on idle resources, only max (live) and min.
+  if (trace.idle > 0) return "generic-pool has no idle ceiling";
   if (kind !== "none" && kind !== "idle" && kind !== "life") {
     return `generic-pool has no ${kind} age`;
   }

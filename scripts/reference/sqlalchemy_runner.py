@@ -6,7 +6,7 @@ Usage: sqlalchemy_runner.py [--all] STEPS > RECORDING
 Reads a step file (format in conformance/README.md) and writes a recording
 of what QueuePool decided at every step. By default only the traces whose
 `compare` line names `sqlalchemy` are run; with --all every trace that
-QueuePool can express is run (no idle age, no evict step).
+QueuePool can express is run (no idle age, no idle ceiling, no evict step).
 
 QueuePool is configured to wardpool's default policy: a hard ceiling
 (max_overflow=0) that refuses at once (timeout=0), last-in-first-out reuse,
@@ -43,7 +43,7 @@ def parse(path):
             if verb == "trace":
                 if cur is not None or len(words) != 2:
                     raise StepError(where + ": trace inside a trace or without a name")
-                cur = {"name": words[1], "size": None, "age": None,
+                cur = {"name": words[1], "size": None, "idle": 0, "age": None,
                        "compare": [], "steps": [], "now": 0}
                 continue
             if cur is None:
@@ -56,6 +56,8 @@ def parse(path):
                 cur = None
             elif verb == "size":
                 cur["size"] = int(words[1])
+            elif verb == "idle":
+                cur["idle"] = int(words[1])
             elif verb == "age":
                 if words[1] == "none":
                     cur["age"] = ("none", 0)
@@ -88,6 +90,10 @@ def parse(path):
 def expressible(trace):
     """Report why QueuePool cannot run a trace, or None when it can."""
     kind = trace["age"][0]
+    if trace["idle"] > 0:
+        # pool_size is the ceiling on live connections here (max_overflow
+        # 0), so nothing is left to hold a lower ceiling on idle ones.
+        return "QueuePool is run with no idle ceiling"
     if kind not in ("none", "life"):
         return "QueuePool has no %s age" % kind
     if any(verb == "evict" for verb, _, _ in trace["steps"]):

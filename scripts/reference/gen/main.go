@@ -1,5 +1,7 @@
 // Command gen draws conformance traces from a seed and writes them as step
-// files, one per family (seats, drops, life, idle, gaps), into a directory.
+// files, one per family (conformance.Families: seats, drops, life, idle,
+// gaps, and the idle ceiling's ceiling, ceiling-drops, ceiling-gaps), into a
+// directory.
 //
 //	go run ./scripts/reference/gen -seed 7 -count 50 -out DIR
 //

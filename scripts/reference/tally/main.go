@@ -1,8 +1,9 @@
 // Command tally compares the recordings beside every step file of the
 // directories it is given — each reference's (NAME.sqlalchemy.rec,
-// NAME.generic-pool.rec) against wardpool's (NAME.wardpool.rec) for the
-// traces whose compare line names that reference — prints every difference
-// and the table, and exits 1 when anything compared differs. A trace that
+// NAME.generic-pool.rec, NAME.commons-pool.rec) against wardpool's
+// (NAME.wardpool.rec) for the traces whose compare line names that
+// reference — prints every difference and the table, and exits 1 when
+// anything compared differs. A trace that
 // conformance.NotCompared keeps from being compared whole, on the evidence
 // of the reference's own recording, is counted in a table row that gives the
 // reason (for deliberate difference 3: compared up to it, the step itself
