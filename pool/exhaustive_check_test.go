@@ -60,9 +60,9 @@ func (r *xRun) apply(c xCall, now time.Time) xAnswer {
 	p := r.p
 	switch c.op {
 	case opTake:
-		a.taken = p.Take(now, c.roll, c.cpu)
+		a.taken = seatless(p, p.Take(now, c.roll, c.cpu))
 	case opTakeEarlier:
-		a.taken = p.Take(now.Add(-1), 0, 0)
+		a.taken = seatless(p, p.Take(now.Add(-1), 0, 0))
 	case opMade:
 		if c.extra == 0 {
 			a.ok = p.Made(c.id, now)
@@ -168,4 +168,17 @@ func (r *xRun) check(w *xWorld, c xCall, want, got xAnswer, prev pool.Books) str
 		}
 	}
 	return ""
+}
+
+// seatless is t without its seat, which the walk's model does not number,
+// once the seat is checked against the pool's own SeatOf (a mismatch
+// panics, which the walk reports with its path).
+func seatless(p *pool.Pool[int], t pool.Taken[int]) pool.Taken[int] {
+	if t.Kind == pool.Ready {
+		if s := p.SeatOf(t.Item); s != t.Seat {
+			panic(fmt.Sprintf("Take lent %d from seat %d, but SeatOf says %d", t.Item, t.Seat, s))
+		}
+		t.Seat = 0
+	}
+	return t
 }

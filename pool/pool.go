@@ -34,7 +34,12 @@ import (
 // Time. The origin of now does not matter, only differences do. The pool
 // never sees time go backwards: an instant earlier than the latest one it
 // was given is read as that latest one, so a clock that steps back ages
-// nothing and shortens no loan.
+// nothing and shortens no loan. Give is the one exception: a resource given
+// back at an earlier instant (a runtime that learns of a return after it
+// has asked the pool something later) is idle since that instant, or since
+// its loan began if that is later, and takes its place among the idle ones
+// by it: Take, Evict and Next judge it by its own return, as if the Give
+// had come on time.
 //
 // Nothing is lost. A resource leaves the pool only by being handed to the
 // caller to close (a Stale answer, Evict, Close, or false from Give or Made)
@@ -329,7 +334,7 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 	if p.rec != nil {
 		return p.recGive(item, now)
 	}
-	t := p.clock(now)
+	t, back := p.back(now)
 	i, held := p.hint, true
 	if i == none || p.z.s[i].st() != lent || p.z.s[i].item != item {
 		// Not the one lent last (the common case of one caller at a
@@ -352,12 +357,20 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 		p.books.Retired++
 		return false
 	}
-	return p.giveLent(i, t)
+	return p.giveLent(i, max(back, p.z.s[i].since))
 }
 
-// giveLent gives back the resource in seat i, which is lent, at t: the
-// branch of Give for a loan coming home, shared with GiveSeat. A resource
-// made before the last Reset is retired, not kept.
+// back is now on the pool's scale for Give: the pool's instant t (never
+// earlier than the latest, see clock), and the instant now itself when it
+// is earlier than that (see the type's doc on time).
+func (p *Pool[T]) back(now time.Time) (t, at int64) {
+	t = p.clock(now)
+	return t, min(int64(now.Sub(p.epoch)), t)
+}
+
+// giveLent gives back the resource in seat i, which is lent, at t, which
+// is not before its loan began: the branch of Give for a loan coming home.
+// A resource made before the last Reset is retired, not kept.
 func (p *Pool[T]) giveLent(i int32, t int64) bool {
 	if p.warded {
 		p.onLoanEnd(p.z.s[i].since, t, true)
@@ -368,7 +381,7 @@ func (p *Pool[T]) giveLent(i int32, t int64) bool {
 		p.books.Retired++
 		return false
 	}
-	p.z.push(i, t)
+	p.z.pushAt(i, t)
 	return true
 }
 

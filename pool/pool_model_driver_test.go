@@ -545,6 +545,14 @@ func (d *driver) step(s source) {
 // take calls Take on both, letting the model accept a ward's refusal.
 func (d *driver) take(now time.Time, roll float64, cpu int) (got, want pool.Taken[int]) {
 	got = d.p.Take(now, roll, cpu)
+	if got.Kind == pool.Ready {
+		// The seat is the pool's own numbering, which the model does not
+		// keep: it must be the one the pool holds the item in.
+		if s := d.p.SeatOf(got.Item); s != got.Seat {
+			d.fail("Take lent %d from seat %d, but SeatOf says %d", got.Item, got.Seat, s)
+		}
+		got.Seat = 0
+	}
 	if d.wk == refusing && (got.Kind == pool.Later || got.Kind == pool.Shed || got.Kind == pool.Wait && got.Guard != ward.GuardNone) {
 		return got, d.m.takeOr(now, &got)
 	}

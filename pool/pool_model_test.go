@@ -215,6 +215,9 @@ func (m *model) unmade(now time.Time) {
 
 func (m *model) give(item int, now time.Time) bool {
 	t := m.clock(now)
+	// A give at an instant earlier than the latest is idle since then (or
+	// since its loan began, if later), among the idle by that instant.
+	back := min(int64(now.Sub(m.epoch)), t)
 	where, i := m.find(item)
 	switch where {
 	case "":
@@ -238,7 +241,12 @@ func (m *model) give(item int, now time.Time) bool {
 		m.books.Retired++
 		return false
 	}
-	m.idle = append(m.idle, mseat{item: item, born: s.born, since: t, gen: s.gen})
+	since := max(back, s.since)
+	j := len(m.idle)
+	for j > 0 && m.idle[j-1].since > since {
+		j--
+	}
+	m.idle = slices.Insert(m.idle, j, mseat{item: item, born: s.born, since: since, gen: s.gen})
 	return true
 }
 

@@ -513,3 +513,66 @@ func TestTakeGiveAllocatesNothing(t *testing.T) {
 		t.Fatalf("Take+Give allocates %v per run", a)
 	}
 }
+
+// A Give that reaches the pool after it was asked at a later instant is
+// judged by its own return: the smallest case, where the clamp to
+// the latest instant lent a resource idle 10 s + 1 ns with Keep 10 s.
+func TestLateGiveIsIdleSinceItsOwnReturn(t *testing.T) {
+	s := time.Second
+	p := mustNew(t, Limits{Size: 4, Keep: 10 * s})
+	c1, c2, c3 := &conn{1}, &conn{2}, &conn{3}
+	p.Take(t0, 0, 0)
+	p.Made(c1, t0)
+	p.Take(t0, 0, 0)
+	p.Made(c3, t0)
+	p.Take(t0.Add(35*s), 0, 0)
+	p.Made(c2, t0.Add(35*s))
+	if !p.Give(c1, t0.Add(25*s)) { // late: the pool has seen 35 s
+		t.Fatal("late Give refused")
+	}
+	if next, ok := p.Next(); !ok || !next.Equal(t0.Add(35*s+1)) {
+		t.Fatalf("Next = %v, %v; want 35s+1ns", next.Sub(t0), ok)
+	}
+	if tk := p.Take(t0.Add(35*s+1), 0, 0); tk.Kind != Stale || tk.Item != c1 {
+		t.Fatalf("Take at 35s+1ns = %v %v, want Stale c1", tk.Kind, tk.Item)
+	}
+	// The same by Evict, below a resource given back on time.
+	p.Give(c2, t0.Add(36*s))
+	p.Give(c3, t0.Add(26*s)) // late again
+	if gone := p.Evict(t0.Add(36*s + 1)); len(gone) != 1 || gone[0] != c3 {
+		t.Fatalf("Evict = %v, want [c3]", gone)
+	}
+}
+
+// A late Give takes its place among the idle by its instant: a resource
+// given back at 2 s, learned of after one given back at 3 s, is lent after
+// it, and evicted before it.
+func TestLateGiveKeepsReturnOrder(t *testing.T) {
+	s := time.Second
+	p := mustNew(t, Limits{Size: 3, Keep: 10 * s})
+	a, b, c := &conn{1}, &conn{2}, &conn{3}
+	for _, x := range []*conn{a, b, c} {
+		p.Take(t0, 0, 0)
+		p.Made(x, t0)
+	}
+	p.Give(a, t0.Add(1*s))
+	p.Give(c, t0.Add(3*s))
+	p.Give(b, t0.Add(2*s)) // late: below c, above a
+	if gone := p.Evict(t0.Add(11*s + 1)); len(gone) != 1 || gone[0] != a {
+		t.Fatalf("Evict at 11s+1ns = %v, want [a]", gone)
+	}
+	if tk := p.Take(t0.Add(12*s), 0, 0); tk.Item != c {
+		t.Fatalf("Take = %v, want c (the latest return)", tk.Item)
+	}
+	if tk := p.Take(t0.Add(12*s+1), 0, 0); tk.Kind != Stale || tk.Item != b {
+		t.Fatalf("Take = %v %v, want Stale b (idle since 2s)", tk.Kind, tk.Item)
+	}
+	// A Give earlier than the loan's own start counts from the start.
+	p.Take(t0.Add(20*s), 0, 0) // Make
+	d := &conn{4}
+	p.Made(d, t0.Add(20*s))
+	p.Give(d, t0.Add(5*s))
+	if tk := p.Take(t0.Add(30*s), 0, 0); tk.Kind != Ready || tk.Item != d || tk.Idle != 10*s {
+		t.Fatalf("Take = %+v, want Ready d idle 10s (since its loan began)", tk)
+	}
+}

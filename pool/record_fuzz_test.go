@@ -41,7 +41,7 @@ func sampleRecording() []byte {
 			case 0:
 				p.Drop(v, now)
 			case 1:
-				p.giveSeat(p.SeatOf(v), v, now)
+				p.Give(v, now.Add(-time.Millisecond)) // late: see Pool.Give
 			case 2:
 				p.Relent(p.SeatOf(v), v, 2, now)
 				p.Give(v, now)
@@ -159,7 +159,7 @@ func TestSampleRecordingHasItAll(t *testing.T) {
 	for _, s := range rc.Steps {
 		ops[s.Op] = true
 	}
-	if len(rc.cps) != 2 || len(ops) < 12 {
+	if len(rc.cps) != 2 || len(ops) < 11 {
 		t.Fatalf("%d checkpoints, ops %v", len(rc.cps), ops)
 	}
 }

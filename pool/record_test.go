@@ -45,8 +45,10 @@ func drivePool(t *rapid.T, p *Pool[*int], steps int) {
 			if i, ok := pick(); ok {
 				v := lent[i]
 				lent = append(lent[:i], lent[i+1:]...)
-				if rapid.Bool().Draw(t, "seat") {
-					p.giveSeat(p.SeatOf(v), v, now)
+				if rapid.Bool().Draw(t, "late") {
+					// Given back late: the runtime learned of it after
+					// asking the pool something later (see Pool.Give).
+					p.Give(v, now.Add(-time.Duration(rapid.IntRange(1, 50).Draw(t, "early"))*time.Millisecond))
 				} else {
 					p.Give(v, now)
 				}

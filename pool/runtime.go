@@ -37,7 +37,8 @@ func (p *Pool[T]) giveSeat(seat int32, item T, now time.Time) bool {
 	if seat < 0 || int(seat) >= len(p.z.s) || p.z.s[seat].st() != lent || p.z.s[seat].item != item {
 		return p.Give(item, now)
 	}
-	return p.giveLent(seat, p.clock(now))
+	_, back := p.back(now)
+	return p.giveLent(seat, max(back, p.z.s[seat].since))
 }
 
 // Reserve opens a Make reservation for a resource no caller asked for yet

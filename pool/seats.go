@@ -99,19 +99,29 @@ func (z *seats[T]) remove(i int32) {
 	z.free = append(z.free, i)
 }
 
-// push puts lent seat i on top of the idle list at t.
-func (z *seats[T]) push(i int32, t int64) {
+// pushAt puts lent seat i in the idle list as given back at t: on top,
+// unless seats above were given back later than t (a late Give, see
+// Pool.Give), so that the list stays in the order of the instants its
+// seats came back, the latest on top.
+func (z *seats[T]) pushAt(i int32, t int64) {
 	s := &z.s[i]
 	s.setSt(idle)
 	s.since = t
-	s.up = none
-	s.down = z.top
-	if z.top != none {
-		z.s[z.top].up = i
+	above, below := none, z.top // i goes between them
+	for below != none && z.s[below].since > t {
+		above, below = below, z.s[below].down
+	}
+	s.up, s.down = above, below
+	if below != none {
+		z.s[below].up = i
 	} else {
 		z.bottom = i
 	}
-	z.top = i
+	if above != none {
+		z.s[above].down = i
+	} else {
+		z.top = i
+	}
 	z.idle++
 	z.lent--
 	if z.birth {
