@@ -38,16 +38,14 @@ func (k *Keeper[T]) pushReturn(e *entry[T]) bool {
 	if e.seat >= seatMask-1 {
 		return false
 	}
-	// 48 bits of microseconds: nine years from the Keeper's start, and
-	// held there beyond (given back later than it was, never earlier).
-	us := min(uint64(max(k.nanos(), 0)/1000), 1<<(64-seatBits)-1)
+	e.back.Store(k.nanos())
 	me := uint64(e.seat + 1)
 	for {
 		w := k.slot.Load()
 		if w&shut == 0 {
 			return false // open: the lane or the mutex, not the inbox
 		}
-		e.ret.Store(us<<seatBits | w&seatMask)
+		e.next.Store(uint32(w & seatMask))
 		if k.slot.CompareAndSwap(w, w&^seatMask|me) {
 			return true
 		}
@@ -68,11 +66,11 @@ func (k *Keeper[T]) drainLocked(w uint64, fx *effects[T]) bool {
 	for s := h; s != 0; {
 		e := k.ents[s-1]
 		list = append(list, e)
-		s = uint32(e.ret.Load() & seatMask)
+		s = e.next.Load()
 	}
 	for i := len(list) - 1; i >= 0; i-- {
 		e := list[i]
-		k.giveBackLocked(e, e.item, k.at(int64(e.ret.Load()>>seatBits)*1000))
+		k.giveBackLocked(e, e.item, k.at(e.back.Load()))
 	}
 	now := k.clock.Now()
 	k.armSweepLocked(now)

@@ -90,7 +90,6 @@ type Keeper[T comparable] struct {
 	slot    atomic.Uint64
 	_       [56]byte
 	laneGen atomic.Uint32 // the pool's generation, as the lane reads it
-	sweepBy atomic.Int64  // the lane reads parking instants until then (ns)
 	// table is ents as the lane reads it, without the lock: replaced,
 	// never changed in place, when a seat is added.
 	table atomic.Pointer[[]*entry[T]]
@@ -140,7 +139,6 @@ type Keeper[T comparable] struct {
 // 80-byte size class (a Keeper's memory per resource is mostly this and
 // the Pool's seat).
 type entry[T comparable] struct {
-	k    *Keeper[T]
 	item T     // the resource in the seat; set under the lock when made
 	seat int32 // its index
 
@@ -155,10 +153,13 @@ type entry[T comparable] struct {
 
 	born atomic.Int64 // when it is born for Life, in ns (jitter included); set when made
 	at   atomic.Int64 // when the current loan began, in ns
-	// ret is the return, in the inbox: the microsecond it came back
-	// (rounded down, as the lane keeps a parking instant) above the seat
-	// plus one of the return below it, in the low seatBits (inbox.go).
-	ret atomic.Uint64
+	// back is when its last loan ended, in ns: when it was parked in the
+	// slot, or pushed on the inbox. It is written before the compare-and-
+	// swap that parks or pushes it, and read after a load that saw it.
+	back atomic.Int64
+	// next is, in the inbox, the seat plus one of the return below it
+	// (inbox.go); 0 for none.
+	next atomic.Uint32
 
 	lw *leakRec[T] // with LeakAfter only (leak.go); nil otherwise
 }

@@ -134,7 +134,9 @@ func TestLaneResourceParkedInAShutSlotIsLent(t *testing.T) {
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}})
 	a := mustAcquire(t, k)
 	a.e.loan.Add(1) // end the loan as release does, and park by hand
-	k.slot.Store(shut | uint64(k.ns(k.clock.Now())/1000)&usMask<<usShift | uint64(a.e.seat+1))
+	a.e.back.Store(k.nanos())
+	a.e.next.Store(0)
+	k.slot.Store(shut | uint64(a.e.seat+1)) // the inbox's one return
 	l := mustAcquire(t, k)
 	if l.Value() != a.Value() {
 		t.Fatal("the parked resource was not lent; Size 1 would have made the caller wait for ever")

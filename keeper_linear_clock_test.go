@@ -109,3 +109,38 @@ func (c *linClock) fire(client int) {
 		c.rec.add(client, linIn{kind: linTimer, n: n}, call, c.rec.tick(), linOut{})
 	}
 }
+
+// fireEach runs every timer due now, each on a goroutine of its own, as
+// time.AfterFunc does, and waits for them all; each run is an operation
+// of its own client, from first (first, first+1, ...).
+func (c *linClock) fireEach(first int) {
+	c.mu.Lock()
+	var due []*linClockTimer
+	for _, t := range c.timers {
+		if t.active && !t.at.After(c.now) {
+			t.active = false
+			due = append(due, t)
+		}
+	}
+	c.timers = slices.DeleteFunc(c.timers, func(t *linClockTimer) bool { return !t.active })
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for i, t := range due {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if t.quiet {
+				t.f()
+				c.rec.mu.Lock()
+				c.rec.samples++
+				c.rec.mu.Unlock()
+				return
+			}
+			n, _ := c.rec.next()
+			call := c.rec.tick()
+			t.f()
+			c.rec.add(first+i, linIn{kind: linTimer, n: n}, call, c.rec.tick(), linOut{})
+		}()
+	}
+	wg.Wait()
+}

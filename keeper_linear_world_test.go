@@ -118,8 +118,13 @@ func errKind(err error) linErr {
 
 // linConfig is what a history runs with, drawn from its seed.
 type linConfig struct {
-	limits     pool.Limits
-	step       time.Duration // the clock's step between rounds
+	limits pool.Limits
+	step   time.Duration // the clock's step between rounds
+	// edges draws each round's step from 0, 3 s, Keep, Keep + 1 ns and
+	// 25 s instead, and runs the timers due after it each on a goroutine
+	// of its own: the class in which a resource idle past Keep was once
+	// lent (a Give that reached the pool late).
+	edges      bool
 	workers    int
 	rounds     int
 	closeIn    int           // the round in which a worker closes the Keeper; -1: none
@@ -177,7 +182,7 @@ func (g linGuards) String() string {
 
 func (c linConfig) String() string {
 	return fmt.Sprintf("size=%d idle=%d keep=%v life=%v step=%v workers=%d resethook=%v checkhook=%v leakwatch=%v%v",
-		c.limits.Size, c.limits.Idle, c.limits.Keep, c.limits.Life, c.step, c.workers, c.resetHook, c.checkHook, c.leakWatch, c.guards)
+		c.limits.Size, c.limits.Idle, c.limits.Keep, c.limits.Life, c.step, c.workers, c.resetHook, c.checkHook, c.leakWatch, c.guards) + map[bool]string{true: " edges", false: ""}[c.edges]
 }
 
 // drawLinConfig draws a configuration from r; lane says whether the
@@ -200,6 +205,12 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 	}
 	if r.IntN(4) == 0 {
 		c.closeIn = r.IntN(c.rounds)
+	}
+	if r.IntN(3) == 0 {
+		c.edges = true
+		c.limits.Keep = 10 * time.Second
+		c.limits.Life = []time.Duration{0, 30 * time.Second}[r.IntN(2)]
+		c.rounds += 2
 	}
 	c.limits.Idle = r.IntN(size + 1)
 	c.leakWatch = []time.Duration{0, time.Second, time.Hour}[r.IntN(3)]
@@ -315,10 +326,16 @@ func recordLinear(t *testing.T, seed uint64, lane bool) *linHistory {
 		if last {
 			break
 		}
+		d := c.step
+		if c.edges {
+			d = []time.Duration{0, 3 * time.Second, c.limits.Keep, c.limits.Keep + 1, 25 * time.Second}[r.IntN(5)]
+		}
 		call := w.rec.tick()
-		w.clock.step(c.step)
-		w.rec.add(c.workers, linIn{kind: linAdvance, d: c.step}, call, w.rec.tick(), linOut{})
-		if r.IntN(3) == 0 {
+		w.clock.step(d)
+		w.rec.add(c.workers, linIn{kind: linAdvance, d: d}, call, w.rec.tick(), linOut{})
+		if c.edges {
+			w.clock.fireEach(c.workers + 1)
+		} else if r.IntN(3) == 0 {
 			// On time; otherwise the timers run late, during the next
 			// round, when a worker runs them.
 			w.clock.fire(c.workers)

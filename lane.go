@@ -52,18 +52,21 @@ import (
 //     process was stopped.
 
 // The slot's word, from the low bits up: the parked resource's seat plus one
-// (zero: none); the microsecond it was parked, modulo 2^32, or, with no
-// resource, the epoch of the unlock that opened it; how many loans the lane
-// has made since lock last counted them; and the shut bit. A resource whose
-// seat does not fit is never parked; a take that would overflow the count
-// goes to the mutex, which empties it.
+// (zero: none); the epoch of the unlock that opened it, modulo 2^32; how
+// many loans the lane has made since lock last counted them; and the shut
+// bit. Within an opening the count only rises, so the word never returns to
+// a value a release or an acquire read before: a compare-and-swap made on
+// an old reading fails. A resource whose seat does not fit is never parked;
+// a take that would overflow the count goes to the mutex, which empties it.
+// The instant a resource was parked is its entry's back, written before the
+// compare-and-swap that parks it.
 const (
-	seatBits = 16
-	usBits   = 32
-	seatMask = 1<<seatBits - 1
-	usMask   = 1<<usBits - 1
-	usShift  = seatBits
-	cntShift = seatBits + usBits
+	seatBits  = 16
+	epochBits = 32
+	seatMask  = 1<<seatBits - 1
+	epochMask = 1<<epochBits - 1
+	epochAt   = seatBits
+	cntShift  = seatBits + epochBits
 	cntOne   = 1 << cntShift
 	cntMax   = 1<<(63-cntShift) - 1
 	shut     = 1 << 63
@@ -177,7 +180,7 @@ func (k *Keeper[T]) openLocked() {
 			return // the slot stays shut
 		}
 		k.epoch++
-		if k.slot.CompareAndSwap(shut, uint64(k.epoch&usMask)<<usShift) {
+		if k.slot.CompareAndSwap(shut, uint64(k.epoch&epochMask)<<epochAt) {
 			return
 		}
 	}
@@ -217,14 +220,11 @@ func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 		}
 		e := (*k.table.Load())[w&seatMask-1]
 		t := k.nanos()
-		idle := k.laneIdle(w, t)
-		if t > k.sweepBy.Load() || k.limits.Past(idle, time.Duration(t-e.born.Load())) ||
-			(k.check != nil && k.due(idle)) {
+		idle := time.Duration(t - e.back.Load())
+		if k.limits.Past(idle, time.Duration(t-e.born.Load())) || (k.check != nil && k.due(idle)) {
 			return Loan[T]{}, false
 		}
-		// Empty the slot and count the loan, in one step. The epoch left
-		// behind is the parking microsecond: any lock in between changed
-		// the word, so the CAS of a release that read it before fails.
+		// Empty the slot and count the loan, in one step.
 		if !k.slot.CompareAndSwap(w, w&^seatMask+cntOne) {
 			continue
 		}
@@ -248,16 +248,8 @@ func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 		if k.minIdle > 0 {
 			k.topUp()
 		}
-		return Loan[T]{e: e, item: e.item, gen: e.loan.Load(), at: t}, true
+		return Loan[T]{k: k, e: e, item: e.item, gen: e.loan.Load(), at: t}, true
 	}
-}
-
-// laneIdle is how long the resource in slot word w has been parked at t,
-// from the parking microsecond (rounded down): never less than the truth.
-func (k *Keeper[T]) laneIdle(w uint64, t int64) time.Duration {
-	us := uint64(t/1000) & usMask
-	d := (us - w>>usShift) & usMask
-	return time.Duration(int64(d)*1000 + t%1000)
 }
 
 // tryPark parks e's resource, whose loan has ended, in the slot, read as w,
@@ -276,15 +268,11 @@ func (k *Keeper[T]) tryPark(e *entry[T], w uint64) bool {
 	if w&(shut|seatMask) != 0 || e.seat >= seatMask-1 || e.gen.Load() != k.laneGen.Load() {
 		return false
 	}
-	t := k.nanos()
-	if t < 0 {
-		return false
-	}
 	if e.lw != nil && e.lw.watch.Load()&watchReported != 0 {
 		return false // reported: its return is reported the long way
 	}
-	parked := w&^(usMask<<usShift) | uint64(t/1000)&usMask<<usShift | uint64(e.seat+1)
-	return k.slot.CompareAndSwap(w, parked)
+	e.back.Store(k.nanos())
+	return k.slot.CompareAndSwap(w, w|uint64(e.seat+1))
 }
 
 // foldLocked takes in the slot's word w, swapped out by lock: the lane's
@@ -298,8 +286,7 @@ func (k *Keeper[T]) foldLocked(w uint64) {
 		return
 	}
 	e := k.ents[w&seatMask-1]
-	t := k.ns(k.clock.Now())
-	k.giveBackLocked(e, e.item, k.at(t-int64(k.laneIdle(w, t))))
+	k.giveBackLocked(e, e.item, k.at(e.back.Load()))
 }
 
 // relentLocked reports to the pool the loans the lane made of item, in e's
@@ -343,8 +330,5 @@ func (k *Keeper[T]) armSweepLocked(now time.Time) {
 		return
 	}
 	k.armLocked(now, now.Add(k.sweep))
-	// The lane reads parking instants until a sweep past the one due: the
-	// timer folds the slot by then, or the lane asks the pool.
-	k.sweepBy.Store(k.ns(now) + int64(k.sweep) + int64(sweepEvery))
 	k.sweepArmed = true
 }

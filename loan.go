@@ -19,7 +19,8 @@ import (
 // The zero Loan is no loan: its methods do nothing and Valid reports false.
 // A Loan is safe for concurrent use.
 type Loan[T comparable] struct {
-	e    *entry[T] // the seat's record, and through it the Keeper; nil: no loan
+	k    *Keeper[T]
+	e    *entry[T] // the seat's record; nil: no loan
 	item T
 	gen  uint32
 	at   int64 // when lent, ns since k.base
@@ -33,7 +34,7 @@ func (l Loan[T]) Held() time.Duration {
 	if l.e == nil {
 		return 0
 	}
-	k := l.e.k
+	k := l.k
 	return k.clock.Now().Sub(k.base) - time.Duration(l.at)
 }
 
@@ -56,7 +57,7 @@ func (l Loan[T]) Release() {
 	if l.e == nil {
 		return
 	}
-	k := l.e.k
+	k := l.k
 	k.release(l)
 }
 
@@ -131,7 +132,7 @@ func (l Loan[T]) Destroy() {
 	if l.e == nil {
 		return
 	}
-	k := l.e.k
+	k := l.k
 	var fx effects[T]
 	k.lock()
 	if k.endLocked(l, &fx) {
@@ -149,7 +150,7 @@ func (l Loan[T]) Hijack() T {
 	if l.e == nil {
 		return zero
 	}
-	k := l.e.k
+	k := l.k
 	var fx effects[T]
 	k.lock()
 	ok := k.endLocked(l, &fx)

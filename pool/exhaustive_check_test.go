@@ -73,6 +73,8 @@ func (r *xRun) apply(c xCall, now time.Time) xAnswer {
 		p.Unmade(now, 0.5)
 	case opGive:
 		a.ok = p.Give(c.id, now)
+	case opGiveEarlier:
+		a.ok = p.Give(c.id, now.Add(-1))
 	case opDrop:
 		a.ok = p.Drop(c.id, now)
 	case opEvict:

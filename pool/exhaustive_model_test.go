@@ -193,7 +193,10 @@ func (m *xModel) unmade() {
 	}
 }
 
-func (m *xModel) give(id int) bool {
+// give gives id back early ns before the latest reading: idle since then,
+// or since its loan began if that is later, and among the idle ones by
+// that instant (see Pool.Give).
+func (m *xModel) give(id int, early int64) bool {
 	idle, i := m.find(id)
 	if i < 0 {
 		if m.making == 0 || m.closed {
@@ -216,8 +219,12 @@ func (m *xModel) give(id int) bool {
 		m.books.Retired++
 		return false
 	}
-	r.since = 0
-	m.idle = slices.Insert(m.idle, 0, r)
+	r.since = min(early, r.since)
+	j := 0
+	for j < len(m.idle) && m.idle[j].since < r.since {
+		j++
+	}
+	m.idle = slices.Insert(m.idle, j, r)
 	return true
 }
 

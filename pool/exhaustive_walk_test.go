@@ -87,6 +87,7 @@ const (
 	opMade
 	opUnmade
 	opGive
+	opGiveEarlier // Give at a reading 1ns before the latest (a late Give)
 	opDrop
 	opEvict
 	opClose
@@ -123,6 +124,8 @@ func (c xCall) String() string {
 		return "Unmade"
 	case opGive:
 		return fmt.Sprintf("Give(%d %s)", c.id, c.what)
+	case opGiveEarlier:
+		return fmt.Sprintf("Give(%d %s, 1ns before the latest reading)", c.id, c.what)
 	case opDrop:
 		return fmt.Sprintf("Drop(%d %s)", c.id, c.what)
 	case opEvict:
@@ -198,7 +201,7 @@ func (w *xWorld) calls(depth int) []xCall {
 		held = append(held, xCall{id: r.id, what: what})
 	}
 	for i, h := range held {
-		for _, op := range []xOp{opMade, opGive, opDrop, opRelent} {
+		for _, op := range []xOp{opMade, opGive, opGiveEarlier, opDrop, opRelent} {
 			c := h
 			c.op = op
 			c.what = "held, " + h.what
@@ -265,7 +268,7 @@ func (w *xWorld) calls(depth int) []xCall {
 func (w *xWorld) apply(c xCall) xAnswer {
 	m := &w.m
 	var a xAnswer
-	if c.id >= w.nextID && (c.op == opMade || c.op == opGive || c.op == opDrop) {
+	if c.id >= w.nextID && (c.op == opMade || c.op == opGive || c.op == opGiveEarlier || c.op == opDrop) {
 		w.nextID = c.id + 1
 	}
 	before := m.heldIDs()
@@ -278,7 +281,9 @@ func (w *xWorld) apply(c xCall) xAnswer {
 	case opUnmade:
 		m.unmade()
 	case opGive:
-		a.ok = m.give(c.id)
+		a.ok = m.give(c.id, 0)
+	case opGiveEarlier:
+		a.ok = m.give(c.id, 1)
 	case opDrop:
 		a.ok = m.drop(c.id)
 	case opEvict:
