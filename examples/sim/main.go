@@ -79,7 +79,23 @@ type options struct {
 	target   time.Duration
 	maxSize  int
 	table    bool
+	serve    string
+	page     string
 }
+
+// files is where the command reads scenarios and recordings and writes
+// charts and records: the machine's files on the command line, an
+// in-memory set in the browser (see wasm.go).
+type files interface {
+	ReadFile(name string) ([]byte, error)
+	Create(name string) (io.WriteCloser, error)
+}
+
+// osFiles are the machine's files.
+type osFiles struct{}
+
+func (osFiles) ReadFile(name string) ([]byte, error)       { return os.ReadFile(name) }
+func (osFiles) Create(name string) (io.WriteCloser, error) { return os.Create(name) }
 
 func main() {
 	if err := cli(os.Args[1:], os.Stdout); err != nil {
@@ -88,8 +104,14 @@ func main() {
 	}
 }
 
-// cli runs the command with args, writing its report to out.
-func cli(args []string, out io.Writer) error {
+// cli runs the command with args on the machine's files, writing its
+// report to out.
+func cli(args []string, out io.Writer) error { return command(osFiles{}, args, out) }
+
+// command runs the command with args, reading and writing fsys, and
+// writing its report to out. The browser runs it too (wasm.go), so the
+// same arguments print the same report, byte for byte, in both.
+func command(fsys files, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	var o options
 	fs.StringVar(&o.scenario, "scenario", "burst", "a built-in scenario ("+strings.Join(engine.Builtins, ", ")+") or a scenario file")
@@ -129,7 +151,7 @@ func cli(args []string, out io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	s, err := scenario(o.scenario)
+	s, err := scenario(fsys, o.scenario)
 	if err != nil {
 		return err
 	}
@@ -137,7 +159,7 @@ func cli(args []string, out io.Writer) error {
 	var kl *engine.KeeperLoad // of a Keeper's recording
 	var origin time.Time      // of a recording with wall-clock times
 	if o.replay != "" {
-		data, err := os.ReadFile(o.replay)
+		data, err := fsys.ReadFile(o.replay)
 		if err != nil {
 			return err
 		}
@@ -164,19 +186,10 @@ func cli(args []string, out io.Writer) error {
 		s.Seconds = max(int(math.Ceil(rec.End().Seconds())), 1)
 		origin = rec.Origin
 	}
-	// Flags set on the command line override the scenario (and the
-	// recording's length).
-	var settings []string
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "seed", "size", "idle", "keep", "life", "rate", "hold", "dial", "seconds", "timeout", "ward":
-			settings = append(settings, f.Name+" "+f.Value.String())
-		}
-	})
-	if len(settings) > 0 {
-		if s, err = engine.Override(s, strings.Join(settings, ";")); err != nil {
-			return fmt.Errorf("flags: %w", err)
-		}
+	// Flags given on the command line override the scenario (and the
+	// recording's length), whatever their value, the default's included.
+	if s, err = given(fs, s); err != nil {
+		return err
 	}
 	load := func() engine.Load {
 		if rec == nil {
@@ -191,9 +204,9 @@ func cli(args []string, out io.Writer) error {
 		keeperNotes(out, kl, s)
 	}
 	var record *engine.CSVWriter
-	var recFile *os.File
+	var recFile io.WriteCloser
 	if o.record != "" {
-		if recFile, err = os.Create(o.record); err != nil {
+		if recFile, err = fsys.Create(o.record); err != nil {
 			return err
 		}
 		defer recFile.Close()
@@ -255,32 +268,57 @@ func cli(args []string, out io.Writer) error {
 	}
 	fig := figure(runs, labels)
 	if o.svg != "" {
-		if err := writeFile(o.svg, fig.WriteSVG); err != nil {
+		if err := writeFile(fsys, o.svg, fig.WriteSVG); err != nil {
 			return err
 		}
 	}
 	if o.html != "" {
-		if err := writeFile(o.html, func(w io.Writer) error { return page(w, fig, runs, labels, origin) }); err != nil {
+		if err := writeFile(fsys, o.html, func(w io.Writer) error { return page(w, fig, runs, labels, origin) }); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// settingFlags are the flags that set the scenario, in the order they are
+// applied: size before idle, since a size sets idle too while the two are
+// equal (flag.Visit's own order is by name, idle first).
+var settingFlags = []string{"seed", "seconds", "rate", "hold", "dial", "size", "idle", "keep", "life", "timeout", "ward"}
+
+// given applies to s every setting flag fs was given, as flag.Visit tells
+// them: a flag given with its default value applies as any other.
+func given(fs *flag.FlagSet, s engine.Scenario) (engine.Scenario, error) {
+	set := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = f.Value.String() })
+	var settings []string
+	for _, name := range settingFlags {
+		if v, ok := set[name]; ok {
+			settings = append(settings, name+" "+v)
+		}
+	}
+	if len(settings) == 0 {
+		return s, nil
+	}
+	s, err := engine.Override(s, strings.Join(settings, ";"))
+	if err != nil {
+		return s, fmt.Errorf("flags: %w", err)
+	}
+	return s, nil
+}
+
 // scenario returns the built-in called name, or the scenario in file name
 // (over the burst scenario's defaults).
-func scenario(name string) (engine.Scenario, error) {
+func scenario(fsys files, name string) (engine.Scenario, error) {
 	if s, ok := engine.Builtin(name); ok {
 		return s, nil
 	}
-	f, err := os.Open(name)
+	data, err := fsys.ReadFile(name)
 	if err != nil {
 		return engine.Scenario{}, fmt.Errorf("-scenario %q is neither a built-in (%s) nor a readable file: %w", name, strings.Join(engine.Builtins, ", "), err)
 	}
-	defer f.Close()
 	base, _ := engine.Builtin("steady")
 	base.Name, base.Note = name, ""
-	s, err := engine.Parse(f, base)
+	s, err := engine.Parse(bytes.NewReader(data), base)
 	if err != nil {
 		return engine.Scenario{}, fmt.Errorf("%s: %w", name, err)
 	}
@@ -299,15 +337,19 @@ func label(s engine.Scenario, settings string) string {
 	case s.Backoff:
 		w = "backoff"
 	}
-	l := fmt.Sprintf("Size %d, Idle %d, Keep %v, %s", s.Limits.Size, s.Limits.Idle, s.Limits.Keep, w)
+	l := fmt.Sprintf("Size %d, Idle %d, Keep %v, ", s.Limits.Size, s.Limits.Idle, s.Limits.Keep)
+	if s.Limits.Life > 0 {
+		l += fmt.Sprintf("Life %v, ", s.Limits.Life)
+	}
+	l += w
 	if settings != "" {
 		l += " (" + settings + ")"
 	}
 	return l
 }
 
-func writeFile(name string, write func(io.Writer) error) error {
-	f, err := os.Create(name)
+func writeFile(fsys files, name string, write func(io.Writer) error) error {
+	f, err := fsys.Create(name)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// away sets every setting a flag can override to something other than the
+// flag's default, so that a flag given with its default value has to change
+// the run to be seen applying.
+const away = `seed 7
+seconds 5
+rate 50
+hold 30ms
+dial 10ms
+size 6
+idle 3
+keep 1s
+life 5s
+timeout 300ms
+ward on
+`
+
+// runIn runs the command on in-memory files holding the scenario away.
+func runIn(t *testing.T, args ...string) string {
+	t.Helper()
+	m := newMemFiles()
+	m.put("away.txt", []byte(away))
+	var out bytes.Buffer
+	args = append([]string{"-scenario", "away.txt", "-table=false", "-svg", "out.svg"}, args...)
+	if err := command(m, args, &out); err != nil {
+		t.Fatalf("sim %v: %v", args, err)
+	}
+	svg, err := m.ReadFile("out.svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.String() + string(svg)
+}
+
+// Every setting flag given on the command line applies, its default value
+// included: each is given at its default over a scenario that sets another.
+func TestEveryFlagGivenApplies(t *testing.T) {
+	for _, c := range []struct {
+		flag, value string
+		says        string // in the summary or the chart's load line
+	}{
+		{"seed", "1", "seed 1,"},
+		{"seconds", "24", ", 24 s."},
+		{"rate", "100", "Poisson at 100 callers/s"},
+		{"hold", "40ms", "mean 40ms"},
+		{"dial", "20ms", "dial 20ms"},
+		{"size", "12", "Size 12, Idle 3,"},
+		{"idle", "12", "Size 6, Idle 12,"},
+		{"keep", "2s", "Keep 2s, Life"},
+		{"life", "0", "Keep 1s, breaker+backoff"},
+		{"timeout", "0", "callers wait for ever"},
+		{"ward", "none", "ward off"},
+	} {
+		if strings.Contains(runIn(t), c.says) {
+			t.Fatalf("-%s: the scenario alone already says %q", c.flag, c.says)
+		}
+		if got := runIn(t, "-"+c.flag, c.value); !strings.Contains(got, c.says) {
+			t.Errorf("-%s %s is ignored: no %q in\n%s", c.flag, c.value, c.says, got[:min(len(got), 600)])
+		}
+	}
+	if len(settingFlags) != 11 {
+		t.Errorf("%d setting flags, the test covers 11", len(settingFlags))
+	}
+}
+
+// Size and idle given together apply as given, in either order: an idle
+// equal to the default is not lost to size's "idle follows size".
+func TestSizeAndIdleTogether(t *testing.T) {
+	for _, args := range [][]string{{"-size", "13", "-idle", "12"}, {"-idle", "12", "-size", "13"}} {
+		out := sim(t, append(args, "-table=false")...)
+		if !strings.Contains(out, "Size 13, Idle 12,") {
+			t.Errorf("%v runs\n%s", args, out)
+		}
+	}
+	if out := sim(t, "-size", "13", "-table=false"); !strings.Contains(out, "Size 13, Idle 13,") {
+		t.Errorf("-size alone: idle does not follow:\n%s", out)
+	}
+}
+
+// The flags beyond the scenario apply too.
+func TestOtherFlagsApply(t *testing.T) {
+	if out := sim(t, "-table=false"); strings.Contains(out, " sec ") {
+		t.Errorf("-table=false printed the table:\n%s", out)
+	}
+	if out := sim(t, "-table=true"); !strings.Contains(out, " sec ") {
+		t.Errorf("-table=true printed no table:\n%s", out)
+	}
+	out := sim(t, "-suggest", "-target", "1ns", "-max-size", "3")
+	if !strings.Contains(out, "no Size up to 3") || !strings.Contains(out, "within 1ns") {
+		t.Errorf("-max-size 3 -target 1ns:\n%s", out)
+	}
+}
