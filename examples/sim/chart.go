@@ -59,6 +59,7 @@ func figure(runs []*engine.Result, labels []string) *plot.Figure {
 			f.Footer = append(f.Footer, lead+l)
 		}
 	}
+	f.Footer = append(f.Footer, trades(runs)...)
 	return f
 }
 

@@ -78,6 +78,9 @@ func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Ti
 		return fmt.Sprintf("%d / %d / %d", r.Sum.TimedOut, r.Sum.Refused, r.Sum.DialErrors)
 	})
 	tw.Flush()
+	for _, l := range trades(runs) {
+		fmt.Fprintln(w, l)
+	}
 	// A's worst queues, and what the others did over the same stretches.
 	eps := slices.Clone(runs[0].Episodes)
 	slices.SortStableFunc(eps, func(a, b engine.Episode) int { return cmp.Compare(b.Len(), a.Len()) })
@@ -92,6 +95,30 @@ func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Ti
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// trades says, one line for each pair of runs one with a ward and one
+// without, what the ward bought and what callers paid for it: fewer dials
+// to a dead backend, against waits or failures. Nothing when the ward made
+// no fewer such dials, or when its callers fared no worse.
+func trades(runs []*engine.Result) []string {
+	var out []string
+	for i, a := range runs {
+		for j, b := range runs {
+			if !a.Scenario.Ward() || b.Scenario.Ward() {
+				continue
+			}
+			x, y := a.Sum, b.Sum
+			failedA := x.TimedOut + x.Refused + x.DialErrors
+			failedB := y.TimedOut + y.Refused + y.DialErrors
+			if x.DeadDials >= y.DeadDials || (x.P99 <= y.P99 && failedA <= failedB) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("trade: %c's ward made %d dials to a dead backend where %c made %d; its callers paid: p99 %v against %v, %d failed (%d timed out, %d shed, %d dial errors) against %d",
+				'A'+i, x.DeadDials, 'A'+j, y.DeadDials, round(x.P99), round(y.P99), failedA, x.TimedOut, x.Refused, x.DialErrors, failedB))
+		}
+	}
+	return out
 }
 
 // when names an instant of the run: the wall-clock time of a recording
