@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/wardpool/wardpool/examples/sim/internal/engine"
 )
 
 // away sets every setting a flag can override to something other than the
@@ -95,5 +97,20 @@ func TestOtherFlagsApply(t *testing.T) {
 	out := sim(t, "-suggest", "-target", "1ns", "-max-size", "3")
 	if !strings.Contains(out, "no Size up to 3") || !strings.Contains(out, "within 1ns") {
 		t.Errorf("-max-size 3 -target 1ns:\n%s", out)
+	}
+}
+
+// The page fills its controls with a scenario's own settings
+// (settingsOf): given back as flags, they change nothing.
+func TestScenarioSettingsAsFlagsChangeNothing(t *testing.T) {
+	for _, name := range engine.Builtins {
+		s, _ := engine.Builtin(name)
+		args := []string{"-scenario", name, "-table=false"}
+		for f, v := range settingsOf(s) {
+			args = append(args, "-"+f, v.(string))
+		}
+		if a, b := sim(t, "-scenario", name, "-table=false"), sim(t, args...); a != b {
+			t.Errorf("%s: %v runs\n%s\nnot\n%s", name, args, b, a)
+		}
 	}
 }

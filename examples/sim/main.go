@@ -91,18 +91,19 @@ type files interface {
 	Create(name string) (io.WriteCloser, error)
 }
 
+// site builds the page (-page) or serves it (-serve): serveOrWrite on the
+// command line (site.go), nil in the browser.
+var site func(o options, out io.Writer) error
+
 // osFiles are the machine's files.
 type osFiles struct{}
 
 func (osFiles) ReadFile(name string) ([]byte, error)       { return os.ReadFile(name) }
 func (osFiles) Create(name string) (io.WriteCloser, error) { return os.Create(name) }
 
-func main() {
-	if err := cli(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "sim:", err)
-		os.Exit(2)
-	}
-}
+// main runs the command (start_cli.go) or, compiled to WebAssembly, hands
+// it to the browser's page (wasm.go).
+func main() { start() }
 
 // cli runs the command with args on the machine's files, writing its
 // report to out.
@@ -124,6 +125,8 @@ func command(fsys files, args []string, out io.Writer) error {
 	fs.DurationVar(&o.target, "target", 10*time.Millisecond, "p99 acquire wait to stay within, for -suggest")
 	fs.IntVar(&o.maxSize, "max-size", 256, "largest Size -suggest tries")
 	fs.BoolVar(&o.table, "table", true, "print the table of one row a second")
+	fs.StringVar(&o.serve, "serve", "", "serve the simulator's page (this engine compiled to WebAssembly) at this address, such as 127.0.0.1:8080")
+	fs.StringVar(&o.page, "page", "", "write the simulator's page (index.html, wasm_exec.js, sim.wasm) to this directory")
 	// Settings of the scenario, applied over it when given.
 	fs.Uint64("seed", 1, "random seed: the same seed gives the same run")
 	fs.Int("size", 12, "most resources live at once (idle follows it unless -idle is given)")
@@ -150,6 +153,12 @@ func command(fsys files, args []string, out io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.serve != "" || o.page != "" {
+		if site == nil {
+			return errors.New("-serve and -page build the page with the go command: not from the page itself")
+		}
+		return site(o, out)
 	}
 	s, err := scenario(fsys, o.scenario)
 	if err != nil {
