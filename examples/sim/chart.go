@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wardpool/wardpool/examples/sim/internal/engine"
@@ -25,8 +26,9 @@ var answerColors = [...]string{
 	pool.Wait: "#ff7f0e", pool.Later: "#9467bd", pool.Shed: "#d62728",
 }
 
-// figure draws runs (one, or two side by side) with their labels.
-func figure(runs []*engine.Result, labels []string) *plot.Figure {
+// figure draws runs (one, or two side by side) with their labels, and a
+// p99 target as a line on the wait panels when target is positive.
+func figure(runs []*engine.Result, labels []string, target time.Duration) *plot.Figure {
 	a := runs[0]
 	s := a.Scenario
 	k := bucket(len(a.Rows))
@@ -49,8 +51,17 @@ func figure(runs []*engine.Result, labels []string) *plot.Figure {
 	for _, r := range runs {
 		warded = warded || r.Scenario.Ward()
 	}
+	apart := queueApart(runs)
 	for i, r := range runs {
-		f.Columns = append(f.Columns, column(r, labels[i], warded))
+		c := column(r, labels[i], warded, apart)
+		if target > 0 {
+			for j := range c.Panels {
+				if c.Panels[j].Unit == "ms" && strings.HasPrefix(c.Panels[j].Title, "Acquire wait") {
+					c.Panels[j].Rule.Y, c.Panels[j].Rule.Label = ms(target), "target p99 "+target.String()
+				}
+			}
+		}
+		f.Columns = append(f.Columns, c)
 		for j, l := range footer(r) {
 			lead := "   "
 			if j == 0 {
@@ -62,6 +73,24 @@ func figure(runs []*engine.Result, labels []string) *plot.Figure {
 	f.Footer = append(f.Footer, trades(runs)...)
 	return f
 }
+
+// queueApart reports whether the queue is drawn against an axis of its
+// own: when the deepest queue of the runs is more than twice the most
+// resources (lent, idle, being made, or the Size line), one axis for both
+// would press the resources into the bottom of the panel.
+func queueApart(runs []*engine.Result) bool {
+	queue, res := 0, 0
+	for _, r := range runs {
+		res = max(res, r.Scenario.Limits.Size)
+		for _, x := range r.Rows {
+			queue = max(queue, x.Queued, x.QueueMax)
+			res = max(res, x.Lent, x.Idle, x.Making)
+		}
+	}
+	return queue > 2*max(res, 1)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // loadLine says where the load came from and what is fixed.
 func loadLine(r *engine.Result) string {
@@ -77,7 +106,7 @@ func loadLine(r *engine.Result) string {
 }
 
 // column is one run's panels.
-func column(r *engine.Result, title string, warded bool) plot.Column {
+func column(r *engine.Result, title string, warded, queueApart bool) plot.Column {
 	s := r.Scenario
 	// Long runs are drawn k seconds a point: counts as their mean a
 	// second, gauges and waits as their most in the k seconds.
@@ -102,7 +131,6 @@ func column(r *engine.Result, title string, warded bool) plot.Column {
 		}
 		return v
 	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	c := plot.Column{Title: title}
 	for _, b := range s.Bursts {
 		c.Bands = append(c.Bands, plot.Band{From: b.From.Seconds(), To: b.To.Seconds(), Label: fmt.Sprintf("burst x%g", b.Factor), Color: "#ff7f0e"})
@@ -132,8 +160,8 @@ func column(r *engine.Result, title string, warded bool) plot.Column {
 			{Name: "lent", Color: "#1f77b4", Values: peak(func(x *engine.Second) float64 { return float64(x.Lent) })},
 			{Name: "idle", Color: "#2ca02c", Values: peak(func(x *engine.Second) float64 { return float64(x.Idle) })},
 			{Name: "being made", Color: "#9467bd", Values: peak(func(x *engine.Second) float64 { return float64(x.Making) })},
-			{Name: "queued callers", Color: "#d62728", Values: peak(func(x *engine.Second) float64 { return float64(x.Queued) })},
-			{Name: "most queued in the second", Color: "#d62728", Dash: true, Values: peak(func(x *engine.Second) float64 { return float64(x.QueueMax) })},
+			{Name: "queued callers", Color: "#d62728", Right: queueApart, Values: peak(func(x *engine.Second) float64 { return float64(x.Queued) })},
+			{Name: "most queued in the second", Color: "#d62728", Dash: true, Right: queueApart, Values: peak(func(x *engine.Second) float64 { return float64(x.QueueMax) })},
 		},
 	}
 	if s.Limits.Size > 0 {

@@ -275,7 +275,13 @@ func command(fsys files, args []string, out io.Writer) error {
 		}
 		summary(out, a)
 	}
-	fig := figure(runs, labels)
+	target := time.Duration(0)
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "target" {
+			target = o.target
+		}
+	})
+	fig := figure(runs, labels, target)
 	if o.svg != "" {
 		if err := writeFile(fsys, o.svg, fig.WriteSVG); err != nil {
 			return err

@@ -158,7 +158,7 @@ func TestChartNumbersAreTheBooks(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		if err := figure([]*engine.Result{r}, []string{"A"}).WriteSVG(&buf); err != nil {
+		if err := figure([]*engine.Result{r}, []string{"A"}, 0).WriteSVG(&buf); err != nil {
 			t.Fatal(err)
 		}
 		drawn := lines(t, buf.Bytes())
@@ -255,7 +255,7 @@ func TestHTMLIsOnePageWithNothingToFetch(t *testing.T) {
 	if n := strings.Count(page, "http"); n != strings.Count(page, `xmlns="http://www.w3.org/2000/svg"`) {
 		t.Errorf("page names %d addresses beside the SVG namespace", n)
 	}
-	for _, want := range []string{"<svg", "</html>", "Breaker", "dials to a dead backend"} {
+	for _, want := range []string{"<svg", "</html>", "Breaker", "to a dead backend"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page has no %q", want)
 		}

@@ -179,8 +179,12 @@ func suggest(w io.Writer, s engine.Scenario, rec *engine.Recording, o options) e
 // page writes one self-contained HTML page: the chart inline, the summary
 // and the per-second tables. Nothing is fetched from anywhere.
 func page(w io.Writer, fig *plot.Figure, runs []*engine.Result, labels []string, origin time.Time) error {
+	// The page writes the title, the text and the summary itself; the
+	// chart inside it is bare of them, so nothing is said twice.
+	bare := *fig
+	bare.Bare = true
 	var svg bytes.Buffer
-	if err := fig.WriteSVG(&svg); err != nil {
+	if err := bare.WriteSVG(&svg); err != nil {
 		return err
 	}
 	var b strings.Builder
