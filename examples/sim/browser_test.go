@@ -164,6 +164,17 @@ func TestBrowserRunsTheSameEngine(t *testing.T) {
 	}
 	same("the default run", first, "burst: Size 12, Idle 12, Keep 2s, ward off")
 
+	// The search, from its button: 20 seeds a configuration, in the page.
+	searched := time.Now()
+	if err := chromedp.Do(ctx,
+		chromedp.Click("#suggest"),
+		chromedp.Poll[chromedp.Void](`JSON.parse(document.body.dataset.args || "[]").includes("-suggest")`, chromedp.WithPollingTimeout(time.Minute)),
+	); err != nil {
+		t.Fatalf("the suggest button: %v", err)
+	}
+	same("the search", read("the search"), "this answer rests on 20 seeds", "suggest: Size 16, Idle 15, Keep 2s")
+	t.Logf("the search took %v in the page", time.Since(searched).Round(time.Millisecond))
+
 	if err := chromedp.Do(ctx, set("size", "16")); err != nil {
 		t.Fatal(err)
 	}

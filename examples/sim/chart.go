@@ -74,6 +74,62 @@ func figure(runs []*engine.Result, labels []string, target time.Duration) *plot.
 	return f
 }
 
+// searchFigure draws a -suggest search: each trial's p99 wait over the
+// seeds against the target, and the limits it tried.
+func searchFigure(s engine.Scenario, replayed bool, trials []engine.Trial, best engine.Trial, ok bool, o options) *plot.Figure {
+	f := &plot.Figure{
+		Title:  "wardpool sim: -suggest for " + s.Name,
+		X0:     1,
+		Step:   1,
+		XLabel: "trial, in the order run",
+	}
+	if s.Note != "" {
+		f.Text = append(f.Text, s.Note+".")
+	}
+	f.Text = append(f.Text, loadLine(&engine.Result{Scenario: s, Replayed: replayed}))
+	f.Text = append(f.Text, fmt.Sprintf("Each point is one configuration run on %d seeds (from %d); it fits when its p99 wait is within %v on %g%% of them.",
+		o.seeds, s.Seed, o.target, engine.FitShare*100))
+	c := plot.Column{Title: fmt.Sprintf("no Size up to %d fits", o.maxSize)}
+	if ok {
+		c.Title = fmt.Sprintf("suggest: Size %d, Idle %d, Keep %v (p99 median %v, worst %v over %d seeds)",
+			best.Size, best.Idle, best.Keep, round(best.P99.Median), round(best.P99.Worst), o.seeds)
+	}
+	var med, judged, worst, size, idle, keep []float64
+	for _, t := range trials {
+		med = append(med, ms(t.P99.Median))
+		judged = append(judged, ms(t.P99.Judged))
+		worst = append(worst, ms(t.P99.Worst))
+		size = append(size, float64(t.Size))
+		idle = append(idle, float64(t.Idle))
+		keep = append(keep, t.Keep.Seconds())
+	}
+	for i := 0; i < len(trials); {
+		j := i
+		for j < len(trials) && trials[j].Step == trials[i].Step {
+			j++
+		}
+		color := map[string]string{"size": "#1f77b4", "idle": "#2ca02c", "keep": "#9467bd"}[trials[i].Step]
+		if color == "" {
+			color = "#7f7f7f"
+		}
+		c.Bands = append(c.Bands, plot.Band{From: float64(i) + 0.5, To: float64(j) + 0.5, Label: trials[i].Step + " search", Color: color})
+		i = j
+	}
+	wait := plot.Panel{Title: "p99 acquire wait of each trial, over the seeds", Unit: "ms", Log: true, Series: []plot.Series{
+		{Name: "median", Color: "#2ca02c", Values: med},
+		{Name: fmt.Sprintf("%g%% of seeds within", engine.FitShare*100), Color: "#ff7f0e", Values: judged},
+		{Name: "worst seed", Color: "#d62728", Dash: true, Values: worst},
+	}}
+	wait.Rule.Y, wait.Rule.Label = ms(o.target), "target "+o.target.String()
+	c.Panels = append(c.Panels, wait, plot.Panel{Title: "Limits tried", Unit: "count", Log: true, Series: []plot.Series{
+		{Name: "Size", Color: "#1f77b4", Values: size},
+		{Name: "Idle", Color: "#2ca02c", Dash: true, Values: idle},
+		{Name: "Keep (s)", Color: "#9467bd", Right: true, Values: keep},
+	}})
+	f.Columns = []plot.Column{c}
+	return f
+}
+
 // queueApart reports whether the queue is drawn against an axis of its
 // own: when the deepest queue of the runs is more than twice the most
 // resources (lent, idle, being made, or the Size line), one axis for both
@@ -229,10 +285,10 @@ func footer(r *engine.Result) []string {
 
 // round shortens a duration for reading: three significant places.
 func round(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
+	switch a := d.Abs(); {
+	case a >= time.Second:
 		return d.Round(time.Millisecond)
-	case d >= time.Millisecond:
+	case a >= time.Millisecond:
 		return d.Round(10 * time.Microsecond)
 	}
 	return d.Round(time.Microsecond)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,8 +95,8 @@ func TestOtherFlagsApply(t *testing.T) {
 	if out := sim(t, "-table=true"); !strings.Contains(out, " sec ") {
 		t.Errorf("-table=true printed no table:\n%s", out)
 	}
-	out := sim(t, "-suggest", "-target", "1ns", "-max-size", "3")
-	if !strings.Contains(out, "no Size up to 3") || !strings.Contains(out, "within 1ns") {
+	out := sim(t, "-suggest", "-target", "1ns", "-max-size", "3", "-seeds", "2")
+	if !strings.Contains(out, "no Size up to 3") || !strings.Contains(out, "within 1ns on at least 2 of 2 seeds (seeds 1 to 2)") {
 		t.Errorf("-max-size 3 -target 1ns:\n%s", out)
 	}
 }
@@ -112,5 +113,48 @@ func TestScenarioSettingsAsFlagsChangeNothing(t *testing.T) {
 		if a, b := sim(t, "-scenario", name, "-table=false"), sim(t, args...); a != b {
 			t.Errorf("%s: %v runs\n%s\nnot\n%s", name, args, b, a)
 		}
+	}
+}
+
+// -suggest honours -seeds, -svg and -html: the chart of the search carries
+// the target as a line and a point for each trial.
+func TestSuggestDrawsItsSearch(t *testing.T) {
+	m := newMemFiles()
+	var out bytes.Buffer
+	if err := command(m, []string{"-suggest", "-target", "10ms", "-seeds", "3", "-svg", "s.svg", "-html", "s.html"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "this answer rests on 3 seeds (seeds 1 to 3)") {
+		t.Errorf("-seeds 3:\n%s", out.String())
+	}
+	trials := 0
+	for l := range strings.Lines(out.String()) {
+		if f := strings.Fields(l); len(f) > 0 && slices.Contains([]string{"size", "idle", "keep", "final"}, f[0]) && len(f) > 10 {
+			trials++
+		}
+	}
+	b, err := m.ReadFile("s.svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := readDrawing(t, b)
+	if !slices.ContainsFunc(d.Rules, func(r struct {
+		Rule string `xml:"data-rule,attr"`
+	}) bool {
+		return r.Rule == "target 10ms"
+	}) {
+		t.Error("the search's chart has no target line")
+	}
+	for _, l := range d.Lines {
+		if n := len(strings.Fields(l.Values)); n != trials {
+			t.Errorf("series %s has %d points for %d trials", l.Series, n, trials)
+		}
+	}
+	h, err := m.ReadFile("s.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(h), "<svg") || !strings.Contains(string(h), "this answer rests on 3 seeds") {
+		t.Error("the search's page has no chart or no answer")
 	}
 }

@@ -78,6 +78,7 @@ type options struct {
 	suggest  bool
 	target   time.Duration
 	maxSize  int
+	seeds    int
 	table    bool
 	serve    string
 	page     string
@@ -121,9 +122,10 @@ func command(fsys files, args []string, out io.Writer) error {
 	fs.StringVar(&o.record, "record", "", "write the run's load and the pool's answers to this CSV")
 	fs.StringVar(&o.svg, "svg", "", "write the chart to this SVG file")
 	fs.StringVar(&o.html, "html", "", "write the chart and tables to this self-contained HTML file")
-	fs.BoolVar(&o.suggest, "suggest", false, "search the smallest Size, Idle and Keep keeping the p99 wait within -target")
+	fs.BoolVar(&o.suggest, "suggest", false, "search the smallest Size, Idle and Keep keeping the p99 wait within -target on 90% of -seeds seeds")
 	fs.DurationVar(&o.target, "target", 10*time.Millisecond, "p99 acquire wait to stay within, for -suggest")
 	fs.IntVar(&o.maxSize, "max-size", 256, "largest Size -suggest tries")
+	fs.IntVar(&o.seeds, "seeds", 20, "how many seeds -suggest runs each configuration on, from -seed on")
 	fs.BoolVar(&o.table, "table", true, "print the table of one row a second")
 	fs.StringVar(&o.serve, "serve", "", "serve the simulator's page (this engine compiled to WebAssembly) at this address, such as 127.0.0.1:8080")
 	fs.StringVar(&o.page, "page", "", "write the simulator's page (index.html, wasm_exec.js, sim.wasm) to this directory")
@@ -207,7 +209,7 @@ func command(fsys files, args []string, out io.Writer) error {
 		return rec.Load(s.Hold)
 	}
 	if o.suggest {
-		return suggest(out, s, rec, o)
+		return suggest(fsys, out, s, rec, o)
 	}
 	if kl != nil {
 		keeperNotes(out, kl, s)
@@ -288,7 +290,13 @@ func command(fsys files, args []string, out io.Writer) error {
 		}
 	}
 	if o.html != "" {
-		if err := writeFile(fsys, o.html, func(w io.Writer) error { return page(w, fig, runs, labels, origin) }); err != nil {
+		var sum bytes.Buffer
+		if len(runs) > 1 {
+			compare(&sum, runs, labels, origin)
+		} else {
+			summary(&sum, runs[0])
+		}
+		if err := writeFile(fsys, o.html, func(w io.Writer) error { return page(w, fig, sum.String(), runs, labels) }); err != nil {
 			return err
 		}
 	}

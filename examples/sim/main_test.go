@@ -281,7 +281,8 @@ func TestRecordThenReplayGivesTheSameTable(t *testing.T) {
 
 func TestSuggestPrintsTheTableSearched(t *testing.T) {
 	out := sim(t, "-suggest", "-target", "5ms")
-	for _, want := range []string{"step", "size", "idle", "keep", "p99", "suggest: Size"} {
+	for _, want := range []string{"step", "size", "idle", "keep", "p99 median", "p99 worst", "margin", "suggest: Size",
+		"p99 wait over 20 seeds: median ", "margin to the target 5ms: ", "this answer rests on 20 seeds (seeds 1 to 20)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}
