@@ -18,12 +18,14 @@
 //	go run ./examples/sim -replay load.csv -size 8 -compare size=16
 //	go run ./examples/sim -replay pool.rec           # a Keeper's recording
 //	go run ./examples/sim -suggest -target 10ms      # smallest Size, Idle, Keep
+//	go run ./examples/sim -serve 127.0.0.1:8080      # the same, in the browser
 //
 // Scenarios. -scenario names a built-in (burst, steady, slowdown, outage) or
 // a file of "key value" lines (engine.Parse documents every key: rate, hold,
 // dial, size, idle, keep, life, timeout, burst, slow, outage, break, ward;
 // scenarios/failover.txt is an example).
-// Flags given on the command line override the scenario. -compare runs a
+// Flags given on the command line override the scenario, whatever their
+// value. -compare runs a
 // second configuration, written as the scenario's settings ("size=16" or
 // "ward=none, size=8"), on the same seeded load, and charts the two side by
 // side.
@@ -49,6 +51,17 @@
 // replay gives back, in order and at their instants.
 //
 //	go run ./examples/sim -replay pool.rec -compare size=16
+//
+// Sizing. -suggest searches the smallest Size, then Idle, then Keep whose
+// p99 wait is within -target on at least 90% of -seeds seeds (20), prints
+// the spread over the seeds and the margin to the target, and with -svg or
+// -html draws the search.
+//
+// The browser. -serve builds this command with GOOS=js GOARCH=wasm and
+// serves it with a page (web/index.html) that runs it on the settings of
+// its controls and on a recording dropped on it; -page writes the page's
+// files instead. In the browser the command is the same code (wasm.go), so
+// it prints the same report for the same arguments.
 package main
 
 import (

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -12,8 +13,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // indexHTML is the simulator's page: controls, the summary and the chart,
@@ -49,7 +53,18 @@ func serveOrWrite(o options, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "the simulator in the browser: http://%s/ (Ctrl-C ends it)\n", ln.Addr())
-	return http.Serve(ln, http.FileServer(http.Dir(dir)))
+	// An interrupt ends the server, so the page's directory is removed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv := &http.Server{Handler: http.FileServer(http.Dir(dir)), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // buildPage writes index.html, wasm_exec.js (the Go toolchain's own,
