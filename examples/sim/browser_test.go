@@ -225,5 +225,19 @@ func TestBrowserRunsTheSameEngine(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(art, "replay.png"), shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
+
+	// A Keeper's own recording, dropped the same way: its limits and
+	// dial time, and what the replay read exactly.
+	if err := os.WriteFile("pool.rec", poolRun(t, 300, 10*time.Millisecond, 23*time.Millisecond, 4*time.Millisecond), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before = read("before the second drop").Runs
+	if err := chromedp.Do(ctx,
+		chromedp.SetUploadFiles("#file", []string{filepath.Join(dir, "pool.rec")}),
+		chromedp.Poll[chromedp.Void](`document.body.dataset.runs > `+before+` && JSON.parse(document.body.dataset.args).includes("pool.rec")`, chromedp.WithPollingTimeout(30*time.Second)),
+	); err != nil {
+		t.Fatalf("dropping a Keeper's recording: %v", err)
+	}
+	same("the Keeper's recording", read("the Keeper's recording"), "exact          297 callers lent at once", "replay of pool.rec: Size 8, Idle 8")
 	t.Logf("browser test: page built in %v, all in %v; screenshots in %s", built.Round(time.Millisecond), time.Since(began).Round(time.Millisecond), art)
 }
