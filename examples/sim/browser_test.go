@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -240,4 +241,39 @@ func TestBrowserRunsTheSameEngine(t *testing.T) {
 	}
 	same("the Keeper's recording", read("the Keeper's recording"), "exact          297 callers lent at once", "replay of pool.rec: Size 8, Idle 8")
 	t.Logf("browser test: page built in %v, all in %v; screenshots in %s", built.Round(time.Millisecond), time.Since(began).Round(time.Millisecond), art)
+}
+
+// -page writes the page, the toolchain's wasm_exec.js and the command
+// compiled to WebAssembly, and the page loads nothing from anywhere else.
+func TestPageFetchesNothingElse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command for the browser")
+	}
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := cli([]string{"-page", dir}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"index.html", "wasm_exec.js", "sim.wasm"} {
+		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	wasm, _ := os.ReadFile(filepath.Join(dir, "sim.wasm"))
+	if !bytes.HasPrefix(wasm, []byte("\x00asm")) {
+		t.Error("sim.wasm is not WebAssembly")
+	}
+	page, _ := os.ReadFile(filepath.Join(dir, "index.html"))
+	for _, bad := range []string{"http:", "https:", "//cdn", "@import", "url(", "<link"} {
+		if bytes.Contains(page, []byte(bad)) {
+			t.Errorf("the page names %q", bad)
+		}
+	}
+	var loads []string
+	for _, m := range regexp.MustCompile(`(?:src=|fetch\()"([^"]*)"`).FindAllSubmatch(page, -1) {
+		loads = append(loads, string(m[1]))
+	}
+	if !slices.Equal(loads, []string{"wasm_exec.js", "sim.wasm"}) {
+		t.Errorf("the page loads %q, want only wasm_exec.js and sim.wasm beside it", loads)
+	}
 }
