@@ -182,6 +182,9 @@ func TestBrowserRunsTheSameEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	same("size 16", read("size 16"), "burst: Size 16, Idle 16,")
+	if idle, err := chromedp.Run(ctx, chromedp.Value("#idle")); err != nil || idle != "16" {
+		t.Errorf("the idle control shows %q (%v) where the run has Idle 16", idle, err)
+	}
 
 	var shot []byte
 	if err := chromedp.Do(ctx, set("scenario", "outage"), set("compare", "ward=none")); err != nil {
