@@ -356,7 +356,8 @@ func (f *Figure) panel(w *bufio.Writer, col int, p *Panel, bands []Band, labels,
 	}
 	if p.Rule.Label != "" {
 		fmt.Fprintf(w, `<line data-rule="%s" x1="%s" y1="%s" x2="%s" y2="%s" stroke="#000" stroke-dasharray="2 3"/>`, esc(p.Rule.Label), num(px), num(Y(p.Rule.Y)), num(px+pw), num(Y(p.Rule.Y)))
-		fmt.Fprintf(w, `<text x="%s" y="%s" text-anchor="end">%s</text>`+"\n", num(px+pw-2), num(Y(p.Rule.Y)-3), esc(p.Rule.Label))
+		// A white outline keeps the label legible where a series passes.
+		fmt.Fprintf(w, `<text x="%s" y="%s" text-anchor="end" stroke="#fff" stroke-width="3" paint-order="stroke">%s</text>`+"\n", num(px+pw-2), num(Y(p.Rule.Y)-3), esc(p.Rule.Label))
 	}
 	// Lines, each with the top of the axis it is drawn against.
 	for _, s := range p.Series {
