@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/wardpool/wardpool/examples/sim/internal/engine"
@@ -25,8 +26,9 @@ var answerColors = [...]string{
 	pool.Wait: "#ff7f0e", pool.Later: "#9467bd", pool.Shed: "#d62728",
 }
 
-// figure draws runs (one, or two side by side) with their labels.
-func figure(runs []*engine.Result, labels []string) *plot.Figure {
+// figure draws runs (one, or two side by side) with their labels, and a
+// p99 target as a line on the wait panels when target is positive.
+func figure(runs []*engine.Result, labels []string, target time.Duration) *plot.Figure {
 	a := runs[0]
 	s := a.Scenario
 	k := bucket(len(a.Rows))
@@ -49,8 +51,17 @@ func figure(runs []*engine.Result, labels []string) *plot.Figure {
 	for _, r := range runs {
 		warded = warded || r.Scenario.Ward()
 	}
+	apart := queueApart(runs)
 	for i, r := range runs {
-		f.Columns = append(f.Columns, column(r, labels[i], warded))
+		c := column(r, labels[i], warded, apart)
+		if target > 0 {
+			for j := range c.Panels {
+				if c.Panels[j].Unit == "ms" && strings.HasPrefix(c.Panels[j].Title, "Acquire wait") {
+					c.Panels[j].Rule.Y, c.Panels[j].Rule.Label = ms(target), "target p99 "+target.String()
+				}
+			}
+		}
+		f.Columns = append(f.Columns, c)
 		for j, l := range footer(r) {
 			lead := "   "
 			if j == 0 {
@@ -59,8 +70,83 @@ func figure(runs []*engine.Result, labels []string) *plot.Figure {
 			f.Footer = append(f.Footer, lead+l)
 		}
 	}
+	f.Footer = append(f.Footer, trades(runs)...)
 	return f
 }
+
+// searchFigure draws a -suggest search: each trial's p99 wait over the
+// seeds against the target, and the limits it tried.
+func searchFigure(s engine.Scenario, replayed bool, trials []engine.Trial, best engine.Trial, ok bool, o options) *plot.Figure {
+	f := &plot.Figure{
+		Title:  "wardpool sim: -suggest for " + s.Name,
+		X0:     1,
+		Step:   1,
+		XLabel: "trial, in the order run",
+	}
+	if s.Note != "" {
+		f.Text = append(f.Text, s.Note+".")
+	}
+	f.Text = append(f.Text, loadLine(&engine.Result{Scenario: s, Replayed: replayed}))
+	f.Text = append(f.Text, fmt.Sprintf("Each point is one configuration run on %d seeds (from %d); it fits when its p99 wait is within %v on %g%% of them.",
+		o.seeds, s.Seed, o.target, engine.FitShare*100))
+	c := plot.Column{Title: fmt.Sprintf("no Size up to %d fits", o.maxSize)}
+	if ok {
+		c.Title = fmt.Sprintf("suggest: Size %d, Idle %d, Keep %v (p99 median %v, worst %v over %d seeds)",
+			best.Size, best.Idle, best.Keep, round(best.P99.Median), round(best.P99.Worst), o.seeds)
+	}
+	var med, judged, worst, size, idle, keep []float64
+	for _, t := range trials {
+		med = append(med, ms(t.P99.Median))
+		judged = append(judged, ms(t.P99.Judged))
+		worst = append(worst, ms(t.P99.Worst))
+		size = append(size, float64(t.Size))
+		idle = append(idle, float64(t.Idle))
+		keep = append(keep, t.Keep.Seconds())
+	}
+	for i := 0; i < len(trials); {
+		j := i
+		for j < len(trials) && trials[j].Step == trials[i].Step {
+			j++
+		}
+		color := map[string]string{"size": "#1f77b4", "idle": "#2ca02c", "keep": "#9467bd"}[trials[i].Step]
+		if color == "" {
+			color = "#7f7f7f"
+		}
+		c.Bands = append(c.Bands, plot.Band{From: float64(i) + 0.5, To: float64(j) + 0.5, Label: trials[i].Step + " search", Color: color})
+		i = j
+	}
+	wait := plot.Panel{Title: "p99 acquire wait of each trial, over the seeds", Unit: "ms", Log: true, Series: []plot.Series{
+		{Name: "median", Color: "#2ca02c", Values: med},
+		{Name: fmt.Sprintf("%g%% of seeds within", engine.FitShare*100), Color: "#ff7f0e", Values: judged},
+		{Name: "worst seed", Color: "#d62728", Dash: true, Values: worst},
+	}}
+	wait.Rule.Y, wait.Rule.Label = ms(o.target), "target "+o.target.String()
+	c.Panels = append(c.Panels, wait, plot.Panel{Title: "Limits tried", Unit: "count", Log: true, Series: []plot.Series{
+		{Name: "Size", Color: "#1f77b4", Values: size},
+		{Name: "Idle", Color: "#2ca02c", Dash: true, Values: idle},
+		{Name: "Keep (s)", Color: "#9467bd", Right: true, Values: keep},
+	}})
+	f.Columns = []plot.Column{c}
+	return f
+}
+
+// queueApart reports whether the queue is drawn against an axis of its
+// own: when the deepest queue of the runs is more than twice the most
+// resources (lent, idle, being made, or the Size line), one axis for both
+// would press the resources into the bottom of the panel.
+func queueApart(runs []*engine.Result) bool {
+	queue, res := 0, 0
+	for _, r := range runs {
+		res = max(res, r.Scenario.Limits.Size)
+		for _, x := range r.Rows {
+			queue = max(queue, x.Queued, x.QueueMax)
+			res = max(res, x.Lent, x.Idle, x.Making)
+		}
+	}
+	return queue > 2*max(res, 1)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // loadLine says where the load came from and what is fixed.
 func loadLine(r *engine.Result) string {
@@ -76,7 +162,7 @@ func loadLine(r *engine.Result) string {
 }
 
 // column is one run's panels.
-func column(r *engine.Result, title string, warded bool) plot.Column {
+func column(r *engine.Result, title string, warded, queueApart bool) plot.Column {
 	s := r.Scenario
 	// Long runs are drawn k seconds a point: counts as their mean a
 	// second, gauges and waits as their most in the k seconds.
@@ -101,7 +187,6 @@ func column(r *engine.Result, title string, warded bool) plot.Column {
 		}
 		return v
 	}
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	c := plot.Column{Title: title}
 	for _, b := range s.Bursts {
 		c.Bands = append(c.Bands, plot.Band{From: b.From.Seconds(), To: b.To.Seconds(), Label: fmt.Sprintf("burst x%g", b.Factor), Color: "#ff7f0e"})
@@ -131,8 +216,8 @@ func column(r *engine.Result, title string, warded bool) plot.Column {
 			{Name: "lent", Color: "#1f77b4", Values: peak(func(x *engine.Second) float64 { return float64(x.Lent) })},
 			{Name: "idle", Color: "#2ca02c", Values: peak(func(x *engine.Second) float64 { return float64(x.Idle) })},
 			{Name: "being made", Color: "#9467bd", Values: peak(func(x *engine.Second) float64 { return float64(x.Making) })},
-			{Name: "queued callers", Color: "#d62728", Values: peak(func(x *engine.Second) float64 { return float64(x.Queued) })},
-			{Name: "most queued in the second", Color: "#d62728", Dash: true, Values: peak(func(x *engine.Second) float64 { return float64(x.QueueMax) })},
+			{Name: "queued callers", Color: "#d62728", Right: queueApart, Values: peak(func(x *engine.Second) float64 { return float64(x.Queued) })},
+			{Name: "most queued in the second", Color: "#d62728", Dash: true, Right: queueApart, Values: peak(func(x *engine.Second) float64 { return float64(x.QueueMax) })},
 		},
 	}
 	if s.Limits.Size > 0 {
@@ -200,10 +285,10 @@ func footer(r *engine.Result) []string {
 
 // round shortens a duration for reading: three significant places.
 func round(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second:
+	switch a := d.Abs(); {
+	case a >= time.Second:
 		return d.Round(time.Millisecond)
-	case d >= time.Millisecond:
+	case a >= time.Millisecond:
 		return d.Round(10 * time.Microsecond)
 	}
 	return d.Round(time.Microsecond)

@@ -18,12 +18,14 @@
 //	go run ./examples/sim -replay load.csv -size 8 -compare size=16
 //	go run ./examples/sim -replay pool.rec           # a Keeper's recording
 //	go run ./examples/sim -suggest -target 10ms      # smallest Size, Idle, Keep
+//	go run ./examples/sim -serve 127.0.0.1:8080      # the same, in the browser
 //
 // Scenarios. -scenario names a built-in (burst, steady, slowdown, outage) or
 // a file of "key value" lines (engine.Parse documents every key: rate, hold,
 // dial, size, idle, keep, life, timeout, burst, slow, outage, break, ward;
 // scenarios/failover.txt is an example).
-// Flags given on the command line override the scenario. -compare runs a
+// Flags given on the command line override the scenario, whatever their
+// value. -compare runs a
 // second configuration, written as the scenario's settings ("size=16" or
 // "ward=none, size=8"), on the same seeded load, and charts the two side by
 // side.
@@ -49,6 +51,17 @@
 // replay gives back, in order and at their instants.
 //
 //	go run ./examples/sim -replay pool.rec -compare size=16
+//
+// Sizing. -suggest searches the smallest Size, then Idle, then Keep whose
+// p99 wait is within -target on at least 90% of -seeds seeds (20), prints
+// the spread over the seeds and the margin to the target, and with -svg or
+// -html draws the search.
+//
+// The browser. -serve builds this command with GOOS=js GOARCH=wasm and
+// serves it with a page (web/index.html) that runs it on the settings of
+// its controls and on a recording dropped on it; -page writes the page's
+// files instead. In the browser the command is the same code (wasm.go), so
+// it prints the same report for the same arguments.
 package main
 
 import (
@@ -78,18 +91,42 @@ type options struct {
 	suggest  bool
 	target   time.Duration
 	maxSize  int
+	seeds    int
 	table    bool
+	serve    string
+	page     string
 }
 
-func main() {
-	if err := cli(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "sim:", err)
-		os.Exit(2)
-	}
+// files is where the command reads scenarios and recordings and writes
+// charts and records: the machine's files on the command line, an
+// in-memory set in the browser (see wasm.go).
+type files interface {
+	ReadFile(name string) ([]byte, error)
+	Create(name string) (io.WriteCloser, error)
 }
 
-// cli runs the command with args, writing its report to out.
-func cli(args []string, out io.Writer) error {
+// site builds the page (-page) or serves it (-serve): serveOrWrite on the
+// command line (site.go), nil in the browser.
+var site func(o options, out io.Writer) error
+
+// osFiles are the machine's files.
+type osFiles struct{}
+
+func (osFiles) ReadFile(name string) ([]byte, error)       { return os.ReadFile(name) }
+func (osFiles) Create(name string) (io.WriteCloser, error) { return os.Create(name) }
+
+// main runs the command (start_cli.go) or, compiled to WebAssembly, hands
+// it to the browser's page (wasm.go).
+func main() { start() }
+
+// cli runs the command with args on the machine's files, writing its
+// report to out.
+func cli(args []string, out io.Writer) error { return command(osFiles{}, args, out) }
+
+// command runs the command with args, reading and writing fsys, and
+// writing its report to out. The browser runs it too (wasm.go), so the
+// same arguments print the same report, byte for byte, in both.
+func command(fsys files, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	var o options
 	fs.StringVar(&o.scenario, "scenario", "burst", "a built-in scenario ("+strings.Join(engine.Builtins, ", ")+") or a scenario file")
@@ -98,10 +135,13 @@ func cli(args []string, out io.Writer) error {
 	fs.StringVar(&o.record, "record", "", "write the run's load and the pool's answers to this CSV")
 	fs.StringVar(&o.svg, "svg", "", "write the chart to this SVG file")
 	fs.StringVar(&o.html, "html", "", "write the chart and tables to this self-contained HTML file")
-	fs.BoolVar(&o.suggest, "suggest", false, "search the smallest Size, Idle and Keep keeping the p99 wait within -target")
+	fs.BoolVar(&o.suggest, "suggest", false, "search the smallest Size, Idle and Keep keeping the p99 wait within -target on 90% of -seeds seeds")
 	fs.DurationVar(&o.target, "target", 10*time.Millisecond, "p99 acquire wait to stay within, for -suggest")
 	fs.IntVar(&o.maxSize, "max-size", 256, "largest Size -suggest tries")
+	fs.IntVar(&o.seeds, "seeds", 20, "how many seeds -suggest runs each configuration on, from -seed on")
 	fs.BoolVar(&o.table, "table", true, "print the table of one row a second")
+	fs.StringVar(&o.serve, "serve", "", "serve the simulator's page (this engine compiled to WebAssembly) at this address, such as 127.0.0.1:8080")
+	fs.StringVar(&o.page, "page", "", "write the simulator's page (index.html, wasm_exec.js, sim.wasm) to this directory")
 	// Settings of the scenario, applied over it when given.
 	fs.Uint64("seed", 1, "random seed: the same seed gives the same run")
 	fs.Int("size", 12, "most resources live at once (idle follows it unless -idle is given)")
@@ -129,7 +169,13 @@ func cli(args []string, out io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	s, err := scenario(o.scenario)
+	if o.serve != "" || o.page != "" {
+		if site == nil {
+			return errors.New("-serve and -page build the page with the go command: not from the page itself")
+		}
+		return site(o, out)
+	}
+	s, err := scenario(fsys, o.scenario)
 	if err != nil {
 		return err
 	}
@@ -137,7 +183,7 @@ func cli(args []string, out io.Writer) error {
 	var kl *engine.KeeperLoad // of a Keeper's recording
 	var origin time.Time      // of a recording with wall-clock times
 	if o.replay != "" {
-		data, err := os.ReadFile(o.replay)
+		data, err := fsys.ReadFile(o.replay)
 		if err != nil {
 			return err
 		}
@@ -164,19 +210,10 @@ func cli(args []string, out io.Writer) error {
 		s.Seconds = max(int(math.Ceil(rec.End().Seconds())), 1)
 		origin = rec.Origin
 	}
-	// Flags set on the command line override the scenario (and the
-	// recording's length).
-	var settings []string
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "seed", "size", "idle", "keep", "life", "rate", "hold", "dial", "seconds", "timeout", "ward":
-			settings = append(settings, f.Name+" "+f.Value.String())
-		}
-	})
-	if len(settings) > 0 {
-		if s, err = engine.Override(s, strings.Join(settings, ";")); err != nil {
-			return fmt.Errorf("flags: %w", err)
-		}
+	// Flags given on the command line override the scenario (and the
+	// recording's length), whatever their value, the default's included.
+	if s, err = given(fs, s); err != nil {
+		return err
 	}
 	load := func() engine.Load {
 		if rec == nil {
@@ -185,15 +222,15 @@ func cli(args []string, out io.Writer) error {
 		return rec.Load(s.Hold)
 	}
 	if o.suggest {
-		return suggest(out, s, rec, o)
+		return suggest(fsys, out, s, rec, o)
 	}
 	if kl != nil {
 		keeperNotes(out, kl, s)
 	}
 	var record *engine.CSVWriter
-	var recFile *os.File
+	var recFile io.WriteCloser
 	if o.record != "" {
-		if recFile, err = os.Create(o.record); err != nil {
+		if recFile, err = fsys.Create(o.record); err != nil {
 			return err
 		}
 		defer recFile.Close()
@@ -253,34 +290,71 @@ func cli(args []string, out io.Writer) error {
 		}
 		summary(out, a)
 	}
-	fig := figure(runs, labels)
+	target := time.Duration(0)
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "target" {
+			target = o.target
+		}
+	})
+	fig := figure(runs, labels, target)
 	if o.svg != "" {
-		if err := writeFile(o.svg, fig.WriteSVG); err != nil {
+		if err := writeFile(fsys, o.svg, fig.WriteSVG); err != nil {
 			return err
 		}
 	}
 	if o.html != "" {
-		if err := writeFile(o.html, func(w io.Writer) error { return page(w, fig, runs, labels, origin) }); err != nil {
+		var sum bytes.Buffer
+		if len(runs) > 1 {
+			compare(&sum, runs, labels, origin)
+		} else {
+			summary(&sum, runs[0])
+		}
+		if err := writeFile(fsys, o.html, func(w io.Writer) error { return page(w, fig, sum.String(), runs, labels) }); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// settingFlags are the flags that set the scenario, in the order they are
+// applied: size before idle, since a size sets idle too while the two are
+// equal (flag.Visit's own order is by name, idle first).
+var settingFlags = []string{"seed", "seconds", "rate", "hold", "dial", "size", "idle", "keep", "life", "timeout", "ward"}
+
+// given applies to s every setting flag fs was given, as flag.Visit tells
+// them: a flag given with its default value applies as any other.
+func given(fs *flag.FlagSet, s engine.Scenario) (engine.Scenario, error) {
+	set := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = f.Value.String() })
+	var settings []string
+	for _, name := range settingFlags {
+		if v, ok := set[name]; ok {
+			settings = append(settings, name+" "+v)
+		}
+	}
+	if len(settings) == 0 {
+		return s, nil
+	}
+	s, err := engine.Override(s, strings.Join(settings, ";"))
+	if err != nil {
+		return s, fmt.Errorf("flags: %w", err)
+	}
+	return s, nil
+}
+
 // scenario returns the built-in called name, or the scenario in file name
 // (over the burst scenario's defaults).
-func scenario(name string) (engine.Scenario, error) {
+func scenario(fsys files, name string) (engine.Scenario, error) {
 	if s, ok := engine.Builtin(name); ok {
 		return s, nil
 	}
-	f, err := os.Open(name)
+	data, err := fsys.ReadFile(name)
 	if err != nil {
 		return engine.Scenario{}, fmt.Errorf("-scenario %q is neither a built-in (%s) nor a readable file: %w", name, strings.Join(engine.Builtins, ", "), err)
 	}
-	defer f.Close()
 	base, _ := engine.Builtin("steady")
 	base.Name, base.Note = name, ""
-	s, err := engine.Parse(f, base)
+	s, err := engine.Parse(bytes.NewReader(data), base)
 	if err != nil {
 		return engine.Scenario{}, fmt.Errorf("%s: %w", name, err)
 	}
@@ -299,15 +373,19 @@ func label(s engine.Scenario, settings string) string {
 	case s.Backoff:
 		w = "backoff"
 	}
-	l := fmt.Sprintf("Size %d, Idle %d, Keep %v, %s", s.Limits.Size, s.Limits.Idle, s.Limits.Keep, w)
+	l := fmt.Sprintf("Size %d, Idle %d, Keep %v, ", s.Limits.Size, s.Limits.Idle, s.Limits.Keep)
+	if s.Limits.Life > 0 {
+		l += fmt.Sprintf("Life %v, ", s.Limits.Life)
+	}
+	l += w
 	if settings != "" {
 		l += " (" + settings + ")"
 	}
 	return l
 }
 
-func writeFile(name string, write func(io.Writer) error) error {
-	f, err := os.Create(name)
+func writeFile(fsys files, name string, write func(io.Writer) error) error {
+	f, err := fsys.Create(name)
 	if err != nil {
 		return err
 	}

@@ -158,7 +158,7 @@ func TestChartNumbersAreTheBooks(t *testing.T) {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		if err := figure([]*engine.Result{r}, []string{"A"}).WriteSVG(&buf); err != nil {
+		if err := figure([]*engine.Result{r}, []string{"A"}, 0).WriteSVG(&buf); err != nil {
 			t.Fatal(err)
 		}
 		drawn := lines(t, buf.Bytes())
@@ -255,7 +255,7 @@ func TestHTMLIsOnePageWithNothingToFetch(t *testing.T) {
 	if n := strings.Count(page, "http"); n != strings.Count(page, `xmlns="http://www.w3.org/2000/svg"`) {
 		t.Errorf("page names %d addresses beside the SVG namespace", n)
 	}
-	for _, want := range []string{"<svg", "</html>", "Breaker", "dials to a dead backend"} {
+	for _, want := range []string{"<svg", "</html>", "Breaker", "to a dead backend"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page has no %q", want)
 		}
@@ -281,7 +281,8 @@ func TestRecordThenReplayGivesTheSameTable(t *testing.T) {
 
 func TestSuggestPrintsTheTableSearched(t *testing.T) {
 	out := sim(t, "-suggest", "-target", "5ms")
-	for _, want := range []string{"step", "size", "idle", "keep", "p99", "suggest: Size"} {
+	for _, want := range []string{"step", "size", "idle", "keep", "p99 median", "p99 worst", "margin", "suggest: Size",
+		"p99 wait over 20 seeds: median ", "margin to the target 5ms: ", "this answer rests on 20 seeds (seeds 1 to 20)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -78,6 +79,9 @@ func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Ti
 		return fmt.Sprintf("%d / %d / %d", r.Sum.TimedOut, r.Sum.Refused, r.Sum.DialErrors)
 	})
 	tw.Flush()
+	for _, l := range trades(runs) {
+		fmt.Fprintln(w, l)
+	}
 	// A's worst queues, and what the others did over the same stretches.
 	eps := slices.Clone(runs[0].Episodes)
 	slices.SortStableFunc(eps, func(a, b engine.Episode) int { return cmp.Compare(b.Len(), a.Len()) })
@@ -92,6 +96,30 @@ func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Ti
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// trades says, one line for each pair of runs one with a ward and one
+// without, what the ward bought and what callers paid for it: fewer dials
+// to a dead backend, against waits or failures. Nothing when the ward made
+// no fewer such dials, or when its callers fared no worse.
+func trades(runs []*engine.Result) []string {
+	var out []string
+	for i, a := range runs {
+		for j, b := range runs {
+			if !a.Scenario.Ward() || b.Scenario.Ward() {
+				continue
+			}
+			x, y := a.Sum, b.Sum
+			failedA := x.TimedOut + x.Refused + x.DialErrors
+			failedB := y.TimedOut + y.Refused + y.DialErrors
+			if x.DeadDials >= y.DeadDials || (x.P99 <= y.P99 && failedA <= failedB) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("trade: %c's ward made %d dials to a dead backend where %c made %d; its callers paid: p99 %v against %v, %d failed (%d timed out, %d shed, %d dial errors) against %d",
+				'A'+i, x.DeadDials, 'A'+j, y.DeadDials, round(x.P99), round(y.P99), failedA, x.TimedOut, x.Refused, x.DialErrors, failedB))
+		}
+	}
+	return out
 }
 
 // when names an instant of the run: the wall-clock time of a recording
@@ -116,44 +144,88 @@ func within(eps []engine.Episode, from, to time.Duration) (total, longest time.D
 	return total, longest
 }
 
-// suggest runs the sizing search and prints the table it searched.
-func suggest(w io.Writer, s engine.Scenario, rec *engine.Recording, o options) error {
+// suggest runs the sizing search, prints the table it searched and its
+// answer with the spread over the seeds, and draws the search when -svg or
+// -html asks.
+func suggest(fsys files, w io.Writer, s engine.Scenario, rec *engine.Recording, o options) error {
 	var load func() engine.Load
 	if rec != nil {
 		load = func() engine.Load { return rec.Load(s.Hold) }
 	}
-	best, trials, ok, err := engine.Suggest(s, load, o.target, o.maxSize)
+	best, trials, ok, err := engine.Suggest(s, load, o.target, o.maxSize, o.seeds)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "searching the smallest Size, then Idle, then Keep keeping the p99 acquire wait within %v (%s)\n\n", o.target, s.Name)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "step\tsize\tidle\tkeep\tp50\tp99\tmax\tsaturated\topened\tfailed\tfits\t")
+	var b bytes.Buffer
+	share := fmt.Sprintf("%d of %d", int(math.Ceil(engine.FitShare*float64(o.seeds))), o.seeds)
+	fmt.Fprintf(&b, "searching the smallest Size, then Idle, then Keep keeping the p99 acquire wait within %v on at least %s seeds (%s) (%s)\n",
+		o.target, share, seedRange(s.Seed, o.seeds), s.Name)
+	if rec != nil {
+		fmt.Fprintf(&b, "the load is the recording's on every seed: the seeds change only the pool's own draws\n")
+	}
+	fmt.Fprintln(&b)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "step\tsize\tidle\tkeep\tp99 median\tp99 %s\tp99 worst\tmissed\tmargin\topened\tfailed\tfits\t\n", pct(engine.FitShare))
 	for _, t := range trials {
 		fits := "no"
 		if t.Fits {
 			fits = "yes"
 		}
 		m := t.Sum
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%v\t%v\t%v\t%v\t%d\t%d\t%s\t\n", t.Step, t.Size, t.Idle, t.Keep,
-			round(m.P50), round(m.P99), round(m.Max), round(m.Saturated), m.Opened, m.TimedOut+m.Refused+m.DialErrors, fits)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%v\t%v\t%v\t%v\t%d\t%v\t%d\t%d\t%s\t\n", t.Step, t.Size, t.Idle, t.Keep,
+			round(t.P99.Median), round(t.P99.Judged), round(t.P99.Worst), t.P99.Missed(o.target), round(o.target-t.P99.Judged),
+			m.Opened, m.TimedOut+m.Refused+m.DialErrors, fits)
 	}
 	tw.Flush()
-	fmt.Fprintln(w)
+	fmt.Fprintf(&b, "(p99 of each run; median, %s and worst over the seeds; missed: seeds over the target; margin: target less the %s; opened and failed: seed %d's run)\n\n",
+		pct(engine.FitShare), pct(engine.FitShare), s.Seed)
 	if !ok {
-		fmt.Fprintf(w, "no Size up to %d keeps the p99 wait within %v on this load (at %d: p99 %v); raise -max-size or look at the dial and hold times\n",
-			o.maxSize, o.target, o.maxSize, round(best.Sum.P99))
+		fmt.Fprintf(&b, "no Size up to %d keeps the p99 wait within %v on %s seeds (at %d: p99 %v on the %s seed, %v at worst); raise -max-size or look at the dial and hold times\n",
+			o.maxSize, o.target, share, o.maxSize, round(best.P99.Judged), pct(engine.FitShare), round(best.P99.Worst))
+	} else {
+		fmt.Fprintf(&b, "suggest: Size %d, Idle %d, Keep %v\n", best.Size, best.Idle, best.Keep)
+		fmt.Fprintf(&b, "p99 wait over %d seeds: median %v, %s %v, worst %v; margin to the target %v: %v at the %s (%v at worst); missed on %d of %d seeds\n",
+			o.seeds, round(best.P99.Median), pct(engine.FitShare), round(best.P99.Judged), round(best.P99.Worst), o.target,
+			round(o.target-best.P99.Judged), pct(engine.FitShare), round(o.target-best.P99.Worst), best.P99.Missed(o.target), o.seeds)
+		fmt.Fprintf(&b, "this answer rests on %d seeds (%s); -seeds changes how many\n", o.seeds, seedRange(s.Seed, o.seeds))
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return err
+	}
+	if o.svg == "" && o.html == "" {
 		return nil
 	}
-	fmt.Fprintf(w, "suggest: Size %d, Idle %d, Keep %v (p99 %v, %d opened)\n", best.Size, best.Idle, best.Keep, round(best.Sum.P99), best.Sum.Opened)
+	fig := searchFigure(s, rec != nil, trials, best, ok, o)
+	if o.svg != "" {
+		if err := writeFile(fsys, o.svg, fig.WriteSVG); err != nil {
+			return err
+		}
+	}
+	if o.html != "" {
+		return writeFile(fsys, o.html, func(w io.Writer) error { return page(w, fig, b.String(), nil, nil) })
+	}
 	return nil
 }
 
-// page writes one self-contained HTML page: the chart inline, the summary
-// and the per-second tables. Nothing is fetched from anywhere.
-func page(w io.Writer, fig *plot.Figure, runs []*engine.Result, labels []string, origin time.Time) error {
+func pct(share float64) string { return fmt.Sprintf("%gth pct", share*100) }
+
+func seedRange(first uint64, n int) string {
+	if n == 1 {
+		return fmt.Sprintf("seed %d", first)
+	}
+	return fmt.Sprintf("seeds %d to %d", first, first+uint64(n)-1)
+}
+
+// page writes one self-contained HTML page: the title and text, the
+// summary, the chart inline (bare of what the page says itself) and the
+// per-second tables of runs. Nothing is fetched from anywhere.
+func page(w io.Writer, fig *plot.Figure, summary string, runs []*engine.Result, labels []string) error {
+	// The page writes the title, the text and the summary itself; the
+	// chart inside it is bare of them, so nothing is said twice.
+	bare := *fig
+	bare.Bare = true
 	var svg bytes.Buffer
-	if err := fig.WriteSVG(&svg); err != nil {
+	if err := bare.WriteSVG(&svg); err != nil {
 		return err
 	}
 	var b strings.Builder
@@ -167,13 +239,7 @@ func page(w io.Writer, fig *plot.Figure, runs []*engine.Result, labels []string,
 		fmt.Fprintf(&b, "<p>%s</p>\n", html.EscapeString(t))
 	}
 	b.WriteString("<h2>Summary</h2>\n<pre>")
-	var sum bytes.Buffer
-	if len(runs) > 1 {
-		compare(&sum, runs, labels, origin)
-	} else {
-		summary(&sum, runs[0])
-	}
-	b.WriteString(html.EscapeString(sum.String()))
+	b.WriteString(html.EscapeString(summary))
 	b.WriteString("</pre>\n<h2>Chart</h2>\n")
 	b.Write(svg.Bytes())
 	for i, r := range runs {

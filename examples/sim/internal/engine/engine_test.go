@@ -340,11 +340,12 @@ func TestRankIsNearestRank(t *testing.T) {
 func TestSuggestFindsTheEdge(t *testing.T) {
 	s := builtin(t, "burst")
 	target := 5 * time.Millisecond
-	best, trials, ok, err := Suggest(s, nil, target, 64)
+	const seeds = 5
+	best, trials, ok, err := Suggest(s, nil, target, 64, seeds)
 	if err != nil || !ok {
 		t.Fatalf("ok %v err %v", ok, err)
 	}
-	if best.Sum.P99 > target || !best.Fits {
+	if best.P99.Judged > target || !best.Fits {
 		t.Fatalf("best %+v does not fit", best)
 	}
 	smaller := false
@@ -355,15 +356,23 @@ func TestSuggestFindsTheEdge(t *testing.T) {
 				t.Fatalf("Size %d fits too", tr.Size)
 			}
 		}
-		if tr.Fits != (tr.Sum.P99 <= target) {
+		// Each trial is judged on every seed, the scenario's first.
+		if len(tr.P99.Each) != seeds || tr.P99.Each[0] != tr.Sum.P99 {
+			t.Fatalf("trial %+v: not %d seeds from the scenario's", tr, seeds)
+		}
+		// 5 seeds: 90% of them is all of them.
+		if tr.Fits != (tr.P99.Missed(target) == 0) {
 			t.Fatalf("trial %+v: fits wrong", tr)
+		}
+		if w := slices.Max(tr.P99.Each); tr.P99.Worst != w || tr.P99.Judged != w || tr.P99.Median > w || tr.P99.Median < slices.Min(tr.P99.Each) {
+			t.Fatalf("trial %+v: spread wrong", tr)
 		}
 	}
 	if best.Size > 1 && !smaller {
 		t.Fatalf("Size %d suggested without trying %d", best.Size, best.Size-1)
 	}
 	// A target nothing meets says so.
-	_, _, ok, err = Suggest(s, nil, time.Nanosecond, 4)
+	_, _, ok, err = Suggest(s, nil, time.Nanosecond, 4, seeds)
 	if err != nil || ok {
 		t.Fatalf("an impossible target: ok %v err %v", ok, err)
 	}
@@ -450,4 +459,49 @@ func TestAnyScenarioKeepsTheBooksAndReplays(t *testing.T) {
 			rt.Fatalf("the replay differs from the run")
 		}
 	})
+}
+
+// The search judges on many seeds: the answer one draw gives for the
+// burst misses the target on many of the next draws, and the 20-seed
+// answer, run again seed by seed, misses on at most 2 of 20.
+func TestSuggestJudgesOnManySeeds(t *testing.T) {
+	s := builtin(t, "burst")
+	target := 10 * time.Millisecond
+	one, _, ok1, err1 := Suggest(s, nil, target, 64, 1)
+	many, _, ok, err := Suggest(s, nil, target, 64, 20)
+	if err1 != nil || err != nil || !ok1 || !ok {
+		t.Fatalf("one seed: ok %v err %v; 20 seeds: ok %v err %v", ok1, err1, ok, err)
+	}
+	if many.Size <= one.Size {
+		t.Errorf("20 seeds suggest Size %d, one seed %d: the spread no longer matters here", many.Size, one.Size)
+	}
+	missed, manyMissed := 0, 0
+	for i := range uint64(20) {
+		c := s
+		c.Seed = s.Seed + i
+		c.Limits = pool.Limits{Size: one.Size, Idle: one.Idle, Keep: one.Keep}
+		r, err := Run(c, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Sum.P99 > target {
+			missed++
+		}
+		c.Limits = pool.Limits{Size: many.Size, Idle: many.Idle, Keep: many.Keep}
+		if r, err = Run(c, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		if r.Sum.P99 != many.P99.Each[i] {
+			t.Errorf("seed %d: the 20-seed answer gives p99 %v, the search said %v", c.Seed, r.Sum.P99, many.P99.Each[i])
+		}
+		if r.Sum.P99 > target {
+			manyMissed++
+		}
+	}
+	if manyMissed > 2 || manyMissed != many.P99.Missed(target) {
+		t.Errorf("the 20-seed answer (Size %d) misses on %d seeds (it says %d)", many.Size, manyMissed, many.P99.Missed(target))
+	}
+	if missed <= 2 {
+		t.Errorf("the one-seed answer (Size %d) misses on %d of 20 seeds: it would fit too", one.Size, missed)
+	}
 }

@@ -2,18 +2,67 @@ package engine
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"time"
 )
 
-// Trial is one run of a sizing search.
+// Trial is one configuration of a sizing search, run on each of the
+// search's seeds.
 type Trial struct {
 	Size, Idle int
 	Keep       time.Duration
-	Sum        Summary
-	// Fits reports whether the p99 wait was within the target.
+	// Sum is the summary of the run on the scenario's own seed.
+	Sum Summary
+	// P99 is how the p99 acquire wait spread over the seeds.
+	P99 Spread
+	// Fits reports whether the p99 wait was within the target on at least
+	// FitShare of the seeds: P99.Judged within it.
 	Fits bool
 	// Step names the search this run belonged to: "size", "idle", "keep".
 	Step string
+}
+
+// Spread is how one figure of a configuration varied over the seeds it was
+// run on (the scenario's seed and the ones after it).
+type Spread struct {
+	// Seeds is how many seeds it was run on.
+	Seeds int
+	// Median is the middle value, the lower of the two middle ones for an
+	// even count; Judged the one FitShare of the seeds are at or under
+	// (the nearest rank: the 18th smallest of 20); Worst the largest.
+	Median, Judged, Worst time.Duration
+	// Each holds the value of each seed, in seed order.
+	Each []time.Duration
+}
+
+// FitShare is the share of its seeds on which a configuration must keep
+// its p99 wait within the target to fit. Not all: on a few draws of the
+// burst the pool dials for more than 1% of callers whatever its Size (the
+// idle ones retired by Keep), and the p99 is then the dial time.
+const FitShare = 0.9
+
+// spread is the spread of each.
+func spread(each []time.Duration) Spread {
+	sorted := slices.Clone(each)
+	slices.Sort(sorted)
+	sp := Spread{Seeds: len(each), Each: each}
+	if n := len(sorted); n > 0 {
+		sp.Median, sp.Worst = sorted[(n-1)/2], sorted[n-1]
+		sp.Judged = sorted[max(int(math.Ceil(FitShare*float64(n)))-1, 0)]
+	}
+	return sp
+}
+
+// Missed is how many of the seeds had a value over target.
+func (sp Spread) Missed(target time.Duration) int {
+	n := 0
+	for _, d := range sp.Each {
+		if d > target {
+			n++
+		}
+	}
+	return n
 }
 
 // Keeps are the Keep values the search tries, shortest first.
@@ -26,27 +75,41 @@ var Keeps = []time.Duration{
 // Suggest searches for the smallest Size whose p99 acquire wait is within
 // target on s's load (Idle equal to Size, s's Keep); then, at that Size, the
 // smallest Idle; then, at both, the shortest Keep of Keeps that still fits.
-// Each search is a bisection, which assumes more room never makes the p99
-// worse; every run is returned, in the order run, so the caller can print
-// the table searched. load makes a fresh load for each run (nil: the
-// scenario's own). ok is false when even Size maxSize does not fit; the
-// trials then show how close it came.
-func Suggest(s Scenario, load func() Load, target time.Duration, maxSize int) (best Trial, trials []Trial, ok bool, err error) {
-	if target <= 0 || maxSize < 1 {
-		return Trial{}, nil, false, fmt.Errorf("target %v and max size %d must be positive", target, maxSize)
+// A configuration is run on seeds s.Seed, s.Seed+1, … (seeds of them) and
+// fits when its p99 is within target on at least FitShare of them: one draw
+// of the load can flatter a configuration that the next misses. (A recorded load is the same on every
+// seed; only the pool's own draws change.) Each search is a bisection,
+// which assumes more room never makes the p99 worse; every trial is
+// returned, in the order run, so the caller can print the table searched.
+// load makes a fresh load for each run (nil: the scenario's own). ok is
+// false when even Size maxSize does not fit; the trials then show how close
+// it came.
+func Suggest(s Scenario, load func() Load, target time.Duration, maxSize, seeds int) (best Trial, trials []Trial, ok bool, err error) {
+	if target <= 0 || maxSize < 1 || seeds < 1 {
+		return Trial{}, nil, false, fmt.Errorf("target %v, max size %d and seeds %d must be positive", target, maxSize, seeds)
 	}
 	try := func(step string, size, idle int, keep time.Duration) (Trial, error) {
 		c := s
 		c.Limits.Size, c.Limits.Idle, c.Limits.Keep = size, idle, keep
-		var opt Options
-		if load != nil {
-			opt.Load = load()
+		t := Trial{Size: size, Idle: idle, Keep: keep, Step: step}
+		each := make([]time.Duration, seeds)
+		for i := range seeds {
+			c.Seed = s.Seed + uint64(i)
+			var opt Options
+			if load != nil {
+				opt.Load = load()
+			}
+			r, err := Run(c, opt)
+			if err != nil {
+				return Trial{}, err
+			}
+			if i == 0 {
+				t.Sum = r.Sum
+			}
+			each[i] = r.Sum.P99
 		}
-		r, err := Run(c, opt)
-		if err != nil {
-			return Trial{}, err
-		}
-		t := Trial{Size: size, Idle: idle, Keep: keep, Sum: r.Sum, Fits: r.Sum.P99 <= target, Step: step}
+		t.P99 = spread(each)
+		t.Fits = t.P99.Judged <= target
 		trials = append(trials, t)
 		return t, nil
 	}
@@ -103,7 +166,7 @@ func Suggest(s Scenario, load func() Load, target time.Duration, maxSize int) (b
 	// The summary of the chosen configuration, from the trial that ran it.
 	for _, t := range trials {
 		if t.Size == best.Size && t.Idle == best.Idle && t.Keep == best.Keep {
-			best.Sum, best.Fits = t.Sum, t.Fits
+			best.Sum, best.P99, best.Fits = t.Sum, t.P99, t.Fits
 		}
 	}
 	if !best.Fits {
