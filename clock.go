@@ -19,8 +19,10 @@ type Clock interface {
 	AfterFunc(d time.Duration, f func()) Timer
 }
 
-// Timer is a timer set by Clock.AfterFunc; *time.Timer is one.
-type Timer interface {
+// Timer is a timer set by Clock.AfterFunc; *time.Timer is one. It is an
+// interface literal, so a fake clock can return it without importing this
+// package.
+type Timer = interface {
 	// Stop prevents the call if it has not started, and reports whether it
 	// did so.
 	Stop() bool

@@ -3,6 +3,7 @@ package wardpool
 import (
 	"context"
 	"errors"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"strings"
 	"sync"
@@ -195,7 +196,7 @@ func TestKeeperStaleOnBorrowIsClosedAndReplaced(t *testing.T) {
 	d := &dialer{}
 	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2, Life: time.Minute}})
 	a := mustAcquire(t, k)
-	c.now = c.now.Add(2 * time.Minute) // past Life while lent; no timer runs
+	c.Step(2 * time.Minute) // past Life while lent; no timer runs
 	a.Release()
 	b := mustAcquire(t, k)
 	if b.Value() == a.Value() || !closedSoon(t, k, a.Value()) {
@@ -317,7 +318,7 @@ func TestKeeperPanickingDialAndClose(t *testing.T) {
 	l := mustAcquire(t, k) // the room came back
 	k.close = func(*res) error { panic("close exploded") }
 	l.Destroy()
-	eventually(t, "the closers to finish", func() bool { return closesDone(k) })
+	clocktest.Eventually(t, "the closers to finish", func() bool { return closesDone(k) })
 	s = k.Stats()
 	if s.Live != 0 || s.Panics != 2 || s.Dropped != 1 {
 		t.Fatalf("stats after a panicking close %+v", s)
@@ -330,7 +331,7 @@ func TestKeeperTryAcquireNeverWaits(t *testing.T) {
 	if _, err := k.TryAcquire(bg); !errors.Is(err, ErrWouldWait) {
 		t.Fatalf("TryAcquire on an empty pool = %v", err)
 	}
-	eventually(t, "the background dial", func() bool { return k.Stats().Idle == 1 })
+	clocktest.Eventually(t, "the background dial", func() bool { return k.Stats().Idle == 1 })
 	l, err := k.TryAcquire(bg)
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +364,7 @@ func TestKeeperDialFailureThenBackoff(t *testing.T) {
 	go func() { done <- mustAcquire(t, k) }()
 	// It is held back: it waits on a timer, and no dial starts until the
 	// backoff has passed.
-	eventually(t, "the backoff wait", func() bool { return c.pending() >= 1 })
+	clocktest.Eventually(t, "the backoff wait", func() bool { return c.Pending() >= 1 })
 	if s := k.Stats(); s.Deferred != 1 || d.dials != 1 {
 		t.Fatalf("stats during backoff %+v, dials %d", s, d.dials)
 	}
@@ -385,7 +386,7 @@ func TestKeeperLaterIsBoundedByContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	errc := make(chan error)
 	go func() { _, err := k.Acquire(ctx); errc <- err }()
-	eventually(t, "the backoff wait", func() bool { return c.pending() >= 1 })
+	clocktest.Eventually(t, "the backoff wait", func() bool { return c.Pending() >= 1 })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire = %v", err)

@@ -3,6 +3,7 @@ package wardpool
 import (
 	"context"
 	"errors"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"strings"
 	"sync"
@@ -74,7 +75,7 @@ func TestKeeperCloseCancelsDials(t *testing.T) {
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}, Logger: quietLogger()})
 	errc := make(chan error, 1)
 	go func() { _, err := k.Acquire(bg); errc <- err }()
-	eventually(t, "the dial", func() bool { return k.Stats().Dialing == 1 })
+	clocktest.Eventually(t, "the dial", func() bool { return k.Stats().Dialing == 1 })
 	if err := k.Close(bg); err != nil {
 		t.Fatal(err)
 	}
@@ -92,22 +93,22 @@ func TestKeeperEvictsOnItsOneTimerAndKeepsMinIdle(t *testing.T) {
 		Limits:  pool.Limits{Size: 4, Keep: time.Minute},
 		MinIdle: 1,
 	})
-	eventually(t, "MinIdle warmed", func() bool { return k.Stats().Idle == 1 })
+	clocktest.Eventually(t, "MinIdle warmed", func() bool { return k.Stats().Idle == 1 })
 	a, b := mustAcquire(t, k), mustAcquire(t, k)
-	eventually(t, "MinIdle topped up", func() bool { s := k.Stats(); return s.Idle == 1 && s.Dialing == 0 })
+	clocktest.Eventually(t, "MinIdle topped up", func() bool { s := k.Stats(); return s.Idle == 1 && s.Dialing == 0 })
 	a.Release()
 	b.Release()
 	if n := k.Stats().Idle; n != 3 {
 		t.Fatalf("idle %d", n)
 	}
 	c.Advance(61 * time.Second) // all three pass Keep
-	eventually(t, "the MinIdle dial after eviction", func() bool { s := k.Stats(); return s.Idle == 1 && s.Dialing == 0 })
+	clocktest.Eventually(t, "the MinIdle dial after eviction", func() bool { s := k.Stats(); return s.Idle == 1 && s.Dialing == 0 })
 	s := k.Stats()
 	if s.IdleRetired != 3 || s.Made != 4 {
 		t.Fatalf("stats %+v", s)
 	}
-	if c.pending() != 1 {
-		t.Fatalf("%d timers set, want the one", c.pending())
+	if c.Pending() != 1 {
+		t.Fatalf("%d timers set, want the one", c.Pending())
 	}
 	checkBalanced(t, k, d)
 }
@@ -182,7 +183,7 @@ func TestKeeperNoLeakWatchRecordsNoStack(t *testing.T) {
 	k.mu.Lock()
 	lw := l.e.lw
 	k.mu.Unlock()
-	if lw != nil || k.Stats().Leaks != 0 || c.pending() != 0 {
+	if lw != nil || k.Stats().Leaks != 0 || c.Pending() != 0 {
 		t.Fatal("the leak watch ran while off")
 	}
 	l.Release()

@@ -3,9 +3,9 @@ package wardpool
 import (
 	"context"
 	"errors"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"io"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,105 +16,11 @@ import (
 // only when told, and a dialer that counts what it opened and closed and can
 // be made to fail, panic or block.
 
-// fakeClock is a Clock whose time moves only by Advance, which runs the
-// timers that came due, in order, on the caller's goroutine.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c      *fakeClock
-	at     time.Time
-	f      func()
-	active bool
-}
+// fakeClock is the tests' clock: it moves only by Advance (or Step).
+type fakeClock = clocktest.Clock
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f, active: true}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := t.active
-	t.active = false
-	return was
-}
-
-func (t *fakeTimer) Reset(d time.Duration) bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := t.active
-	t.at, t.active = t.c.now.Add(d), true
-	for _, x := range t.c.timers {
-		if x == t {
-			return was
-		}
-	}
-	t.c.timers = append(t.c.timers, t)
-	return was
-}
-
-// pending returns how many timers are set.
-func (c *fakeClock) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, t := range c.timers {
-		if t.active {
-			n++
-		}
-	}
-	return n
-}
-
-// Advance moves the time d on, firing every timer due by then at its time.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	end := c.now.Add(d)
-	for {
-		var next *fakeTimer
-		for _, t := range c.timers {
-			if t.active && !t.at.After(end) && (next == nil || t.at.Before(next.at)) {
-				next = t
-			}
-		}
-		if next == nil {
-			break
-		}
-		if next.at.After(c.now) {
-			c.now = next.at
-		}
-		next.active = false
-		c.mu.Unlock()
-		next.f()
-		c.mu.Lock()
-	}
-	c.now = end
-	live := c.timers[:0]
-	for _, t := range c.timers {
-		if t.active {
-			live = append(live, t)
-		}
-	}
-	c.timers = live
-	c.mu.Unlock()
+	return clocktest.New(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))
 }
 
 // res is a fake resource.
@@ -230,24 +136,6 @@ func newTestKeeper(t testing.TB, d *dialer, cfg Config[*res]) (*Keeper[*res], *f
 	return k, c
 }
 
-// eventually waits, yielding the processor, until cond holds; it fails the
-// test after a generous wall-clock bound. It stands in for the moment another
-// goroutine reaches a point the test cannot observe otherwise (parked in a
-// queue, a dial returned); nothing in the tests sleeps.
-func eventually(t interface {
-	Helper()
-	Fatalf(string, ...any)
-}, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-	}
-}
-
 // settled reports whether the Keeper's background work (dial goroutines,
 // timer callbacks) has all finished.
 func settled(k *Keeper[*res]) bool {
@@ -272,13 +160,13 @@ func closesDone(k *Keeper[*res]) bool {
 // everything queued so far: closing runs in the background (Config.Close).
 func closedSoon(t testing.TB, k *Keeper[*res], r *res) bool {
 	t.Helper()
-	eventually(t, "the closers to finish", func() bool { return closesDone(k) })
+	clocktest.Eventually(t, "the closers to finish", func() bool { return closesDone(k) })
 	return r.closed.Load()
 }
 
 func checkBalanced(t testing.TB, k *Keeper[*res], d *dialer) {
 	t.Helper()
-	eventually(t, "the closers to finish", func() bool { return closesDone(k) })
+	clocktest.Eventually(t, "the closers to finish", func() bool { return closesDone(k) })
 	s := k.Stats()
 	if s.Live != s.Idle+s.Busy {
 		t.Fatalf("live %d != idle %d + busy %d", s.Live, s.Idle, s.Busy)

@@ -3,6 +3,7 @@ package wardpool
 import (
 	"context"
 	"errors"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"strings"
 	"sync"
@@ -70,7 +71,7 @@ func TestKeeperCloseNeverRunsOnTheCallersTime(t *testing.T) {
 			t.Fatalf("Destroy took %v: it ran Close on the caller", took)
 		}
 	}
-	eventually(t, "the one closer to start", func() bool { return bc.started.Load() == 1 })
+	clocktest.Eventually(t, "the one closer to start", func() bool { return bc.started.Load() == 1 })
 	s := k.Stats()
 	if s.Closing == 0 || bc.started.Load() != 1 || bc.done.Load() != 0 {
 		t.Fatalf("want closes queued behind one blocked closer: %+v, started %d", s, bc.started.Load())
@@ -111,7 +112,7 @@ func TestKeeperClosersAreBounded(t *testing.T) {
 	for _, l := range loans {
 		l.Destroy()
 	}
-	eventually(t, "two closes to start", func() bool { return bc.started.Load() == 2 })
+	clocktest.Eventually(t, "two closes to start", func() bool { return bc.started.Load() == 2 })
 	if s := k.Stats(); s.Closing != 8 || bc.started.Load() != 2 {
 		t.Fatalf("Closing %d with %d closes started, want 8 and 2 (Closers)", s.Closing, bc.started.Load())
 	}
@@ -159,7 +160,7 @@ func TestKeeperCheckCutShortByCancelIsRunAgain(t *testing.T) {
 			if _, err := k.Acquire(ctx); !errors.Is(err, context.Canceled) {
 				t.Fatalf("Acquire cancelled mid-check = %v", err)
 			}
-			eventually(t, "the recheck", func() bool { return settled(k) && calls.Load() == 2 })
+			clocktest.Eventually(t, "the recheck", func() bool { return settled(k) && calls.Load() == 2 })
 			s := k.Stats()
 			if tc.secondPass {
 				if closedSoon(t, k, r) || s.Idle != 1 || s.CheckFailures != 0 {
@@ -200,7 +201,7 @@ func TestKeeperDialsAreBoundedInTime(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the dial's error %v does not say it timed out", err)
 	}
-	eventually(t, "the MinIdle dial to time out", func() bool {
+	clocktest.Eventually(t, "the MinIdle dial to time out", func() bool {
 		s := k.Stats()
 		return s.DialTimeouts >= 2 && s.Dialing == 0
 	})
@@ -211,14 +212,14 @@ func TestKeeperDialsAreBoundedInTime(t *testing.T) {
 	// The timer retries MinIdle; with the backend back, it is warmed.
 	close(d.gate)
 	c.Advance(2 * time.Second)
-	eventually(t, "MinIdle warmed after the backend came back", func() bool { return k.Stats().Idle == 1 })
+	clocktest.Eventually(t, "MinIdle warmed after the backend came back", func() bool { return k.Stats().Idle == 1 })
 	checkBalanced(t, k, d)
 }
 
 func TestKeeperWarmsAFewAtATime(t *testing.T) {
 	d := &dialer{gate: make(chan struct{})}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2000}, MinIdle: 2000})
-	eventually(t, "the first dials", func() bool { return k.Stats().Dialing == warmDials })
+	clocktest.Eventually(t, "the first dials", func() bool { return k.Stats().Dialing == warmDials })
 	if s := k.Stats(); s.Dialing != warmDials {
 		t.Fatalf("dialing %d for MinIdle 2000, want at most %d at once", s.Dialing, warmDials)
 	}
@@ -228,12 +229,12 @@ func TestKeeperWarmsAFewAtATime(t *testing.T) {
 	for range 20 {
 		d.gate <- struct{}{}
 	}
-	eventually(t, "twenty warmed", func() bool { return k.Stats().Idle >= 20 })
+	clocktest.Eventually(t, "twenty warmed", func() bool { return k.Stats().Idle >= 20 })
 	if _, _, most := d.counts(); most > warmDials {
 		t.Fatalf("%d dials ran at once, want at most %d", most, warmDials)
 	}
 	stop()
-	eventually(t, "all warmed", func() bool { return k.Stats().Idle == 2000 })
+	clocktest.Eventually(t, "all warmed", func() bool { return k.Stats().Idle == 2000 })
 	checkBalanced(t, k, d)
 }
 
@@ -294,7 +295,7 @@ func TestKeeperTimeoutSaysWhatThePoolWasDoing(t *testing.T) {
 		_, err := k.Acquire(ctx)
 		done <- err
 	}()
-	eventually(t, "the caller to wait on its dial", func() bool { return k.Stats().Dialing == 1 })
+	clocktest.Eventually(t, "the caller to wait on its dial", func() bool { return k.Stats().Dialing == 1 })
 	cancel()
 	err := <-done
 	var ae *AcquireError

@@ -2,6 +2,7 @@ package wardpool
 
 import (
 	"context"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"math/rand/v2"
 	"runtime"
@@ -114,7 +115,7 @@ func TestLaneStressNeverLendsOneResourceTwice(t *testing.T) {
 	// At rest once the Keeper's own goroutines are done: a dial for a caller
 	// who gave up lands in idle, and the eviction timer (Keep is 1 ms) closes
 	// what it retired just after letting the lock go.
-	eventually(t, "the Keeper at rest", func() bool {
+	clocktest.Eventually(t, "the Keeper at rest", func() bool {
 		k.mu.Lock()
 		defer k.mu.Unlock()
 		return k.bg == 0 && d.open() == k.p.Live()

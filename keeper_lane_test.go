@@ -3,6 +3,7 @@ package wardpool
 import (
 	"context"
 	"errors"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"testing"
 	"time"
@@ -89,7 +90,7 @@ func TestLanePastKeepOrLifeIsNotLent(t *testing.T) {
 			d := &dialer{}
 			k, c := newTestKeeper(t, d, Config[*res]{Limits: tc.limits})
 			r := makeParked(t, k)
-			c.now = c.now.Add(2 * time.Minute) // no timer runs: it is still hot
+			c.Step(2 * time.Minute) // no timer runs: it is still hot
 			l := mustAcquire(t, k)
 			if l.Value() == r || !closedSoon(t, k, r) {
 				t.Fatal("a hot resource past its age was lent")
@@ -113,7 +114,7 @@ func TestLaneReleaseGoesToAWaiterNotToTheSlots(t *testing.T) {
 		got <- l.Value()
 		l.Release()
 	}()
-	eventually(t, "the waiter to queue", func() bool { return k.Stats().Waiting == 1 })
+	clocktest.Eventually(t, "the waiter to queue", func() bool { return k.Stats().Waiting == 1 })
 	if k.laneOpen() {
 		t.Fatal("the lane is open with a caller waiting")
 	}
@@ -121,7 +122,7 @@ func TestLaneReleaseGoesToAWaiterNotToTheSlots(t *testing.T) {
 	if r := <-got; r != a.Value() {
 		t.Fatal("the waiter was not handed the released resource")
 	}
-	eventually(t, "the lane to open", func() bool { return k.laneOpen() })
+	clocktest.Eventually(t, "the lane to open", func() bool { return k.laneOpen() })
 	checkBalanced(t, k, d)
 }
 
@@ -206,7 +207,7 @@ func TestLaneCheckRunsAfterCheckIdle(t *testing.T) {
 	if checks != 0 {
 		t.Fatalf("%d checks on resources fresh from use", checks)
 	}
-	c.now = c.now.Add(6 * time.Second)
+	c.Step(6 * time.Second)
 	l := mustAcquire(t, k)
 	if checks != 1 || l.Value() == r || !closedSoon(t, k, r) {
 		t.Fatalf("checks %d; the failed hot resource was lent or left open", checks)
@@ -224,9 +225,9 @@ func TestLaneLoansHeldFromTheirOwnStart(t *testing.T) {
 	d := &dialer{}
 	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
 	makeParked(t, k)
-	c.now = c.now.Add(5 * time.Second)
+	c.Step(5 * time.Second)
 	l := mustAcquire(t, k) // from the lane, without the pool seeing it
-	c.now = c.now.Add(2 * time.Second)
+	c.Step(2 * time.Second)
 	loans := k.Loans()
 	if len(loans) != 1 || loans[0].Item != l.Value() || loans[0].Held != 2*time.Second {
 		t.Fatalf("loans %+v, want one held 2s", loans)
@@ -276,7 +277,7 @@ func TestLaneKeepsTheIdleCeiling(t *testing.T) {
 		// b's dial finishes its bookkeeping after b has the loan, under
 		// the lock: a release meanwhile goes through the inbox, not the
 		// lane.
-		eventually(t, "the dial to finish", func() bool { return settled(k) })
+		clocktest.Eventually(t, "the dial to finish", func() bool { return settled(k) })
 		a.Release()
 		if k.laneCount() != 1 {
 			t.Fatalf("%+v: below the Idle ceiling, the release did not park", l)
@@ -302,13 +303,13 @@ func TestLaneMinIdleIsKept(t *testing.T) {
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 3}, MinIdle: 1})
 	dialing := func() int { k.mu.Lock(); defer k.mu.Unlock(); return k.dialing }
 	opened := func() int { n, _, _ := d.counts(); return n }
-	eventually(t, "MinIdle warm", func() bool { return opened() == 1 && dialing() == 0 })
+	clocktest.Eventually(t, "MinIdle warm", func() bool { return opened() == 1 && dialing() == 0 })
 	x := mustAcquire(t, k) // the warm one; one more is dialed to stay at one idle
-	eventually(t, "top-up", func() bool { return opened() == 2 && dialing() == 0 })
+	clocktest.Eventually(t, "top-up", func() bool { return opened() == 2 && dialing() == 0 })
 	x.Release()            // through the lock: it arms the sweep
 	a := mustAcquire(t, k) // x again: one idle left, nothing dialed
 	b := mustAcquire(t, k) // none idle: one dialed
-	eventually(t, "top-up", func() bool { return opened() == 3 && dialing() == 0 })
+	clocktest.Eventually(t, "top-up", func() bool { return opened() == 3 && dialing() == 0 })
 	c := mustAcquire(t, k) // Size reached: nothing dialed
 	a.Release()
 	if k.laneCount() != 1 {
@@ -322,10 +323,10 @@ func TestLaneMinIdleIsKept(t *testing.T) {
 	if l.Value() != a.Value() {
 		t.Fatal("want the parked resource")
 	}
-	eventually(t, "top-up after an acquire from the lane", func() bool { return opened() == 4 })
+	clocktest.Eventually(t, "top-up after an acquire from the lane", func() bool { return opened() == 4 })
 	l.Release()
 	c.Release()
-	eventually(t, "dials to settle", func() bool { return dialing() == 0 })
+	clocktest.Eventually(t, "dials to settle", func() bool { return dialing() == 0 })
 	checkBalanced(t, k, d)
 }
 
@@ -378,12 +379,12 @@ func TestLaneLoansWithinAtSlackOfARelend(t *testing.T) {
 	d := &dialer{}
 	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
 	makeParked(t, k)
-	c.now = c.now.Add(time.Second)
+	c.Step(time.Second)
 	l := mustAcquire(t, k) // a second after: the start is recorded
 	l.Release()
-	c.now = c.now.Add(atSlack / 2)
+	c.Step(atSlack / 2)
 	l = mustAcquire(t, k) // within the slack: the earlier start stands
-	c.now = c.now.Add(3 * time.Second)
+	c.Step(3 * time.Second)
 	loans := k.Loans()
 	if len(loans) != 1 {
 		t.Fatalf("loans %+v", loans)
@@ -432,14 +433,14 @@ func TestLaneStaleResourceIsNeverInLimbo(t *testing.T) {
 	d := &dialer{}
 	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1, Keep: time.Second}})
 	r := makeParked(t, k)
-	c.now = c.now.Add(2 * time.Second) // no timer runs: it stays parked
+	c.Step(2 * time.Second) // no timer runs: it stays parked
 	if _, err := k.TryAcquire(bg); !errors.Is(err, ErrWouldWait) {
 		t.Fatalf("TryAcquire beside a stale resource = %v, want ErrWouldWait and a dial", err)
 	}
 	if !closedSoon(t, k, r) {
 		t.Fatal("the stale resource was not closed")
 	}
-	eventually(t, "the dial TryAcquire started", func() bool { return k.Stats().Idle == 1 })
+	clocktest.Eventually(t, "the dial TryAcquire started", func() bool { return k.Stats().Idle == 1 })
 	l, err := k.TryAcquire(bg)
 	if err != nil || l.Value() == r {
 		t.Fatalf("TryAcquire after the dial = %v, %v", l.Value(), err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"math/rand/v2"
 	"slices"
@@ -348,7 +349,7 @@ func recordLinear(t *testing.T, seed uint64, lane bool) *linHistory {
 // endRound waits for the background dials to land, and adds their
 // landings and the failed checks to the history.
 func (w *linWorld) endRound(t testing.TB) {
-	eventually(t, "dials to land", func() bool { return settled(w.k) })
+	clocktest.Eventually(t, "dials to land", func() bool { return settled(w.k) })
 	end := w.rec.tick()
 	w.rec.mu.Lock()
 	w.splitChecks()

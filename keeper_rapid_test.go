@@ -3,6 +3,7 @@ package wardpool
 import (
 	"context"
 	"errors"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestKeeperRandomOperations(t *testing.T) {
 		var loans, ended []Loan[*res]
 		hijacked := 0
 		settle := func() { // until every dial goroutine has finished its work
-			eventually(rt, "dials to land", func() bool { return settled(k) })
+			clocktest.Eventually(rt, "dials to land", func() bool { return settled(k) })
 		}
 		settle()
 		steps := rapid.IntRange(1, 60).Draw(rt, "steps")

@@ -3,6 +3,7 @@ package wardpool
 import (
 	"context"
 	"errors"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"math/rand/v2"
 	"runtime"
@@ -119,10 +120,10 @@ func chaosRun(t *testing.T, seed uint64, limit int) ([]byte, *Keeper[*res]) {
 	if midRun == 0 {
 		t.Error("no recording was written out while the callers ran")
 	}
-	eventually(t, "the background work", func() bool { return settled(k) })
+	clocktest.Eventually(t, "the background work", func() bool { return settled(k) })
 	k.Stats() // folds the lane
 	c.Advance(3 * time.Second)
-	eventually(t, "the background work", func() bool { return settled(k) })
+	clocktest.Eventually(t, "the background work", func() bool { return settled(k) })
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
 	if err := k.Close(ctx); err != nil {

@@ -3,6 +3,7 @@ package wardpool
 import (
 	"context"
 	"errors"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"strings"
 	"testing"
@@ -55,7 +56,7 @@ func TestKeeperSharedBudget(t *testing.T) {
 		t.Fatalf("the pool answered no Wait at the ceiling: %+v", s.Books)
 	}
 	// A retry of the budget may be in flight for the caller who left.
-	eventually(t, "the retries to settle", func() bool { return k1.Stats().Dialing == 0 })
+	clocktest.Eventually(t, "the retries to settle", func() bool { return k1.Stats().Dialing == 0 })
 	if s := k1.Stats(); s.Failed != 0 || s.Live != 3 {
 		t.Fatalf("a refused lease changed the books: %+v", s.Books)
 	}
@@ -72,7 +73,7 @@ func TestKeeperSharedBudget(t *testing.T) {
 		}
 		got <- err
 	}()
-	eventually(t, "the second Keeper's caller to wait on the budget", func() bool {
+	clocktest.Eventually(t, "the second Keeper's caller to wait on the budget", func() bool {
 		return k2.SharedStats().BudgetWaits > 0
 	})
 	if d1.open()+d2.open() > 3 {
@@ -151,7 +152,7 @@ func TestKeeperSharedCosts(t *testing.T) {
 	br := shared.NewBreaker(shared.Link{Store: store, Timeout: time.Minute}, "db", shared.DefaultBreaker)
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}, Shared: Shared{Budget: b, Breaker: br}})
-	eventually(t, "the first renewal", func() bool { s := b.Stats(); return s.Renewals > 0 && s.Trips >= s.Renewals })
+	clocktest.Eventually(t, "the first renewal", func() bool { s := b.Stats(); return s.Renewals > 0 && s.Trips >= s.Renewals })
 	// One reading of the budget's figures: a renewal running in the
 	// background between two readings would be miscounted.
 	trips := func() uint64 { s := b.Stats(); return s.Trips - s.Renewals + br.Stats().Trips }
@@ -178,7 +179,7 @@ func TestKeeperSharedCosts(t *testing.T) {
 	l = mustAcquire(t, k)
 	before = trips()
 	l.Destroy()
-	eventually(t, "the close to give its slot back", func() bool { return b.Held() == 0 })
+	clocktest.Eventually(t, "the close to give its slot back", func() bool { return b.Held() == 0 })
 	if got := trips() - before; got != 1 {
 		t.Fatalf("a close cost %d round trips, want 1 (return)", got)
 	}

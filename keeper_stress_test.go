@@ -3,6 +3,7 @@ package wardpool
 import (
 	"context"
 	"errors"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"math/rand/v2"
 	"runtime"
@@ -67,7 +68,7 @@ func TestKeeper64On4WithRandomCancels(t *testing.T) {
 	}
 	wg.Wait()
 	// A dial for a caller who gave up may still be landing: it goes idle.
-	eventually(t, "dials to land", func() bool { return settled(k) })
+	clocktest.Eventually(t, "dials to land", func() bool { return settled(k) })
 	s := k.Stats()
 	if most.Load() > 4 {
 		t.Errorf("%d loans out at once on 4 slots", most.Load())
@@ -120,7 +121,7 @@ func TestKeeperServesInArrivalOrderDespiteCancels(t *testing.T) {
 			mu.Unlock()
 			l.Release() // straight on to the next in line
 		}()
-		eventually(t, "arrival", func() bool { return k.Stats().Waiting == i+1 })
+		clocktest.Eventually(t, "arrival", func() bool { return k.Stats().Waiting == i+1 })
 	}
 	r := rand.New(rand.NewPCG(7, 7))
 	dropped := map[int]bool{}
@@ -131,7 +132,7 @@ func TestKeeperServesInArrivalOrderDespiteCancels(t *testing.T) {
 			cancels[i]()
 		}
 	}
-	eventually(t, "the cancelled to leave", func() bool { return k.Stats().Waiting == n-n/3 })
+	clocktest.Eventually(t, "the cancelled to leave", func() bool { return k.Stats().Waiting == n-n/3 })
 	held.Release()
 	wg.Wait()
 	for _, c := range cancels {

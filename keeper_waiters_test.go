@@ -3,6 +3,7 @@ package wardpool
 import (
 	"context"
 	"errors"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"testing"
 	"time"
@@ -97,7 +98,7 @@ func queued(t *testing.T, k *Keeper[*res], ctx context.Context, n int) chan resu
 		l, err := k.Acquire(ctx)
 		ch <- result{l, err}
 	}()
-	eventually(t, "a waiter to queue", func() bool { return k.Stats().Waiting == n })
+	clocktest.Eventually(t, "a waiter to queue", func() bool { return k.Stats().Waiting == n })
 	return ch
 }
 
@@ -151,7 +152,7 @@ func TestKeeperHandsOffWithoutBarging(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	eventually(t, "the releaser to queue", func() bool { return k.Stats().Waiting == 1 })
+	clocktest.Eventually(t, "the releaser to queue", func() bool { return k.Stats().Waiting == 1 })
 	r.l.Release()
 	(<-again).l.Release()
 	checkBalanced(t, k, d)
@@ -240,7 +241,7 @@ func TestKeeperCancelledWaiterLeavesTheQueue(t *testing.T) {
 	if r := <-gone; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("cancelled waiter: %v", r.err)
 	}
-	eventually(t, "the cancelled waiter to leave", func() bool { return k.Stats().Waiting == 1 })
+	clocktest.Eventually(t, "the cancelled waiter to leave", func() bool { return k.Stats().Waiting == 1 })
 	held.Release()
 	r := <-stays
 	if r.err != nil {
@@ -261,7 +262,7 @@ func TestKeeperDialsNoMoreThanSizeAllows(t *testing.T) {
 	for range 10 {
 		go func() { l, err := k.Acquire(bg); results <- result{l, err} }()
 	}
-	eventually(t, "the crowd to arrive", func() bool {
+	clocktest.Eventually(t, "the crowd to arrive", func() bool {
 		s := k.Stats()
 		return s.Dialing == 3 && s.Waiting == 7
 	})
@@ -293,7 +294,7 @@ func TestKeeperGivingUpDuringADialWastesNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	first := make(chan result, 1)
 	go func() { l, err := k.Acquire(ctx); first <- result{l, err} }()
-	eventually(t, "the dial to start", func() bool { return k.Stats().Dialing == 1 })
+	clocktest.Eventually(t, "the dial to start", func() bool { return k.Stats().Dialing == 1 })
 	next := queued(t, k, bg, 1)
 	cancel()
 	if r := <-first; !errors.Is(r.err, context.Canceled) {
@@ -312,11 +313,11 @@ func TestKeeperGivingUpDuringADialWastesNothing(t *testing.T) {
 	held := mustAcquire(t, k)
 	held.Destroy() // room for a dial again
 	go func() { k.Acquire(ctx2) }()
-	eventually(t, "the second dial to start", func() bool { return k.Stats().Dialing == 1 })
+	clocktest.Eventually(t, "the second dial to start", func() bool { return k.Stats().Dialing == 1 })
 	cancel2()
-	eventually(t, "the caller to leave", func() bool { return k.Stats().Canceled == 2 })
+	clocktest.Eventually(t, "the caller to leave", func() bool { return k.Stats().Canceled == 2 })
 	d.gate <- struct{}{}
-	eventually(t, "the dial to land in idle", func() bool { return k.Stats().Idle == 1 })
+	clocktest.Eventually(t, "the dial to land in idle", func() bool { return k.Stats().Idle == 1 })
 	checkBalanced(t, k, d)
 	_ = time.Second
 }

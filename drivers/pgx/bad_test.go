@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"io"
 	"net"
 	"net/url"
@@ -80,7 +81,7 @@ func terminate(t *testing.T, pid uint32) {
 	if err := conn.QueryRow(ctx, "SELECT pg_terminate_backend($1)", pid).Scan(&ok); err != nil || !ok {
 		t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, ok, err)
 	}
-	eventually(t, "backend gone", func() bool {
+	clocktest.Eventually(t, "backend gone", func() bool {
 		var n int
 		if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -331,7 +332,7 @@ func TestServerGoesAway(t *testing.T) {
 	}()
 	<-started
 	// Let the query reach the server (it would be fine if it had not).
-	eventually(t, "query running", func() bool { return p.Stat().AcquiredConns() == 1 })
+	clocktest.Eventually(t, "query running", func() bool { return p.Stat().AcquiredConns() == 1 })
 	pr.cut()
 	err = <-errc
 	if err == nil {

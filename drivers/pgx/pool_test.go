@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"log/slog"
 	"slices"
 	"strings"
@@ -57,18 +58,6 @@ func honest(t *testing.T, p *Pool) {
 	if s.AcquiredConns() != 0 || s.TotalConns() != s.IdleConns()+s.ConstructingConns() || k.Live != k.Idle+k.Busy {
 		t.Errorf("books: acquired %d, total %d, idle %d, constructing %d (%+v)",
 			s.AcquiredConns(), s.TotalConns(), s.IdleConns(), s.ConstructingConns(), k)
-	}
-}
-
-// eventually polls cond until it holds or 10 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -381,7 +370,7 @@ func TestAcquireFuncAllIdleResetStat(t *testing.T) {
 		_, err := p.Acquire(short)
 		errc <- err
 	}()
-	eventually(t, "the Acquire queued", func() bool { return p.Stat().Keeper().Waiting == 1 })
+	clocktest.Eventually(t, "the Acquire queued", func() bool { return p.Stat().Keeper().Waiting == 1 })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("Acquire on a full pool = %v, want Canceled", err)
@@ -559,7 +548,7 @@ func TestHooks(t *testing.T) {
 	honest(t, p)
 
 	// AfterRelease false destroys.
-	eventually(t, "the earlier closes", func() bool { return p.k.Stats().Closing == 0 })
+	clocktest.Eventually(t, "the earlier closes", func() bool { return p.k.Stats().Closing == 0 })
 	mu.Lock()
 	prepare = func(context.Context, *pgx.Conn) (bool, error) { return true, nil }
 	keep = false
@@ -574,7 +563,7 @@ func TestHooks(t *testing.T) {
 		t.Errorf("AfterRelease false kept the connection: total %d", got)
 	}
 	// The Keeper closes in the background: BeforeClose comes a moment later.
-	eventually(t, "BeforeClose on the connection AfterRelease refused", func() bool {
+	clocktest.Eventually(t, "BeforeClose on the connection AfterRelease refused", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Contains(closed, pid)
@@ -638,7 +627,7 @@ func TestRetirement(t *testing.T) {
 		for _, c := range conns {
 			c.Release()
 		}
-		eventually(t, "idle connections retired", func() bool { return p.Stat().TotalConns() == 0 })
+		clocktest.Eventually(t, "idle connections retired", func() bool { return p.Stat().TotalConns() == 0 })
 		if s := p.Stat(); s.MaxIdleDestroyCount() != 3 || s.MaxLifetimeDestroyCount() != 0 {
 			t.Errorf("idle destroys %d, lifetime destroys %d", s.MaxIdleDestroyCount(), s.MaxLifetimeDestroyCount())
 		}
@@ -655,7 +644,7 @@ func TestRetirement(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Busy all along, it still retires once past its lifetime.
-		eventually(t, "a new backend after the lifetime", func() bool {
+		clocktest.Eventually(t, "a new backend after the lifetime", func() bool {
 			var pid uint32
 			if err := p.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 				t.Fatal(err)
@@ -811,9 +800,9 @@ func TestLeakLoggedByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := c.Conn().PgConn().PID()
-	eventually(t, "a leak warning", func() bool { return strings.Contains(buf.String(), "held longer than LeakAfter") })
+	clocktest.Eventually(t, "a leak warning", func() bool { return strings.Contains(buf.String(), "held longer than LeakAfter") })
 	c.Release()
-	eventually(t, "a came-back warning", func() bool { return strings.Contains(buf.String(), "came back") })
+	clocktest.Eventually(t, "a came-back warning", func() bool { return strings.Contains(buf.String(), "came back") })
 	if out := buf.String(); !strings.Contains(out, fmt.Sprintf("pid=%d", pid)) || !strings.Contains(out, "TestLeakLoggedByDefault") {
 		t.Errorf("log:\n%s", out)
 	}
@@ -841,7 +830,7 @@ func (s *syncBuffer) String() string {
 // background, before any Acquire, and replace one that is destroyed.
 func TestMinConnsKeptWarm(t *testing.T) {
 	p := newPool(t, func(c *Config) { c.MinConns = 1; c.MinIdleConns = 2 })
-	eventually(t, "two idle connections", func() bool { return p.Stat().IdleConns() == 2 })
+	clocktest.Eventually(t, "two idle connections", func() bool { return p.Stat().IdleConns() == 2 })
 	if s := p.Stat(); s.AcquireCount() != 0 || s.NewConnsCount() != 2 {
 		t.Errorf("warming: acquires %d, new %d", s.AcquireCount(), s.NewConnsCount())
 	}
@@ -851,5 +840,5 @@ func TestMinConnsKeptWarm(t *testing.T) {
 	}
 	conn := c.Hijack()
 	defer conn.Close(context.Background())
-	eventually(t, "two idle again", func() bool { return p.Stat().IdleConns() == 2 })
+	clocktest.Eventually(t, "two idle again", func() bool { return p.Stat().IdleConns() == 2 })
 }

@@ -3,6 +3,7 @@ package pgxward
 import (
 	"context"
 	"errors"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"strings"
 	"sync"
 	"testing"
@@ -165,7 +166,7 @@ func TestAcquireErrorSaysWhy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Release()
-	eventually(t, "two loans past LeakAfter", func() bool { return p.Leaked() == 2 })
+	clocktest.Eventually(t, "two loans past LeakAfter", func() bool { return p.Leaked() == 2 })
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	_, err = p.Acquire(short)

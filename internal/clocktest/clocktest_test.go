@@ -48,3 +48,28 @@ func TestResetRearmsAPrunedTimer(t *testing.T) {
 		t.Fatalf("ran %d times, want 2", n)
 	}
 }
+
+// Step moves the time and runs nothing; Due then hands the timers due over,
+// earliest first, and leaves later ones armed.
+func TestStepThenDue(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := New(start)
+	var ran []int
+	c.AfterFunc(2*time.Second, func() { ran = append(ran, 2) })
+	c.AfterFunc(time.Second, func() { ran = append(ran, 1) })
+	c.AfterFunc(5*time.Second, func() { ran = append(ran, 5) })
+	c.Step(3 * time.Second)
+	if len(ran) != 0 || !c.Now().Equal(start.Add(3*time.Second)) {
+		t.Fatalf("Step ran %v, reads %v", ran, c.Now())
+	}
+	due := c.Due()
+	if len(due) != 2 || due[0].D != time.Second || due[1].D != 2*time.Second {
+		t.Fatalf("Due = %+v, want the 1 s and 2 s timers in order", due)
+	}
+	for _, r := range due {
+		r.F()
+	}
+	if len(ran) != 2 || ran[0] != 1 || ran[1] != 2 || c.Pending() != 1 || len(c.Due()) != 0 {
+		t.Fatalf("ran %v, %d pending", ran, c.Pending())
+	}
+}
