@@ -2,6 +2,7 @@ package wardpool
 
 import (
 	"fmt"
+	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
 	"os"
 	"path/filepath"
@@ -78,7 +79,7 @@ import (
 // the inbox.
 func TestKeeperLinearizableLockPath(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	runLinear(t, linearRuns(t, 1500), false)
+	runLinear(t, linearRuns(t, 200), false)
 }
 
 // TestKeeperLinearizable checks histories of a Keeper in its default
@@ -92,11 +93,11 @@ func TestKeeperLinearizable(t *testing.T) {
 		t.Skip("WARDPOOL_LINEAR_SKIP_LANE is set: the lock-free lane is not held to the Pool")
 	}
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	runLinear(t, linearRuns(t, 1500), true)
+	runLinear(t, linearRuns(t, 200), true)
 }
 
-// linearRuns is how many histories a test records: n, a tenth with -short,
-// or WARDPOOL_LINEAR_RUNS.
+// linearRuns is how many histories a test records: n, ten times n in the
+// full run (testenv.Full), a tenth with -short, or WARDPOOL_LINEAR_RUNS.
 func linearRuns(t *testing.T, n int) int {
 	if s := os.Getenv("WARDPOOL_LINEAR_RUNS"); s != "" {
 		if _, err := fmt.Sscan(s, &n); err != nil || n < 1 {
@@ -106,6 +107,9 @@ func linearRuns(t *testing.T, n int) int {
 	}
 	if testing.Short() {
 		return n / 10
+	}
+	if testenv.Full() {
+		return 10 * n
 	}
 	return n
 }

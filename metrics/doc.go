@@ -1,7 +1,7 @@
 // Package metrics exports a pool's figures to Prometheus and to
 // OpenTelemetry, and logs its leak reports with log/slog.
 //
-// Each exporter reads a Source — a *pool.Keeper of any type, a driver's pool
+// Each exporter reads a Source — a *wardpool.Keeper of any type, a driver's pool
 // as it is (*pgxward.Pool, *sqlward.Connector, *redisward.Pool), or
 // FromBooks for a pool.Pool under the caller's own lock — once per scrape or
 // collection, and exports every figure of that one reading, so the figures
@@ -9,7 +9,7 @@
 //
 //	reg.MustRegister(metrics.NewCollector(pgxPool, metrics.Options{Labels: map[string]string{"pool": "orders"}}))
 //	registration, err := metrics.Observe(meter, keeper, metrics.Options{Labels: map[string]string{"pool": "orders"}})
-//	cfg.OnLeak = metrics.OnLeak[*pgx.Conn](logger) // fits pool.Config[*pgx.Conn] and pgxward.Config
+//	cfg.OnLeak = metrics.OnLeak[*pgx.Conn](logger) // fits wardpool.Config[*pgx.Conn] and pgxward.Config
 //	ctx, end := metrics.StartAcquire(ctx, tracer, pgxPool) // an OpenTelemetry span around an acquire
 //
 // For the distribution of acquire waits (the Keeper keeps their total), a
@@ -62,7 +62,7 @@
 //	wardpool_dial_timeouts_total / wardpool.dial.timeouts    dials cut short by the dial timeout
 //	wardpool_breaker_refusal_ratio / wardpool.breaker.refusal  share of new connections the breaker refuses now
 //
-// With guards shared between replicas (pool.Config.Shared), also:
+// With guards shared between replicas (wardpool.Config.Shared), also:
 //
 //	wardpool_budget_slots_held / wardpool.budget.held        slots of the fleet's budget held now
 //	wardpool_budget_slots_share / wardpool.budget.share      this replica's fair share of the budget

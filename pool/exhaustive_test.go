@@ -3,6 +3,7 @@ package pool_test
 import (
 	"flag"
 	"fmt"
+	"github.com/wardpool/wardpool/internal/testenv"
 	"sync"
 	"testing"
 	"time"
@@ -128,14 +129,14 @@ func xConfigs() []xConfig {
 	return out
 }
 
-// The default depths: about a minute on two slow cores (see the file's
-// comment), the lower one under -race. Measured on a shared two-core
-// machine: depth 7 without -race took 28 s of CPU (698,085 states,
-// 7,190,829 transitions), depth 6 under -race 34 s of CPU (231,648 states,
-// 2,221,363 transitions); each level deeper costs about three times more.
+// The default depths keep a plain go test quick: each level deeper costs
+// about three times more. The full run (testenv.Full, which ./scripts/test
+// asks for) walks two levels deeper: depth 7 without -race took 28 s of
+// CPU on a shared two-core machine (698,085 states), depth 6 under -race
+// 34 s (231,648 states).
 const (
-	exhaustiveNormalDepth = 7
-	exhaustiveRaceDepth   = 6
+	exhaustiveNormalDepth = 5
+	exhaustiveRaceDepth   = 4
 )
 
 // TestExhaustivePool walks every configuration of xConfigs to the depth of
@@ -147,6 +148,9 @@ func TestExhaustivePool(t *testing.T) {
 		depth = exhaustiveNormalDepth
 		if xRace {
 			depth = exhaustiveRaceDepth
+		}
+		if testenv.Full() {
+			depth += 2 // ./scripts/test: 7, or 6 under -race
 		}
 	}
 	start := time.Now()

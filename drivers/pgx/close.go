@@ -41,7 +41,7 @@ func closeConn(conn *pgx.Conn) {
 	}
 }
 
-// Close refuses new Acquires (they fail with pool.ErrClosed), closes the
+// Close refuses new Acquires (they fail with wardpool.ErrClosed), closes the
 // idle connections and waits until every lent connection has come back and
 // been closed. It is safe to call more than once.
 func (p *Pool) Close() { _ = p.CloseContext(context.Background()) }

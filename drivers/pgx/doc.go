@@ -1,5 +1,5 @@
 // Package pgxward is a pool of pgx v5 connections run by wardpool's
-// pool.Keeper: a drop-in for *pgxpool.Pool with a ward in front of the
+// wardpool.Keeper: a drop-in for *pgxpool.Pool with a ward in front of the
 // server and a leak watch behind it.
 //
 // The package lives in the folder drivers/pgx and is named pgxward, so that
@@ -39,7 +39,7 @@
 // # Where it differs from pgxpool
 //
 //   - Errors: Acquire on a closed pool fails with ErrClosed; one the Ward
-//     refuses fails at once with a *pool.ShedError (errors.Is ErrShed); a
+//     refuses fails at once with a *wardpool.ShedError (errors.Is ErrShed); a
 //     failed dial's error reads "pgxward: connect: …" and wraps pgx's
 //     *pgconn.ConnectError; one whose context ends is an *AcquireError (the
 //     Keeper's) that unwraps to ctx's error and says how many connections

@@ -18,7 +18,7 @@ import (
 //
 // pgxpool's tracers take a *pgxpool.Pool, which this package cannot be. So
 // that a tracer written for pgxpool (one that checks the pool is not nil,
-// or reads pool.Config()) works unchanged, a Pool whose ConnConfig.Tracer
+// or reads wardpool.Config()) works unchanged, a Pool whose ConnConfig.Tracer
 // is an AcquireTracer or a ReleaseTracer builds a stand-in *pgxpool.Pool
 // from the same connection string and ConnConfig, with no minimum of
 // connections: it never opens one, its Config() is this pool's, and its

@@ -1,5 +1,5 @@
 // Package redisward is a pool of go-redis v9 connections run by wardpool's
-// pool.Keeper, with a ward in front of the server, a leak watch behind it,
+// wardpool.Keeper, with a ward in front of the server, a leak watch behind it,
 // and a shared.Store on Redis (Store) through which replicas share breaker,
 // rate and quota state and one connection budget.
 //

@@ -1,6 +1,7 @@
 package readme
 
 import (
+	"github.com/wardpool/wardpool/internal/testenv"
 	"go/ast"
 	"go/doc/comment"
 	"go/parser"
@@ -22,7 +23,7 @@ var docPackages = []struct {
 	ctx      = context.Background()
 	reg      = prometheus.NewRegistry()
 	meter    metric.Meter
-	keeper   *pool.Keeper[*pgx.Conn]
+	keeper   *wardpool.Keeper[*pgx.Conn]
 	cfg      *pgxward.Config
 	logger   *slog.Logger
 	tracer   trace.Tracer
@@ -63,6 +64,7 @@ var notGo = []string{"wardpool_", "held ", "postgres://"}
 // TestDocSnippetsCompile builds every Go code block of the doc comments of
 // the packages users read first, as TestSnippetsCompile does the READMEs'.
 func TestDocSnippetsCompile(t *testing.T) {
+	testenv.NeedFull(t)
 	root := moduleRoot(t)
 	srcs := map[string]string{}
 	where := map[string]snippet{}

@@ -2,6 +2,7 @@ package readme
 
 import (
 	"bytes"
+	"github.com/wardpool/wardpool/internal/testenv"
 	"go/scanner"
 	"go/token"
 	"os"
@@ -194,6 +195,7 @@ func program(t *testing.T, sn snippet) string {
 // scratch module that uses this one (and its go.sum) through a replace
 // directive, offline.
 func TestSnippetsCompile(t *testing.T) {
+	testenv.NeedFull(t)
 	all := snippets(t, moduleRoot(t))
 	if len(all) < 5 {
 		t.Fatalf("found %d Go snippets; the READMEs have more", len(all))

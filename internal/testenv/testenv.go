@@ -128,3 +128,20 @@ func Java(t testing.TB) (java, javac, jar string) {
 	}
 	return java, javac, jar
 }
+
+// FullVar names the variable that asks for the full test run: the
+// exhaustive walk to full depth, the long linearizability runs, and the
+// tests that build programs. ./scripts/test sets it to 1; a plain go test
+// runs the quick versions.
+const FullVar = "WARDPOOL_FULL"
+
+// Full reports whether the full test run was asked for (see FullVar).
+func Full() bool { return os.Getenv(FullVar) == "1" }
+
+// NeedFull skips t, saying why, unless the full test run was asked for.
+func NeedFull(t testing.TB) {
+	t.Helper()
+	if !Full() {
+		t.Skipf("builds programs: runs with %s=1 (./scripts/test sets it)", FullVar)
+	}
+}

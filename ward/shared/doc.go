@@ -39,7 +39,7 @@
 // the room of its last reply. A caller is never held by a dead store past
 // the timeout.
 //
-// A pool.Keeper takes a Budget and a Breaker in its Config.Shared and asks
+// A wardpool.Keeper takes a Budget and a Breaker in its Config.Shared and asks
 // them before each dial, outside its lock; see pool/keeper_shared.go.
 //
 // [MemStore] keeps everything in one process's memory, on a clock of the
