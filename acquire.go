@@ -2,9 +2,9 @@ package wardpool
 
 import (
 	"context"
-	"github.com/wardpool/wardpool/pool"
 	"time"
 
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 

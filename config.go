@@ -3,11 +3,11 @@ package wardpool
 import (
 	"context"
 	"fmt"
-	"github.com/wardpool/wardpool/pool"
 	"log/slog"
 	"math/rand/v2"
 	"time"
 
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -67,12 +67,6 @@ type Config[T comparable] struct {
 	// before the resource is given back for reuse (a session reset, say);
 	// an error destroys it instead. It never runs on a Destroy or Hijack.
 	BeforeReuse func(ctx context.Context, v T) error
-	// Reset is the former name of BeforeReuse, read only when BeforeReuse
-	// is nil.
-	//
-	// Deprecated: use BeforeReuse. Keeper.Reset is a different thing: it
-	// retires every resource made so far.
-	Reset func(ctx context.Context, v T) error
 	// MinIdle is how many idle resources the Keeper keeps warm, dialing in
 	// the background (within Size, and within the ward's backoff and
 	// breaker), at most warmDials at once. It must not exceed Limits.Size or
@@ -117,14 +111,11 @@ type Config[T comparable] struct {
 	Recorder *pool.Recorder
 	// LockEveryLoan sends every loan through the lock and the Pool, shutting
 	// the lock-free lane (see the package documentation). The lane's loans
-	// reach the Pool in bulk (Relent, when the resource next passes through
-	// the lock), so a recording holds each of them only as a count; with
-	// LockEveryLoan it holds every loan's Take and Give at their instants,
-	// at the cost of the lock twice a loan (about 0.9 of puddle's time
-	// uncontended, against 0.25 with the lane). Returns that find the lock
-	// held still go through the inbox. (With a shedder or a limiter the
-	// lane reports each of its loans to the Pool one by one, at its
-	// instants, but a recording Pool cannot have those guards.)
+	// reach the Pool as a count (Relent) when the resource next passes
+	// through the lock, so a recording holds each of them only as a count;
+	// with LockEveryLoan it holds every loan's Take and Give at their
+	// instants, at the cost of the lock twice a loan. With a shedder or a
+	// limiter in the ward every loan takes the lock whatever this says.
 	LockEveryLoan bool
 	// Shared holds the guards shared with other replicas through a store:
 	// a fleet-wide connection budget, a shared breaker and a shared rate on
@@ -199,9 +190,6 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		p:           p,
 		ceiling:     -1,
 		drained:     make(chan struct{}),
-	}
-	if k.reuse == nil {
-		k.reuse = cfg.Reset
 	}
 	if k.checkIdle == 0 {
 		k.checkIdle = defaultCheckIdle

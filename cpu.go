@@ -15,9 +15,7 @@ const cpuEvery = 250 * time.Millisecond
 // store, and set itself again until the Keeper closes.
 func (k *Keeper[T]) sampleCPU() {
 	v := k.safeCPU()
-	// Stored under lock: the lane's pairs since it opened are reported
-	// with the reading it opened on, and unlock asks the pool again with
-	// the new one.
+	// Stored under the lock, where the pool is asked with it.
 	k.lock()
 	defer k.unlock()
 	k.setCPU(v)

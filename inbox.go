@@ -1,35 +1,9 @@
 package wardpool
 
-// The inbox: returns that do not wait for the mutex.
-//
-// A release that cannot park in the lane gives its resource back under the
-// mutex. When the mutex is busy, waiting for it would keep the resource
-// from everyone while the releaser sleeps, and under load (more goroutines
-// than CPUs) a few releasers asleep on the mutex with resources in hand are
-// what tips a pool into a convoy where every acquire queues. So a release
-// that finds the mutex held pushes its resource onto the inbox, a
-// lock-free list of returns, and goes on; whoever holds the mutex gives
-// what is in the inbox to the pool, in the order it came, at the instant
-// each came (GiveSeat), before it lets the mutex go (unlock) and before it
-// asks the pool anything (lock). A release that pushed then tries the
-// mutex itself, and every release of the mutex looks again after letting
-// go (unlock, and unlockMu for a holder that only touched counters), so
-// nothing stays in the inbox while the mutex is free: a return left there
-// by a holder that did not look would strand its resource with callers
-// queued for it (the linearizability check's histories deadlocked on
-// exactly that, from the end of a dial). No rule is made here: each return
-// is the pool's Give, made late by at most one critical section, as if the
-// release had waited for the mutex.
-//
-// The list is linked through the entries (entry.ret, seats plus one); a
-// push is one compare-and-swap, a drain one swap, so there is no ABA to
-// fear. Its head lives in the slot's seat bits while the lane is shut, so
-// the lane can open only with the inbox empty, in one compare-and-swap (see
-// unlock), and unlock asks the pool whether to open only after the inbox is
-// in. It serves every configuration: with the lane shut (LockEveryLoan,
-// callers queued, a hot shedder, a limiter's leases all out) every release
-// that finds the mutex held comes here, and the leak watch lets a loan end
-// without the lock (its word, in leak.go).
+// The inbox: returns that do not wait for the mutex. A release that finds
+// the mutex held pushes its resource here and goes on; the holder gives
+// each to the Pool, at its own instant, before it asks the Pool anything
+// and before it lets go. DESIGN.md ("The inbox") says why and how.
 
 // pushReturn puts e's resource, whose loan has ended, in the inbox, and
 // reports whether it did: the inbox takes returns only while the lane is

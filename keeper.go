@@ -2,11 +2,12 @@ package wardpool
 
 import (
 	"context"
-	"github.com/wardpool/wardpool/pool"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/wardpool/wardpool/pool"
 )
 
 // The Keeper is spread over files by job:
@@ -121,7 +122,7 @@ type Keeper[T comparable] struct {
 	epoch      uint32    // bumped by every unlock: the empty slot's epoch
 	sweepArmed bool      // the timer will fold the lane: it may open
 	laneTakes  uint64    // loans the lane made, as counted at the last fold
-	relent     uint64    // of them, those reported to the pool (Relent, Pairs)
+	relent     uint64    // of them, those reported to the pool (Relent)
 	closing    []T       // resources waiting to be closed, oldest first
 	gen        uint32    // Resets so far: the generation of what is made now
 	ceiling    int       // the ceiling last set on the pool (SetCeiling); -1: none

@@ -3,14 +3,13 @@ package wardpool
 import (
 	"context"
 	"errors"
-	"github.com/wardpool/wardpool/internal/clocktest"
-	"github.com/wardpool/wardpool/pool"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -459,18 +458,3 @@ type atomicInt struct {
 
 func (a *atomicInt) get() int  { a.mu.Lock(); defer a.mu.Unlock(); return a.v }
 func (a *atomicInt) set(v int) { a.mu.Lock(); defer a.mu.Unlock(); a.v = v }
-
-func TestKeeperDeprecatedResetFieldStillRunsBeforeReuse(t *testing.T) {
-	var runs atomic.Int32
-	d := &dialer{}
-	k, _ := newTestKeeper(t, d, Config[*res]{
-		Limits: pool.Limits{Size: 1},
-		Reset:  func(context.Context, *res) error { runs.Add(1); return nil },
-	})
-	mustAcquire(t, k).Release()
-	mustAcquire(t, k).Release()
-	if runs.Load() != 2 {
-		t.Fatalf("Config.Reset ran %d times on two releases, want 2", runs.Load())
-	}
-	checkBalanced(t, k, d)
-}

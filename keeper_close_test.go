@@ -3,12 +3,13 @@ package wardpool
 import (
 	"context"
 	"errors"
-	"github.com/wardpool/wardpool/internal/clocktest"
-	"github.com/wardpool/wardpool/pool"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wardpool/wardpool/internal/clocktest"
+	"github.com/wardpool/wardpool/pool"
 )
 
 func TestKeeperCloseWithLoansOut(t *testing.T) {

@@ -3,8 +3,9 @@ package wardpool
 import (
 	"context"
 	"errors"
-	"github.com/wardpool/wardpool/pool"
 	"testing"
+
+	"github.com/wardpool/wardpool/pool"
 )
 
 // TestAcquiresCountOnlyFinalAcquires reads the books while a borrow's Check

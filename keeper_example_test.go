@@ -3,9 +3,9 @@ package wardpool_test
 import (
 	"context"
 	"fmt"
-	"github.com/wardpool/wardpool"
 	"time"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 )
 

@@ -3,13 +3,14 @@ package wardpool
 import (
 	"context"
 	"errors"
-	"github.com/wardpool/wardpool/internal/clocktest"
 	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wardpool/wardpool/internal/clocktest"
 )
 
 // This file holds the fakes the Keeper's tests run on: a clock that moves

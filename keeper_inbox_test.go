@@ -2,13 +2,14 @@ package wardpool
 
 import (
 	"context"
-	"github.com/wardpool/wardpool/pool"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wardpool/wardpool/pool"
 )
 
 // The inbox (inbox.go): a release that finds the mutex held leaves its

@@ -3,13 +3,14 @@ package wardpool
 import (
 	"context"
 	"errors"
-	"github.com/wardpool/wardpool/internal/clocktest"
-	"github.com/wardpool/wardpool/pool"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wardpool/wardpool/internal/clocktest"
+	"github.com/wardpool/wardpool/pool"
 )
 
 // The faults an operator meets during an incident: a Close that hangs (a

@@ -2,12 +2,13 @@ package wardpool
 
 import (
 	"context"
-	"github.com/wardpool/wardpool/pool"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wardpool/wardpool/pool"
 )
 
 // The leak watch on the lane (leak.go): loans the lane makes are watched

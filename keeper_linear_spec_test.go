@@ -2,14 +2,15 @@ package wardpool
 
 import (
 	"fmt"
-	"github.com/wardpool/wardpool/pool"
-	"github.com/wardpool/wardpool/ward"
 	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // The sequential specification of the linearizability check (see

@@ -2,8 +2,6 @@ package wardpool
 
 import (
 	"fmt"
-	"github.com/wardpool/wardpool/internal/testenv"
-	"github.com/wardpool/wardpool/pool"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +11,9 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"go.uber.org/goleak"
+
+	"github.com/wardpool/wardpool/internal/testenv"
+	"github.com/wardpool/wardpool/pool"
 )
 
 // The linearizability check of the Keeper.

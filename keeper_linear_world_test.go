@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/wardpool/wardpool/internal/clocktest"
-	"github.com/wardpool/wardpool/pool"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -14,6 +12,9 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/wardpool/wardpool/internal/clocktest"
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -282,7 +283,7 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 	}
 	cfg.LockEveryLoan = !c.lane
 	if c.resetHook {
-		cfg.Reset, w.resetHook = w.resetFails, true
+		cfg.BeforeReuse, w.resetHook = w.resetFails, true
 	}
 	if c.checkHook {
 		cfg.Check, cfg.CheckIdle = w.checkHook, -1
@@ -629,7 +630,7 @@ func (w *linWorld) checkHook(ctx context.Context, v *res) error {
 	return errLinCheck
 }
 
-// resetFails is Config.Reset: it fails for the resources the releasing
+// resetFails is Config.BeforeReuse: it fails for the resources the releasing
 // worker chose.
 func (w *linWorld) resetFails(_ context.Context, v *res) error {
 	w.rec.mu.Lock()

@@ -3,12 +3,13 @@ package wardpool
 import (
 	"context"
 	"errors"
-	"github.com/wardpool/wardpool/internal/clocktest"
-	"github.com/wardpool/wardpool/pool"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/wardpool/wardpool/internal/clocktest"
+	"github.com/wardpool/wardpool/pool"
 )
 
 // TestKeeperRandomOperations drives a Keeper on a fake clock with random

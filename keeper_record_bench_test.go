@@ -3,8 +3,9 @@ package wardpool
 import (
 	"context"
 	"flag"
-	"github.com/wardpool/wardpool/pool"
 	"testing"
+
+	"github.com/wardpool/wardpool/pool"
 )
 
 // BenchmarkRecordUncontended is one goroutine acquiring and releasing from

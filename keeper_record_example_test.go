@@ -3,11 +3,11 @@ package wardpool_test
 import (
 	"context"
 	"fmt"
-	"github.com/wardpool/wardpool"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )

@@ -3,14 +3,14 @@ package wardpool
 import (
 	"context"
 	"errors"
-	"github.com/wardpool/wardpool/internal/clocktest"
-	"github.com/wardpool/wardpool/pool"
 	"math/rand/v2"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 

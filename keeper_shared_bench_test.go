@@ -2,10 +2,10 @@ package wardpool
 
 import (
 	"context"
-	"github.com/wardpool/wardpool/pool"
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward/shared"
 )
 

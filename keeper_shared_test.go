@@ -3,12 +3,12 @@ package wardpool
 import (
 	"context"
 	"errors"
-	"github.com/wardpool/wardpool/internal/clocktest"
-	"github.com/wardpool/wardpool/pool"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward/shared"
 )
 

@@ -3,10 +3,10 @@ package wardpool
 import (
 	"context"
 	"errors"
-	"github.com/wardpool/wardpool/pool"
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 

@@ -4,52 +4,10 @@ import (
 	"time"
 )
 
-// The lane: a lock-free way in and out for the commonest pair of events, a
-// release and then an acquire while nobody waits.
-//
-// The lane is one word, the slot. A release that finds it open and empty
-// parks its resource there with one compare-and-swap instead of giving it
-// to the pool under the mutex; the next acquire takes it back with another.
-// The lane makes no rule of its own; it carries out answers the pool has
-// already fixed:
-//
-//   - The slot is shut whenever the mutex is held: lock swaps it shut, and
-//     hands what was parked there to the pool (GiveSeat, at the instant it
-//     was parked) before anything else; unlock opens it again only if the
-//     pool says, in the state it is left in, that a Give followed by a Take
-//     of the same resource would be answered so, and leave the pool in a
-//     state where the same holds (Pool.Lane: the Idle ceiling not reached,
-//     not closed; with a shedder or a limiter, Pool.LanePairs: the shedder
-//     Cold, a lease free for every pair), nobody is queued, and the sweep
-//     is armed. So the lane never runs beside a decision of the pool's,
-//     and each opening stands for one state of the pool: every unlock
-//     writes a new epoch into the empty slot, and a release or acquire
-//     that read the slot before a lock fails its compare-and-swap and asks
-//     again.
-//   - What is parked is a Give the pool has not heard of yet, on top of
-//     every Give it has: the pool's idle list is "what it holds, then the
-//     slot", in return order, and LIFO holds in every configuration.
-//   - An acquire takes from the slot only when the pool's Take would answer
-//     Ready with it: Limits.Past (the pool's own definition of fresh) says
-//     it is fresh, and Check is not due. Anything else goes to the mutex,
-//     which folds the slot into the pool and lets the pool answer (Stale,
-//     say). A parked resource is of the pool's current generation: Reset
-//     runs under the mutex and folds the slot first, and a release checks
-//     the generation of what it parks against a slot it read after.
-//   - The pair is reported to the pool with Relent when the resource next
-//     passes through the mutex (its holder releases or destroys it there, or
-//     it is folded from the slot), so the books, Loans and a recording hold
-//     every loan. Until then Stats adds the loans the lane made and the pool
-//     has not heard of: the lane counts them in the slot's word, lock moves
-//     that count to laneTakes, and relent counts what reached the pool.
-//   - Time: the slot keeps the parking instant in microseconds, rounded
-//     down, and the pool is given that same instant: the lane's idle time is
-//     never shorter than the pool's, and both apply Past to the same
-//     numbers. The timer folds the slot at least every sweepEvery (or Keep,
-//     or Life, when shorter); the lane reads a parking instant only before
-//     sweepBy, a sweep past the last arming, so the slot's 32 bits of
-//     microseconds (71 minutes) never wrap under it, however long the
-//     process was stopped.
+// The lane: a lock-free way in and out for a release followed by an
+// acquire while nobody waits, open only while the Pool says a Give and a
+// Take of the same resource would be answered so (Pool.Lane). It makes no
+// rule of its own; DESIGN.md ("The lane") says how it holds to the Pool's.
 
 // The slot's word, from the low bits up: the parked resource's seat plus one
 // (zero: none); the epoch of the unlock that opened it, modulo 2^32; how
@@ -67,9 +25,9 @@ const (
 	epochMask = 1<<epochBits - 1
 	epochAt   = seatBits
 	cntShift  = seatBits + epochBits
-	cntOne   = 1 << cntShift
-	cntMax   = 1<<(63-cntShift) - 1
-	shut     = 1 << 63
+	cntOne    = 1 << cntShift
+	cntMax    = 1<<(63-cntShift) - 1
+	shut      = 1 << 63
 )
 
 // atSlack is how far the start of a loan from the lane may be from the one

@@ -113,24 +113,10 @@ const (
 )
 
 // The watch word of an entry (leakRec.watch), with the leak watch on:
-// zero, or watchOut with the generation of the loan it watches (its low 16
-// bits, entry.loan's at the lend), the loan's start in microseconds since
-// the Keeper's base (modulo 2^45, about a year: a hold is read modulo that
-// too), and watchReported once the watch has reported the loan.
-//
-// A word is the current loan's only while its generation is entry.loan's:
-// a loan's end moves entry.loan on, so a word left behind by a loan that
-// ended (see tryPark: a release that parks its resource in the lane leaves
-// the word as it was) reads as no loan, and so does one whose resource the
-// lane is lending again this instant, before the new word is stored.
-//
-// The watch claims a report with a compare-and-swap that sets
-// watchReported, under the mutex and only on the current loan's word; a
-// loan's end either swaps the word to zero (with or without the mutex) and
-// sees whether the report came first, or parks the resource in the lane,
-// which it can do only if the word read after the slot was not reported
-// and no lock came between (every lock changes the slot). So a loan is
-// reported and then its return, or it ends unreported; never half of each.
+// zero, or watchOut with the low 16 bits of the loan's generation, the
+// loan's start in microseconds since the Keeper's base (modulo 2^45), and
+// watchReported once the watch has reported the loan. DESIGN.md ("The leak
+// watch") says how a report and a loan's end never cross.
 const (
 	watchOut      = 1 << 62
 	watchReported = 1 << 61

@@ -3,8 +3,9 @@ package wardpool
 import (
 	"context"
 	"fmt"
-	"github.com/wardpool/wardpool/pool"
 	"time"
+
+	"github.com/wardpool/wardpool/pool"
 )
 
 // serveLocked asks the pool on behalf of the waiters, oldest first, for as

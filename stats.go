@@ -2,9 +2,10 @@ package wardpool
 
 import (
 	"cmp"
-	"github.com/wardpool/wardpool/pool"
 	"slices"
 	"time"
+
+	"github.com/wardpool/wardpool/pool"
 )
 
 // Stats is one reading of a Keeper: the pool's books and the runtime's own

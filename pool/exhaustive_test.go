@@ -3,11 +3,11 @@ package pool_test
 import (
 	"flag"
 	"fmt"
-	"github.com/wardpool/wardpool/internal/testenv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )

@@ -4,8 +4,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/wardpool/wardpool/ward"
 	"pgregory.net/rapid"
+
+	"github.com/wardpool/wardpool/ward"
 )
 
 // The index against a model: seats added and removed at random, every

@@ -1,15 +1,11 @@
-// Package pool is the bookkeeping of holding a limited number of things, and
-// the runtime that does the waiting and the I/O around it.
-//
-// Pool is the state machine: it never blocks, opens, closes, waits, reads a
+// Package pool is the bookkeeping of holding a limited number of things:
+// Pool, a state machine that never blocks, opens, closes, waits, reads a
 // clock or draws a random number. Every method that depends on time takes
 // now, and every random decision takes a draw the caller made, so the same
 // calls give the same answers on every machine and a test can drive an hour
-// of traffic in a loop. Keeper is the runtime built on it: one mutex, a queue
-// of waiters, dials and closes outside the lock, one timer, a lock-free lane
-// that carries out the Pool's answers while nobody waits (lane.go), and an
-// inbox where a release that finds the lock held leaves its resource for
-// the holder to give the Pool (inbox.go). Neither makes a rule of its own.
+// of traffic in a loop. The runtime that does the waiting and the I/O
+// around it is package wardpool (Keeper); a runtime of one's own (an event
+// loop, a simulator) can be built on the same calls.
 package pool
 
 import (

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
-	"pgregory.net/rapid"
 )
 
 // The driver of the model test: it draws calls from a source, makes each on

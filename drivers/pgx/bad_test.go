@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/wardpool/wardpool/internal/clocktest"
 	"io"
 	"net"
 	"net/url"
@@ -20,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/ward"
 )

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/wardpool/wardpool/internal/clocktest"
 	"log/slog"
 	"slices"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/internal/testenv"
 )
 

@@ -3,7 +3,6 @@ package pgxward
 import (
 	"context"
 	"errors"
-	"github.com/wardpool/wardpool/internal/clocktest"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
 )

@@ -1,7 +1,6 @@
 package readme
 
 import (
-	"github.com/wardpool/wardpool/internal/testenv"
 	"go/ast"
 	"go/doc/comment"
 	"go/parser"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/wardpool/wardpool/internal/testenv"
 )
 
 // docPackages are the packages whose doc comments' code blocks are

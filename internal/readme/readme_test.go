@@ -2,7 +2,6 @@ package readme
 
 import (
 	"bytes"
-	"github.com/wardpool/wardpool/internal/testenv"
 	"go/scanner"
 	"go/token"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/wardpool/wardpool/internal/testenv"
 )
 
 // files are the README files whose Go snippets are compiled, from the
