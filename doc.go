@@ -1,0 +1,29 @@
+// Package wardpool is a resource pool ready to use: Keeper lends resources
+// (database connections, Redis clients, anything opened and closed) to
+// concurrent callers, dials and closes them outside its lock, queues callers
+// in strict arrival order when every resource is out, and runs one timer for
+// eviction, MinIdle and the leak watch.
+//
+// Every decision the Keeper carries out (which resource to lend, whether it
+// is fresh, whether to dial, wait or refuse, what to retire) is an answer of
+// the state machine it holds, pool.Pool; the guards in front of the backend
+// are package ward's. The Keeper makes no rule of its own.
+//
+//	k, err := wardpool.NewKeeper(wardpool.Config[*conn]{
+//		Limits: pool.Limits{Size: 8, Idle: 8, Keep: 5 * time.Minute},
+//		Dial:   dial,
+//		Close:  func(c *conn) error { return c.Close() },
+//	})
+//	...
+//	l, err := k.Acquire(ctx)
+//	if err != nil {
+//		return err
+//	}
+//	defer l.Release()
+//	use(l.Value())
+//
+// A Keeper is safe for concurrent use; Acquire and Release allocate nothing
+// in steady state. The drivers (drivers/pgx, drivers/redis, drivers/sql) are
+// Keepers with a peer's API in front. DESIGN.md, at the module's root, says
+// how the runtime is built.
+package wardpool
