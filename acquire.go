@@ -97,26 +97,35 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 			return l, nil
 		}
 	}
-	return k.acquire(ctx)
+	if k.leakAfter > 0 {
+		return k.acquireWatched(ctx)
+	}
+	return k.acquire(ctx, nil)
 }
 
-// acquire is Acquire through the lock.
-func (k *Keeper[T]) acquire(ctx context.Context) (Loan[T], error) {
+// acquireWatched is Acquire with the leak watch on: the caller's stack is
+// recorded first.
+func (k *Keeper[T]) acquireWatched(ctx context.Context) (Loan[T], error) {
+	var st stack // stays on this goroutine's stack: the loan copies it
+	st.capture(2) // past acquireWatched and Acquire: the caller
+	return k.acquire(ctx, &st)
+}
+
+// acquire is Acquire through the lock; st is the caller's stack, with the
+// leak watch on.
+func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 	if err := k.enter(ctx); err != nil {
 		return Loan[T]{}, err
-	}
-	var st *stack
-	var rec stack // stays on this goroutine's stack: decideLocked copies it
-	if k.leakAfter > 0 {
-		rec.capture(2) // past acquire and Acquire: the caller
-		st = &rec
 	}
 	start := k.now()
 	front := false  // re-queue at the front: this caller was already served once
 	waited := false // it had to wait or dial: counted in EmptyAcquires
-	for {
+	for tries := 0; ; tries++ {
 		k.lock()
-		now := k.now()
+		now := start // the first time: read a moment ago
+		if tries > 0 {
+			now = k.now()
+		}
 		var s decision[T]
 		if k.q.live > 0 && !front {
 			s.kind = pool.Wait // others are waiting: queue behind them, whatever Take would say

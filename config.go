@@ -214,7 +214,9 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	if k.shedder && k.cpuRead == nil {
 		k.cpuRead = newCPUReader().read
 	}
-	k.initLane(!cfg.LockEveryLoan)
+	// The lane is set up only if the Pool lets it open at all: asked once,
+	// of the fresh pool; with a shedder or a limiter it never does.
+	k.initLane(!cfg.LockEveryLoan && p.Lane())
 	k.spare.New = func() any { return &waiter[T]{ch: make(chan grant[T], 1)} }
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	k.base = k.clock.Now()

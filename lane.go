@@ -127,6 +127,16 @@ func (k *Keeper[T]) unlock() {
 // not had. A stream of returns that keeps beating the compare-and-swap
 // leaves the lane shut: the next unlock opens it.
 func (k *Keeper[T]) openLocked() {
+	if !k.laneOn {
+		// No lane: only the inbox to take in.
+		if w := k.slot.Load(); w != shut {
+			k.takeInLocked(k.slot.Swap(shut))
+		}
+		if k.sh != nil {
+			k.sharedLocked()
+		}
+		return
+	}
 	for tries := 0; ; tries++ {
 		if w := k.slot.Load(); w != shut {
 			k.takeInLocked(k.slot.Swap(shut))
@@ -284,7 +294,7 @@ func (k *Keeper[T]) topUp() {
 // armSweepLocked arms the sweep, if it is not armed: from now until the
 // timer fires, the lane may open.
 func (k *Keeper[T]) armSweepLocked(now time.Time) {
-	if k.sweepArmed || k.closed || !k.laneOn {
+	if !k.laneOn || k.sweepArmed || k.closed {
 		return
 	}
 	k.armLocked(now, now.Add(k.sweep))

@@ -92,6 +92,9 @@ func (k *Keeper[T]) release(l Loan[T]) {
 // had reported as a leak is reported again, as returned, on the releaser's
 // goroutine, before the resource goes back.
 func (k *Keeper[T]) ended(e *entry[T], item T) {
+	if e.lw == nil {
+		return // the leak watch is off
+	}
 	if n, ok := k.endWatch(e, item); ok {
 		k.report(n)
 	}
@@ -171,6 +174,9 @@ func (k *Keeper[T]) endLocked(l Loan[T], fx *effects[T]) bool {
 	if !e.loan.CompareAndSwap(l.gen, l.gen+1) {
 		k.stats.doubles++
 		return false
+	}
+	if e.lw == nil {
+		return true // the leak watch is off
 	}
 	if n, ok := k.endWatch(e, l.item); ok {
 		fx.leaks = append(fx.leaks, n)

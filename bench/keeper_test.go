@@ -54,9 +54,9 @@ type keeperVariant struct {
 // Keeper's mutex, and the lock-free lane of pool/lane.go learned to serve
 // them one by one: an Idle ceiling below Size (while the pool is below
 // it), the leak watch (a watch word per loan), and a shedder or a limiter
-// (while the pool says pairs pass them unasked, Pool.LanePairs, the lane
-// logs each pair and the next lock reports them in order). The rows say
-// what each costs, on whatever design the binary was built from.
+// (every loan through the mutex: those guards see each loan begin and
+// end). The rows say what each costs, on whatever design the binary was
+// built from.
 //
 //   - wardpool:        Limits{Size: n, Idle: n}, nothing else;
 //   - wardpool-idle:   an Idle ceiling one below Size (named
@@ -68,7 +68,10 @@ type keeperVariant struct {
 //   - wardpool-limit:  a ward with a Limiter whose limit starts and stays
 //     at n (Initial = Max = n, only failures counted as overload), so it
 //     never makes a caller wait that the pool alone would not: again its
-//     cost.
+//     cost;
+//   - wardpool-now:    the default configuration on a clock that calls
+//     time.Now at every reading, rather than the default cached clock:
+//     what the cache buys.
 var keepers = []keeperVariant{
 	{"wardpool", func(n int) (wardpool.Config[*thing], bool) {
 		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}}, true
@@ -86,6 +89,9 @@ var keepers = []keeperVariant{
 			Ward:   ward.Ward{Shedder: ward.NewShedder(ward.DefaultShed, time.Now())},
 			CPU:    func() int { return 0 },
 		}, true
+	}},
+	{"wardpool-now", func(n int) (wardpool.Config[*thing], bool) {
+		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, Clock: sysClock{}}, true
 	}},
 	{"wardpool-limit", func(n int) (wardpool.Config[*thing], bool) {
 		a := ward.DefaultAimd
@@ -399,3 +405,10 @@ var errNop = errors.New("nop driver: not supported")
 func (nopConn) Prepare(string) (driver.Stmt, error) { return nil, errNop }
 func (nopConn) Close() error                        { return nil }
 func (nopConn) Begin() (driver.Tx, error)           { return nil, errNop }
+
+// sysClock is a wardpool.Clock that reads time.Now every time.
+type sysClock struct{}
+
+func (sysClock) Now() time.Time { return time.Now() }
+
+func (sysClock) AfterFunc(d time.Duration, f func()) wardpool.Timer { return time.AfterFunc(d, f) }

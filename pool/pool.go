@@ -143,7 +143,12 @@ func (p *Pool[T]) rebase(now time.Time, t int64) int64 {
 }
 
 // instant is the time.Time of one of the pool's instants.
-func (p *Pool[T]) instant(t int64) time.Time { return p.epoch.Add(time.Duration(t)) }
+func (p *Pool[T]) instant(t int64) time.Time {
+	if t == p.last {
+		return p.lastAt // the reading it came from: nothing to build
+	}
+	return p.epoch.Add(time.Duration(t))
+}
 
 // Why a seat is stale.
 const (
@@ -361,6 +366,9 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 // is earlier than that (see the type's doc on time).
 func (p *Pool[T]) back(now time.Time) (t, at int64) {
 	t = p.clock(now)
+	if now == p.lastAt {
+		return t, t // the latest reading itself
+	}
 	return t, min(int64(now.Sub(p.epoch)), t)
 }
 
