@@ -34,20 +34,19 @@ type Timer = interface {
 // tickEvery is how often the cached clock re-reads the time.
 const tickEvery = time.Millisecond
 
-// cachedClock is the default Clock. time.Now costs tens of nanoseconds on
-// some virtual machines (about 65 ns on the one the benchmarks ran on), which
-// is as much as the rest of an uncontended Acquire and Release together. So
-// one goroutine, shared by every Keeper that uses the default clock, reads the
-// monotonic clock every millisecond and stores the reading; Now loads it and
-// costs a few nanoseconds.
+// cachedClock is the default Clock: one goroutine, shared by every Keeper
+// that uses it, reads the monotonic clock every millisecond and stores the
+// reading, and Now loads it. On virtual machines where time.Now is slow
+// that is most of an uncontended Acquire and Release (bench/README.md).
 //
 // Accuracy: a reading lags the true time by up to one millisecond, more when
 // the process is starved of CPU and the ticking goroutine runs late. Readings
-// never go backwards: they carry Go's monotonic clock reading. So a wait shorter
-// than a millisecond may read as zero and a loan's held time may be short by a
-// millisecond; every age the pool enforces (Keep, Life, CheckIdle, LeakAfter)
-// is at worst that much late. While no Keeper uses it, the goroutine stops and
-// Now falls back to time.Now.
+// never go backwards: they carry Go's monotonic clock reading. So a wait
+// shorter than a millisecond may read as zero and a loan's held time may be
+// short by a millisecond; every age the pool enforces (Keep, Life,
+// CheckIdle, LeakAfter) is at worst that much late. The goroutine runs
+// while any Keeper uses the clock; after the last closes it stops, and Now
+// falls back to time.Now.
 type cachedClock struct {
 	now  atomic.Pointer[time.Time] // the latest reading; nil while not ticking
 	mono atomic.Int64              // the same reading, in ns since clockOrigin
