@@ -71,7 +71,9 @@ type keeperVariant struct {
 //     cost;
 //   - wardpool-now:    the default configuration on a clock that calls
 //     time.Now at every reading, rather than the default cached clock:
-//     what the cache buys.
+//     what the cache buys;
+//   - wardpool-locked: the default configuration with LockEveryLoan, every
+//     loan through the mutex and the Pool: what the lane buys.
 var keepers = []keeperVariant{
 	{"wardpool", func(n int) (wardpool.Config[*thing], bool) {
 		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}}, true
@@ -89,6 +91,9 @@ var keepers = []keeperVariant{
 			Ward:   ward.Ward{Shedder: ward.NewShedder(ward.DefaultShed, time.Now())},
 			CPU:    func() int { return 0 },
 		}, true
+	}},
+	{"wardpool-locked", func(n int) (wardpool.Config[*thing], bool) {
+		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, LockEveryLoan: true}, true
 	}},
 	{"wardpool-now", func(n int) (wardpool.Config[*thing], bool) {
 		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, Clock: sysClock{}}, true
