@@ -99,6 +99,23 @@ type linMachine struct {
 	born, given map[int]time.Time
 	gen         map[int]int
 	resets      int
+
+	// The Keeper's queue of waiters, as the specification keeps it: an
+	// Acquire that finds callers queued, or that the Pool answers Wait,
+	// joins it (its retirements made on the way, Stale answers, are part
+	// of its step); a step that gives something back or frees room then
+	// serves it, oldest first, as the Keeper's serveLocked does, and each
+	// waiter served must have got what its call returned.
+	queue  []linWaiter
+	served map[int]bool // operations served from the queue: a failed check sends them back to its front
+}
+
+// linWaiter is an Acquire (or the attempt of one whose check then failed)
+// in the specification's queue, with what its call returned.
+type linWaiter struct {
+	n       int
+	attempt bool
+	out     linOut
 }
 
 // linPend is a reservation: the dial of an Acquire (own) or a TryAcquire.
@@ -131,7 +148,7 @@ func (h *linHistory) model() porcupine.Model {
 			panic(err)
 		}
 		m := &linMachine{p: p, w: w, limits: limits, now: h.start,
-			born: map[int]time.Time{}, given: map[int]time.Time{}, gen: map[int]int{}, pending: map[int]linPend{}, cpu: h.guards.cpu}
+			born: map[int]time.Time{}, given: map[int]time.Time{}, gen: map[int]int{}, served: map[int]bool{}, pending: map[int]linPend{}, cpu: h.guards.cpu}
 		for _, s := range steps {
 			if !m.apply(s.in, s.out) {
 				panic("replay of an accepted step refused")
@@ -167,9 +184,19 @@ func (h *linHistory) model() porcupine.Model {
 func (m *linMachine) apply(in linIn, out linOut) bool {
 	p, now := m.p, m.now
 	switch in.kind {
-	case linAcquire, linTry:
+	case linAcquire, linTry, linAttempt:
 		if m.closed {
-			return out.err == linClosed && out.dialed == 0
+			return in.kind != linAttempt && out.err == linClosed && out.dialed == 0
+		}
+		if len(m.queue) > 0 {
+			// Callers are queued: a TryAcquire is told so, an Acquire
+			// queues behind them, unasked (the Keeper asks the Pool for
+			// them first), unless it comes back from a failed check.
+			if in.kind == linTry {
+				return out.err == linWouldWait && out.dialed == 0
+			}
+			m.enqueue(in, out)
+			return true
 		}
 		for {
 			t := p.Take(now, 0, m.cpu)
@@ -177,6 +204,9 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 			case pool.Stale:
 				continue
 			case pool.Ready:
+				if in.kind == linAttempt {
+					return t.Item == out.id && m.fresh(t.Item)
+				}
 				return out.err == linNone && out.id == t.Item && out.dialed == 0 && m.fresh(t.Item)
 			case pool.Make:
 				if out.dialed == 0 {
@@ -194,28 +224,19 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 				}
 				return true
 			case pool.Wait:
-				// TryAcquire says so; Acquire waits, and takes effect
-				// later.
-				return in.kind == linTry && out.err == linWouldWait && out.dialed == 0
+				if in.kind == linTry {
+					return out.err == linWouldWait && out.dialed == 0
+				}
+				m.enqueue(in, out) // served later, by a step that frees something
+				return true
 			case pool.Shed:
-				return out.err == linShed && out.dialed == 0
-			default:
-				return false
-			}
-		}
-	case linAttempt:
-		for {
-			switch t := p.Take(now, 0, m.cpu); t.Kind {
-			case pool.Stale:
-				continue
-			case pool.Ready:
-				return t.Item == out.id && m.fresh(t.Item)
+				return in.kind != linAttempt && out.err == linShed && out.dialed == 0
 			default:
 				return false
 			}
 		}
 	case linCheckFail:
-		return p.Drop(in.id, now)
+		return p.Drop(in.id, now) && m.serve()
 	case linLand:
 		pend, ok := m.pending[in.n]
 		if !ok || pend.id != in.id || pend.own != in.own {
@@ -229,13 +250,17 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		if kept {
 			m.born[in.id], m.gen[in.id] = now, m.resets
 		}
-		if kept && !pend.own && p.Give(in.id, now) { // a background dial's resource goes idle
-			m.given[in.id] = now
+		if !pend.own {
+			// A background dial's resource goes idle, like a return.
+			if kept && p.Give(in.id, now) {
+				m.given[in.id] = now
+			}
+			return m.serve()
 		}
 		return true
 	case linRelease:
 		if in.fail {
-			return p.Drop(in.id, now) // the Reset hook failed: destroyed
+			return p.Drop(in.id, now) && m.serve() // the Reset hook failed: destroyed
 		}
 		if p.SeatOf(in.id) < 0 {
 			return false
@@ -243,16 +268,23 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		if p.Give(in.id, now) { // false (closed, or made before a Reset): closed
 			m.given[in.id] = now
 		}
-		return true
+		return m.serve()
 	case linDestroy, linHijack:
-		return p.Drop(in.id, now)
+		return p.Drop(in.id, now) && m.serve()
 	case linReset:
 		p.Reset(now)
 		m.resets++
-		return true
+		return m.serve()
 	case linClose:
 		p.Close()
 		m.closed = true
+		// Every caller queued is told the Keeper closed.
+		for _, w := range m.queue {
+			if w.attempt || w.out.err != linClosed || w.out.dialed != 0 {
+				return false
+			}
+		}
+		m.queue = nil
 		return out.err == linNone
 	case linStats:
 		return linBooks(p.Books()) == out.books
@@ -260,7 +292,11 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		m.now = now.Add(in.d)
 		return true
 	case linTimer:
-		p.Evict(now) // the Keeper's timer evicts what is past its age now
+		// The Keeper's timer evicts what is past its age now, and serves
+		// the queue when that made room.
+		if len(p.Evict(now)) > 0 {
+			return m.serve()
+		}
 		return true
 	}
 	return false
@@ -289,7 +325,16 @@ func (m *linMachine) summary() string {
 	for _, n := range pend {
 		fmt.Fprintf(&b, " #%d:c%d/%v/%v", n, m.pending[n].id, m.pending[n].own, m.pending[n].closed)
 	}
-	b.WriteString(" ]")
+	b.WriteString(" ] queue[")
+	for _, w := range m.queue {
+		fmt.Fprintf(&b, " #%d:%v", w.n, w.attempt)
+	}
+	served := make([]int, 0, len(m.served))
+	for n := range m.served {
+		served = append(served, n)
+	}
+	slices.Sort(served)
+	fmt.Fprintf(&b, " ] served%v", served)
 	if l := m.w.Limiter; l != nil {
 		fmt.Fprintf(&b, " limit=%d/%d", l.Inflight(), l.Limit())
 	}
@@ -499,4 +544,56 @@ func (h *linHistory) describe() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// enqueue puts the Acquire (or attempt) in, which returned out, in the
+// queue: at its back, or at its front when it comes back after a check of
+// a resource it was served failed (the Keeper's pushFront).
+func (m *linMachine) enqueue(in linIn, out linOut) {
+	w := linWaiter{n: in.n, attempt: in.kind == linAttempt, out: out}
+	if m.served[in.n] {
+		m.queue = append([]linWaiter{w}, m.queue...)
+		return
+	}
+	m.queue = append(m.queue, w)
+}
+
+// serve asks the Pool for the queued callers, oldest first, as the Keeper
+// does when something came back or room was freed, and reports whether
+// each served got what its call returned.
+func (m *linMachine) serve() bool {
+	for len(m.queue) > 0 {
+		w := m.queue[0]
+		t := m.p.Take(m.now, 0, m.cpu)
+		switch t.Kind {
+		case pool.Stale:
+			continue
+		case pool.Ready:
+			if w.out.id != t.Item || !m.fresh(t.Item) || !w.attempt && (w.out.err != linNone || w.out.dialed != 0) {
+				return false
+			}
+		case pool.Make:
+			switch {
+			case w.attempt || w.out.dialed == 0:
+				return false
+			case w.out.err == linNone && w.out.id == w.out.dialed:
+				m.pending[w.n] = linPend{id: w.out.dialed, own: true}
+			case w.out.err == linClosed:
+				m.pending[w.n] = linPend{id: w.out.dialed, own: true, closed: true}
+			default:
+				return false
+			}
+		case pool.Wait:
+			return true
+		case pool.Shed:
+			if w.attempt || w.out.err != linShed || w.out.dialed != 0 {
+				return false
+			}
+		default:
+			return false
+		}
+		m.served[w.n] = true
+		m.queue = m.queue[1:]
+	}
+	return true
 }

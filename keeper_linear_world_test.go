@@ -222,9 +222,11 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 	ages := true
 	switch r.IntN(6) {
 	case 1:
+		// A limiter that binds, with ages: an Acquire that meets a stale
+		// resource retires it and may then queue behind the limiter; the
+		// specification's queue holds it there.
 		c.guards.limit = &ward.Aimd{Initial: 1 + r.IntN(size), Min: 1, Max: size,
 			Slow: []time.Duration{0, time.Second, 3 * time.Second}[r.IntN(3)], Backoff: 0.5}
-		ages = false
 	case 2:
 		c.guards.limit = &ward.Aimd{Initial: 1 + r.IntN(size), Min: 1, Max: size, Slow: time.Second, Backoff: 0.5}
 		c.guards.shed = true
@@ -244,16 +246,10 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 		c.guards.shed = r.IntN(2) == 0
 	}
 	if !ages {
-		// No ages with a limiter. An Acquire that meets a stale resource
-		// retires it and asks again; without a limiter that frees room to
-		// dial, but a limiter can then answer Wait, and the retirement is
-		// seen (Stats) long before the Acquire returns: one step of the
-		// specification cannot say that. A second step for it (an
-		// Acquire's retirements before it queues) was tried: it held, but
-		// made some histories too large to decide in the checker's time
-		// when every package's tests ran under -race at once. Ages are held
-		// to the pool by the histories without a limiter, or with one
-		// that never binds (case 4).
+		// No ages with a hot shedder beside the limiter: its answers hang
+		// on a moving average every ask moves, and the Keeper asks for a
+		// queued caller at points one step of the specification cannot
+		// place exactly.
 		c.limits.Keep, c.limits.Life = 0, 0
 	}
 	return c
