@@ -34,6 +34,12 @@ type conn struct {
 	loan pool.Loan[*conn] // the current loan; zero while idle
 	bad  bool             // the driver said ErrBadConn during this loan
 	back time.Time        // when it last came back (for PingIdle)
+
+	// stmts keeps the statements prepared on base for reuse by later
+	// borrowers, by query (see Config.StmtCache); nil when the cache is
+	// off. Only the borrower and, after the last loan, the Keeper's close
+	// touch it.
+	stmts *stmtCache
 }
 
 var (
@@ -48,8 +54,11 @@ var (
 	_ driver.NamedValueChecker  = (*conn)(nil)
 )
 
-func newConn(dc driver.Conn) *conn {
+func newConn(dc driver.Conn, stmtCache int) *conn {
 	c := &conn{base: dc}
+	if stmtCache > 0 {
+		c.stmts = newStmtCache(stmtCache)
+	}
 	c.resetter, _ = dc.(driver.SessionResetter)
 	c.pinger, _ = dc.(driver.Pinger)
 	c.validator, _ = dc.(driver.Validator)
@@ -83,11 +92,45 @@ func (c *conn) Close() error {
 	return nil
 }
 
+// Unwrap returns the driver's own connection. It is what sqlward.Unwrap
+// and sqlward.Raw reach through.
+func (c *conn) Unwrap() driver.Conn { return c.base }
+
 func (c *conn) Prepare(query string) (driver.Stmt, error) {
 	return c.PrepareContext(context.Background(), query)
 }
 
+// PrepareContext hands out the statement this connection already has
+// prepared for query when the cache holds one, and otherwise prepares it
+// and, room permitting, keeps it for the next borrower.
 func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if c.stmts != nil {
+		if cs := c.stmts.get(query); cs != nil {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			cs.refs++
+			return &stmt{base: cs.base, c: c, cached: cs}, nil
+		}
+	}
+	s, err := c.prepare(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if c.stmts != nil {
+		if cs, evicted := c.stmts.put(query, s); cs != nil {
+			if evicted != nil {
+				_ = evicted.Close() // as database/sql ignores a statement's Close error
+			}
+			cs.refs++
+			return &stmt{base: s, c: c, cached: cs}, nil
+		}
+	}
+	return &stmt{base: s, c: c}, nil
+}
+
+// prepare prepares query on the driver's connection.
+func (c *conn) prepare(ctx context.Context, query string) (driver.Stmt, error) {
 	var s driver.Stmt
 	var err error
 	if c.prepCtx != nil {
@@ -101,7 +144,7 @@ func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, e
 	if err != nil {
 		return nil, c.watch(err)
 	}
-	return &stmt{base: s, c: c}, nil
+	return s, nil
 }
 
 func (c *conn) Begin() (driver.Tx, error) {
@@ -181,10 +224,13 @@ func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 // stmt is a prepared statement of a conn, watching its errors for
-// driver.ErrBadConn.
+// driver.ErrBadConn. When cached is set, base belongs to the connection's
+// cache, and Close leaves it prepared for the next borrower.
 type stmt struct {
-	base driver.Stmt
-	c    *conn
+	base   driver.Stmt
+	c      *conn
+	cached *cachedStmt
+	closed bool
 }
 
 var (
@@ -194,25 +240,51 @@ var (
 	_ driver.NamedValueChecker = (*stmt)(nil)
 )
 
-func (s *stmt) Close() error  { return s.base.Close() }
+// Close closes the driver's statement, or when the connection's cache
+// keeps it, leaves it prepared for the next borrower.
+func (s *stmt) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.cached != nil {
+		s.cached.refs--
+		if !s.cached.dropped || s.cached.refs > 0 {
+			return nil
+		}
+	}
+	return s.base.Close()
+}
+
+// watch notes a driver.ErrBadConn in err, as conn.watch does, and takes a
+// cached statement that failed out of the cache: an error may mean the
+// server no longer has it as it was (DEALLOCATE, a changed table). It
+// returns err unchanged.
+func (s *stmt) watch(err error) error {
+	if err != nil && s.cached != nil {
+		s.c.stmts.drop(s.cached) // closed by the last Close of a stmt holding it
+	}
+	return s.c.watch(err)
+}
+
 func (s *stmt) NumInput() int { return s.base.NumInput() }
 
 func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
 	//lint:ignore SA1019 passing through the driver's own method
 	r, err := s.base.Exec(args)
-	return r, s.c.watch(err)
+	return r, s.watch(err)
 }
 
 func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
 	//lint:ignore SA1019 passing through the driver's own method
 	r, err := s.base.Query(args)
-	return r, s.c.watch(err)
+	return r, s.watch(err)
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if e, ok := s.base.(driver.StmtExecContext); ok {
 		r, err := e.ExecContext(ctx, args)
-		return r, s.c.watch(err)
+		return r, s.watch(err)
 	}
 	vals, err := values(args)
 	if err != nil {
@@ -227,7 +299,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	if q, ok := s.base.(driver.StmtQueryContext); ok {
 		r, err := q.QueryContext(ctx, args)
-		return r, s.c.watch(err)
+		return r, s.watch(err)
 	}
 	vals, err := values(args)
 	if err != nil {

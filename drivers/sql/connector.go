@@ -32,11 +32,33 @@
 // SetConnMaxLifetime and SetConnMaxIdleTime have nothing to act on; use
 // Limits.Life and Limits.Keep.
 //
-// The price: database/sql gets a new driverConn for each borrow, so a
-// statement prepared on the *sql.DB (db.Prepare) is prepared again on every
-// borrow and closed on every return. Prepare on a *sql.Conn or *sql.Tx, or
-// use a driver that caches statements itself (pgx's stdlib does, by default,
-// for plain queries), rather than db.Prepare in a hot path.
+// # Prepared statements
+//
+// database/sql gets a new driverConn for each borrow, so it prepares a
+// statement made with db.Prepare again on every borrow and closes it on
+// every return. Each connection therefore keeps the statements prepared on
+// it, by query, up to Config.StmtCache of them: a Prepare of a query the
+// connection already has prepared hands out that statement, and a Close
+// leaves it prepared for the next borrower. A statement is closed on the
+// server when it makes room for another, when it fails (the next Prepare
+// prepares afresh), or when its connection closes. So db.Prepare costs one
+// prepare per connection of the pool, as on database/sql's own pool. The
+// difference a user can see: closing the *sql.Stmt does not deallocate it
+// on the server (database/sql forgot it when the connection went back), so
+// pg_prepared_statements keeps listing it until then.
+//
+// # Reaching the driver's connection
+//
+// (*sql.Conn).Raw passes database/sql the driver.Conn that Connect
+// returned, which is this package's, not the driver's: database/sql offers
+// a driver no way to hand Raw another value. Raw here, or Unwrap inside a
+// Raw function, reaches the driver's own connection:
+//
+//	err := sqlward.Raw(conn, func(driverConn any) error {
+//		pc := driverConn.(*stdlib.Conn).Conn() // *pgx.Conn
+//		_, err := pc.CopyFrom(ctx, pgx.Identifier{"t"}, cols, rows)
+//		return err
+//	})
 //
 // # What it asks of the driver
 //
@@ -83,11 +105,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
+
+// DefaultStmtCache is Config.StmtCache when it is zero: how many prepared
+// statements each connection keeps for reuse.
+const DefaultStmtCache = 128
 
 // DefaultPingIdle is Config.PingIdle when it is zero: a connection idle
 // for longer than this is pinged before it is lent (pgx and pgxpool use
@@ -97,6 +124,12 @@ const DefaultPingIdle = time.Second
 // Config is how a Connector pools. The zero Config has no limits at all:
 // start from pool.DefaultLimits, or set Limits.Size.
 type Config struct {
+	// Name names the pool in its errors ("sqlward orders: wardpool: pool
+	// closed") and is the pool label the metrics package gives its series
+	// by default (see Connector.Name). Empty is "sqlward-N", N counting the
+	// Connectors of the process from 1, as HikariCP names "HikariPool-1"
+	// (a driver.Connector tells no address to name it by).
+	Name string
 	// Limits bounds the pool: Size connections at once, Idle of them idle,
 	// retired after Keep idle or Life alive. Zero fields mean no limit.
 	Limits pool.Limits
@@ -113,6 +146,10 @@ type Config struct {
 	// borrow, for drivers with driver.Pinger and no driver.SessionResetter.
 	// Zero is DefaultPingIdle; negative pings on every borrow.
 	PingIdle time.Duration
+	// StmtCache is how many prepared statements each connection keeps for
+	// the next borrower (see the package doc). Zero is DefaultStmtCache;
+	// negative keeps none: every Prepare prepares and every Close closes.
+	StmtCache int
 	// LeakAfter, when positive, reports every connection held longer than
 	// this through OnLeak, with the stack that borrowed it: Rows never
 	// closed, a Tx never ended, a *sql.Conn never closed. Zero turns the
@@ -158,10 +195,15 @@ var (
 type Connector struct {
 	base      driver.Connector
 	k         *pool.Keeper[*conn]
+	name      string
 	ping      time.Duration // PingIdle, resolved
+	stmtCache int           // StmtCache, resolved: 0 for none
 	leakAfter time.Duration
 	now       func() time.Time
 }
+
+// connectors counts the Connectors made, for their default names.
+var connectors atomic.Int64
 
 var (
 	_ driver.Connector = (*Connector)(nil)
@@ -176,9 +218,18 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	if base == nil {
 		return nil, fmt.Errorf("sqlward: %w: nil driver.Connector", ErrConfig)
 	}
-	c := &Connector{base: base, ping: cfg.PingIdle, leakAfter: cfg.LeakAfter}
+	c := &Connector{base: base, name: cfg.Name, ping: cfg.PingIdle, stmtCache: cfg.StmtCache, leakAfter: cfg.LeakAfter}
 	if c.ping == 0 {
 		c.ping = DefaultPingIdle
+	}
+	switch {
+	case c.stmtCache == 0:
+		c.stmtCache = DefaultStmtCache
+	case c.stmtCache < 0:
+		c.stmtCache = 0
+	}
+	if c.name == "" {
+		c.name = defaultName(connectors.Add(1))
 	}
 	clock := cfg.Clock
 	kc := pool.Config[*conn]{
@@ -207,7 +258,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	}
 	k, err := pool.NewKeeper(kc)
 	if err != nil {
-		return nil, fmt.Errorf("sqlward: %w", err)
+		return nil, fmt.Errorf("sqlward %s: %w", c.name, err)
 	}
 	c.k = k
 	return c, nil
@@ -232,16 +283,24 @@ func OpenDB(base driver.Connector, cfg Config) (*sql.DB, *Connector, error) {
 // connector. It waits, bounded by ctx, when Limits.Size are out. It fails
 // with an *AcquireError wrapping ctx's error (saying what the pool was
 // doing), ErrClosed after Close, a *ShedError (errors.Is ErrShed) when the
-// Ward refuses, or the base connector's error.
+// Ward refuses, or the base connector's error; each in a *PoolError that
+// names the pool (errors.Is and errors.As see through it). A context's
+// error the Keeper returns as it is (ctx ended before it asked) is
+// returned as it is.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	l, err := c.k.Acquire(ctx)
 	if err != nil {
-		return nil, err
+		return nil, c.named(err)
 	}
 	cn := l.Value()
 	cn.loan = l
 	return cn, nil
 }
+
+// Name returns the pool's name, Config.Name or the default it was given.
+// metrics.NewCollector and metrics.Observe label the series with it
+// (pool="…") unless Options.Labels names the pool.
+func (c *Connector) Name() string { return c.name }
 
 // Driver returns the base connector's driver.
 func (c *Connector) Driver() driver.Driver { return c.base.Driver() }
@@ -305,11 +364,17 @@ func (c *Connector) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlward: connect: %w", err)
 	}
-	return newConn(dc), nil
+	return newConn(dc, c.stmtCache), nil
 }
 
-// closeConn closes one connection for the Keeper.
-func closeConn(cn *conn) error { return cn.base.Close() }
+// closeConn closes one connection for the Keeper, with the statements its
+// cache kept, as database/sql closes a connection's statements before it.
+func closeConn(cn *conn) error {
+	if cn.stmts != nil {
+		cn.stmts.closeAll()
+	}
+	return cn.base.Close()
+}
 
 // check runs before an idle connection is lent again. Its error makes the
 // Keeper destroy the connection and lend another.

@@ -1,6 +1,10 @@
 package sqlward
 
-import "github.com/wardpool/wardpool/pool"
+import (
+	"context"
+
+	"github.com/wardpool/wardpool/pool"
+)
 
 // AcquireError is the error of a Connect (so of a query) whose context
 // ended before the Keeper lent a connection. It unwraps to the context's
@@ -13,3 +17,29 @@ type AcquireError = pool.AcquireError
 // ShedError is the error of a Connect the Ward refused at once: errors.Is
 // ErrShed, and for the breaker, the dial error behind it (Cause).
 type ShedError = pool.ShedError
+
+// PoolError is the error of a Connect (so of a query) that the pool
+// refused or could not serve: it names the pool (Config.Name) and wraps
+// the Keeper's error, an *AcquireError, a *ShedError, ErrClosed or the
+// base connector's, which errors.Is and errors.As reach.
+type PoolError struct {
+	// Pool is the pool's name.
+	Pool string
+	// Err is the Keeper's error.
+	Err error
+}
+
+// Error is the Keeper's error after the pool's name.
+func (e *PoolError) Error() string { return "sqlward " + e.Pool + ": " + e.Err.Error() }
+
+// Unwrap returns the Keeper's error.
+func (e *PoolError) Unwrap() error { return e.Err }
+
+// named wraps err in a *PoolError, except a context's own error, which
+// the caller may compare with ==.
+func (c *Connector) named(err error) error {
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return err
+	}
+	return &PoolError{Pool: c.name, Err: err}
+}
