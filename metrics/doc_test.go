@@ -20,7 +20,7 @@ func TestDocsListEverySeries(t *testing.T) {
 	}
 	// The wait histogram (WaitHistogram) is Prometheus only, and its own
 	// collector: it may be named, and need not be.
-	prom = append(prom, "wardpool_acquire_wait_seconds", "wardpool_acquire_wait_seconds_bucket")
+	prom = append(prom, "wardpool_acquire_duration_seconds", "wardpool_acquire_duration_seconds_bucket")
 	promName := regexp.MustCompile(`wardpool_[a-z_]+`)
 	otelName := regexp.MustCompile(`wardpool\.[a-z_.]*[a-z_]`)
 	for _, file := range []string{"doc.go", "README.md"} {
