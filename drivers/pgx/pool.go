@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -54,6 +57,7 @@ func (r *res) handle(l pool.Loan[*res]) *Conn {
 type Pool struct {
 	k      *pool.Keeper[*res]
 	config *Config
+	name   string // Config.Name, resolved
 
 	prepareConn  func(context.Context, *pgx.Conn) (bool, error)
 	afterRelease func(*pgx.Conn) bool
@@ -99,12 +103,16 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 	config = config.Copy()
 	p := &Pool{
 		config:       config,
+		name:         config.Name,
 		prepareConn:  prepareOf(config),
 		afterRelease: config.AfterRelease,
 		beforeClose:  config.BeforeClose,
 		shouldPing:   config.ShouldPing,
 		pingTimeout:  config.PingTimeout,
 		tries:        int(config.MaxConns) + 1,
+	}
+	if p.name == "" {
+		p.name = poolname.Default("pgxward", net.JoinHostPort(config.ConnConfig.Host, strconv.Itoa(int(config.ConnConfig.Port))))
 	}
 	if ctx != nil {
 		p.values = context.WithoutCancel(ctx)

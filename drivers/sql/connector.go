@@ -105,9 +105,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
+	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -124,11 +124,11 @@ const DefaultPingIdle = time.Second
 // Config is how a Connector pools. The zero Config has no limits at all:
 // start from pool.DefaultLimits, or set Limits.Size.
 type Config struct {
-	// Name names the pool in its errors ("sqlward orders: wardpool: pool
-	// closed") and is the pool label the metrics package gives its series
-	// by default (see Connector.Name). Empty is "sqlward-N", N counting the
-	// Connectors of the process from 1, as HikariCP names "HikariPool-1"
-	// (a driver.Connector tells no address to name it by).
+	// Name names the pool in its errors ("orders: wardpool: pool closed")
+	// and is the pool label the metrics package gives its series by
+	// default (see Connector.Name). Empty is "sqlward-N", N counting the
+	// process's pools from 1, as HikariCP names "HikariPool-1" (a
+	// driver.Connector tells no address to name it by).
 	Name string
 	// Limits bounds the pool: Size connections at once, Idle of them idle,
 	// retired after Keep idle or Life alive. Zero fields mean no limit.
@@ -195,15 +195,13 @@ var (
 type Connector struct {
 	base      driver.Connector
 	k         *pool.Keeper[*conn]
-	name      string
+	name      string        // Name, resolved
 	ping      time.Duration // PingIdle, resolved
 	stmtCache int           // StmtCache, resolved: 0 for none
 	leakAfter time.Duration
 	now       func() time.Time
 }
 
-// connectors counts the Connectors made, for their default names.
-var connectors atomic.Int64
 
 var (
 	_ driver.Connector = (*Connector)(nil)
@@ -229,7 +227,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 		c.stmtCache = 0
 	}
 	if c.name == "" {
-		c.name = defaultName(connectors.Add(1))
+		c.name = poolname.Default("sqlward", "")
 	}
 	clock := cfg.Clock
 	kc := pool.Config[*conn]{
@@ -258,7 +256,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	}
 	k, err := pool.NewKeeper(kc)
 	if err != nil {
-		return nil, fmt.Errorf("sqlward %s: %w", c.name, err)
+		return nil, fmt.Errorf("%s: sqlward: %w", c.name, err)
 	}
 	c.k = k
 	return c, nil
@@ -285,12 +283,11 @@ func OpenDB(base driver.Connector, cfg Config) (*sql.DB, *Connector, error) {
 // doing), ErrClosed after Close, a *ShedError (errors.Is ErrShed) when the
 // Ward refuses, or the base connector's error; each in a *PoolError that
 // names the pool (errors.Is and errors.As see through it). A context's
-// error the Keeper returns as it is (ctx ended before it asked) is
-// returned as it is.
+// bare error (ctx ended before the Keeper asked) is returned as it is.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	l, err := c.k.Acquire(ctx)
 	if err != nil {
-		return nil, c.named(err)
+		return nil, poolname.Wrap(c.name, err)
 	}
 	cn := l.Value()
 	cn.loan = l

@@ -1,8 +1,7 @@
 package sqlward
 
 import (
-	"context"
-
+	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -19,27 +18,9 @@ type AcquireError = pool.AcquireError
 type ShedError = pool.ShedError
 
 // PoolError is the error of a Connect (so of a query) that the pool
-// refused or could not serve: it names the pool (Config.Name) and wraps
-// the Keeper's error, an *AcquireError, a *ShedError, ErrClosed or the
-// base connector's, which errors.Is and errors.As reach.
-type PoolError struct {
-	// Pool is the pool's name.
-	Pool string
-	// Err is the Keeper's error.
-	Err error
-}
-
-// Error is the Keeper's error after the pool's name.
-func (e *PoolError) Error() string { return "sqlward " + e.Pool + ": " + e.Err.Error() }
-
-// Unwrap returns the Keeper's error.
-func (e *PoolError) Unwrap() error { return e.Err }
-
-// named wraps err in a *PoolError, except a context's own error, which
-// the caller may compare with ==.
-func (c *Connector) named(err error) error {
-	if err == context.Canceled || err == context.DeadlineExceeded {
-		return err
-	}
-	return &PoolError{Pool: c.name, Err: err}
-}
+// refused or could not serve: it names the pool (Config.Name), as in
+// "sqlward-1: wardpool: pool closed", and wraps the Keeper's error, an
+// *AcquireError, a *ShedError, ErrClosed or the base connector's, which
+// errors.Is and errors.As reach. Every wardpool driver's PoolError is this
+// one type.
+type PoolError = poolname.Error

@@ -3,7 +3,6 @@ package sqlward
 import (
 	"database/sql"
 	"database/sql/driver"
-	"strconv"
 )
 
 // Unwrap returns the driver's own connection behind driverConn, the value
@@ -33,7 +32,3 @@ func Unwrap(driverConn any) any {
 func Raw(c *sql.Conn, f func(driverConn any) error) error {
 	return c.Raw(func(driverConn any) error { return f(Unwrap(driverConn)) })
 }
-
-// defaultName is the name of the n-th Connector made without a
-// Config.Name: "sqlward-1", "sqlward-2", …
-func defaultName(n int64) string { return "sqlward-" + strconv.FormatInt(n, 10) }

@@ -291,7 +291,7 @@ func TestErrorsNameThePool(t *testing.T) {
 	_ = db.Close()
 	_, err = c.Connect(context.Background())
 	var pe *PoolError
-	if !errors.Is(err, ErrClosed) || !errors.As(err, &pe) || pe.Pool != "orders" || err.Error() != "sqlward orders: wardpool: pool closed" {
+	if !errors.Is(err, ErrClosed) || !errors.As(err, &pe) || pe.Pool != "orders" || err.Error() != "orders: wardpool: pool closed" {
 		t.Errorf("Connect after Close = %q (%T)", err, err)
 	}
 	_, c2, err := OpenDB(&fakeConnector{}, Config{Limits: pool.Limits{Size: 1}})
@@ -304,7 +304,7 @@ func TestErrorsNameThePool(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c2.Connect(ctx); err != context.Canceled && !strings.HasPrefix(err.Error(), "sqlward "+c2.Name()+": ") {
+	if _, err := c2.Connect(ctx); err != context.Canceled && !strings.HasPrefix(err.Error(), c2.Name()+": ") {
 		t.Errorf("Connect with a done ctx = %v", err)
 	}
 }
