@@ -202,7 +202,6 @@ type Connector struct {
 	now       func() time.Time
 }
 
-
 var (
 	_ driver.Connector = (*Connector)(nil)
 	_ io.Closer        = (*Connector)(nil)
