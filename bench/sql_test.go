@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -148,4 +150,76 @@ func stmtRound(b *testing.B, stmt *sql.Stmt, g int, lat []time.Duration) time.Du
 		b.Fatal(*e)
 	}
 	return d
+}
+
+// BenchmarkSQLStmtOverhead is stmt.QueryRow(...).Scan on a statement
+// prepared with db.Prepare over a driver whose statements answer one row
+// without I/O, on database/sql's own pool and on sqlward (8 connections
+// each, one goroutine): what each pool and database/sql around it cost a
+// query, without the server. sqlward's extra is mostly database/sql's
+// work for a connection it takes for new on each borrow (its idle pool is
+// off under sqlward: see drivers/sql's package doc).
+func BenchmarkSQLStmtOverhead(b *testing.B) {
+	ref := sql.OpenDB(rowConnector{})
+	ref.SetMaxIdleConns(sqlBenchConns)
+	defer ref.Close()
+	l := pool.DefaultLimits
+	l.Size, l.Idle = sqlBenchConns, sqlBenchConns
+	ward, _, err := sqlward.OpenDB(rowConnector{}, sqlward.Config{Limits: l})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ward.Close()
+	for _, p := range []struct {
+		name string
+		db   *sql.DB
+	}{{"database/sql", ref}, {"sqlward", ward}} {
+		b.Run(p.name, func(b *testing.B) {
+			stmt, err := p.db.Prepare(sqlBenchQuery)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer stmt.Close()
+			ctx := context.Background()
+			var n int
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := stmt.QueryRowContext(ctx, 1).Scan(&n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// rowConnector opens connections whose statements answer one row, 1,
+// without I/O.
+type rowConnector struct{}
+
+func (rowConnector) Connect(context.Context) (driver.Conn, error) { return rowConn{}, nil }
+func (rowConnector) Driver() driver.Driver                        { return nopDriver{} }
+
+type rowConn struct{ nopConn }
+
+func (rowConn) Prepare(string) (driver.Stmt, error) { return rowStmt{}, nil }
+
+type rowStmt struct{}
+
+func (rowStmt) Close() error                               { return nil }
+func (rowStmt) NumInput() int                              { return 1 }
+func (rowStmt) Exec([]driver.Value) (driver.Result, error) { return nil, errNop }
+func (rowStmt) Query([]driver.Value) (driver.Rows, error)  { return &oneRow{}, nil }
+
+// oneRow is a result of one row with one column.
+type oneRow struct{ done bool }
+
+func (*oneRow) Columns() []string { return []string{"n"} }
+func (*oneRow) Close() error      { return nil }
+func (r *oneRow) Next(dest []driver.Value) error {
+	if r.done {
+		return io.EOF
+	}
+	r.done = true
+	dest[0] = int64(1)
+	return nil
 }
