@@ -156,9 +156,7 @@ func stmtRound(b *testing.B, stmt *sql.Stmt, g int, lat []time.Duration) time.Du
 // prepared with db.Prepare over a driver whose statements answer one row
 // without I/O, on database/sql's own pool and on sqlward (8 connections
 // each, one goroutine): what each pool and database/sql around it cost a
-// query, without the server. sqlward's extra is mostly database/sql's
-// work for a connection it takes for new on each borrow (its idle pool is
-// off under sqlward: see drivers/sql's package doc).
+// query, without the server.
 func BenchmarkSQLStmtOverhead(b *testing.B) {
 	ref := sql.OpenDB(rowConnector{})
 	ref.SetMaxIdleConns(sqlBenchConns)

@@ -12,40 +12,39 @@
 //
 // # How the two pools share the work
 //
-// database/sql has a pool of its own. A Connector is a driver.Connector
-// whose Connect borrows a connection from the Keeper and whose connections'
-// Close gives it back, so the Keeper does the pooling: the size limit (a
-// Connect waits, bounded by the query's context, when Limits.Size are out),
-// idle and lifetime retirement, the Ward in front of the server, the books
-// and the leak watch.
+// database/sql has a pool of its own. The connections it pools here are
+// handles: a handle holds one of the Keeper's connections only while
+// database/sql uses it. It borrows one when Connect makes it, and again
+// when database/sql calls ResetSession before it uses an idle handle; it
+// gives it back when database/sql asks IsValid as the handle comes back.
+// So the Keeper does the pooling: the size limit (a borrow waits, bounded
+// by the query's context, when Limits.Size are out), idle and lifetime
+// retirement, the Ward in front of the server, the books and the leak
+// watch; and database/sql keeps its handles (and whatever it built
+// around them) from one query to the next, as it would its own
+// connections. OpenDB lets it keep as many idle handles as Limits.Size.
 //
-// For that, database/sql must not keep idle connections itself, and OpenDB
-// sets db.SetMaxIdleConns(0). Were database/sql to park connections, the
-// Keeper would count each as lent the whole time: Limits.Keep and
-// Limits.Life could not retire them, the leak watch would report them, and
-// the two pools would each hold back connections the other could have
-// used. With no idle connections in database/sql, each query borrows from
-// the Keeper and gives back when done; a borrow of an idle connection is a
-// few hundred nanoseconds. Leave db.SetMaxOpenConns at 0 (no limit): the
-// Keeper's Limits.Size is the limit, and a second one in front of it would
-// queue callers where the Keeper cannot see them. database/sql's
-// SetConnMaxLifetime and SetConnMaxIdleTime have nothing to act on; use
-// Limits.Life and Limits.Keep.
+// Leave db.SetMaxOpenConns at 0 (no limit): the Keeper's Limits.Size is
+// the limit, and a second one in front of it would queue callers where
+// the Keeper cannot see them. db.SetMaxIdleConns below Limits.Size only
+// makes database/sql build a new handle where it could have kept one.
+// database/sql's SetConnMaxLifetime and SetConnMaxIdleTime act on handles,
+// which hold nothing between uses; use Limits.Life and Limits.Keep.
 //
 // # Prepared statements
 //
-// database/sql gets a new driverConn for each borrow, so it prepares a
-// statement made with db.Prepare again on every borrow and closes it on
-// every return. Each connection therefore keeps the statements prepared on
-// it, by query, up to Config.StmtCache of them: a Prepare of a query the
-// connection already has prepared hands out that statement, and a Close
-// leaves it prepared for the next borrower. A statement is closed on the
-// server when it makes room for another, when it fails (the next Prepare
-// prepares afresh), or when its connection closes. So db.Prepare costs one
-// prepare per connection of the pool, as on database/sql's own pool. The
-// difference a user can see: closing the *sql.Stmt does not deallocate it
-// on the server (database/sql forgot it when the connection went back), so
-// pg_prepared_statements keeps listing it until then.
+// A statement prepared through a handle (db.Prepare, or on a *sql.Conn or
+// *sql.Tx) stands for its query on whichever connection the handle holds
+// when it runs. Each connection keeps the statements prepared on it, by
+// query, up to Config.StmtCache of them, for every later borrower: so a
+// db.Prepare statement is prepared once per connection of the pool, as on
+// database/sql's own pool. A query beyond the cache is prepared on each
+// loan that runs it and closed when the loan ends. A statement that fails
+// is closed at the end of its loan and prepared afresh next time (the
+// server may no longer have it as it was), and the rest close with their
+// connection. The difference a user can see: closing the *sql.Stmt does
+// not deallocate it on the server, so pg_prepared_statements keeps listing
+// it until its connection closes (Config.StmtCache -1 keeps none).
 //
 // # Reaching the driver's connection
 //
@@ -56,14 +55,14 @@
 //
 //	err := sqlward.Raw(conn, func(driverConn any) error {
 //		pc := driverConn.(*stdlib.Conn).Conn() // *pgx.Conn
-//		_, err := pc.CopyFrom(ctx, pgx.Identifier{"t"}, cols, rows)
+//		_, err := pc.CopyFrom(ctx, pgx.Identifier{"t"}, cols, pgx.CopyFromRows(rows))
 //		return err
 //	})
 //
 // # What it asks of the driver
 //
 // A connection that reports driver.ErrBadConn from any call through this
-// package is destroyed when database/sql closes it, never lent again.
+// package is destroyed as it comes back, never lent again.
 // Optional interfaces are used when the driver's connection has them:
 //
 //   - driver.SessionResetter: ResetSession runs before a connection that
@@ -86,15 +85,12 @@
 //	reg.MustRegister(metrics.NewCollector(c, metrics.Options{Labels: map[string]string{"pool": "orders"}}))
 //
 // database/sql's own figures (db.Stats(), and the go_sql_* series of
-// client_golang's collectors.NewDBStatsCollector) describe its view, in
-// which each borrow is a connection opened and closed: OpenConnections and
-// InUse also count the queries waiting in the Keeper for a connection
-// (database/sql counts a connection as open before Connect returns), so
-// they read far above Limits.Size under load; MaxIdleClosed rises by one
-// on every return (its idle pool is off); WaitCount stays 0 (the waiting
-// happens in the Keeper); MaxIdleTimeClosed and MaxLifetimeClosed stay 0.
-// The metrics package's README maps each go_sql_* series to the wardpool_*
-// one to read instead.
+// client_golang's collectors.NewDBStatsCollector) count handles:
+// OpenConnections and Idle include idle handles, which hold no connection;
+// InUse also counts the queries waiting in the Keeper for a connection;
+// WaitCount stays 0 (the waiting happens in the Keeper). The metrics
+// package's README maps each go_sql_* series to the wardpool_* one to read
+// instead.
 package sqlward
 
 import (
@@ -147,8 +143,9 @@ type Config struct {
 	// Zero is DefaultPingIdle; negative pings on every borrow.
 	PingIdle time.Duration
 	// StmtCache is how many prepared statements each connection keeps for
-	// the next borrower (see the package doc). Zero is DefaultStmtCache;
-	// negative keeps none: every Prepare prepares and every Close closes.
+	// later borrowers (see the package doc). Zero is DefaultStmtCache;
+	// negative keeps none: a statement is prepared on each loan that runs
+	// it and closed when the loan ends.
 	StmtCache int
 	// LeakAfter, when positive, reports every connection held longer than
 	// this through OnLeak, with the stack that borrowed it: Rows never
@@ -167,8 +164,8 @@ type Config struct {
 
 // Leak is one report of the leak watch: the driver's connection on loan
 // (Item; it belongs to its borrower), how long it had been out (Held), the
-// stack of the goroutine that borrowed it, that is of the query that made
-// database/sql call Connect (Stack), and whether this is the follow-up
+// stack of the goroutine that borrowed it, that is of the query that took
+// up the handle (Stack), and whether this is the follow-up
 // report of a leaked connection that has since come back (Returned). It is
 // pool.Leak, so one handler fits every wardpool driver:
 //
@@ -262,35 +259,42 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 }
 
 // OpenDB is NewConnector followed by sql.OpenDB, with database/sql's own
-// idle pool turned off (db.SetMaxIdleConns(0); see the package doc for
-// why). It returns the Connector too, for its Stats. db.Close closes the
-// Connector.
+// idle pool sized to keep every handle (db.SetMaxIdleConns(Limits.Size),
+// or maxIdleHandles without a Size; see the package doc for why). It
+// returns the Connector too, for its Stats. db.Close closes the Connector.
 func OpenDB(base driver.Connector, cfg Config) (*sql.DB, *Connector, error) {
 	c, err := NewConnector(base, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	db := sql.OpenDB(c)
-	db.SetMaxIdleConns(0)
+	idle := cfg.Limits.Size
+	if idle <= 0 {
+		idle = maxIdleHandles
+	}
+	db.SetMaxIdleConns(idle)
 	return db, c, nil
 }
 
-// Connect borrows a connection from the Keeper for database/sql: an idle
-// one (checked as the package doc says) or a new one from the base
-// connector. It waits, bounded by ctx, when Limits.Size are out. It fails
-// with an *AcquireError wrapping ctx's error (saying what the pool was
-// doing), ErrClosed after Close, a *ShedError (errors.Is ErrShed) when the
+// maxIdleHandles is database/sql's idle limit that OpenDB sets without a
+// Limits.Size. An idle handle holds no connection; database/sql keeps no
+// more of them than were in use at once.
+const maxIdleHandles = 1 << 16
+
+// Connect makes a handle for database/sql and borrows a connection from
+// the Keeper for it: an idle one (checked as the package doc says) or a
+// new one from the base connector. It waits, bounded by ctx, when
+// Limits.Size are out. It fails with an *AcquireError wrapping ctx's error
+// (saying what the pool was doing), ErrClosed after Close, a *ShedError (errors.Is ErrShed) when the
 // Ward refuses, or the base connector's error; each in a *PoolError that
 // names the pool (errors.Is and errors.As see through it). A context's
 // bare error (ctx ended before the Keeper asked) is returned as it is.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
-	l, err := c.k.Acquire(ctx)
-	if err != nil {
-		return nil, poolname.Wrap(c.name, err)
+	h := &handle{c: c}
+	if err := h.bind(ctx); err != nil {
+		return nil, err
 	}
-	cn := l.Value()
-	cn.loan = l
-	return cn, nil
+	return h, nil
 }
 
 // Name returns the pool's name, Config.Name or the default it was given.
@@ -366,9 +370,7 @@ func (c *Connector) dial(ctx context.Context) (*conn, error) {
 // closeConn closes one connection for the Keeper, with the statements its
 // cache kept, as database/sql closes a connection's statements before it.
 func closeConn(cn *conn) error {
-	if cn.stmts != nil {
-		cn.stmts.closeAll()
-	}
+	cn.closeStmts()
 	return cn.base.Close()
 }
 

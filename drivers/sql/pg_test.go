@@ -115,8 +115,8 @@ func TestPGQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.Stats()
-	if s.Made != 1 || db.Stats().Idle != 0 {
-		t.Errorf("sequential use made %d connections; database/sql idle %d", s.Made, db.Stats().Idle)
+	if s.Made != 1 || s.Busy != 0 || db.Stats().Idle != 1 {
+		t.Errorf("sequential use made %d connections, %d busy; database/sql idle %d (one handle, holding nothing)", s.Made, s.Busy, db.Stats().Idle)
 	}
 	honest(t, c)
 }

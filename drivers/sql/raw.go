@@ -2,7 +2,6 @@ package sqlward
 
 import (
 	"database/sql"
-	"database/sql/driver"
 )
 
 // Unwrap returns the driver's own connection behind driverConn, the value
@@ -12,15 +11,15 @@ import (
 //
 //	err := conn.Raw(func(driverConn any) error {
 //		pc := sqlward.Unwrap(driverConn).(*stdlib.Conn).Conn()
-//		…
+//		return pc.PgConn().CheckConn()
 //	})
 //
 // The connection stays the pool's: use it only inside the Raw function,
 // and do not close it (database/sql gives it back when Raw returns).
 func Unwrap(driverConn any) any {
-	if c, ok := driverConn.(interface{ Unwrap() driver.Conn }); ok {
-		if _, ours := c.(*conn); ours {
-			return c.Unwrap()
+	if h, ok := driverConn.(*handle); ok {
+		if dc := h.Unwrap(); dc != nil {
+			return dc
 		}
 	}
 	return driverConn

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
 
@@ -127,12 +128,13 @@ func (sc *stmtConnector) Connect(context.Context) (driver.Conn, error) {
 
 func (sc *stmtConnector) Driver() driver.Driver { return fakeDriver{} }
 
-// TestStmtCacheBoundsAndEvicts: the cache holds StmtCache statements; a new
-// one makes room by closing the least recently used one no open statement
-// holds; with all held, the new one is not kept and its Close closes it;
-// a statement that fails leaves the cache and is prepared afresh; and
-// StmtCache < 0 prepares on every borrow as database/sql would.
-func TestStmtCacheBoundsAndEvicts(t *testing.T) {
+// TestStmtCacheBounds: the cache keeps StmtCache statements per
+// connection for good; one more is prepared on each loan that uses it and
+// closed when the loan ends; closing the *sql.Stmt closes nothing kept; a
+// statement that fails is closed at the end of the loan and prepared
+// afresh; the connection's close closes the rest; and StmtCache < 0
+// prepares on every loan and closes at its end, as database/sql would.
+func TestStmtCacheBounds(t *testing.T) {
 	sc := &stmtConnector{}
 	cfg := one()
 	cfg.StmtCache = 2
@@ -161,48 +163,57 @@ func TestStmtCacheBoundsAndEvicts(t *testing.T) {
 	if cn.prepares != 2 || cn.open() != 2 {
 		t.Fatalf("two statements used three times: %d prepares, %d open", cn.prepares, cn.open())
 	}
-	_ = exec(a) // B is now the least recently used
-	cq := prep("C")
-	if cn.prepared["B"] != 0 || cn.prepared["A"] != 1 || cn.prepared["C"] != 1 {
-		t.Errorf("after a third statement: %v, want B closed", cn.prepared)
+	cq := prep("C") // no room: prepared for this loan, closed at its end
+	if cn.prepared["C"] != 0 || cn.prepares != 3 {
+		t.Errorf("after Prepare of a third: %v, %d prepares; want C closed", cn.prepared, cn.prepares)
 	}
-	_ = errors.Join(a.Close(), b.Close(), cq.Close())
+	for range 2 {
+		if err := exec(cq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cn.prepared["C"] != 0 || cn.prepares != 5 || cn.prepared["A"] != 1 || cn.prepared["B"] != 1 {
+		t.Errorf("the third used twice: %v, %d prepares; want C prepared on each loan and closed after", cn.prepared, cn.prepares)
+	}
+	if err := errors.Join(a.Close(), b.Close(), cq.Close()); err != nil || cn.prepared["A"] != 1 {
+		t.Errorf("closing the *sql.Stmt closed a kept statement: %v, %v", cn.prepared, err)
+	}
 
-	// Held on a *sql.Conn: two statements open, a third is not kept.
+	// Within one loan (a *sql.Conn), a statement without room is prepared
+	// once and closed when the loan ends.
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s1, _ := conn.PrepareContext(ctx, "A")
-	s2, _ := conn.PrepareContext(ctx, "C")
-	s3, err := conn.PrepareContext(ctx, "D")
+	before := cn.prepares
+	s1, err := conn.PrepareContext(ctx, "D")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cn.prepared["D"] != 1 || cn.prepared["A"] != 1 || cn.prepared["C"] != 1 {
-		t.Errorf("cache full of held statements: %v", cn.prepared)
+	_ = errors.Join(exec(s1), exec(s1), s1.Close())
+	if cn.prepares != before+1 || cn.prepared["D"] != 1 {
+		t.Errorf("in one loan: %d prepares, %v; want D prepared once and open", cn.prepares-before, cn.prepared)
 	}
-	if err := s3.Close(); err != nil || cn.prepared["D"] != 0 {
-		t.Errorf("a statement not kept is closed by its Close: %v, %v", cn.prepared, err)
+	if err := conn.Close(); err != nil || cn.prepared["D"] != 0 {
+		t.Errorf("after the loan: %v, %v; want D closed", cn.prepared, err)
 	}
-	_ = errors.Join(s1.Close(), s2.Close(), conn.Close())
 
-	// A failing statement leaves the cache.
+	// A failing statement leaves the cache, closed at the end of the loan.
 	cn.mu.Lock()
 	cn.fail["A"] = errors.New("prepared statement \"A\" does not exist")
 	cn.mu.Unlock()
 	if err := exec(prep("A")); err == nil {
 		t.Fatal("want the statement's error")
 	}
+	if cn.prepared["A"] != 0 {
+		t.Errorf("failed statement not closed at the end of its loan: %v", cn.prepared)
+	}
 	cn.mu.Lock()
 	delete(cn.fail, "A")
 	cn.mu.Unlock()
-	before := cn.prepares
-	if err := exec(prep("A")); err != nil || cn.prepares != before+1 {
-		t.Errorf("after a failure: %v, %d prepares, want one more", err, cn.prepares-before)
-	}
-	if cn.prepared["A"] != 1 {
-		t.Errorf("failed statement not closed: %v", cn.prepared)
+	before = cn.prepares
+	if err := exec(prep("A")); err != nil || cn.prepares != before+1 || cn.prepared["A"] != 1 {
+		t.Errorf("after a failure: %v, %d prepares, %v; want A prepared afresh and kept", err, cn.prepares-before, cn.prepared)
 	}
 
 	// Closing the connection closes what the cache kept.
@@ -213,7 +224,7 @@ func TestStmtCacheBoundsAndEvicts(t *testing.T) {
 		t.Errorf("after close: %d statements open", cn.open())
 	}
 
-	// StmtCache < 0: every borrow prepares, every return closes.
+	// StmtCache < 0: every loan prepares, and closes at its end.
 	sc2 := &stmtConnector{}
 	cfg.StmtCache = -1
 	db2, _, err := OpenDB(sc2, cfg)
@@ -307,4 +318,64 @@ func TestErrorsNameThePool(t *testing.T) {
 	if _, err := c2.Connect(ctx); err != context.Canceled && !strings.HasPrefix(err.Error(), c2.Name()+": ") {
 		t.Errorf("Connect with a done ctx = %v", err)
 	}
+}
+
+// TestIdleHandleWaitsInTheKeeper: database/sql keeps its handles idle, and
+// an idle handle borrows from the Keeper as database/sql takes it up again
+// (its ResetSession). When the one connection is out, a query on the idle
+// handle waits there, bounded by its context, and fails with the Keeper's
+// *AcquireError, not a bare context error.
+func TestIdleHandleWaitsInTheKeeper(t *testing.T) {
+	noLeftovers(t)
+	fc := &fakeConnector{}
+	db, c, err := OpenDB(fc, one())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := ctxT(t)
+	a, err := db.Conn(ctx) // handle A, holding the one connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *sql.Conn)
+	go func() {
+		b, err := db.Conn(ctx) // handle B: waits in the Keeper
+		if err != nil {
+			t.Error(err)
+		}
+		got <- b
+	}()
+	for c.Stats().Waiting == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := a.Close(); err != nil { // A goes idle; B gets the connection
+		t.Fatal(err)
+	}
+	b := <-got
+	if b == nil {
+		t.FailNow()
+	}
+	defer b.Close()
+	if s := db.Stats(); s.Idle != 1 || s.InUse != 1 {
+		t.Fatalf("database/sql: %d idle handles, %d in use; want 1 and 1", s.Idle, s.InUse)
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	_, err = db.ExecContext(short, "X") // on the idle handle A
+	var ae *AcquireError
+	var pe *PoolError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ae) || !errors.As(err, &pe) || ae.Busy != 1 {
+		t.Fatalf("Exec on an idle handle with the connection out = %v (%T), want the pool's *AcquireError", err, err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "X"); err != nil {
+		t.Errorf("after the connection came back: %v", err)
+	}
+	if s := c.Stats(); s.Made != 1 || s.Busy != 0 {
+		t.Errorf("books: %+v", s.Books)
+	}
+	honest(t, c)
 }

@@ -53,6 +53,9 @@ type myTracer struct{}`},
 	logger *slog.Logger
 	dsn    string
 	n      int
+	conn   *sql.Conn
+	cols   []string
+	rows   [][]any
 )`},
 }
 
