@@ -106,7 +106,7 @@ func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
 // acquireWatched is Acquire with the leak watch on: the caller's stack is
 // recorded first.
 func (k *Keeper[T]) acquireWatched(ctx context.Context) (Loan[T], error) {
-	var st stack // stays on this goroutine's stack: the loan copies it
+	var st stack  // stays on this goroutine's stack: the loan copies it
 	st.capture(2) // past acquireWatched and Acquire: the caller
 	return k.acquire(ctx, &st)
 }

@@ -18,14 +18,14 @@ func exportedNames() map[string]bool {
 		names["wardpool_"+s.prom] = true
 	}
 	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-		names["wardpool_acquire_wait_seconds"+suffix] = true // WaitHistogram
+		names["wardpool_acquire_duration_seconds"+suffix] = true // WaitHistogram
 	}
 	return names
 }
 
 // grafanaVars replaces Grafana's variables with what Grafana puts there, so
 // that the queries are PromQL.
-var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$pool", ".*")
+var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$pool", ".*", "$instance", ".*")
 
 // checkQuery parses q and checks that it names only exported series, and
 // at least one.
@@ -98,7 +98,7 @@ func TestDashboard(t *testing.T) {
 	var d struct {
 		Panels []struct {
 			Title   string
-			Targets []struct{ Expr string }
+			Targets []struct{ Expr, LegendFormat string }
 		}
 		Templating struct {
 			List []struct {
@@ -119,18 +119,41 @@ func TestDashboard(t *testing.T) {
 		for _, tg := range p.Targets {
 			checkQuery(t, "panel "+p.Title, tg.Expr, exported)
 			n++
+			// Every selector picks the chosen pools and instances, and
+			// every line says which: replicas of one pool (one per
+			// instance) draw apart.
+			sel := strings.Count(tg.Expr, "{")
+			if strings.Count(tg.Expr, `{pool=~"$pool", instance=~"$instance"}`) != sel {
+				t.Errorf("panel %s: %q does not select by $pool and $instance in each of its %d selectors", p.Title, tg.Expr, sel)
+			}
+			if strings.Contains(tg.Expr, "sum by") && !strings.Contains(tg.Expr, "instance") {
+				t.Errorf("panel %s: %q sums the instances together", p.Title, tg.Expr)
+			}
+			if !strings.Contains(tg.LegendFormat, "{{pool}}") || !strings.Contains(tg.LegendFormat, "{{instance}}") {
+				t.Errorf("panel %s: legend %q does not name the pool and the instance", p.Title, tg.LegendFormat)
+			}
 		}
 	}
-	// The pool variable lists the pools from a series that exists.
-	values := regexp.MustCompile(`^label_values\((wardpool_[a-z_]+), pool\)$`)
+	// The pool and instance variables list their values from a series
+	// that exists.
+	values := map[string]*regexp.Regexp{
+		"pool":     regexp.MustCompile(`^label_values\((wardpool_[a-z_]+), pool\)$`),
+		"instance": regexp.MustCompile(`^label_values\((wardpool_[a-z_]+)\{pool=~"\$pool"\}, instance\)$`),
+	}
+	seen := 0
 	for _, v := range d.Templating.List {
-		if v.Name != "pool" {
+		re := values[v.Name]
+		if re == nil {
 			continue
 		}
-		m := values.FindStringSubmatch(v.Definition)
+		seen++
+		m := re.FindStringSubmatch(v.Definition)
 		if m == nil || !exported[m[1]] {
-			t.Errorf("the pool variable's query %q names no exported series", v.Definition)
+			t.Errorf("the %s variable's query %q names no exported series", v.Name, v.Definition)
 		}
+	}
+	if seen != len(values) {
+		t.Errorf("%d of the variables %v in the dashboard", seen, values)
 	}
 	if n < 10 {
 		t.Errorf("only %d queries in the dashboard", n)

@@ -32,9 +32,11 @@
 //	wardpool_busy_resources / wardpool.resources.busy        resources lent or being made
 //	wardpool_waiting_acquires / wardpool.acquires.waiting    callers queued for a resource (Keeper only)
 //	wardpool_dialing_resources / wardpool.resources.dialing  dials in flight (Keeper only)
-//	wardpool_max_resources / wardpool.resources.max          Limits.Size, when set (Keeper only)
-//	wardpool_max_idle_resources / wardpool.resources.idle.max  Limits.Idle, when set (Keeper only)
-//	wardpool_leaked_loans / wardpool.loans.leaked            loans out past LeakAfter now (drivers' pools only)
+//	wardpool_closing_resources / wardpool.resources.closing  resources waiting to be closed or being closed (Keeper only)
+//	wardpool_breaker_refusal_ratio / wardpool.breaker.refusal  share of new connections the breaker refuses (Keeper only)
+//	wardpool_max_resources / wardpool.resources.max          Limits.Size, for a Source with Limits, when set
+//	wardpool_max_idle_resources / wardpool.resources.idle.max  Limits.Idle, for a Source with Limits, when set
+//	wardpool_leaked_loans / wardpool.loans.leaked            loans out past LeakAfter now, for a Source with Leaked
 //
 // Counters:
 //
@@ -57,12 +59,15 @@
 //	wardpool_leaks_total / wardpool.leaks                    loans held past LeakAfter (Keeper only)
 //	wardpool_double_releases_total / wardpool.double_releases  calls on an ended loan, ignored (Keeper only)
 //	wardpool_panics_total / wardpool.panics                  panics recovered in the hooks (Keeper only)
-//	wardpool_closing_resources / wardpool.resources.closing  resources waiting to be closed or being closed now
-//	wardpool_closed_total / wardpool.closed                  closes done (closing runs in the background)
-//	wardpool_dial_timeouts_total / wardpool.dial.timeouts    dials cut short by the dial timeout
-//	wardpool_breaker_refusal_ratio / wardpool.breaker.refusal  share of new connections the breaker refuses now
+//	wardpool_closed_total / wardpool.closed                  closes done (closing runs in the background) (Keeper only)
+//	wardpool_dial_timeouts_total / wardpool.dial.timeouts    dials cut short by the dial timeout (Keeper only)
 //
-// With guards shared between replicas (wardpool.Config.Shared), also:
+// A Source with a Limits method (a *wardpool.Keeper and every driver's pool)
+// has the max gauges, each only when its limit is set (zero means none);
+// one with a Leaked method (the same) has leaked_loans.
+//
+// With guards shared between replicas (wardpool.Config.Shared), also these
+// gauges and counters:
 //
 //	wardpool_budget_slots_held / wardpool.budget.held        slots of the fleet's budget held now
 //	wardpool_budget_slots_share / wardpool.budget.share      this replica's fair share of the budget

@@ -20,7 +20,7 @@ func TestDocsListEverySeries(t *testing.T) {
 	}
 	// The wait histogram (WaitHistogram) is Prometheus only, and its own
 	// collector: it may be named, and need not be.
-	prom = append(prom, "wardpool_acquire_wait_seconds", "wardpool_acquire_wait_seconds_bucket")
+	prom = append(prom, "wardpool_acquire_duration_seconds", "wardpool_acquire_duration_seconds_bucket")
 	promName := regexp.MustCompile(`wardpool_[a-z_]+`)
 	otelName := regexp.MustCompile(`wardpool\.[a-z_.]*[a-z_]`)
 	for _, file := range []string{"doc.go", "README.md"} {
@@ -64,4 +64,52 @@ func containsWord(text, name string) bool {
 		}
 		i = end
 	}
+}
+
+// TestDocsListEachSeriesUnderItsKind holds the lists of doc.go and the
+// README to the series' kinds: a gauge is listed under the gauges, a
+// counter under the counters (the shared guards' list in doc.go has both,
+// and is left out).
+func TestDocsListEachSeriesUnderItsKind(t *testing.T) {
+	all := append([]series{retired, maxResources, maxIdle, leaked}, table...)
+	for _, f := range []struct {
+		file, gauges, counters, end string
+	}{
+		{"doc.go", "// Gauges:", "// Counters:", "// With guards shared"},
+		{"README.md", "## Gauges", "## Counters", "## The wait histogram"},
+	} {
+		b, err := os.ReadFile(f.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		g, c, e := strings.Index(text, f.gauges), strings.Index(text, f.counters), strings.Index(text, f.end)
+		if g < 0 || c < g || e < c {
+			t.Fatalf("%s: want %q, %q and %q in that order", f.file, f.gauges, f.counters, f.end)
+		}
+		sections := map[kind]string{gauge: text[g:c], counter: text[c:e]}
+		for _, s := range all {
+			name := "wardpool_" + s.prom
+			other := gauge
+			if s.kind == gauge {
+				other = counter
+			}
+			if containsWord(sections[other], name) {
+				t.Errorf("%s lists the %s %s with the %ss", f.file, kindName(s.kind), name, kindName(other))
+			}
+			if s.shared && f.file == "doc.go" {
+				continue
+			}
+			if !containsWord(sections[s.kind], name) {
+				t.Errorf("%s does not list the %s %s with the %ss", f.file, kindName(s.kind), name, kindName(s.kind))
+			}
+		}
+	}
+}
+
+func kindName(k kind) string {
+	if k == gauge {
+		return "gauge"
+	}
+	return "counter"
 }

@@ -9,12 +9,13 @@ import (
 )
 
 // WaitHistogram is a Prometheus histogram of how long successful acquires
-// took, named acquire_wait_seconds after the Options (with the defaults,
-// wardpool_acquire_wait_seconds, beside the total in
-// wardpool_acquire_wait_seconds_total). It is both a native histogram
-// (exponential buckets, growth factor 1.1, for a registry and scraper that
-// take them) and a classic one with buckets from 100 µs to 10 s for those
-// that do not. It is a prometheus.Collector: register it as such.
+// took, named acquire_duration_seconds after the Options (with the
+// defaults, wardpool_acquire_duration_seconds; the Keeper's total is
+// wardpool_acquire_wait_seconds_total, and a histogram named
+// acquire_wait_seconds would share that counter's OpenMetrics family). It
+// is both a native histogram (exponential buckets, growth factor 1.1, for
+// a registry and scraper that take them) and a classic one with buckets
+// from 100 µs to 10 s for those that do not. It is a prometheus.Collector: register it as such.
 //
 // The Keeper has no hook of its own for each acquire's wait yet, so the
 // histogram is fed by the acquires timed through AcquireObserver (or by
@@ -37,7 +38,7 @@ func NewWaitHistogram(o Options) *WaitHistogram {
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace:   ns,
 		Subsystem:   sub,
-		Name:        "acquire_wait_seconds",
+		Name:        "acquire_duration_seconds",
 		Help:        "How long successful acquires took (queued, dialing, held back), in seconds.",
 		ConstLabels: prometheus.Labels(o.Labels),
 		Buckets:     waitBuckets,

@@ -25,7 +25,7 @@ func TestWaitHistogram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(mfs) != 1 || mfs[0].GetName() != "wardpool_acquire_wait_seconds" {
+	if len(mfs) != 1 || mfs[0].GetName() != "wardpool_acquire_duration_seconds" {
 		t.Fatalf("families %v", mfs)
 	}
 	h := mfs[0].GetMetric()[0].GetHistogram()

@@ -16,14 +16,17 @@ import (
 //
 // Gauges become Int64ObservableUpDownCounters (breaker.refusal, a fraction,
 // a Float64ObservableGauge), counters Int64ObservableCounters, and
-// acquire.wait, in seconds, a Float64ObservableCounter. o.Labels become attributes of every
-// measurement; retired also carries a reason attribute (idle, life, other).
+// acquire.wait, in seconds, a Float64ObservableCounter. o.Labels become
+// attributes of every measurement (with pool=<src's name> when src has a
+// Name method and o.Labels no pool label); retired also carries a reason
+// attribute (idle, life, other).
 //
 // Unregister the returned Registration to stop observing, for example when
 // the pool is closed. Observe fails, registering no callback, when o.Labels
 // has a reason key (retired's own) or meter refuses an instrument or the
 // callback.
 func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, error) {
+	o = o.forSource(src)
 	if _, ok := o.Labels["reason"]; ok {
 		return nil, errors.New(`metrics: Options.Labels has "reason", the retired series' own attribute`)
 	}

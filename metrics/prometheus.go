@@ -34,11 +34,14 @@ type constSample struct {
 	value  float64
 }
 
-// NewCollector returns a Collector reading src, naming its series after o.
+// NewCollector returns a Collector reading src, naming its series after o
+// (and labelling them pool=<src's name> when src has a Name method and
+// o.Labels no pool label).
 // It panics when o makes a metric or label name prometheus.NewDesc rejects,
 // or has a "reason" label, which the retired series has of its own: a
 // mistake in the program, better found at start than at the first scrape.
 func NewCollector(src Source, o Options) *Collector {
+	o = o.forSource(src)
 	prefix := o.prefix("_")
 	var consts prometheus.Labels
 	if len(o.Labels) > 0 {

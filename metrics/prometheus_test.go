@@ -547,3 +547,54 @@ func TestCollectorConsistentUnderLoad(t *testing.T) {
 		t.Errorf("the load did little: %v", last)
 	}
 }
+
+// namedSource is a Source with a Name, as a driver's pool has.
+type namedSource struct {
+	*fixed
+	name string
+}
+
+func (n namedSource) Name() string { return n.name }
+
+// TestCollectorPoolLabelFromName: a Source with a Name labels its series
+// pool=<name> unless Options.Labels names the pool; two unlabelled pools
+// in one registry so do not collide.
+func TestCollectorPoolLabelFromName(t *testing.T) {
+	st := sampleStats()
+	a := namedSource{&fixed{st: st}, "orders"}
+	b := namedSource{&fixed{st: st}, "sqlward-2"}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(a, Options{}), NewCollector(b, Options{}))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools := map[string]bool{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "pool" {
+					pools[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	if len(pools) != 2 || !pools["orders"] || !pools["sqlward-2"] {
+		t.Errorf("pool labels %v, want orders and sqlward-2", pools)
+	}
+	labels := map[string]string{"pool": "mine", "team": "x"}
+	o := Options{Labels: labels}.forSource(a)
+	if o.Labels["pool"] != "mine" || len(o.Labels) != 2 {
+		t.Errorf("a pool label given: %v", o.Labels)
+	}
+	o = Options{Labels: map[string]string{"team": "x"}}.forSource(a)
+	if o.Labels["pool"] != "orders" || o.Labels["team"] != "x" {
+		t.Errorf("another label given: %v", o.Labels)
+	}
+	if _, ok := labels["pool"]; !ok || len(labels) != 2 {
+		t.Errorf("the caller's map was changed: %v", labels)
+	}
+	if o := (Options{}).forSource(&fixed{}); o.Labels != nil {
+		t.Errorf("a Source without a Name got labels %v", o.Labels)
+	}
+}

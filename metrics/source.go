@@ -30,11 +30,20 @@ type sharing interface {
 }
 
 // leaky is an optional part of a Source: how many loans are out now past
-// the leak watch's threshold. The drivers' pools have it (a *wardpool.Keeper
-// does not know its LeakAfter from outside).
+// the leak watch's threshold. *wardpool.Keeper and the drivers' pools have it.
 type leaky interface {
 	Leaked() int
 }
+
+// named is an optional part of a Source: the pool's name, its default
+// pool label. *sqlward.Connector has it (Config.Name).
+type named interface {
+	Name() string
+}
+
+// PoolLabel is the label that tells pools apart: Options.Labels may set
+// it, and a Source with a Name method gets it by default.
+const PoolLabel = "pool"
 
 // FromBooks returns a Source for a pool.Pool run by the caller's own code
 // (a Pool has no lock of its own). books is called once per reading, from
@@ -65,8 +74,33 @@ type Options struct {
 	Subsystem string
 	// Labels are added to every series: constant labels in Prometheus,
 	// attributes in OpenTelemetry. Use them to tell pools apart, e.g.
-	// {"pool": "orders"}. The exporters copy the map.
+	// {"pool": "orders"}. Without a "pool" label here, a Source with a
+	// Name method (a driver's pool, named by its Config.Name) gets
+	// pool=<its name>. The exporters copy the map.
 	Labels map[string]string
+}
+
+// forSource returns o with the pool label set to src's name when src has
+// one and o.Labels has no pool label; o itself otherwise.
+func (o Options) forSource(src Source) Options {
+	n, ok := src.(named)
+	if !ok {
+		return o
+	}
+	if _, set := o.Labels[PoolLabel]; set {
+		return o
+	}
+	name := n.Name()
+	if name == "" {
+		return o
+	}
+	labels := make(map[string]string, len(o.Labels)+1)
+	for k, v := range o.Labels {
+		labels[k] = v
+	}
+	labels[PoolLabel] = name
+	o.Labels = labels
+	return o
 }
 
 // prefix returns the namespace and subsystem joined by sep.

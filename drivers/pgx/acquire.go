@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/wardpool/wardpool/internal/poolname"
 )
 
 // errTooManyTries is Acquire's answer when PrepareConn refused every
@@ -41,7 +43,7 @@ func (p *Pool) acquire(ctx context.Context) (*Conn, error) {
 	for range p.tries {
 		l, err := p.k.Acquire(ctx)
 		if err != nil {
-			return nil, err
+			return nil, poolname.Wrap(p.name, err)
 		}
 		r := l.Value()
 		if p.prepareConn == nil {

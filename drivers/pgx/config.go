@@ -63,6 +63,13 @@ type Config struct {
 	// ConnConfig is how each connection is opened (pgx.ParseConfig's result).
 	ConnConfig *pgx.ConnConfig
 
+	// Name names the pool in its errors ("orders: wardpool: pool closed")
+	// and is the pool label the metrics package gives its series by
+	// default (see Pool.Name). Empty is "pgxward-N@host:port": N counts
+	// the process's pools from 1, as HikariCP names "HikariPool-1", and
+	// host:port is ConnConfig's.
+	Name string
+
 	// BeforeConnect is called before each new connection is opened with a
 	// copy of ConnConfig that it may change for this connection only. An
 	// error fails the dial.

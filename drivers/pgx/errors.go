@@ -1,6 +1,9 @@
 package pgxward
 
-import "github.com/wardpool/wardpool"
+import (
+	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/poolname"
+)
 
 // The sentinels and error types of the Keeper, here so that code using
 // this package alone can test for them. They are pool's own: errors.Is(err,
@@ -28,6 +31,19 @@ type AcquireError = wardpool.AcquireError
 // ShedError is the error of an acquire the Ward refused at once: errors.Is
 // ErrShed, and for the breaker, the dial error behind it (Cause).
 type ShedError = wardpool.ShedError
+
+// PoolError is the error of an Acquire (or Query, QueryRow, …) the pool
+// refused or could not serve: it names the pool (Config.Name), as in
+// "pgxward-1@127.0.0.1:5432: wardpool: pool closed", and wraps the
+// Keeper's error (an *AcquireError, a *ShedError, ErrClosed or the dial's),
+// which errors.Is and errors.As reach. A context's bare error is returned
+// as it is. Every wardpool driver's PoolError is this one type.
+type PoolError = poolname.Error
+
+// Name returns the pool's name, Config.Name or the default it was given.
+// metrics.NewCollector and metrics.Observe label the series with it
+// (pool="…") unless Options.Labels names the pool.
+func (p *Pool) Name() string { return p.name }
 
 // Leaked returns how many connections are out on loan now and have been
 // for longer than Config.LeakAfter; 0 when the leak watch is off. With

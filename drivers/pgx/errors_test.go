@@ -102,3 +102,32 @@ func TestWardTracerGetsThePool(t *testing.T) {
 		t.Error("a stand-in pgxpool.Pool was built for a tracer in this package's form")
 	}
 }
+
+// TestErrorsNameThePool: an acquire the pool refuses names the pool,
+// Config.Name or "pgxward-N@host:port", and errors.Is still finds the
+// sentinel behind the name. No PostgreSQL is needed.
+func TestErrorsNameThePool(t *testing.T) {
+	c, err := ParseConfig("postgres://app@127.0.0.1:1/app?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewWithConfig(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Name(); !strings.HasPrefix(n, "pgxward-") || !strings.HasSuffix(n, "@127.0.0.1:1") {
+		t.Errorf("default name %q, want pgxward-N@127.0.0.1:1", n)
+	}
+	p.Close()
+	c.Name = "orders"
+	p, err = NewWithConfig(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	_, err = p.Acquire(context.Background())
+	var pe *PoolError
+	if !errors.Is(err, ErrClosed) || !errors.As(err, &pe) || pe.Pool != "orders" || err.Error() != "orders: wardpool: pool closed" {
+		t.Errorf("Acquire after Close = %q (%T)", err, err)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -55,6 +58,7 @@ func (r *res) handle(l wardpool.Loan[*res]) *Conn {
 type Pool struct {
 	k      *wardpool.Keeper[*res]
 	config *Config
+	name   string // Config.Name, resolved
 
 	prepareConn  func(context.Context, *pgx.Conn) (bool, error)
 	afterRelease func(*pgx.Conn) bool
@@ -100,12 +104,16 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 	config = config.Copy()
 	p := &Pool{
 		config:       config,
+		name:         config.Name,
 		prepareConn:  prepareOf(config),
 		afterRelease: config.AfterRelease,
 		beforeClose:  config.BeforeClose,
 		shouldPing:   config.ShouldPing,
 		pingTimeout:  config.PingTimeout,
 		tries:        int(config.MaxConns) + 1,
+	}
+	if p.name == "" {
+		p.name = poolname.Default("pgxward", net.JoinHostPort(config.ConnConfig.Host, strconv.Itoa(int(config.ConnConfig.Port))))
 	}
 	if ctx != nil {
 		p.values = context.WithoutCancel(ctx)

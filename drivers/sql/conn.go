@@ -7,17 +7,14 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/poolname"
 )
 
-// conn is one driver connection as the Keeper holds it and as database/sql
-// sees it. It has every optional method database/sql looks for, answering
-// driver.ErrSkip (or the documented fallback) when the driver's connection
-// lacks one, and it watches the errors that pass through for
-// driver.ErrBadConn.
-//
-// database/sql uses a connection from one goroutine at a time and orders
-// its uses with its own locks; the Keeper's lock orders one borrower after
-// the next. No field needs a lock of its own.
+// conn is one of the driver's connections as the Keeper holds it: the
+// connection, its optional interfaces, and the statements prepared on it.
+// It is used by one handle at a time, the one the Keeper lent it to; the
+// Keeper's lock orders one borrower after the next, so no field needs a
+// lock of its own.
 type conn struct {
 	base driver.Conn
 
@@ -31,25 +28,23 @@ type conn struct {
 	queryer   driver.QueryerContext
 	checker   driver.NamedValueChecker
 
-	loan wardpool.Loan[*conn] // the current loan; zero while idle
-	bad  bool                 // the driver said ErrBadConn during this loan
-	back time.Time            // when it last came back (for PingIdle)
+	back time.Time // when it last came back (for PingIdle)
+
+	// stmts keeps the statements prepared on base for every later loan,
+	// by query, up to Config.StmtCache of them; nil when the cache is off.
+	stmts map[string]driver.Stmt
+	max   int // the cache's capacity
+	// loanStmts are the statements prepared during the current loan that
+	// the cache had no room for (or that failed): closed when the loan
+	// ends, when database/sql has closed every Rows of it.
+	loanStmts map[string]driver.Stmt
 }
 
-var (
-	_ driver.Conn               = (*conn)(nil)
-	_ driver.ConnPrepareContext = (*conn)(nil)
-	_ driver.ConnBeginTx        = (*conn)(nil)
-	_ driver.ExecerContext      = (*conn)(nil)
-	_ driver.QueryerContext     = (*conn)(nil)
-	_ driver.Pinger             = (*conn)(nil)
-	_ driver.SessionResetter    = (*conn)(nil)
-	_ driver.Validator          = (*conn)(nil)
-	_ driver.NamedValueChecker  = (*conn)(nil)
-)
-
-func newConn(dc driver.Conn) *conn {
-	c := &conn{base: dc}
+func newConn(dc driver.Conn, stmtCache int) *conn {
+	c := &conn{base: dc, max: stmtCache}
+	if stmtCache > 0 {
+		c.stmts = make(map[string]driver.Stmt)
+	}
 	c.resetter, _ = dc.(driver.SessionResetter)
 	c.pinger, _ = dc.(driver.Pinger)
 	c.validator, _ = dc.(driver.Validator)
@@ -61,57 +56,224 @@ func newConn(dc driver.Conn) *conn {
 	return c
 }
 
+// prepare prepares query on the driver's connection.
+func (c *conn) prepare(ctx context.Context, query string) (driver.Stmt, error) {
+	if c.prepCtx != nil {
+		return c.prepCtx.PrepareContext(ctx, query)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return c.base.Prepare(query)
+}
+
+// stmt returns the driver's statement for query on this connection: the
+// one kept, or the one prepared earlier in this loan, or a new one, kept
+// when the cache has room and else closed when the loan ends.
+func (c *conn) stmt(ctx context.Context, query string) (driver.Stmt, error) {
+	if s, ok := c.stmts[query]; ok {
+		return s, nil
+	}
+	if s, ok := c.loanStmts[query]; ok {
+		return s, nil
+	}
+	s, err := c.prepare(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if c.stmts != nil && len(c.stmts) < c.max {
+		c.stmts[query] = s
+		return s, nil
+	}
+	if c.loanStmts == nil {
+		c.loanStmts = make(map[string]driver.Stmt)
+	}
+	c.loanStmts[query] = s
+	return s, nil
+}
+
+// forget takes the statement for query out of the cache after it failed
+// (the server may no longer have it as it was: DEALLOCATE, a changed
+// table), to be closed when the loan ends; the next use prepares afresh.
+func (c *conn) forget(query string) {
+	s, ok := c.stmts[query]
+	if !ok {
+		return
+	}
+	delete(c.stmts, query)
+	if prev, ok := c.loanStmts[query]; ok {
+		_ = prev.Close()
+	}
+	if c.loanStmts == nil {
+		c.loanStmts = make(map[string]driver.Stmt)
+	}
+	c.loanStmts[query] = s
+}
+
+// endLoan closes the statements of the loan that ends.
+func (c *conn) endLoan() {
+	for q, s := range c.loanStmts {
+		_ = s.Close() // as database/sql ignores a statement's Close error
+		delete(c.loanStmts, q)
+	}
+}
+
+// closeStmts closes every statement, as the connection closes.
+func (c *conn) closeStmts() {
+	c.endLoan()
+	for q, s := range c.stmts {
+		_ = s.Close()
+		delete(c.stmts, q)
+	}
+}
+
+// handle is a connection as database/sql holds it. database/sql keeps its
+// handles in its own idle pool, and a handle holds one of the Keeper's
+// connections only while database/sql uses it: from Connect, or from the
+// ResetSession database/sql calls before it uses an idle handle again, to
+// the IsValid it calls as the handle comes back (which gives the
+// connection back to the Keeper) or to Close. So the Keeper does the
+// pooling, and database/sql's idle pool costs nothing but the handles.
+//
+// database/sql uses a handle from one goroutine at a time and orders its
+// calls with the driverConn's lock; no field needs a lock of its own.
+type handle struct {
+	c       *Connector
+	cn      *conn                // the connection on loan; nil between uses
+	loan    wardpool.Loan[*conn] // its loan
+	bad     bool                 // the driver said ErrBadConn during this loan
+	pending error                // why the ResetSession could not borrow, for the next call
+}
+
+var (
+	_ driver.Conn               = (*handle)(nil)
+	_ driver.ConnPrepareContext = (*handle)(nil)
+	_ driver.ConnBeginTx        = (*handle)(nil)
+	_ driver.ExecerContext      = (*handle)(nil)
+	_ driver.QueryerContext     = (*handle)(nil)
+	_ driver.Pinger             = (*handle)(nil)
+	_ driver.SessionResetter    = (*handle)(nil)
+	_ driver.Validator          = (*handle)(nil)
+	_ driver.NamedValueChecker  = (*handle)(nil)
+)
+
+// bind borrows a connection from the Keeper for h, bounded by ctx.
+func (h *handle) bind(ctx context.Context) error {
+	l, err := h.c.k.Acquire(ctx)
+	if err != nil {
+		return poolname.Wrap(h.c.name, err)
+	}
+	h.cn, h.loan = l.Value(), l
+	return nil
+}
+
+// ready makes sure h holds a connection: it returns the error of the
+// ResetSession that could not borrow one, or borrows one now.
+func (h *handle) ready(ctx context.Context) error {
+	if h.cn != nil {
+		return nil
+	}
+	if err := h.pending; err != nil {
+		h.pending = nil
+		return err
+	}
+	return h.bind(ctx)
+}
+
+// unbind gives the connection back to the Keeper, or destroys it when the
+// driver reported it broken.
+func (h *handle) unbind() {
+	cn, l, bad := h.cn, h.loan, h.bad
+	h.cn, h.loan, h.bad = nil, wardpool.Loan[*conn]{}, false
+	if cn == nil {
+		return
+	}
+	cn.endLoan()
+	if bad {
+		l.Destroy()
+		return
+	}
+	l.Release()
+}
+
 // watch notes a driver.ErrBadConn in err and returns err unchanged.
-func (c *conn) watch(err error) error {
+func (h *handle) watch(err error) error {
 	if err != nil && errors.Is(err, driver.ErrBadConn) {
-		c.bad = true
+		h.bad = true
 	}
 	return err
 }
 
-// Close gives the connection back to the Keeper, or destroys it when the
-// driver reported it broken. database/sql calls it once per Connect.
-func (c *conn) Close() error {
-	l := c.loan
-	c.loan = wardpool.Loan[*conn]{}
-	if c.bad {
-		c.bad = false
-		l.Destroy()
+// Unwrap returns the driver's connection on loan to h, nil between uses.
+// It is what sqlward.Unwrap and sqlward.Raw reach through.
+func (h *handle) Unwrap() driver.Conn {
+	if h.cn == nil {
 		return nil
 	}
-	l.Release()
+	return h.cn.base
+}
+
+// Close gives the connection back, or destroys it when the driver
+// reported it broken. database/sql calls it when it lets go of the handle.
+func (h *handle) Close() error {
+	h.unbind()
+	h.pending = nil
 	return nil
 }
 
-func (c *conn) Prepare(query string) (driver.Stmt, error) {
-	return c.PrepareContext(context.Background(), query)
+// ResetSession is what database/sql calls before it uses an idle handle
+// again: the handle borrows a connection from the Keeper, which checks it
+// (its ResetSession, its ping) as the package doc says. When the Keeper
+// cannot lend one (ctx ended, shed, closed), the error is kept for the
+// call that follows, which returns it: database/sql would otherwise drop
+// the handle and retry, and the caller would read only ctx's error.
+func (h *handle) ResetSession(ctx context.Context) error {
+	if h.cn != nil {
+		return nil
+	}
+	h.pending = h.bind(ctx)
+	return nil
 }
 
-func (c *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	var s driver.Stmt
-	var err error
-	if c.prepCtx != nil {
-		s, err = c.prepCtx.PrepareContext(ctx, query)
-	} else {
-		if err = ctx.Err(); err != nil {
-			return nil, err
-		}
-		s, err = c.base.Prepare(query)
+// IsValid is what database/sql asks as the handle comes back: the handle
+// gives its connection back to the Keeper (or destroys it when the driver
+// reported it broken, and answers false).
+func (h *handle) IsValid() bool {
+	bad := h.bad
+	h.unbind()
+	return !bad
+}
+
+func (h *handle) Prepare(query string) (driver.Stmt, error) {
+	return h.PrepareContext(context.Background(), query)
+}
+
+// PrepareContext prepares query on the connection on loan, or hands out
+// the statement it already has for query; the statement returned stands
+// for query on whichever connection the handle holds when it is used.
+func (h *handle) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if err := h.ready(ctx); err != nil {
+		return nil, err
 	}
+	s, err := h.cn.stmt(ctx, query)
 	if err != nil {
-		return nil, c.watch(err)
+		return nil, h.watch(err)
 	}
-	return &stmt{base: s, c: c}, nil
+	return &stmt{h: h, query: query, numInput: s.NumInput()}, nil
 }
 
-func (c *conn) Begin() (driver.Tx, error) {
-	return c.BeginTx(context.Background(), driver.TxOptions{})
+func (h *handle) Begin() (driver.Tx, error) {
+	return h.BeginTx(context.Background(), driver.TxOptions{})
 }
 
-func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+func (h *handle) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if err := h.ready(ctx); err != nil {
+		return nil, err
+	}
+	c := h.cn
 	if c.beginTx != nil {
 		tx, err := c.beginTx.BeginTx(ctx, opts)
-		return tx, c.watch(err)
+		return tx, h.watch(err)
 	}
 	// database/sql's own rule for drivers without BeginTx.
 	if opts.Isolation != driver.IsolationLevel(0) {
@@ -125,66 +287,60 @@ func (c *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, e
 	}
 	//lint:ignore SA1019 the fallback database/sql itself uses
 	tx, err := c.base.Begin()
-	return tx, c.watch(err)
+	return tx, h.watch(err)
 }
 
-func (c *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if c.execer == nil {
+func (h *handle) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := h.ready(ctx); err != nil {
+		return nil, err
+	}
+	if h.cn.execer == nil {
 		return nil, driver.ErrSkip
 	}
-	r, err := c.execer.ExecContext(ctx, query, args)
-	return r, c.watch(err)
+	r, err := h.cn.execer.ExecContext(ctx, query, args)
+	return r, h.watch(err)
 }
 
-func (c *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if c.queryer == nil {
+func (h *handle) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := h.ready(ctx); err != nil {
+		return nil, err
+	}
+	if h.cn.queryer == nil {
 		return nil, driver.ErrSkip
 	}
-	r, err := c.queryer.QueryContext(ctx, query, args)
-	return r, c.watch(err)
+	r, err := h.cn.queryer.QueryContext(ctx, query, args)
+	return r, h.watch(err)
 }
 
 // Ping pings through the driver, or reports nil when it cannot ping.
-func (c *conn) Ping(ctx context.Context) error {
-	if c.pinger == nil {
+func (h *handle) Ping(ctx context.Context) error {
+	if err := h.ready(ctx); err != nil {
+		return err
+	}
+	if h.cn.pinger == nil {
 		return nil
 	}
-	return c.watch(c.pinger.Ping(ctx))
-}
-
-// ResetSession is what database/sql calls before reusing a connection it
-// kept idle; with OpenDB it keeps none and the Keeper resets instead. It
-// passes the call through.
-func (c *conn) ResetSession(ctx context.Context) error {
-	if c.resetter == nil {
-		return nil
-	}
-	return c.watch(c.resetter.ResetSession(ctx))
-}
-
-// IsValid reports whether the connection may be reused: not reported broken
-// and, when the driver can say, valid by its account.
-func (c *conn) IsValid() bool {
-	if c.bad {
-		return false
-	}
-	return c.validator == nil || c.validator.IsValid()
+	return h.watch(h.cn.pinger.Ping(ctx))
 }
 
 // CheckNamedValue passes to the driver's checker, or says driver.ErrSkip so
-// that database/sql applies its default conversion.
-func (c *conn) CheckNamedValue(nv *driver.NamedValue) error {
-	if c.checker == nil {
+// that database/sql applies its default conversion (also between uses,
+// when the handle holds no connection to ask).
+func (h *handle) CheckNamedValue(nv *driver.NamedValue) error {
+	if h.cn == nil || h.cn.checker == nil {
 		return driver.ErrSkip
 	}
-	return c.checker.CheckNamedValue(nv)
+	return h.cn.checker.CheckNamedValue(nv)
 }
 
-// stmt is a prepared statement of a conn, watching its errors for
-// driver.ErrBadConn.
+// stmt is a prepared statement as database/sql holds it: a query on a
+// handle, run with the driver's statement for it on the connection the
+// handle holds at the time (see conn.stmt). Its errors are watched for
+// driver.ErrBadConn, and a failed statement is prepared afresh next time.
 type stmt struct {
-	base driver.Stmt
-	c    *conn
+	h        *handle
+	query    string
+	numInput int
 }
 
 var (
@@ -194,25 +350,58 @@ var (
 	_ driver.NamedValueChecker = (*stmt)(nil)
 )
 
-func (s *stmt) Close() error  { return s.base.Close() }
-func (s *stmt) NumInput() int { return s.base.NumInput() }
+// Close leaves the driver's statement prepared for the next use of the
+// query on its connection (it is closed with the connection, or at the end
+// of the loan when the cache had no room for it).
+func (s *stmt) Close() error  { return nil }
+func (s *stmt) NumInput() int { return s.numInput }
+
+// base returns the driver's statement on the handle's connection.
+func (s *stmt) base(ctx context.Context) (driver.Stmt, error) {
+	if err := s.h.ready(ctx); err != nil {
+		return nil, err
+	}
+	ds, err := s.h.cn.stmt(ctx, s.query)
+	return ds, s.h.watch(err)
+}
+
+// watch notes a driver.ErrBadConn in err and, after any error, has the
+// statement prepared afresh at its next use. It returns err unchanged.
+func (s *stmt) watch(err error) error {
+	if err != nil && s.h.cn != nil {
+		s.h.cn.forget(s.query)
+	}
+	return s.h.watch(err)
+}
 
 func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
+	ds, err := s.base(context.Background())
+	if err != nil {
+		return nil, err
+	}
 	//lint:ignore SA1019 passing through the driver's own method
-	r, err := s.base.Exec(args)
-	return r, s.c.watch(err)
+	r, err := ds.Exec(args)
+	return r, s.watch(err)
 }
 
 func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
+	ds, err := s.base(context.Background())
+	if err != nil {
+		return nil, err
+	}
 	//lint:ignore SA1019 passing through the driver's own method
-	r, err := s.base.Query(args)
-	return r, s.c.watch(err)
+	r, err := ds.Query(args)
+	return r, s.watch(err)
 }
 
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if e, ok := s.base.(driver.StmtExecContext); ok {
+	ds, err := s.base(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := ds.(driver.StmtExecContext); ok {
 		r, err := e.ExecContext(ctx, args)
-		return r, s.c.watch(err)
+		return r, s.watch(err)
 	}
 	vals, err := values(args)
 	if err != nil {
@@ -221,13 +410,19 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.Exec(vals)
+	//lint:ignore SA1019 passing through the driver's own method
+	r, err := ds.Exec(vals)
+	return r, s.watch(err)
 }
 
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if q, ok := s.base.(driver.StmtQueryContext); ok {
+	ds, err := s.base(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if q, ok := ds.(driver.StmtQueryContext); ok {
 		r, err := q.QueryContext(ctx, args)
-		return r, s.c.watch(err)
+		return r, s.watch(err)
 	}
 	vals, err := values(args)
 	if err != nil {
@@ -236,16 +431,25 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return s.Query(vals)
+	//lint:ignore SA1019 passing through the driver's own method
+	r, err := ds.Query(vals)
+	return r, s.watch(err)
 }
 
-// CheckNamedValue asks the statement's checker, then the connection's, then
-// lets database/sql apply its default.
+// CheckNamedValue asks the driver's statement's checker when the handle's
+// connection has the statement at hand, then the connection's, then lets
+// database/sql apply its default.
 func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
-	if ch, ok := s.base.(driver.NamedValueChecker); ok {
-		return ch.CheckNamedValue(nv)
+	if cn := s.h.cn; cn != nil {
+		ds, ok := cn.stmts[s.query]
+		if !ok {
+			ds, ok = cn.loanStmts[s.query]
+		}
+		if ch, is := ds.(driver.NamedValueChecker); ok && is {
+			return ch.CheckNamedValue(nv)
+		}
 	}
-	return s.c.CheckNamedValue(nv)
+	return s.h.CheckNamedValue(nv)
 }
 
 // values turns named arguments into positional ones for a driver without

@@ -12,36 +12,57 @@
 //
 // # How the two pools share the work
 //
-// database/sql has a pool of its own. A Connector is a driver.Connector
-// whose Connect borrows a connection from the Keeper and whose connections'
-// Close gives it back, so the Keeper does the pooling: the size limit (a
-// Connect waits, bounded by the query's context, when Limits.Size are out),
-// idle and lifetime retirement, the Ward in front of the server, the books
-// and the leak watch.
+// database/sql has a pool of its own. The connections it pools here are
+// handles: a handle holds one of the Keeper's connections only while
+// database/sql uses it. It borrows one when Connect makes it, and again
+// when database/sql calls ResetSession before it uses an idle handle; it
+// gives it back when database/sql asks IsValid as the handle comes back.
+// So the Keeper does the pooling: the size limit (a borrow waits, bounded
+// by the query's context, when Limits.Size are out), idle and lifetime
+// retirement, the Ward in front of the server, the books and the leak
+// watch; and database/sql keeps its handles (and whatever it built
+// around them) from one query to the next, as it would its own
+// connections. OpenDB lets it keep as many idle handles as Limits.Size.
 //
-// For that, database/sql must not keep idle connections itself, and OpenDB
-// sets db.SetMaxIdleConns(0). Were database/sql to park connections, the
-// Keeper would count each as lent the whole time: Limits.Keep and
-// Limits.Life could not retire them, the leak watch would report them, and
-// the two pools would each hold back connections the other could have
-// used. With no idle connections in database/sql, each query borrows from
-// the Keeper and gives back when done; a borrow of an idle connection is a
-// few hundred nanoseconds. Leave db.SetMaxOpenConns at 0 (no limit): the
-// Keeper's Limits.Size is the limit, and a second one in front of it would
-// queue callers where the Keeper cannot see them. database/sql's
-// SetConnMaxLifetime and SetConnMaxIdleTime have nothing to act on; use
-// Limits.Life and Limits.Keep.
+// Leave db.SetMaxOpenConns at 0 (no limit): the Keeper's Limits.Size is
+// the limit, and a second one in front of it would queue callers where
+// the Keeper cannot see them. db.SetMaxIdleConns below Limits.Size only
+// makes database/sql build a new handle where it could have kept one.
+// database/sql's SetConnMaxLifetime and SetConnMaxIdleTime act on handles,
+// which hold nothing between uses; use Limits.Life and Limits.Keep.
 //
-// The price: database/sql gets a new driverConn for each borrow, so a
-// statement prepared on the *sql.DB (db.Prepare) is prepared again on every
-// borrow and closed on every return. Prepare on a *sql.Conn or *sql.Tx, or
-// use a driver that caches statements itself (pgx's stdlib does, by default,
-// for plain queries), rather than db.Prepare in a hot path.
+// # Prepared statements
+//
+// A statement prepared through a handle (db.Prepare, or on a *sql.Conn or
+// *sql.Tx) stands for its query on whichever connection the handle holds
+// when it runs. Each connection keeps the statements prepared on it, by
+// query, up to Config.StmtCache of them, for every later borrower: so a
+// db.Prepare statement is prepared once per connection of the pool, as on
+// database/sql's own pool. A query beyond the cache is prepared on each
+// loan that runs it and closed when the loan ends. A statement that fails
+// is closed at the end of its loan and prepared afresh next time (the
+// server may no longer have it as it was), and the rest close with their
+// connection. The difference a user can see: closing the *sql.Stmt does
+// not deallocate it on the server, so pg_prepared_statements keeps listing
+// it until its connection closes (Config.StmtCache -1 keeps none).
+//
+// # Reaching the driver's connection
+//
+// (*sql.Conn).Raw passes database/sql the driver.Conn that Connect
+// returned, which is this package's, not the driver's: database/sql offers
+// a driver no way to hand Raw another value. Raw here, or Unwrap inside a
+// Raw function, reaches the driver's own connection:
+//
+//	err := sqlward.Raw(conn, func(driverConn any) error {
+//		pc := driverConn.(*stdlib.Conn).Conn() // *pgx.Conn
+//		_, err := pc.CopyFrom(ctx, pgx.Identifier{"t"}, cols, pgx.CopyFromRows(rows))
+//		return err
+//	})
 //
 // # What it asks of the driver
 //
 // A connection that reports driver.ErrBadConn from any call through this
-// package is destroyed when database/sql closes it, never lent again.
+// package is destroyed as it comes back, never lent again.
 // Optional interfaces are used when the driver's connection has them:
 //
 //   - driver.SessionResetter: ResetSession runs before a connection that
@@ -64,15 +85,12 @@
 //	reg.MustRegister(metrics.NewCollector(c, metrics.Options{Labels: map[string]string{"pool": "orders"}}))
 //
 // database/sql's own figures (db.Stats(), and the go_sql_* series of
-// client_golang's collectors.NewDBStatsCollector) describe its view, in
-// which each borrow is a connection opened and closed: OpenConnections and
-// InUse also count the queries waiting in the Keeper for a connection
-// (database/sql counts a connection as open before Connect returns), so
-// they read far above Limits.Size under load; MaxIdleClosed rises by one
-// on every return (its idle pool is off); WaitCount stays 0 (the waiting
-// happens in the Keeper); MaxIdleTimeClosed and MaxLifetimeClosed stay 0.
-// The metrics package's README maps each go_sql_* series to the wardpool_*
-// one to read instead.
+// client_golang's collectors.NewDBStatsCollector) count handles:
+// OpenConnections and Idle include idle handles, which hold no connection;
+// InUse also counts the queries waiting in the Keeper for a connection;
+// WaitCount stays 0 (the waiting happens in the Keeper). The metrics
+// package's README maps each go_sql_* series to the wardpool_* one to read
+// instead.
 package sqlward
 
 import (
@@ -86,9 +104,14 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
+
+// DefaultStmtCache is Config.StmtCache when it is zero: how many prepared
+// statements each connection keeps for reuse.
+const DefaultStmtCache = 128
 
 // DefaultPingIdle is Config.PingIdle when it is zero: a connection idle
 // for longer than this is pinged before it is lent (pgx and pgxpool use
@@ -98,6 +121,12 @@ const DefaultPingIdle = time.Second
 // Config is how a Connector pools. The zero Config has no limits at all:
 // start from pool.DefaultLimits, or set Limits.Size.
 type Config struct {
+	// Name names the pool in its errors ("orders: wardpool: pool closed")
+	// and is the pool label the metrics package gives its series by
+	// default (see Connector.Name). Empty is "sqlward-N", N counting the
+	// process's pools from 1, as HikariCP names "HikariPool-1" (a
+	// driver.Connector tells no address to name it by).
+	Name string
 	// Limits bounds the pool: Size connections at once, Idle of them idle,
 	// retired after Keep idle or Life alive. Zero fields mean no limit.
 	Limits pool.Limits
@@ -114,6 +143,11 @@ type Config struct {
 	// borrow, for drivers with driver.Pinger and no driver.SessionResetter.
 	// Zero is DefaultPingIdle; negative pings on every borrow.
 	PingIdle time.Duration
+	// StmtCache is how many prepared statements each connection keeps for
+	// later borrowers (see the package doc). Zero is DefaultStmtCache;
+	// negative keeps none: a statement is prepared on each loan that runs
+	// it and closed when the loan ends.
+	StmtCache int
 	// LeakAfter, when positive, reports every connection held longer than
 	// this through OnLeak, with the stack that borrowed it: Rows never
 	// closed, a Tx never ended, a *sql.Conn never closed. Zero turns the
@@ -131,8 +165,8 @@ type Config struct {
 
 // Leak is one report of the leak watch: the driver's connection on loan
 // (Item; it belongs to its borrower), how long it had been out (Held), the
-// stack of the goroutine that borrowed it, that is of the query that made
-// database/sql call Connect (Stack), and whether this is the follow-up
+// stack of the goroutine that borrowed it, that is of the query that took
+// up the handle (Stack), and whether this is the follow-up
 // report of a leaked connection that has since come back (Returned). It is
 // wardpool.Leak, so one handler fits every wardpool driver:
 //
@@ -159,7 +193,9 @@ var (
 type Connector struct {
 	base      driver.Connector
 	k         *wardpool.Keeper[*conn]
+	name      string        // Name, resolved
 	ping      time.Duration // PingIdle, resolved
+	stmtCache int           // StmtCache, resolved: 0 for none
 	leakAfter time.Duration
 	now       func() time.Time
 }
@@ -177,9 +213,18 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	if base == nil {
 		return nil, fmt.Errorf("sqlward: %w: nil driver.Connector", ErrConfig)
 	}
-	c := &Connector{base: base, ping: cfg.PingIdle, leakAfter: cfg.LeakAfter}
+	c := &Connector{base: base, name: cfg.Name, ping: cfg.PingIdle, stmtCache: cfg.StmtCache, leakAfter: cfg.LeakAfter}
 	if c.ping == 0 {
 		c.ping = DefaultPingIdle
+	}
+	switch {
+	case c.stmtCache == 0:
+		c.stmtCache = DefaultStmtCache
+	case c.stmtCache < 0:
+		c.stmtCache = 0
+	}
+	if c.name == "" {
+		c.name = poolname.Default("sqlward", "")
 	}
 	clock := cfg.Clock
 	kc := wardpool.Config[*conn]{
@@ -208,41 +253,55 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	}
 	k, err := wardpool.NewKeeper(kc)
 	if err != nil {
-		return nil, fmt.Errorf("sqlward: %w", err)
+		return nil, fmt.Errorf("%s: sqlward: %w", c.name, err)
 	}
 	c.k = k
 	return c, nil
 }
 
 // OpenDB is NewConnector followed by sql.OpenDB, with database/sql's own
-// idle pool turned off (db.SetMaxIdleConns(0); see the package doc for
-// why). It returns the Connector too, for its Stats. db.Close closes the
-// Connector.
+// idle pool sized to keep every handle (db.SetMaxIdleConns(Limits.Size),
+// or maxIdleHandles without a Size; see the package doc for why). It
+// returns the Connector too, for its Stats. db.Close closes the Connector.
 func OpenDB(base driver.Connector, cfg Config) (*sql.DB, *Connector, error) {
 	c, err := NewConnector(base, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	db := sql.OpenDB(c)
-	db.SetMaxIdleConns(0)
+	idle := cfg.Limits.Size
+	if idle <= 0 {
+		idle = maxIdleHandles
+	}
+	db.SetMaxIdleConns(idle)
 	return db, c, nil
 }
 
-// Connect borrows a connection from the Keeper for database/sql: an idle
-// one (checked as the package doc says) or a new one from the base
-// connector. It waits, bounded by ctx, when Limits.Size are out. It fails
-// with an *AcquireError wrapping ctx's error (saying what the pool was
-// doing), ErrClosed after Close, a *ShedError (errors.Is ErrShed) when the
-// Ward refuses, or the base connector's error.
+// maxIdleHandles is database/sql's idle limit that OpenDB sets without a
+// Limits.Size. An idle handle holds no connection; database/sql keeps no
+// more of them than were in use at once.
+const maxIdleHandles = 1 << 16
+
+// Connect makes a handle for database/sql and borrows a connection from
+// the Keeper for it: an idle one (checked as the package doc says) or a
+// new one from the base connector. It waits, bounded by ctx, when
+// Limits.Size are out. It fails with an *AcquireError wrapping ctx's error
+// (saying what the pool was doing), ErrClosed after Close, a *ShedError (errors.Is ErrShed) when the
+// Ward refuses, or the base connector's error; each in a *PoolError that
+// names the pool (errors.Is and errors.As see through it). A context's
+// bare error (ctx ended before the Keeper asked) is returned as it is.
 func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
-	l, err := c.k.Acquire(ctx)
-	if err != nil {
+	h := &handle{c: c}
+	if err := h.bind(ctx); err != nil {
 		return nil, err
 	}
-	cn := l.Value()
-	cn.loan = l
-	return cn, nil
+	return h, nil
 }
+
+// Name returns the pool's name, Config.Name or the default it was given.
+// metrics.NewCollector and metrics.Observe label the series with it
+// (pool="…") unless Options.Labels names the pool.
+func (c *Connector) Name() string { return c.name }
 
 // Driver returns the base connector's driver.
 func (c *Connector) Driver() driver.Driver { return c.base.Driver() }
@@ -306,11 +365,15 @@ func (c *Connector) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlward: connect: %w", err)
 	}
-	return newConn(dc), nil
+	return newConn(dc, c.stmtCache), nil
 }
 
-// closeConn closes one connection for the Keeper.
-func closeConn(cn *conn) error { return cn.base.Close() }
+// closeConn closes one connection for the Keeper, with the statements its
+// cache kept, as database/sql closes a connection's statements before it.
+func closeConn(cn *conn) error {
+	cn.closeStmts()
+	return cn.base.Close()
+}
 
 // check runs before an idle connection is lent again. Its error makes the
 // Keeper destroy the connection and lend another.

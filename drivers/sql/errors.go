@@ -1,6 +1,9 @@
 package sqlward
 
-import "github.com/wardpool/wardpool"
+import (
+	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/poolname"
+)
 
 // AcquireError is the error of a Connect (so of a query) whose context
 // ended before the Keeper lent a connection. It unwraps to the context's
@@ -13,3 +16,11 @@ type AcquireError = wardpool.AcquireError
 // ShedError is the error of a Connect the Ward refused at once: errors.Is
 // ErrShed, and for the breaker, the dial error behind it (Cause).
 type ShedError = wardpool.ShedError
+
+// PoolError is the error of a Connect (so of a query) that the pool
+// refused or could not serve: it names the pool (Config.Name), as in
+// "sqlward-1: wardpool: pool closed", and wraps the Keeper's error, an
+// *AcquireError, a *ShedError, ErrClosed or the base connector's, which
+// errors.Is and errors.As reach. Every wardpool driver's PoolError is this
+// one type.
+type PoolError = poolname.Error

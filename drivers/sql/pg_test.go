@@ -116,8 +116,8 @@ func TestPGQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.Stats()
-	if s.Made != 1 || db.Stats().Idle != 0 {
-		t.Errorf("sequential use made %d connections; database/sql idle %d", s.Made, db.Stats().Idle)
+	if s.Made != 1 || s.Busy != 0 || db.Stats().Idle != 1 {
+		t.Errorf("sequential use made %d connections, %d busy; database/sql idle %d (one handle, holding nothing)", s.Made, s.Busy, db.Stats().Idle)
 	}
 	honest(t, c)
 }
@@ -313,4 +313,53 @@ func TestPGBadInput(t *testing.T) {
 	}
 	honest(t, c)
 	_ = db.Close()
+}
+
+// TestPGPrepareAndRaw: on PostgreSQL through pgx's stdlib, a statement
+// prepared on the *sql.DB stays prepared on the connection across borrows
+// (the server lists it once, with the same name), and Raw reaches
+// *stdlib.Conn, so *pgx.Conn.
+func TestPGPrepareAndRaw(t *testing.T) {
+	db, _ := openPG(t, sized(1))
+	ctx := ctxT(t)
+	const q = "SELECT $1::int + 0 /* sqlward prepare */"
+	stmt, err := db.PrepareContext(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stmt.Close()
+	var prepared []time.Time
+	for i := range 3 {
+		var n int
+		if err := stmt.QueryRowContext(ctx, i).Scan(&n); err != nil || n != i {
+			t.Fatal(n, err)
+		}
+		var at time.Time
+		if err := db.QueryRowContext(ctx, "SELECT prepare_time FROM pg_prepared_statements WHERE statement = $1", q).Scan(&at); err != nil {
+			t.Fatalf("borrow %d: the statement is not prepared on the connection: %v", i, err)
+		}
+		prepared = append(prepared, at)
+	}
+	if !prepared[0].Equal(prepared[2]) {
+		t.Errorf("prepared again between borrows: %v", prepared)
+	}
+
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	err = Raw(conn, func(dc any) error {
+		pc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("Raw handed %T, want *stdlib.Conn", dc)
+		}
+		if v := pc.Conn().PgConn().ParameterStatus("server_version"); v == "" {
+			return errors.New("no server_version from *pgx.Conn")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
 }

@@ -55,6 +55,9 @@ type myTracer struct{}`},
 	logger *slog.Logger
 	dsn    string
 	n      int
+	conn   *sql.Conn
+	cols   []string
+	rows   [][]any
 )`},
 }
 

@@ -1,0 +1,49 @@
+// Package poolname names the drivers' pools in their errors until the
+// runtime names them itself: the error type the drivers re-export as
+// PoolError, and the default names ("sqlward-1", "pgxward-2@host:port").
+package poolname
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+)
+
+// Error is the error of an acquire a named pool refused or could not
+// serve: the pool's name, and the runtime's error, which errors.Is and
+// errors.As reach through Unwrap.
+type Error struct {
+	// Pool is the pool's name.
+	Pool string
+	// Err is the runtime's error.
+	Err error
+}
+
+// Error is the runtime's error after the driver and the pool's name.
+func (e *Error) Error() string { return e.Pool + ": " + e.Err.Error() }
+
+// Unwrap returns the runtime's error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Wrap wraps err in an *Error naming the pool, except nil and a context's
+// own error as it is, which callers may compare with ==.
+func Wrap(pool string, err error) error {
+	if err == nil || err == context.Canceled || err == context.DeadlineExceeded {
+		return err
+	}
+	return &Error{Pool: pool, Err: err}
+}
+
+// pools counts the pools named by default in this process, across drivers.
+var pools atomic.Int64
+
+// Default returns the next default name: driver, "-", a number counting the
+// pools of the process from 1, and "@"+addr when addr is not empty, as
+// HikariCP names its pools HikariPool-1.
+func Default(driver, addr string) string {
+	s := driver + "-" + strconv.FormatInt(pools.Add(1), 10)
+	if addr != "" {
+		s += "@" + addr
+	}
+	return s
+}
