@@ -71,7 +71,7 @@ func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loa
 
 // shedErrorLocked builds the error of a Shed answer.
 func (k *Keeper[T]) shedErrorLocked(t pool.Taken[T], now time.Time) error {
-	e := &ShedError{Guard: t.Guard}
+	e := &ShedError{Pool: k.name, Guard: t.Guard}
 	if t.Guard == ward.GuardBreaker {
 		e.Ratio = k.p.Refusal(now)
 		e.Cause = k.lastDial

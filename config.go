@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -90,6 +91,11 @@ type Config[T comparable] struct {
 	OnLeak func(Leak[T])
 	// Logger is where the Keeper logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Name names the pool in its errors (AcquireError, ShedError) and, by
+	// default, in its metrics' pool label. Empty means "wardpool-N", N
+	// counting the pools of the process from 1, as HikariCP names its
+	// pools HikariPool-1.
+	Name string
 	// Clock is where the Keeper reads the time and sets its timer; nil means
 	// a cached monotonic clock, accurate to about a millisecond (see
 	// cachedClock in the source).
@@ -202,6 +208,10 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	}
 	if k.log == nil {
 		k.log = slog.Default()
+	}
+	k.name = cfg.Name
+	if k.name == "" {
+		k.name = poolname.Default("wardpool", "")
 	}
 	if k.clock == nil {
 		k.cached = defaultClock

@@ -3,6 +3,7 @@ package wardpool
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,8 @@ var ErrConfig = errors.New("wardpool: invalid config")
 // errors.Is, so that a shed after dials that timed out is not mistaken for
 // the caller's own deadline.
 type ShedError struct {
+	// Pool is the name of the pool that refused (Config.Name).
+	Pool string
 	// Guard is the guard that refused: ward.GuardBreaker (the backend has
 	// been failing; no new connection) or ward.GuardShedder (the host is hot
 	// and the pool full).
@@ -42,8 +45,10 @@ type ShedError struct {
 	Cause error
 }
 
-// Error says which guard refused and why.
-func (e *ShedError) Error() string {
+// Error says which pool refused, which guard, and why.
+func (e *ShedError) Error() string { return prefix(e.Pool) + e.message() }
+
+func (e *ShedError) message() string {
 	switch e.Guard {
 	case ward.GuardBreaker:
 		s := fmt.Sprintf("wardpool: shed by the breaker: the backend has been failing and %.0f%% of new connections are refused", 100*e.Ratio)
@@ -60,6 +65,25 @@ func (e *ShedError) Error() string {
 // Unwrap returns ErrShed.
 func (e *ShedError) Unwrap() error { return ErrShed }
 
+// PoolName returns the name of the pool that refused.
+func (e *ShedError) PoolName() string { return e.Pool }
+
+// prefix is what an error of the pool named name starts with.
+func prefix(name string) string {
+	if name == "" {
+		return ""
+	}
+	return name + ": "
+}
+
+// plural is n and the word, in the plural unless n is 1.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
 // AcquireError is the error of an Acquire whose context ended before it got
 // a resource. It unwraps to the context's error (errors.Is(err,
 // context.DeadlineExceeded) holds) and says what the pool was doing: a
@@ -67,6 +91,8 @@ func (e *ShedError) Unwrap() error { return ErrShed }
 // LastDialError, not in the chain errors.Is walks: a dial that timed out
 // must not make a cancelled caller read as one whose deadline passed.
 type AcquireError struct {
+	// Pool is the name of the pool (Config.Name).
+	Pool string
 	// Err is the context's error.
 	Err error
 	// Waited is how long the acquire waited.
@@ -95,18 +121,18 @@ type AcquireError struct {
 // Error says what the pool was doing when the acquire gave up.
 func (e *AcquireError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "wardpool: acquire gave up after %v (%v): ", e.Waited.Round(time.Millisecond), e.Err)
+	fmt.Fprintf(&b, "%swardpool: acquire gave up after %v (%v): ", prefix(e.Pool), e.Waited.Round(time.Millisecond), e.Err)
 	if e.Size > 0 {
-		fmt.Fprintf(&b, "%d of %d resources busy", e.Busy, e.Size)
+		fmt.Fprintf(&b, "%d of %s busy", e.Busy, plural(e.Size, "resource", "resources"))
 	} else {
-		fmt.Fprintf(&b, "%d resources busy", e.Busy)
+		fmt.Fprintf(&b, "%s busy", plural(e.Busy, "resource", "resources"))
 	}
-	fmt.Fprintf(&b, ", %d callers waiting", e.Waiting)
+	fmt.Fprintf(&b, ", %s waiting", plural(e.Waiting, "caller", "callers"))
 	if e.Ceiling >= 0 {
 		fmt.Fprintf(&b, ", the fleet's budget allowing %d here", e.Ceiling)
 	}
 	if e.Leaked > 0 {
-		fmt.Fprintf(&b, ", %d loans held longer than LeakAfter", e.Leaked)
+		fmt.Fprintf(&b, ", %s held longer than LeakAfter", plural(e.Leaked, "loan", "loans"))
 	}
 	if e.HeldBack > 0 {
 		fmt.Fprintf(&b, "; new dials held back %v by the backoff", e.HeldBack.Round(time.Millisecond))
@@ -119,3 +145,6 @@ func (e *AcquireError) Error() string {
 
 // Unwrap returns the context's error.
 func (e *AcquireError) Unwrap() error { return e.Err }
+
+// PoolName returns the name of the pool the acquire waited on.
+func (e *AcquireError) PoolName() string { return e.Pool }

@@ -64,6 +64,7 @@ type Keeper[T comparable] struct {
 	leakAfter   time.Duration
 	onLeak      func(Leak[T])
 	log         *slog.Logger
+	name        string // Config.Name, resolved
 	clock       Clock
 	cached      *cachedClock // the default clock, when in use
 	rand        func() float64
@@ -329,3 +330,6 @@ func (k *Keeper[T]) settledLocked(now time.Time, fx *effects[T]) {
 		k.drainedLocked()
 	}
 }
+
+// Name returns the pool's name (Config.Name, or the default given it).
+func (k *Keeper[T]) Name() string { return k.name }

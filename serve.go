@@ -134,6 +134,7 @@ granted:
 func (k *Keeper[T]) giveUpLocked(err error, start time.Time) error {
 	now := k.clock.Now()
 	e := &AcquireError{
+		Pool:    k.name,
 		Err:     err,
 		Waited:  now.Sub(start),
 		Size:    k.limits.Size,

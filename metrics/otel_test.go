@@ -250,9 +250,12 @@ func TestObserveKeeper(t *testing.T) {
 	if st.Busy != 1 || st.Made != 1 || st.Acquires != 1 {
 		t.Fatalf("the scenario did not go as planned: %+v", st)
 	}
-	want := append(wantPoints("wardpool", "", st, true),
-		point{"wardpool.resources.max", "{resource}", "updown", "", "2"},
-		point{"wardpool.loans.leaked", "{loan}", "updown", "", "0"})
+	// A bare Keeper is named too (Config.Name, "wardpool-N" by default),
+	// and that is its default pool label.
+	label := "pool=" + k.Name()
+	want := append(wantPoints("wardpool", label, st, true),
+		point{"wardpool.resources.max", "{resource}", "updown", label, "2"},
+		point{"wardpool.loans.leaked", "{loan}", "updown", label, "0"})
 	sort.Slice(want, func(i, j int) bool { return want[i].String() < want[j].String() })
 	diffPoints(t, collect(t, r), want)
 }

@@ -129,6 +129,7 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 		Life: max(config.MaxConnLifetime, 0),
 	}
 	kc := wardpool.Config[*res]{
+		Name:        p.name,
 		Limits:      lim,
 		Ward:        config.Ward,
 		Dial:        p.dial,

@@ -228,6 +228,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	}
 	clock := cfg.Clock
 	kc := wardpool.Config[*conn]{
+		Name:        c.name,
 		Limits:      cfg.Limits,
 		Ward:        cfg.Ward,
 		Dial:        c.dial,

@@ -34,7 +34,7 @@ func TestAcquireErrorSaysWhy(t *testing.T) {
 	if ae.Busy != 1 || ae.Size != 1 || ae.LastDialError != nil {
 		t.Errorf("%+v", ae)
 	}
-	if !strings.Contains(err.Error(), "1 of 1 resources busy") {
+	if !strings.Contains(err.Error(), "1 of 1 resource busy") || !strings.HasPrefix(err.Error(), c.Name()+": ") {
 		t.Errorf("message %q", err)
 	}
 	if s := c.Stats(); s.Canceled != 1 {

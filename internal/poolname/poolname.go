@@ -31,6 +31,9 @@ func Wrap(pool string, err error) error {
 	if err == nil || err == context.Canceled || err == context.DeadlineExceeded {
 		return err
 	}
+	if n, ok := err.(interface{ PoolName() string }); ok && n.PoolName() == pool {
+		return err // it names the pool already
+	}
 	return &Error{Pool: pool, Err: err}
 }
 
