@@ -42,11 +42,17 @@ func (k *Keeper[T]) drainLocked(w uint64, fx *effects[T]) bool {
 		list = append(list, e)
 		s = e.next.Load()
 	}
+	now := k.clock.Now()
 	for i := len(list) - 1; i >= 0; i-- {
 		e := list[i]
 		k.giveBackLocked(e, e.item, k.at(e.back.Load()))
+		// Each return serves the queue before the next is given, as if
+		// its release had waited for the mutex: the guards see every loan
+		// end and the next begin in the order a lock would have made.
+		if k.q.live > 0 && i > 0 {
+			k.serveLocked(now, fx)
+		}
 	}
-	now := k.clock.Now()
 	k.armSweepLocked(now)
 	k.settledLocked(now, fx)
 	return true

@@ -542,8 +542,30 @@ func (h *linHistory) describe() string {
 			fmt.Fprintf(&b, " #%d", h.ops[i].Input.(linIn).n)
 		}
 		b.WriteString("\n")
+		// The state the specification is in after that order: what no
+		// operation left could be applied to.
+		var steps []porcupine.Operation
+		for _, i := range longest {
+			steps = append(steps, h.ops[i])
+		}
+		fmt.Fprintf(&b, "  the specification after it: %s\n", h.stateAfter(steps))
 	}
 	return b.String()
+}
+
+// stateAfter replays ops, in order, on a fresh specification and describes
+// the state they leave it in.
+func (h *linHistory) stateAfter(ops []porcupine.Operation) string {
+	m := h.model()
+	var s any = m.Init()
+	for _, o := range ops {
+		ok, next := m.Step(s, o.Input, o.Output)
+		if !ok {
+			return "(the order does not replay)"
+		}
+		s = next
+	}
+	return m.DescribeState(s)
 }
 
 // enqueue puts the Acquire (or attempt) in, which returned out, in the
