@@ -176,6 +176,9 @@ func (r *reader) done() (int, error) {
 // generation is a cache key the owner's cache is rebuilt without.
 
 func appendWindow[B any](b []byte, w *Window[B], origin time.Time, bucket func([]byte, *B) []byte) []byte {
+	if w == nil {
+		return appendT(appendU(b, 0), time.Time{}, origin) // a guard not built by its constructor
+	}
 	b = appendU(b, uint64(w.head))
 	b = appendT(b, w.start, origin)
 	for i := range w.buckets {
@@ -493,4 +496,30 @@ func (g *Gate) ReadState(src []byte, origin time.Time) (int, error) {
 		*g = ng
 	}
 	return n, err
+}
+
+// Anchor returns the earliest instant w's guards hold (a window's opening,
+// the moment a breaker last let a call through, a bucket's last reading),
+// for a recorder to count instants from before its pool has seen one;
+// false when no guard holds an instant.
+func (w Ward) Anchor() (time.Time, bool) {
+	var at time.Time
+	found := false
+	see := func(t time.Time) {
+		if !t.IsZero() && (!found || t.Before(at)) {
+			at, found = t, true
+		}
+	}
+	if b := w.Breaker; b != nil && b.win != nil {
+		see(b.win.start)
+		see(b.last)
+	}
+	if s := w.Shedder; s != nil && s.win != nil {
+		see(s.win.start)
+		see(s.hotAt)
+	}
+	if b := w.Bucket; b != nil {
+		see(b.at)
+	}
+	return at, found
 }
