@@ -1,13 +1,18 @@
 package wardpool
 
 import (
+	"context"
+	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
+	"github.com/wardpool/wardpool/ward/shared"
 )
 
 // TestKeeperRecordingReplaysEveryGuard runs the chaos run (dial failures,
@@ -117,4 +122,123 @@ func TestKeeperRecordingReadmeService(t *testing.T) {
 	if err := pool.Replay(data); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// flakyStore is a shared.Store whose every nth call times out, as a store
+// that stops answering for a moment does.
+type flakyStore struct {
+	shared.Store
+	n     int64
+	calls atomic.Int64
+}
+
+func (s *flakyStore) fail(ctx context.Context) error {
+	if s.calls.Add(1)%s.n == 0 {
+		return context.DeadlineExceeded
+	}
+	return ctx.Err()
+}
+
+func (s *flakyStore) Incr(ctx context.Context, key string, ttl time.Duration) (int64, error) {
+	if err := s.fail(ctx); err != nil {
+		return 0, err
+	}
+	return s.Store.Incr(ctx, key, ttl)
+}
+
+func (s *flakyStore) IncrUnder(ctx context.Context, key, prev string, w float64, limit int64, ttl time.Duration) (int64, bool, error) {
+	if err := s.fail(ctx); err != nil {
+		return 0, false, err
+	}
+	return s.Store.IncrUnder(ctx, key, prev, w, limit, ttl)
+}
+
+func (s *flakyStore) Get(ctx context.Context, key string) (string, bool, error) {
+	if err := s.fail(ctx); err != nil {
+		return "", false, err
+	}
+	return s.Store.Get(ctx, key)
+}
+
+func (s *flakyStore) Budget(ctx context.Context, op shared.BudgetOp) (shared.BudgetReply, error) {
+	if err := s.fail(ctx); err != nil {
+		return shared.BudgetReply{}, err
+	}
+	return s.Store.Budget(ctx, op)
+}
+
+// TestKeeperRecordingFleetMember: three Keepers share a budget of four
+// slots, a breaker and a rate on dials through one store that times out
+// now and then; one of them is recorded, with a breaker and a limiter of
+// its own. Its recording replays alone, without the store, with no
+// difference: what the shared guards said reached its pool as ceilings
+// (the budget's leases and debts) and failed dials (the shared breaker's
+// and rate's refusals), and those are recorded steps.
+func TestKeeperRecordingFleetMember(t *testing.T) {
+	mem := shared.NewMemStore(nil)
+	store := &flakyStore{Store: mem, n: 7}
+	bc := shared.DefaultBudget
+	bc.Slots, bc.TTL, bc.Borrow = 4, 300*time.Millisecond, true
+	link := shared.Link{Store: store, Timeout: 50 * time.Millisecond}
+	keepers := make([]*Keeper[*res], 3)
+	for i := range keepers {
+		d := &dialer{fail: func(n int) error {
+			if n%4 == 0 {
+				return errDial
+			}
+			return nil
+		}}
+		c := newFakeClock()
+		cfg := Config[*res]{
+			Limits: pool.Limits{Size: 3},
+			Clock:  c,
+			Logger: quietLogger(),
+			Shared: Shared{
+				Budget:     shared.NewBudget(link, "db", fmt.Sprint("member-", i), bc),
+				Breaker:    shared.NewBreaker(link, "db", shared.DefaultBreaker),
+				Dials:      shared.NewCounter(link, "dials", 50, time.Second, 5),
+				RetryEvery: 2 * time.Millisecond,
+			},
+		}
+		if i == 0 {
+			cfg.Recorder = pool.NewRecorder(1 << 22)
+			cfg.Ward = ward.Ward{Breaker: ward.NewBreaker(ward.DefaultSre, c.Now()), Limiter: ward.NewLimiter(ward.DefaultAimd)}
+		}
+		keepers[i], _ = newTestKeeper(t, d, cfg)
+	}
+	var wg sync.WaitGroup
+	for g := range 9 {
+		k := keepers[g%3]
+		wg.Go(func() {
+			for range 60 {
+				ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
+				if l, err := k.Acquire(ctx); err == nil {
+					runtime.Gosched()
+					if g%5 == 0 {
+						l.Destroy()
+					} else {
+						l.Release()
+					}
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	k := keepers[0]
+	rc, err := pool.ReadRecording(k.Recording())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Replay(); err != nil {
+		t.Fatal(err)
+	}
+	ops := map[pool.Op]int{}
+	for _, s := range rc.Steps {
+		ops[s.Op]++
+	}
+	if ops[pool.OpCeiling] == 0 || ops[pool.OpUnmade] == 0 {
+		t.Fatalf("the member's recording holds no ceiling or no failed dial: %v", ops)
+	}
+	t.Logf("%d steps %v; store calls %d; shared stats %+v", len(rc.Steps), ops, store.calls.Load(), k.SharedStats())
 }
