@@ -192,9 +192,11 @@ func command(fsys files, args []string, out io.Writer) error {
 				return fmt.Errorf("%s: %w", o.replay, err)
 			}
 			rec = &kl.Recording
-			// The recorded pool's limits, its ward (a recording never
-			// has a breaker) and its dial time, unless flags say others.
-			s.Limits, s.Breaker, s.Backoff = kl.Limits, false, kl.Backoff
+			// The recorded pool's limits, its ward (rebuilt from the
+			// recording, guard for guard: see recordedWard) and its dial
+			// time, unless flags say others.
+			w := kl.Source.Ward()
+			s.Limits, s.Breaker, s.Backoff = kl.Limits, w.Breaker != nil, kl.Backoff
 			if kl.Dials > 0 {
 				s.Dial = kl.Dial
 			}
@@ -224,8 +226,11 @@ func command(fsys files, args []string, out io.Writer) error {
 	if o.suggest {
 		return suggest(fsys, out, s, rec, o)
 	}
+	// The recorded ward runs unless -ward says another.
+	useRecorded := kl != nil && !flagGiven(fs, "ward")
 	if kl != nil {
 		keeperNotes(out, kl, s)
+		exactReplay(out, kl, useRecorded)
 	}
 	var record *engine.CSVWriter
 	var recFile io.WriteCloser
@@ -237,8 +242,11 @@ func command(fsys files, args []string, out io.Writer) error {
 		record = engine.NewCSVWriter(recFile)
 	}
 	opt := engine.Options{Load: load(), Record: record}
+	if useRecorded {
+		opt.Ward = kl.Source.Ward
+	}
 	switch {
-	case kl == nil || !sameAsRecorded(s, kl):
+	case kl == nil || !useRecorded || s.Limits != kl.Limits:
 	case kl.Counts.Lane > 0:
 		fmt.Fprintf(out, "decisions      not compared: the Keeper's lane lent %d times without asking the pool, which the replay asks each time\n\n", kl.Counts.Lane)
 	default:
@@ -268,6 +276,9 @@ func command(fsys files, args []string, out io.Writer) error {
 	}
 	runs := []*engine.Result{a}
 	labels := []string{label(s, "")}
+	if useRecorded {
+		labels[0] = recordedLabel(s, "", kl)
+	}
 	if o.compare != "" {
 		sb, err := engine.Override(s, o.compare)
 		if err != nil {
@@ -276,12 +287,21 @@ func command(fsys files, args []string, out io.Writer) error {
 		if sb.Name == s.Name {
 			sb.Name = s.Name + ", " + o.compare
 		}
-		b, err := engine.Run(sb, engine.Options{Load: load()})
+		optB := engine.Options{Load: load()}
+		keep := useRecorded && !strings.Contains(o.compare, "ward")
+		if keep {
+			optB.Ward = kl.Source.Ward // the other limits, the same ward
+		}
+		b, err := engine.Run(sb, optB)
 		if err != nil {
 			return err
 		}
 		runs = append(runs, b)
-		labels = append(labels, label(sb, o.compare))
+		if keep {
+			labels = append(labels, recordedLabel(sb, o.compare, kl))
+		} else {
+			labels = append(labels, label(sb, o.compare))
+		}
 		compare(out, runs, labels, origin)
 	} else {
 		if o.table {
@@ -413,11 +433,57 @@ func keeperNotes(w io.Writer, kl *engine.KeeperLoad, s engine.Scenario) {
 	fmt.Fprintln(w)
 }
 
-// sameAsRecorded reports whether s runs the pool kl was recorded from:
-// its limits and ward.
-func sameAsRecorded(s engine.Scenario, kl *engine.KeeperLoad) bool {
-	if s.Limits != kl.Limits || s.Breaker || s.Backoff != kl.Backoff {
-		return false
+// flagGiven reports whether flag name was given on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// recordedLabel is label for a run on the recording's own ward.
+func recordedLabel(s engine.Scenario, settings string, kl *engine.KeeperLoad) string {
+	l := label(s, "")
+	l = l[:strings.LastIndex(l, ", ")] + ", recorded ward (" + wardNames(kl.Source.Ward()) + ")"
+	if settings != "" {
+		l += " (" + settings + ")"
 	}
-	return !kl.Backoff || kl.Source.Backoff != nil && *kl.Source.Backoff == ward.DefaultBackoff
+	return l
+}
+
+// wardNames lists w's guards, as "breaker+limiter", or "none".
+func wardNames(w ward.Ward) string {
+	var n []string
+	for _, g := range []struct {
+		on   bool
+		name string
+	}{{w.Breaker != nil, "breaker"}, {w.Shedder != nil, "shedder"}, {w.Bucket != nil, "bucket"},
+		{w.Limiter != nil, "limiter"}, {w.Backoff != nil, "backoff"}} {
+		if g.on {
+			n = append(n, g.name)
+		}
+	}
+	if len(n) == 0 {
+		return "none"
+	}
+	return strings.Join(n, "+")
+}
+
+// exactReplay replays the recording itself (pool.Recording.Replay: the
+// recorded ward rebuilt, every recorded call with its recorded instant,
+// draw and CPU reading) and says whether every decision came out the same,
+// before the simulation re-runs the callers.
+func exactReplay(w io.Writer, kl *engine.KeeperLoad, used bool) {
+	names := wardNames(kl.Source.Ward())
+	switch err := kl.Source.Replay(); {
+	case err == nil:
+		fmt.Fprintf(w, "replayed       the recorded ward rebuilt (%s); all %d recorded steps replayed with no difference (pool.Replay)\n", names, len(kl.Source.Steps))
+	default:
+		fmt.Fprintf(w, "replayed       the recorded ward rebuilt (%s); the replay differs: %v\n", names, err)
+	}
+	if !used {
+		fmt.Fprintf(w, "ward           -ward replaces the recorded ward in the simulation below\n")
+	} else if kl.Source.Ward().Shedder != nil {
+		fmt.Fprintf(w, "ward           the simulation reads no CPU: the recorded shedder sheds nothing in it\n")
+	}
+	fmt.Fprintln(w)
 }

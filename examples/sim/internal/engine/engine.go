@@ -37,9 +37,14 @@ type Options struct {
 	Record *CSVWriter
 	// Recorder, when set, records every call the run makes into its pool
 	// (see pool.Recorder), so that a replay of a Keeper's recording can be
-	// held against it (Reproduced). A scenario with a breaker cannot be
-	// recorded: Run fails.
+	// held against it (Reproduced).
 	Recorder *pool.Recorder
+	// Ward, when set, builds the run's ward in place of the scenario's
+	// Breaker and Backoff presets: a Keeper recording's own guards
+	// (pool.Recording.Ward), their instants counted from the Unix epoch as
+	// the run's are. The run passes a CPU reading of 0, so a shedder it
+	// builds never sheds.
+	Ward func() ward.Ward
 }
 
 // ErrLoad is returned for a load that goes back in time.
@@ -97,6 +102,9 @@ func Run(s Scenario, opt Options) (*Result, error) {
 	if s.Backoff {
 		b := ward.DefaultBackoff
 		w.Backoff = &b
+	}
+	if opt.Ward != nil {
+		w = opt.Ward()
 	}
 	p, err := pool.New[int32](s.Limits, w)
 	if err != nil {

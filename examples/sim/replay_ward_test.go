@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
+)
+
+// wardedRun records a pool with a breaker, a limiter and a backoff serving
+// n callers, one every gap, each holding for hold, with every fifth dial
+// failing; it returns the recording.
+func wardedRun(t *testing.T, n int, gap, hold time.Duration) []byte {
+	t.Helper()
+	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
+	b := ward.DefaultBackoff
+	w := ward.Ward{Breaker: ward.NewBreaker(ward.DefaultSre, base), Backoff: &b,
+		Limiter: ward.NewLimiter(ward.Aimd{Initial: 2, Min: 1, Max: 3, Slow: time.Second, Backoff: 0.9})}
+	p, err := pool.New[int](pool.Limits{Size: 4, Idle: 4, Keep: time.Minute}, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Record(pool.NewRecorder(0)); err != nil {
+		t.Fatal(err)
+	}
+	type loan struct {
+		item int
+		back time.Time
+	}
+	var out []loan
+	next, dials := 1, 0
+	for i := range n {
+		now := base.Add(time.Duration(i) * gap)
+		for len(out) > 0 && !out[0].back.After(now) {
+			p.Give(out[0].item, out[0].back)
+			out = out[1:]
+		}
+		switch a := p.Take(now, float64(i%10)/10, 0); a.Kind {
+		case pool.Ready:
+			out = append(out, loan{a.Item, now.Add(hold)})
+		case pool.Make:
+			if dials++; dials%5 == 0 {
+				p.Unmade(now, 0.5)
+				continue
+			}
+			p.Made(next, now)
+			out = append(out, loan{next, now.Add(hold)})
+			next++
+		}
+	}
+	return p.Recording(nil)
+}
+
+// -replay of a recording with a breaker, a limiter and a backoff rebuilds
+// that ward, guard for guard: the recording replays with no difference,
+// the simulation runs on the recorded ward, and -compare ward=none says
+// what the ward changed.
+func TestReplayRebuildsTheRecordedWard(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pool.rec")
+	if err := os.WriteFile(file, wardedRun(t, 400, 5*time.Millisecond, 12*time.Millisecond), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := sim(t, "-replay", file, "-table=false", "-compare", "ward=none")
+	for _, want := range []string{
+		"the recorded ward rebuilt (breaker+limiter+backoff); all ", "replayed with no difference",
+		"A: Size 4, Idle 4, Keep 1m0s, recorded ward (breaker+limiter+backoff)",
+		"B: Size 4, Idle 4, Keep 1m0s, ward off (ward=none)",
+		"wait p99", "timed out / shed / dial errors", "dials / to a dead backend",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	// -ward replaces the recorded ward, and says so.
+	out = sim(t, "-replay", file, "-table=false", "-ward", "none")
+	if !strings.Contains(out, "-ward replaces the recorded ward") || strings.Contains(out, "recorded ward (") {
+		t.Errorf("-ward none:\n%s", out)
+	}
+}
