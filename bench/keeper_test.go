@@ -68,7 +68,13 @@ type keeperVariant struct {
 //   - wardpool-limit:  a ward with a Limiter whose limit starts and stays
 //     at n (Initial = Max = n, only failures counted as overload), so it
 //     never makes a caller wait that the pool alone would not: again its
-//     cost.
+//     cost;
+//   - wardpool-record: a Recorder (pool.NewRecorder(0)) on the default
+//     configuration: the lane's loans reach it as Relent counts;
+//   - wardpool-locked: LockEveryLoan, every loan through the mutex and the
+//     Pool; wardpool-locked-record the same with a Recorder, two steps a
+//     loan: the price of recording through the mutex is the ratio of the
+//     two rows.
 var keepers = []keeperVariant{
 	{"wardpool", func(n int) (wardpool.Config[*thing], bool) {
 		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}}, true
@@ -86,6 +92,15 @@ var keepers = []keeperVariant{
 			Ward:   ward.Ward{Shedder: ward.NewShedder(ward.DefaultShed, time.Now())},
 			CPU:    func() int { return 0 },
 		}, true
+	}},
+	{"wardpool-record", func(n int) (wardpool.Config[*thing], bool) {
+		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, Recorder: pool.NewRecorder(0)}, true
+	}},
+	{"wardpool-locked", func(n int) (wardpool.Config[*thing], bool) {
+		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, LockEveryLoan: true}, true
+	}},
+	{"wardpool-locked-record", func(n int) (wardpool.Config[*thing], bool) {
+		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, LockEveryLoan: true, Recorder: pool.NewRecorder(0)}, true
 	}},
 	{"wardpool-limit", func(n int) (wardpool.Config[*thing], bool) {
 		a := ward.DefaultAimd
