@@ -24,6 +24,14 @@ import (
 // those loans as the Relent calls that reported them, at the moment the
 // runtime reported them, not as Give/Take pairs.
 //
+// The ward is recorded whole: every checkpoint carries the state of each
+// of its guards (record_ward.go), and the steps carry every input a guard
+// reads (the instant, the draw, the CPU reading), so a replay rebuilds the
+// breaker, shedder, bucket, limiter and backoff and gets every refusal
+// back. The shared guards of package ward/shared reach a pool only through
+// its runtime, as failed makes (Unmade) and ceilings (SetCeiling), which
+// are steps; their store's replies are recorded apart (shared.Tape).
+//
 // Resources are not recorded (a T may be anything); a resource is named by
 // its seat (see Seats) plus one, or 0 for one the pool does not hold. The
 // pool's answers depend only on which seat a resource holds, or that it
