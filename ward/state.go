@@ -523,3 +523,43 @@ func (w Ward) Anchor() (time.Time, bool) {
 	}
 	return at, found
 }
+
+// AppendState appends the window's size, bucket width, head, the instant
+// its newest bucket opened and every bucket, each written by bucket, to
+// dst. (A Breaker and a Shedder write their windows as part of their own
+// state.)
+func (w *Window[B]) AppendState(dst []byte, origin time.Time, bucket func(dst []byte, b *B) []byte) []byte {
+	dst = appendU(dst, uint64(len(w.buckets)))
+	dst = appendI(dst, int64(w.width))
+	return appendWindow(dst, w, origin, bucket)
+}
+
+// ReadState sets w to the window written by AppendState at the start of
+// src, each bucket read by bucket (which returns how many bytes it read, or
+// an error), and returns how many bytes it read. On error, wrapping ErrState
+// (and bucket's error), w is unchanged. A new(Window[B]) may be read into.
+func (w *Window[B]) ReadState(src []byte, origin time.Time, bucket func(src []byte, b *B) (int, error)) (int, error) {
+	r := newReader(src, origin)
+	size := r.count(1)
+	width := r.dur(1)
+	if r.err == nil && (size < 1 || width > Never/time.Duration(size)) {
+		r.fail("a window of %d buckets %v wide", size, width)
+	}
+	if r.err != nil {
+		return r.done()
+	}
+	nw := &Window[B]{width: width, span: width * time.Duration(size), buckets: make([]B, size)}
+	readWindow(r, nw, func(r *reader, b *B) {
+		n, err := bucket(r.b[r.off:], b)
+		if err != nil {
+			r.fail("bucket: %w", err)
+			return
+		}
+		r.off += n
+	})
+	n, err := r.done()
+	if err == nil {
+		*w = *nw
+	}
+	return n, err
+}

@@ -248,8 +248,10 @@ func TestStateTruncated(t *testing.T) {
 	s.Allow(t0, 950)
 	sl := NewSliding(3, time.Second)
 	sl.Take(t0)
+	w := NewWindow[int](4, time.Second, t0)
+	*w.Slot(t0) = 3
 	guards := []stater{b, s, NewBucket(5, 2, t0), NewLimiter(DefaultAimd), &DefaultBackoff, sl,
-		NewCounter(3, time.Second), NewPeriod(3, time.Second, true), NewGate(4)}
+		NewCounter(3, time.Second), NewPeriod(3, time.Second, true), NewGate(4), windowOf{w}}
 	for _, g := range guards {
 		state := g.AppendState(nil, t0)
 		for n := range len(state) {
@@ -310,5 +312,40 @@ func FuzzStateRead(f *testing.F) {
 		if again := g.AppendState(nil, t0); !bytes.Equal(again, out) {
 			t.Fatalf("wrote %x, then %x", out, again)
 		}
+	})
+}
+
+// windowOf adapts a Window[int] to stater, its buckets written as varints.
+type windowOf struct{ w *Window[int] }
+
+func (x windowOf) AppendState(dst []byte, origin time.Time) []byte {
+	return x.w.AppendState(dst, origin, func(dst []byte, b *int) []byte { return appendI(dst, int64(*b)) })
+}
+
+func (x windowOf) ReadState(src []byte, origin time.Time) (int, error) {
+	return x.w.ReadState(src, origin, func(src []byte, b *int) (int, error) {
+		r := newReader(src, origin)
+		*b = int(r.i())
+		return r.done()
+	})
+}
+
+func TestStateWindow(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		size := rapid.IntRange(1, 12).Draw(t, "size")
+		span := time.Duration(rapid.Int64Range(1, int64(5*time.Second)).Draw(t, "span"))
+		checkRebuilt(t, windowOf{NewWindow[int](size, span, t0)}, func() windowOf { return windowOf{new(Window[int])} }, drawShift(t),
+			func(t *rapid.T) guardOp[windowOf] {
+				v := rapid.IntRange(1, 9).Draw(t, "v")
+				current := rapid.Bool().Draw(t, "current")
+				if rapid.Bool().Draw(t, "write") {
+					return func(x windowOf, now time.Time) string { *x.w.Slot(now) += v; return "" }
+				}
+				return func(x windowOf, now time.Time) string {
+					sum := 0
+					x.w.Each(now, current, func(b *int) { sum = sum*31 + *b })
+					return fmt.Sprint(sum)
+				}
+			})
 	})
 }
