@@ -161,6 +161,9 @@ func recordOrigin(r *Recorder, w *ward.Ward) {
 // with them and the recording's Limits to re-run the recorded calls, or
 // change them to ask what another ward would have done.
 func (rc *Recording) Ward() ward.Ward {
+	if len(rc.cps) == 0 {
+		return ward.Ward{} // not read by ReadRecording
+	}
 	var c cpState
 	r := &reader{b: rc.cps[0].raw, off: 1, flags: rc.flags}
 	r.u()
