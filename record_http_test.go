@@ -1,10 +1,12 @@
 package wardpool
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
@@ -51,4 +53,23 @@ func TestRecordingHandler(t *testing.T) {
 	if none.Code != http.StatusNotFound {
 		t.Fatalf("without a Recorder: %d", none.Code)
 	}
+}
+
+// A service hands its pool's recording over beside its metrics; fetch it
+// with `go run ./examples/replay http://127.0.0.1:8080/debug/pool.wprc`.
+func ExampleKeeper_RecordingHandler() {
+	k, err := NewKeeper(Config[*res]{
+		Dial:     (&dialer{}).Dial,
+		Close:    (&dialer{}).Close,
+		Ward:     ward.Ward{Breaker: ward.NewBreaker(ward.DefaultSre, time.Now())},
+		Recorder: pool.NewRecorder(0),
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer k.Close(context.Background())
+	mux := http.NewServeMux()
+	mux.Handle("/debug/pool.wprc", k.RecordingHandler("main"))
+	// mux.Handle("/metrics", promhttp.Handler()) beside it, then
+	// http.ListenAndServe("127.0.0.1:8080", mux).
 }
