@@ -179,9 +179,14 @@ func TestKeeperRecordingFleetMember(t *testing.T) {
 	store := &flakyStore{Store: mem, n: 7}
 	bc := shared.DefaultBudget
 	bc.Slots, bc.TTL, bc.Borrow = 4, 300*time.Millisecond, true
-	link := shared.Link{Store: store, Timeout: 50 * time.Millisecond}
+	// The recorded member's store traffic goes through a Tape too.
+	tape := shared.NewTape(store, 0)
 	keepers := make([]*Keeper[*res], 3)
 	for i := range keepers {
+		link := shared.Link{Store: store, Timeout: 50 * time.Millisecond}
+		if i == 0 {
+			link.Store = tape
+		}
 		d := &dialer{fail: func(n int) error {
 			if n%4 == 0 {
 				return errDial
@@ -240,5 +245,16 @@ func TestKeeperRecordingFleetMember(t *testing.T) {
 	if ops[pool.OpCeiling] == 0 || ops[pool.OpUnmade] == 0 {
 		t.Fatalf("the member's recording holds no ceiling or no failed dial: %v", ops)
 	}
-	t.Logf("%d steps %v; store calls %d; shared stats %+v", len(rc.Steps), ops, store.calls.Load(), k.SharedStats())
+	// Every reply its store gave it is on the tape, read back whole: the
+	// member's shared guards could be asked again without the store.
+	closeKeeper(t, k) // its Leave is the last call
+	reel, err := shared.ReadTape(tape.Bytes())
+	if err != nil || tape.Full() {
+		t.Fatalf("the member's tape: %v (full %v)", err, tape.Full())
+	}
+	s := k.SharedStats()
+	if trips := s.Dials.Trips + s.Breaker.Trips + s.Budget.Trips; uint64(reel.Calls()) != trips {
+		t.Fatalf("the tape holds %d calls, the member's guards made %d round trips", reel.Calls(), trips)
+	}
+	t.Logf("%d steps %v; %d store calls in all, %d on the member's tape; shared stats %+v", len(rc.Steps), ops, store.calls.Load(), reel.Calls(), s)
 }
