@@ -40,8 +40,11 @@
 // -replay also reads a Keeper's own recording (Config.Recorder, written out
 // by Keeper.Recording; told from a CSV by its first bytes) and rebuilds its
 // callers from the recorded calls (internal/engine/keeper.go says how). It
-// starts from the recorded limits, ward and dial time (the median from Make
-// to Made), which flags override, and prints what it read exactly (callers
+// starts from the recorded limits, ward (every guard, rebuilt as it stood)
+// and dial time (the median from Make to Made), which flags override,
+// replays the recording itself first (pool.Replay) and says whether every
+// step came out the same, reads the CPU as recorded (for a shedder), and
+// prints what it read exactly (callers
 // lent at once, after a recorded Wait, or by their own dial: asked, lent and
 // returned at recorded instants) and what it estimated: the lane's loans,
 // recorded only as counts, are spread evenly between recorded instants, and
@@ -72,6 +75,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -245,6 +249,9 @@ func command(fsys files, args []string, out io.Writer) error {
 	if useRecorded {
 		opt.Ward = kl.Source.Ward
 	}
+	if kl != nil {
+		opt.CPU = recordedCPU(kl.Source) // the host's, whatever the ward
+	}
 	switch {
 	case kl == nil || !useRecorded || s.Limits != kl.Limits:
 	case kl.Counts.Lane > 0:
@@ -287,7 +294,7 @@ func command(fsys files, args []string, out io.Writer) error {
 		if sb.Name == s.Name {
 			sb.Name = s.Name + ", " + o.compare
 		}
-		optB := engine.Options{Load: load()}
+		optB := engine.Options{Load: load(), CPU: opt.CPU}
 		keep := useRecorded && !strings.Contains(o.compare, "ward")
 		if keep {
 			optB.Ward = kl.Source.Ward // the other limits, the same ward
@@ -482,8 +489,29 @@ func exactReplay(w io.Writer, kl *engine.KeeperLoad, used bool) {
 	}
 	if !used {
 		fmt.Fprintf(w, "ward           -ward replaces the recorded ward in the simulation below\n")
-	} else if kl.Source.Ward().Shedder != nil {
-		fmt.Fprintf(w, "ward           the simulation reads no CPU: the recorded shedder sheds nothing in it\n")
+	}
+	if kl.Source.Ward().Shedder != nil {
+		fmt.Fprintf(w, "cpu            the simulation reads the CPU as recorded: each Take's reading holds until the next\n")
 	}
 	fmt.Fprintln(w)
+}
+
+// recordedCPU returns the CPU readings of a recording's Take and Reserve
+// steps as a function of the instant: the latest reading at or before it
+// (the first one before any), 0 for a recording with none.
+func recordedCPU(rc *pool.Recording) func(time.Duration) int {
+	var at []time.Duration
+	var cpu []int
+	for _, s := range rc.Steps {
+		if s.Op == pool.OpTake || s.Op == pool.OpReserve {
+			at, cpu = append(at, s.At), append(cpu, s.CPU)
+		}
+	}
+	return func(t time.Duration) int {
+		if len(at) == 0 {
+			return 0
+		}
+		i := sort.Search(len(at), func(i int) bool { return at[i] > t })
+		return cpu[max(i-1, 0)]
+	}
 }

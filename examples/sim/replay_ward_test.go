@@ -81,3 +81,77 @@ func TestReplayRebuildsTheRecordedWard(t *testing.T) {
 		t.Errorf("-ward none:\n%s", out)
 	}
 }
+
+// hotRun records a pool with a shedder serving n callers, one every gap,
+// each holding for hold, the CPU hot (980‰) over the second half of the
+// run; it returns the recording and how many takes the shedder refused.
+func hotRun(t *testing.T, n int, gap, hold time.Duration) ([]byte, int) {
+	t.Helper()
+	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
+	sh := ward.Shed{Size: 4, Window: time.Second, CPU: 900, Latency: time.Millisecond, Beta: 0.5, Floor: 0.1}
+	p, err := pool.New[int](pool.Limits{Size: 8, Idle: 8, Keep: time.Minute}, ward.Ward{Shedder: ward.NewShedder(sh, base)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Record(pool.NewRecorder(0)); err != nil {
+		t.Fatal(err)
+	}
+	type loan struct {
+		item int
+		back time.Time
+	}
+	var out []loan
+	next, shed := 1, 0
+	for i := range n {
+		now := base.Add(time.Duration(i) * gap)
+		for len(out) > 0 && !out[0].back.After(now) {
+			p.Give(out[0].item, out[0].back)
+			out = out[1:]
+		}
+		cpu := 200
+		if i > n/2 {
+			cpu = 980
+		}
+		switch a := p.Take(now, 0, cpu); a.Kind {
+		case pool.Ready:
+			out = append(out, loan{a.Item, now.Add(hold)})
+		case pool.Make:
+			p.Made(next, now)
+			out = append(out, loan{next, now.Add(hold)})
+			next++
+		case pool.Shed:
+			shed++
+		}
+	}
+	return p.Recording(nil), shed
+}
+
+// -replay of a recording with a shedder reads the CPU as recorded: the
+// rebuilt shedder turns hot when the recorded one did, and -compare
+// ward=none shows the sheds it cost.
+func TestReplayReadsTheRecordedCPU(t *testing.T) {
+	data, shed := hotRun(t, 600, 2*time.Millisecond, 30*time.Millisecond)
+	if shed == 0 {
+		t.Fatal("the recorded shedder never shed")
+	}
+	file := filepath.Join(t.TempDir(), "hot.rec")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := sim(t, "-replay", file, "-table=false", "-compare", "ward=none")
+	if !strings.Contains(out, "the simulation reads the CPU as recorded") || !strings.Contains(out, "recorded ward (shedder)") {
+		t.Fatalf("output:\n%s", out)
+	}
+	var line string
+	for l := range strings.Lines(out) {
+		if strings.HasPrefix(l, "timed out / shed / dial errors") {
+			line = l
+		}
+	}
+	f := strings.Fields(line)
+	// "timed out / shed / dial errors  A0 / Ashed / A2  B0 / Bshed / B2"
+	if len(f) < 17 || f[9] == "0" || f[14] != "0" {
+		t.Fatalf("sheds: want some under the recorded ward and none without: %q\n%s", line, out)
+	}
+	t.Logf("recorded %d sheds; %s", shed, strings.TrimSpace(line))
+}

@@ -42,9 +42,12 @@ type Options struct {
 	// Ward, when set, builds the run's ward in place of the scenario's
 	// Breaker and Backoff presets: a Keeper recording's own guards
 	// (pool.Recording.Ward), their instants counted from the Unix epoch as
-	// the run's are. The run passes a CPU reading of 0, so a shedder it
-	// builds never sheds.
+	// the run's are. A shedder it builds sheds only with CPU set.
 	Ward func() ward.Ward
+	// CPU, when set, is the CPU reading in thousandths that a Take at t
+	// (since the run's start) passes to the ward's shedder: a Keeper
+	// recording's own readings, say. Nil reads 0: never hot.
+	CPU func(t time.Duration) int
 }
 
 // ErrLoad is returned for a load that goes back in time.
