@@ -250,7 +250,8 @@ func command(fsys files, args []string, out io.Writer) error {
 		opt.Ward = kl.Source.Ward
 	}
 	if kl != nil {
-		opt.CPU = recordedCPU(kl.Source) // the host's, whatever the ward
+		// The host's CPU and the backend's dial outcomes, whatever the ward.
+		opt.CPU, opt.DialFails = recordedCPU(kl.Source), recordedDials(kl.Source)
 	}
 	switch {
 	case kl == nil || !useRecorded || s.Limits != kl.Limits:
@@ -294,7 +295,7 @@ func command(fsys files, args []string, out io.Writer) error {
 		if sb.Name == s.Name {
 			sb.Name = s.Name + ", " + o.compare
 		}
-		optB := engine.Options{Load: load(), CPU: opt.CPU}
+		optB := engine.Options{Load: load(), CPU: opt.CPU, DialFails: opt.DialFails}
 		keep := useRecorded && !strings.Contains(o.compare, "ward")
 		if keep {
 			optB.Ward = kl.Source.Ward // the other limits, the same ward
@@ -493,6 +494,7 @@ func exactReplay(w io.Writer, kl *engine.KeeperLoad, used bool) {
 	if kl.Source.Ward().Shedder != nil {
 		fmt.Fprintf(w, "cpu            the simulation reads the CPU as recorded: each Take's reading holds until the next\n")
 	}
+	fmt.Fprintf(w, "backend        a simulated dial fails when the last recorded dial before it failed (Unmade), as the recorded ward saw\n")
 	fmt.Fprintln(w)
 }
 
@@ -513,5 +515,23 @@ func recordedCPU(rc *pool.Recording) func(time.Duration) int {
 		}
 		i := sort.Search(len(at), func(i int) bool { return at[i] > t })
 		return cpu[max(i-1, 0)]
+	}
+}
+
+// recordedDials returns, as a function of the instant, whether the last
+// dial outcome the recording holds at or before it was a failure (Unmade
+// rather than Made): the backend as the recorded pool saw it. False before
+// any outcome.
+func recordedDials(rc *pool.Recording) func(time.Duration) bool {
+	var at []time.Duration
+	var failed []bool
+	for _, s := range rc.Steps {
+		if s.Op == pool.OpMade || s.Op == pool.OpUnmade {
+			at, failed = append(at, s.At), append(failed, s.Op == pool.OpUnmade)
+		}
+	}
+	return func(t time.Duration) bool {
+		i := sort.Search(len(at), func(i int) bool { return at[i] > t })
+		return i > 0 && failed[i-1]
 	}
 }

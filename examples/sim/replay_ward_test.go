@@ -70,6 +70,7 @@ func TestReplayRebuildsTheRecordedWard(t *testing.T) {
 		"A: Size 4, Idle 4, Keep 1m0s, recorded ward (breaker+limiter+backoff)",
 		"B: Size 4, Idle 4, Keep 1m0s, ward off (ward=none)",
 		"wait p99", "timed out / shed / dial errors", "dials / to a dead backend",
+		"backend        a simulated dial fails when the last recorded dial before it failed",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in:\n%s", want, out)
@@ -154,4 +155,38 @@ func TestReplayReadsTheRecordedCPU(t *testing.T) {
 		t.Fatalf("sheds: want some under the recorded ward and none without: %q\n%s", line, out)
 	}
 	t.Logf("recorded %d sheds; %s", shed, strings.TrimSpace(line))
+}
+
+// recordedDials and recordedCPU read a recording's dial outcomes and CPU
+// readings as functions of the instant: the latest at or before it.
+func TestRecordedDialsAndCPU(t *testing.T) {
+	base := time.Unix(1000, 0)
+	p, _ := pool.New[int](pool.Limits{Size: 3}, ward.Ward{})
+	if err := p.Record(pool.NewRecorder(0)); err != nil {
+		t.Fatal(err)
+	}
+	p.Take(base, 0, 100)
+	p.Made(1, base.Add(10*time.Millisecond))      // ok at 10ms
+	p.Take(base.Add(20*time.Millisecond), 0, 950) // cpu 950 from 20ms
+	p.Unmade(base.Add(30*time.Millisecond), 0)    // failed at 30ms
+	p.Take(base.Add(40*time.Millisecond), 0, 300) // cpu 300 from 40ms
+	p.Made(2, base.Add(50*time.Millisecond))      // ok at 50ms
+	rc, err := pool.ReadRecording(p.Recording(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fails, cpu := recordedDials(rc), recordedCPU(rc)
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, c := range []struct {
+		at   time.Duration
+		fail bool
+		cpu  int
+	}{{ms(0), false, 100}, {ms(5), false, 100}, {ms(25), false, 950}, {ms(30), true, 950}, {ms(45), true, 300}, {ms(50), false, 300}, {ms(99), false, 300}} {
+		if got := fails(c.at); got != c.fail {
+			t.Errorf("dial at %v fails %v, want %v", c.at, got, c.fail)
+		}
+		if got := cpu(c.at); got != c.cpu {
+			t.Errorf("cpu at %v = %d, want %d", c.at, got, c.cpu)
+		}
+	}
 }

@@ -160,6 +160,9 @@ func (r *run) dial(c *caller, t int64) {
 	if fail := r.s.failAt(time.Duration(t)); fail >= 1 || fail > 0 && r.drng.Float64() < fail {
 		ok = false
 	}
+	if r.opt.DialFails != nil && r.opt.DialFails(time.Duration(t)) {
+		ok = false
+	}
 	r.seq++
 	r.q.push(event{at: t + int64(d), seq: r.seq, kind: evDialed, c: c, gen: c.gen, ok: ok})
 }

@@ -48,6 +48,10 @@ type Options struct {
 	// (since the run's start) passes to the ward's shedder: a Keeper
 	// recording's own readings, say. Nil reads 0: never hot.
 	CPU func(t time.Duration) int
+	// DialFails, when set, says whether a dial begun at t (since the run's
+	// start) fails, on top of the scenario's outages: a Keeper recording's
+	// own dial outcomes, say.
+	DialFails func(t time.Duration) bool
 }
 
 // ErrLoad is returned for a load that goes back in time.
