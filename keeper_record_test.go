@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,12 @@ import (
 // at once, a stretch of one caller alone (the lane's ground) and Close. It
 // returns the recording and the Keeper.
 func chaosRun(t *testing.T, seed uint64, limit int) ([]byte, *Keeper[*res]) {
+	return chaosRunWith(t, seed, limit, nil)
+}
+
+// chaosRunWith is chaosRun with the Config changed by tune (another ward,
+// a CPU reading): the lane may then be shut, and the ward may shed.
+func chaosRunWith(t *testing.T, seed uint64, limit int, tune func(*Config[*res])) ([]byte, *Keeper[*res]) {
 	d := &dialer{fail: func(n int) error {
 		if n%5 == 0 {
 			return errDial
@@ -29,7 +36,7 @@ func chaosRun(t *testing.T, seed uint64, limit int) ([]byte, *Keeper[*res]) {
 	b := ward.DefaultBackoff
 	b.Base, b.Cap = 10*time.Millisecond, 50*time.Millisecond
 	src := rand.New(rand.NewPCG(seed, 1)) // Rand runs under the lock
-	k, c := newTestKeeper(t, d, Config[*res]{
+	cfg := Config[*res]{
 		Limits:     pool.Limits{Size: 3, Idle: 3, Keep: 2 * time.Second, Life: 5 * time.Second},
 		Ward:       ward.Ward{Backoff: &b},
 		MinIdle:    1,
@@ -37,8 +44,12 @@ func chaosRun(t *testing.T, seed uint64, limit int) ([]byte, *Keeper[*res]) {
 		Rand:       src.Float64,
 		Logger:     quietLogger(),
 		Recorder:   pool.NewRecorder(limit),
-	})
-	if !k.laneOn {
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	k, c := newTestKeeper(t, d, cfg)
+	if !k.laneOn && tune == nil {
 		t.Fatal("the lane is shut: the run would not record its loans")
 	}
 	use := func(rng *rand.Rand, l Loan[*res]) {
@@ -86,7 +97,7 @@ func chaosRun(t *testing.T, seed uint64, limit int) ([]byte, *Keeper[*res]) {
 					runtime.Gosched()
 					use(rng, l)
 				} else if !errors.Is(err, context.Canceled) && !errors.Is(err, ErrWouldWait) &&
-					!errors.Is(err, errDial) {
+					!errors.Is(err, errDial) && (tune == nil || !errors.Is(err, ErrShed)) {
 					t.Errorf("acquire: %v", err)
 				}
 			}
@@ -117,7 +128,7 @@ func chaosRun(t *testing.T, seed uint64, limit int) ([]byte, *Keeper[*res]) {
 		}
 		break
 	}
-	if midRun == 0 {
+	if midRun == 0 && tune == nil { // a ward that sheds may end the callers first
 		t.Error("no recording was written out while the callers ran")
 	}
 	clocktest.Eventually(t, "the background work", func() bool { return settled(k) })
@@ -189,17 +200,18 @@ func TestKeeperRecordingRollsAndReplays(t *testing.T) {
 	}
 }
 
-// TestKeeperRecorderRefused: a ward the recorder cannot rebuild is refused
-// by NewKeeper with ErrConfig and ErrUnrecordable.
+// TestKeeperRecorderRefused: a ward the recorder cannot rebuild (a guard
+// not built by its constructor) is refused by NewKeeper with ErrConfig and
+// ErrUnrecordable, naming the guard.
 func TestKeeperRecorderRefused(t *testing.T) {
 	_, err := NewKeeper(Config[*res]{
 		Dial:     (&dialer{}).Dial,
 		Close:    (&dialer{}).Close,
-		Ward:     ward.Ward{Limiter: ward.NewLimiter(ward.DefaultAimd)},
+		Ward:     ward.Ward{Limiter: new(ward.Limiter)},
 		Recorder: pool.NewRecorder(0),
 	})
-	if !errors.Is(err, ErrConfig) || !errors.Is(err, pool.ErrUnrecordable) {
-		t.Fatalf("NewKeeper with a Limiter and a Recorder: %v", err)
+	if !errors.Is(err, ErrConfig) || !errors.Is(err, pool.ErrUnrecordable) || !strings.Contains(err.Error(), "Limiter") {
+		t.Fatalf("NewKeeper with a zero Limiter and a Recorder: %v", err)
 	}
 }
 

@@ -72,8 +72,12 @@ type keeperVariant struct {
 //   - wardpool-now:    the default configuration on a clock that calls
 //     time.Now at every reading, rather than the default cached clock:
 //     what the cache buys;
-//   - wardpool-locked: the default configuration with LockEveryLoan, every
-//     loan through the mutex and the Pool: what the lane buys.
+//   - wardpool-record: a Recorder (pool.NewRecorder(0)) on the default
+//     configuration: the lane's loans reach it as Relent counts;
+//   - wardpool-locked: LockEveryLoan, every loan through the mutex and the
+//     Pool (what the lane buys); wardpool-locked-record the same with a
+//     Recorder, two steps a loan: the price of recording through the mutex
+//     is the ratio of the two rows.
 var keepers = []keeperVariant{
 	{"wardpool", func(n int) (wardpool.Config[*thing], bool) {
 		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}}, true
@@ -92,11 +96,17 @@ var keepers = []keeperVariant{
 			CPU:    func() int { return 0 },
 		}, true
 	}},
+	{"wardpool-now", func(n int) (wardpool.Config[*thing], bool) {
+		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, Clock: sysClock{}}, true
+	}},
+	{"wardpool-record", func(n int) (wardpool.Config[*thing], bool) {
+		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, Recorder: pool.NewRecorder(0)}, true
+	}},
 	{"wardpool-locked", func(n int) (wardpool.Config[*thing], bool) {
 		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, LockEveryLoan: true}, true
 	}},
-	{"wardpool-now", func(n int) (wardpool.Config[*thing], bool) {
-		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, Clock: sysClock{}}, true
+	{"wardpool-locked-record", func(n int) (wardpool.Config[*thing], bool) {
+		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, LockEveryLoan: true, Recorder: pool.NewRecorder(0)}, true
 	}},
 	{"wardpool-limit", func(n int) (wardpool.Config[*thing], bool) {
 		a := ward.DefaultAimd

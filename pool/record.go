@@ -4,18 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
-
-	"github.com/wardpool/wardpool/ward"
 )
 
 // This file is the recorder: every call that changes a Pool, or moves its
 // clock, written down with its arguments and its answer, so that a replay
 // (replay.go) can feed the same calls to a fresh Pool and check that every
-// answer comes out the same, byte for byte. What is recorded, the ring of
-// two halves that bounds it, and the format's grammar are in DESIGN.md at
-// the module's root ("The recording").
+// answer comes out the same, byte for byte. What is recorded (the ward's
+// state included, record_ward.go), the ring of two halves that bounds it,
+// and the format's grammar are in DESIGN.md at the module's root ("The
+// recording").
 
 // Op is the operation of a recorded step.
 type Op uint8
@@ -59,7 +57,7 @@ func (o Op) String() string {
 }
 
 // recordVersion is the format's version; a reader refuses any other.
-const recordVersion = 1
+const recordVersion = 2
 
 const recordMagic = "wprc"
 
@@ -120,14 +118,12 @@ func NewRecorder(limit int) *Recorder {
 func (r *Recorder) Steps() uint64 { return r.steps }
 
 // Record attaches r to p: from now on every call that changes p or moves
-// its clock is recorded in r, starting with a checkpoint of p as it stands.
-// A nil r stops recording. Record fails, with an error wrapping
-// ErrUnrecordable and changing nothing, when r records another pool
-// already, or when p's ward holds a guard whose state a replay could not
-// rebuild: a Breaker, Shedder, Bucket or Limiter keeps its state (windows
-// opened at instants of its own, tokens, a fractional limit) where the pool
-// cannot read it. A Backoff is a policy whose state the pool keeps, so it
-// is recorded.
+// its clock is recorded in r, starting with a checkpoint of p as it stands,
+// its ward's guards included. A nil r stops recording. Record fails, with
+// an error wrapping ErrUnrecordable and changing nothing, when r records
+// another pool already, or when a guard of p's ward cannot be rebuilt from
+// its state (one not built by its constructor, such as a zero
+// ward.Breaker); the error names the guard.
 func (p *Pool[T]) Record(r *Recorder) error {
 	if r == p.rec {
 		return nil
@@ -150,56 +146,12 @@ func (p *Pool[T]) Record(r *Recorder) error {
 	if p.started {
 		r.origin, r.hasOrigin = p.epoch, true
 	}
+	recordOrigin(r, &p.ward)
 	r.cur = p.appendCheckpoint(r.cur[:0], r.steps, r.hasOrigin, r.origin, r.prev)
 	r.mark = len(r.cur)
 	r.old = r.old[:0]
 	p.rec = r
 	return nil
-}
-
-// recordable says why w cannot be recorded, or nil.
-func recordable(w ward.Ward) error {
-	refuse := func(guard, why string) error {
-		return fmt.Errorf("%w: the ward's %s keeps %s where the pool cannot read it, so a replay could not rebuild it", ErrUnrecordable, guard, why)
-	}
-	switch {
-	case w.Breaker != nil:
-		return refuse("Breaker", "its window (opened at an instant of its own)")
-	case w.Shedder != nil:
-		return refuse("Shedder", "its window and moving average")
-	case w.Bucket != nil:
-		return refuse("Bucket", "its tokens and the instant they were counted at")
-	case w.Limiter != nil:
-		return refuse("Limiter", "its fractional limit")
-	case w.Backoff != nil:
-		if _, _, ok := jitterCode(w.Backoff.Jitter); !ok {
-			return fmt.Errorf("%w: the ward's Backoff has a jitter this format cannot name (%v)", ErrUnrecordable, w.Backoff.Jitter)
-		}
-	}
-	return nil
-}
-
-// jitterCode names j as the format does: a code and, for a spread, its
-// fraction.
-func jitterCode(j ward.Jitter) (code uint64, spread float64, ok bool) {
-	switch j {
-	case ward.Rigid:
-		return 0, 0, true
-	case ward.Full:
-		return 1, 0, true
-	case ward.Equal:
-		return 2, 0, true
-	case ward.Decorrelated:
-		return 3, 0, true
-	}
-	s := j.String()
-	if inner, found := strings.CutPrefix(s, "spread("); found {
-		f, err := strconv.ParseFloat(strings.TrimSuffix(inner, ")"), 64)
-		if err == nil && ward.Spread(f) == j {
-			return 4, f, true
-		}
-	}
-	return 0, 0, false
 }
 
 // Recording appends to dst the recording of p's Recorder as a file (see
@@ -219,18 +171,7 @@ func (p *Pool[T]) Recording(dst []byte) []byte {
 	dst = appendU(dst, uint64(l.Idle))
 	dst = appendI(dst, int64(l.Keep))
 	dst = appendI(dst, int64(l.Life))
-	if b := p.ward.Backoff; b != nil {
-		dst = appendU(dst, 1)
-		code, spread, _ := jitterCode(b.Jitter)
-		dst = appendI(dst, int64(b.Base))
-		dst = appendF(dst, b.Factor)
-		dst = appendI(dst, int64(b.Cap))
-		dst = appendI(dst, int64(b.Attempts))
-		dst = appendU(dst, code)
-		dst = appendF(dst, spread)
-	} else {
-		dst = appendU(dst, 0)
-	}
+	dst = appendU(dst, wardFlags(&p.ward))
 	dst = append(dst, r.old...)
 	dst = append(dst, r.cur...)
 	dst = p.appendEnd(dst, r.steps)
@@ -310,5 +251,5 @@ func (p *Pool[T]) appendCheckpoint(b []byte, step uint64, hasOrigin bool, origin
 	for _, i := range p.z.heap {
 		b = appendU(b, uint64(i))
 	}
-	return b
+	return appendWard(b, &p.ward, origin)
 }

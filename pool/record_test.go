@@ -30,7 +30,9 @@ func drivePool(t *rapid.T, p *Pool[*int], steps int) {
 	for range steps {
 		switch rapid.IntRange(0, 15).Draw(t, "op") {
 		case 0, 1, 2:
-			a := p.Take(now, rapid.Float64Range(0, 0.999).Draw(t, "roll"), 0)
+			// The CPU reading: hot now and then, for a ward's shedder.
+			cpu := rapid.SampledFrom([]int{0, 0, 0, 950, 1000}).Draw(t, "cpu")
+			a := p.Take(now, rapid.Float64Range(0, 0.999).Draw(t, "roll"), cpu)
 			switch a.Kind {
 			case Ready:
 				lent = append(lent, a.Item)
@@ -251,16 +253,16 @@ func mend(data []byte, i int, v byte) []byte {
 	return data
 }
 
-// TestRecordRefusesWardsItCannotRebuild: a guard with hidden state is
-// refused, by name, with ErrUnrecordable, and the pool is left unrecorded;
-// so is a second pool for one Recorder.
+// TestRecordRefusesWardsItCannotRebuild: a guard that does not read back
+// from its state (a zero one, not built by its constructor) is refused, by
+// name, with ErrUnrecordable, and the pool is left unrecorded; so is a
+// second pool for one Recorder.
 func TestRecordRefusesWardsItCannotRebuild(t *testing.T) {
-	now := time.Unix(0, 0)
 	for name, w := range map[string]ward.Ward{
-		"Breaker": {Breaker: ward.NewBreaker(ward.DefaultSre, now)},
-		"Shedder": {Shedder: ward.NewShedder(ward.DefaultShed, now)},
-		"Bucket":  {Bucket: ward.NewBucket(1, 1, now)},
-		"Limiter": {Limiter: ward.NewLimiter(ward.DefaultAimd)},
+		"Breaker": {Breaker: new(ward.Breaker)},
+		"Shedder": {Shedder: new(ward.Shedder)},
+		"Bucket":  {Bucket: new(ward.Bucket)},
+		"Limiter": {Limiter: new(ward.Limiter)},
 	} {
 		p, _ := New[*int](DefaultLimits, w)
 		err := p.Record(NewRecorder(0))

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/wardpool/wardpool/ward"
 )
 
 // This file replays a recording read by ReadRecording (replay_read.go; the
@@ -114,16 +112,7 @@ var replayBase = time.Unix(0, 0).UTC()
 // restore builds a pool of stand-in resources (numbered from 1) in the
 // state of checkpoint raw, and the next number free.
 func (rc *Recording) restore(raw []byte) (*Pool[uint64], uint64, *Recorder, error) {
-	var w ward.Ward
-	if rc.Backoff != nil {
-		b := *rc.Backoff
-		w.Backoff = &b
-	}
-	p, err := New[uint64](rc.Limits, w)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	r := &reader{b: raw, off: 1}
+	r := &reader{b: raw, off: 1, flags: rc.flags}
 	step := r.u()
 	var c cpState
 	c.read(r)
@@ -131,6 +120,10 @@ func (rc *Recording) restore(raw []byte) (*Pool[uint64], uint64, *Recorder, erro
 		return nil, 0, nil, r.err
 	}
 	if err := c.check(rc.Limits); err != nil {
+		return nil, 0, nil, err
+	}
+	p, err := New[uint64](rc.Limits, c.ward)
+	if err != nil {
 		return nil, 0, nil, err
 	}
 	at := func(d int64) time.Time { return replayBase.Add(time.Duration(d)) }

@@ -23,7 +23,7 @@ var ErrRecording = errors.New("wardpool: bad recording")
 // Recording is a recording read by ReadRecording.
 type Recording struct {
 	// Limits and Backoff are the recorded pool's limits and its ward's
-	// backoff (nil without one): what Replay builds the fresh pool with.
+	// backoff (nil without one); Ward returns all of its guards.
 	Limits  Limits
 	Backoff *ward.Backoff
 	// Steps are the steps held, oldest first; Steps[0].Index is how many
@@ -33,8 +33,9 @@ type Recording struct {
 	// written out; Steps ends with the last of them.
 	Total uint64
 
-	cps []checkpoint // cps[0] precedes Steps[0]
-	end []byte       // the end record
+	cps   []checkpoint // cps[0] precedes Steps[0]
+	end   []byte       // the end record
+	flags uint64       // which guards the ward has (record_ward.go)
 }
 
 // checkpoint is a checkpoint record: raw, and at which step it stands.
@@ -128,34 +129,18 @@ func ReadRecording(data []byte) (*Recording, error) {
 	}
 	r := &reader{b: body, off: len(recordMagic)}
 	if v := r.u(); r.err == nil && v != recordVersion {
+		if v == 1 {
+			return bad("version 1, written before recordings held the ward's state; this build reads version %d", recordVersion)
+		}
 		return bad("version %d, this build reads version %d", v, recordVersion)
 	}
 	rc := &Recording{}
 	r.u() // the recorder's limit: for the reader's information
 	rc.Limits = Limits{Size: r.n(), Idle: r.n(), Keep: time.Duration(r.i()), Life: time.Duration(r.i())}
-	switch flags := r.u(); flags {
-	case 0:
-	case 1:
-		b := &ward.Backoff{Base: time.Duration(r.i()), Factor: r.f(), Cap: time.Duration(r.i()), Attempts: int(r.i())}
-		code, spread := r.u(), r.f()
-		switch code {
-		case 0:
-			b.Jitter = ward.Rigid
-		case 1:
-			b.Jitter = ward.Full
-		case 2:
-			b.Jitter = ward.Equal
-		case 3:
-			b.Jitter = ward.Decorrelated
-		case 4:
-			b.Jitter = ward.Spread(spread)
-		default:
-			r.fail("unknown jitter %d", code)
-		}
-		rc.Backoff = b
-	default:
-		r.fail("unknown ward flags %#x", flags)
+	if rc.flags = r.u(); rc.flags&^wardAll != 0 {
+		r.fail("unknown ward flags %#x", rc.flags)
 	}
+	r.flags = rc.flags
 	if r.err == nil {
 		if err := rc.Limits.Validate(); err != nil {
 			r.fail("%v", err)
@@ -216,6 +201,7 @@ func ReadRecording(data []byte) (*Recording, error) {
 				break
 			}
 			rc.Total, rc.end = total, r.b[start:]
+			rc.Backoff = rc.Ward().Backoff
 			return rc, nil
 		default:
 			if len(rc.cps) == 0 {
@@ -367,6 +353,7 @@ type cpState struct {
 	seats                      []seat[uint64]
 	free, heap                 []int32
 	top, bottom                int32
+	ward                       ward.Ward
 }
 
 func (c *cpState) read(r *reader) {
@@ -414,4 +401,5 @@ func (c *cpState) read(r *reader) {
 	c.free = r.seats(n)
 	c.top, c.bottom = r.seat(), r.seat()
 	c.heap = r.seats(n)
+	c.ward = readWard(r, r.flags, replayBase)
 }

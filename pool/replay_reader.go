@@ -12,9 +12,10 @@ import (
 // reader reads the format's fields; the first error sticks and every read
 // after it gives zero.
 type reader struct {
-	b   []byte
-	off int
-	err error
+	b     []byte
+	off   int
+	err   error
+	flags uint64 // the recording's ward flags, for its checkpoints
 }
 
 func (r *reader) fail(format string, args ...any) {

@@ -3,6 +3,7 @@ package pgxward
 import (
 	"context"
 	"fmt"
+	"github.com/wardpool/wardpool/pool"
 	"log/slog"
 	"runtime"
 	"strconv"
@@ -160,6 +161,11 @@ type Config struct {
 	OnLeak func(Leak)
 	// Logger receives the pool's warnings; nil is slog.Default().
 	Logger *slog.Logger
+	// Recorder, when set, records every decision of the pool, its ward's
+	// included (wardpool.Config.Recorder); Pool.Recording and
+	// Pool.RecordingHandler hand the recording over. A Recorder records
+	// one pool: a second NewWithConfig with it fails.
+	Recorder *pool.Recorder
 
 	createdByParseConfig bool
 }

@@ -141,6 +141,7 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 		LifeJitter:  config.MaxConnLifetimeJitter,
 		LeakAfter:   config.LeakAfter,
 		Logger:      config.Logger,
+		Recorder:    config.Recorder,
 	}
 	if lim.Life == 0 {
 		kc.LifeJitter = 0

@@ -5,6 +5,10 @@
 //	go run ./examples/replay -demo pool.rec   # record a small Keeper run into pool.rec
 //	go run ./examples/replay pool.rec         # replay it
 //	go run ./examples/replay -steps pool.rec  # and print every step
+//	go run ./examples/replay http://127.0.0.1:8080/debug/pool.wprc
+//
+// The last fetches a running service's recording from the handler it
+// mounted (Keeper.RecordingHandler) and replays it.
 //
 // A program records its own Keeper by setting Config.Recorder and writing
 // Keeper.Recording() to a file when something goes wrong (a failed health
@@ -19,7 +23,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/wardpool/wardpool"
@@ -54,7 +60,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "wrote %s (%d bytes)\n", file, len(data))
 		return 0
 	}
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		fmt.Fprintln(stderr, "replay:", err)
 		return 2
@@ -64,12 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "replay:", err)
 		return 2
 	}
-	backoff := "none"
-	if rc.Backoff != nil {
-		backoff = rc.Backoff.Jitter.String()
-	}
 	held := len(rc.Steps)
-	fmt.Fprintf(stdout, "limits %+v, backoff %s: %d steps recorded, the last %d held\n", rc.Limits, backoff, rc.Total, held)
+	fmt.Fprintf(stdout, "limits %+v, ward %s: %d steps recorded, the last %d held\n", rc.Limits, describeWard(rc.Ward()), rc.Total, held)
 	if *steps {
 		for _, s := range rc.Steps {
 			fmt.Fprintln(stdout, s)
@@ -90,14 +92,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // record runs a small Keeper with a Recorder (dials that fail now and
-// then, a backoff, destroys, a Reset) and returns its recording.
+// then, a breaker and a backoff, destroys, a Reset) and returns its
+// recording.
 func record() ([]byte, error) {
 	dials := 0
 	b := ward.DefaultBackoff
 	b.Base, b.Cap = time.Millisecond, 4*time.Millisecond
 	k, err := wardpool.NewKeeper(wardpool.Config[*int]{
 		Limits: pool.Limits{Size: 4, Keep: time.Minute},
-		Ward:   ward.Ward{Backoff: &b},
+		Ward:   ward.Ward{Backoff: &b, Breaker: ward.NewBreaker(ward.DefaultSre, time.Now())},
 		Dial: func(context.Context) (*int, error) {
 			dials++
 			if dials%4 == 0 {
@@ -139,4 +142,45 @@ func record() ([]byte, error) {
 		return nil, err
 	}
 	return k.Recording(), nil
+}
+
+// readFile reads a recording from a file, or from a URL (a service's
+// Keeper.RecordingHandler).
+func readFile(name string) ([]byte, error) {
+	if !strings.HasPrefix(name, "http://") && !strings.HasPrefix(name, "https://") {
+		return os.ReadFile(name)
+	}
+	resp, err := http.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", name, resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 1<<30))
+}
+
+// describeWard names the guards of w with their policies.
+func describeWard(w ward.Ward) string {
+	var parts []string
+	if w.Breaker != nil {
+		parts = append(parts, fmt.Sprintf("breaker %+v", w.Breaker.Policy()))
+	}
+	if w.Shedder != nil {
+		parts = append(parts, fmt.Sprintf("shedder %+v", w.Shedder.Policy()))
+	}
+	if w.Bucket != nil {
+		parts = append(parts, fmt.Sprintf("bucket %v/s burst %v", w.Bucket.Rate(), w.Bucket.Burst()))
+	}
+	if w.Limiter != nil {
+		parts = append(parts, fmt.Sprintf("limiter %+v", w.Limiter.Policy()))
+	}
+	if w.Backoff != nil {
+		parts = append(parts, fmt.Sprintf("backoff %v", w.Backoff.Jitter))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

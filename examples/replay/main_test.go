@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,4 +91,22 @@ func TestAlteredRecordingDiffers(t *testing.T) {
 		t.Fatalf("exit %d:\n%s%s", code, out.String(), errs.String())
 	}
 	t.Log(out.String())
+}
+
+// TestReplayFromAService fetches a running Keeper's recording from its
+// RecordingHandler and replays it: the ward it names is the one that ran.
+func TestReplayFromAService(t *testing.T) {
+	data, err := record()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(data) }))
+	defer srv.Close()
+	var out, errs bytes.Buffer
+	if code := run([]string{srv.URL + "/debug/pool.wprc"}, &out, &errs); code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errs.String())
+	}
+	if !strings.Contains(out.String(), "ward breaker {K:1.5") || !strings.Contains(out.String(), "every answer the same") {
+		t.Fatalf("output:\n%s", out.String())
+	}
 }

@@ -40,8 +40,11 @@
 // -replay also reads a Keeper's own recording (Config.Recorder, written out
 // by Keeper.Recording; told from a CSV by its first bytes) and rebuilds its
 // callers from the recorded calls (internal/engine/keeper.go says how). It
-// starts from the recorded limits, ward and dial time (the median from Make
-// to Made), which flags override, and prints what it read exactly (callers
+// starts from the recorded limits, ward (every guard, rebuilt as it stood)
+// and dial time (the median from Make to Made), which flags override,
+// replays the recording itself first (pool.Replay) and says whether every
+// step came out the same, reads the CPU as recorded (for a shedder), and
+// prints what it read exactly (callers
 // lent at once, after a recorded Wait, or by their own dial: asked, lent and
 // returned at recorded instants) and what it estimated: the lane's loans,
 // recorded only as counts, are spread evenly between recorded instants, and
@@ -72,6 +75,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -192,9 +196,11 @@ func command(fsys files, args []string, out io.Writer) error {
 				return fmt.Errorf("%s: %w", o.replay, err)
 			}
 			rec = &kl.Recording
-			// The recorded pool's limits, its ward (a recording never
-			// has a breaker) and its dial time, unless flags say others.
-			s.Limits, s.Breaker, s.Backoff = kl.Limits, false, kl.Backoff
+			// The recorded pool's limits, its ward (rebuilt from the
+			// recording, guard for guard: see recordedWard) and its dial
+			// time, unless flags say others.
+			w := kl.Source.Ward()
+			s.Limits, s.Breaker, s.Backoff = kl.Limits, w.Breaker != nil, kl.Backoff
 			if kl.Dials > 0 {
 				s.Dial = kl.Dial
 			}
@@ -224,8 +230,11 @@ func command(fsys files, args []string, out io.Writer) error {
 	if o.suggest {
 		return suggest(fsys, out, s, rec, o)
 	}
+	// The recorded ward runs unless -ward says another.
+	useRecorded := kl != nil && !flagGiven(fs, "ward")
 	if kl != nil {
 		keeperNotes(out, kl, s)
+		exactReplay(out, kl, useRecorded)
 	}
 	var record *engine.CSVWriter
 	var recFile io.WriteCloser
@@ -237,8 +246,15 @@ func command(fsys files, args []string, out io.Writer) error {
 		record = engine.NewCSVWriter(recFile)
 	}
 	opt := engine.Options{Load: load(), Record: record}
+	if useRecorded {
+		opt.Ward = kl.Source.Ward
+	}
+	if kl != nil {
+		// The host's CPU and the backend's dial outcomes, whatever the ward.
+		opt.CPU, opt.DialFails = recordedCPU(kl.Source), recordedDials(kl.Source)
+	}
 	switch {
-	case kl == nil || !sameAsRecorded(s, kl):
+	case kl == nil || !useRecorded || s.Limits != kl.Limits:
 	case kl.Counts.Lane > 0:
 		fmt.Fprintf(out, "decisions      not compared: the Keeper's lane lent %d times without asking the pool, which the replay asks each time\n\n", kl.Counts.Lane)
 	default:
@@ -268,6 +284,9 @@ func command(fsys files, args []string, out io.Writer) error {
 	}
 	runs := []*engine.Result{a}
 	labels := []string{label(s, "")}
+	if useRecorded {
+		labels[0] = recordedLabel(s, "", kl)
+	}
 	if o.compare != "" {
 		sb, err := engine.Override(s, o.compare)
 		if err != nil {
@@ -276,12 +295,21 @@ func command(fsys files, args []string, out io.Writer) error {
 		if sb.Name == s.Name {
 			sb.Name = s.Name + ", " + o.compare
 		}
-		b, err := engine.Run(sb, engine.Options{Load: load()})
+		optB := engine.Options{Load: load(), CPU: opt.CPU, DialFails: opt.DialFails}
+		keep := useRecorded && !strings.Contains(o.compare, "ward")
+		if keep {
+			optB.Ward = kl.Source.Ward // the other limits, the same ward
+		}
+		b, err := engine.Run(sb, optB)
 		if err != nil {
 			return err
 		}
 		runs = append(runs, b)
-		labels = append(labels, label(sb, o.compare))
+		if keep {
+			labels = append(labels, recordedLabel(sb, o.compare, kl))
+		} else {
+			labels = append(labels, label(sb, o.compare))
+		}
 		compare(out, runs, labels, origin)
 	} else {
 		if o.table {
@@ -413,11 +441,97 @@ func keeperNotes(w io.Writer, kl *engine.KeeperLoad, s engine.Scenario) {
 	fmt.Fprintln(w)
 }
 
-// sameAsRecorded reports whether s runs the pool kl was recorded from:
-// its limits and ward.
-func sameAsRecorded(s engine.Scenario, kl *engine.KeeperLoad) bool {
-	if s.Limits != kl.Limits || s.Breaker || s.Backoff != kl.Backoff {
-		return false
+// flagGiven reports whether flag name was given on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
+// recordedLabel is label for a run on the recording's own ward.
+func recordedLabel(s engine.Scenario, settings string, kl *engine.KeeperLoad) string {
+	l := label(s, "")
+	l = l[:strings.LastIndex(l, ", ")] + ", recorded ward (" + wardNames(kl.Source.Ward()) + ")"
+	if settings != "" {
+		l += " (" + settings + ")"
 	}
-	return !kl.Backoff || kl.Source.Backoff != nil && *kl.Source.Backoff == ward.DefaultBackoff
+	return l
+}
+
+// wardNames lists w's guards, as "breaker+limiter", or "none".
+func wardNames(w ward.Ward) string {
+	var n []string
+	for _, g := range []struct {
+		on   bool
+		name string
+	}{{w.Breaker != nil, "breaker"}, {w.Shedder != nil, "shedder"}, {w.Bucket != nil, "bucket"},
+		{w.Limiter != nil, "limiter"}, {w.Backoff != nil, "backoff"}} {
+		if g.on {
+			n = append(n, g.name)
+		}
+	}
+	if len(n) == 0 {
+		return "none"
+	}
+	return strings.Join(n, "+")
+}
+
+// exactReplay replays the recording itself (pool.Recording.Replay: the
+// recorded ward rebuilt, every recorded call with its recorded instant,
+// draw and CPU reading) and says whether every decision came out the same,
+// before the simulation re-runs the callers.
+func exactReplay(w io.Writer, kl *engine.KeeperLoad, used bool) {
+	names := wardNames(kl.Source.Ward())
+	switch err := kl.Source.Replay(); {
+	case err == nil:
+		fmt.Fprintf(w, "replayed       the recorded ward rebuilt (%s); all %d recorded steps replayed with no difference (pool.Replay)\n", names, len(kl.Source.Steps))
+	default:
+		fmt.Fprintf(w, "replayed       the recorded ward rebuilt (%s); the replay differs: %v\n", names, err)
+	}
+	if !used {
+		fmt.Fprintf(w, "ward           -ward replaces the recorded ward in the simulation below\n")
+	}
+	if kl.Source.Ward().Shedder != nil {
+		fmt.Fprintf(w, "cpu            the simulation reads the CPU as recorded: each Take's reading holds until the next\n")
+	}
+	fmt.Fprintf(w, "backend        a simulated dial fails when the last recorded dial before it failed (Unmade), as the recorded ward saw\n")
+	fmt.Fprintln(w)
+}
+
+// recordedCPU returns the CPU readings of a recording's Take and Reserve
+// steps as a function of the instant: the latest reading at or before it
+// (the first one before any), 0 for a recording with none.
+func recordedCPU(rc *pool.Recording) func(time.Duration) int {
+	var at []time.Duration
+	var cpu []int
+	for _, s := range rc.Steps {
+		if s.Op == pool.OpTake || s.Op == pool.OpReserve {
+			at, cpu = append(at, s.At), append(cpu, s.CPU)
+		}
+	}
+	return func(t time.Duration) int {
+		if len(at) == 0 {
+			return 0
+		}
+		i := sort.Search(len(at), func(i int) bool { return at[i] > t })
+		return cpu[max(i-1, 0)]
+	}
+}
+
+// recordedDials returns, as a function of the instant, whether the last
+// dial outcome the recording holds at or before it was a failure (Unmade
+// rather than Made): the backend as the recorded pool saw it. False before
+// any outcome.
+func recordedDials(rc *pool.Recording) func(time.Duration) bool {
+	var at []time.Duration
+	var failed []bool
+	for _, s := range rc.Steps {
+		if s.Op == pool.OpMade || s.Op == pool.OpUnmade {
+			at, failed = append(at, s.At), append(failed, s.Op == pool.OpUnmade)
+		}
+	}
+	return func(t time.Duration) bool {
+		i := sort.Search(len(at), func(i int) bool { return at[i] > t })
+		return i > 0 && failed[i-1]
+	}
 }

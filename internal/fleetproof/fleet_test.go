@@ -155,6 +155,9 @@ func TestFleetBudgetOnPostgres(t *testing.T) {
 				return err
 			},
 			Shared: wardpool.Shared{Budget: b, RetryEvery: 10 * time.Millisecond},
+			// The first replica is recorded: its recording must replay
+			// alone, without Redis (checked after the load).
+			Recorder: recorderFor(i),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -336,6 +339,9 @@ func TestFleetBudgetOnPostgres(t *testing.T) {
 	load.Wait()
 	close(stopSample)
 	sampler.Wait()
+	if err := pool.Replay(rs[0].k.Recording()); err != nil {
+		t.Errorf("the recorded replica's replay, without Redis: %v", err)
+	}
 
 	rc := redis.NewClient(&redis.Options{Addr: srv.addr})
 	defer rc.Close()
@@ -391,4 +397,12 @@ func TestFleetBudgetOnPostgres(t *testing.T) {
 	if failures.Load() != 0 {
 		t.Errorf("%d acquires failed with something other than their ctx", failures.Load())
 	}
+}
+
+// recorderFor returns a Recorder for the first replica, nil for the others.
+func recorderFor(i int) *pool.Recorder {
+	if i != 0 {
+		return nil
+	}
+	return pool.NewRecorder(4 << 20)
 }

@@ -58,7 +58,7 @@ func (r *run) acquire(c *caller, t int64) {
 	}
 	now := r.now(t)
 	for {
-		tk := r.p.Take(now, r.prng.Float64(), 0)
+		tk := r.p.Take(now, r.prng.Float64(), r.cpu(t))
 		r.answer(c, tk, t)
 		switch tk.Kind {
 		case pool.Ready:
@@ -100,7 +100,7 @@ func (r *run) serve(t int64) {
 	now := r.now(t)
 	for r.qlive > 0 {
 		c := r.peek()
-		tk := r.p.Take(now, r.prng.Float64(), 0)
+		tk := r.p.Take(now, r.prng.Float64(), r.cpu(t))
 		r.answer(c, tk, t)
 		switch tk.Kind {
 		case pool.Ready:
@@ -158,6 +158,9 @@ func (r *run) dial(c *caller, t int64) {
 	}
 	ok := true
 	if fail := r.s.failAt(time.Duration(t)); fail >= 1 || fail > 0 && r.drng.Float64() < fail {
+		ok = false
+	}
+	if r.opt.DialFails != nil && r.opt.DialFails(time.Duration(t)) {
 		ok = false
 	}
 	r.seq++
@@ -233,4 +236,12 @@ func (r *run) done(c *caller, t int64) {
 	}
 	// A caller with a timeout pending is left for the collector: the
 	// event still points at it.
+}
+
+// cpu is the CPU reading a take at t passes (Options.CPU), 0 without one.
+func (r *run) cpu(t int64) int {
+	if r.opt.CPU == nil {
+		return 0
+	}
+	return r.opt.CPU(time.Duration(t))
 }

@@ -37,9 +37,21 @@ type Options struct {
 	Record *CSVWriter
 	// Recorder, when set, records every call the run makes into its pool
 	// (see pool.Recorder), so that a replay of a Keeper's recording can be
-	// held against it (Reproduced). A scenario with a breaker cannot be
-	// recorded: Run fails.
+	// held against it (Reproduced).
 	Recorder *pool.Recorder
+	// Ward, when set, builds the run's ward in place of the scenario's
+	// Breaker and Backoff presets: a Keeper recording's own guards
+	// (pool.Recording.Ward), their instants counted from the Unix epoch as
+	// the run's are. A shedder it builds sheds only with CPU set.
+	Ward func() ward.Ward
+	// CPU, when set, is the CPU reading in thousandths that a Take at t
+	// (since the run's start) passes to the ward's shedder: a Keeper
+	// recording's own readings, say. Nil reads 0: never hot.
+	CPU func(t time.Duration) int
+	// DialFails, when set, says whether a dial begun at t (since the run's
+	// start) fails, on top of the scenario's outages: a Keeper recording's
+	// own dial outcomes, say.
+	DialFails func(t time.Duration) bool
 }
 
 // ErrLoad is returned for a load that goes back in time.
@@ -97,6 +109,9 @@ func Run(s Scenario, opt Options) (*Result, error) {
 	if s.Backoff {
 		b := ward.DefaultBackoff
 		w.Backoff = &b
+	}
+	if opt.Ward != nil {
+		w = opt.Ward()
 	}
 	p, err := pool.New[int32](s.Limits, w)
 	if err != nil {

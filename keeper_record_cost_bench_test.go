@@ -1,0 +1,66 @@
+package wardpool
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+)
+
+// BenchmarkRecordCost measures what recording costs an uncontended Acquire
+// and Release on a machine whose cores are shared: four warm Keepers of 10
+// (the lane and LockEveryLoan, each with recording off and on) take turns
+// in chunks of 2000 pairs within one process, and each reports the fastest
+// chunk it ran, so a chunk another process interrupted counts for nothing.
+// One b.N is one round of four chunks; run it with -benchtime 400x. The
+// metrics are ns/op of each Keeper's fastest chunk and the ratios of
+// recording on to off: lane-ratio (goal at most 1.05) and locked-ratio
+// (goal at most 1.2). The B/op are the recorders' halves growing to their
+// full size once, spread over the rounds: the steady state allocates
+// nothing (pool's TestRecordingAllocatesNothing).
+func BenchmarkRecordCost(b *testing.B) {
+	ctx := context.Background()
+	mk := func(locked, rec bool) *Keeper[*benchConn] {
+		cfg := Config[*benchConn]{
+			Limits:        pool.Limits{Size: 10, Idle: 10},
+			Dial:          func(context.Context) (*benchConn, error) { return &benchConn{1}, nil },
+			Close:         func(*benchConn) error { return nil },
+			LockEveryLoan: locked,
+		}
+		if rec {
+			cfg.Recorder = pool.NewRecorder(recordBenchLimit)
+		}
+		k, err := NewKeeper(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { k.Close(ctx) })
+		l, _ := k.Acquire(ctx)
+		l.Release()
+		return k
+	}
+	ks := [4]*Keeper[*benchConn]{mk(false, false), mk(false, true), mk(true, false), mk(true, true)}
+	best := [4]float64{1e18, 1e18, 1e18, 1e18}
+	const chunk = 2000
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, k := range ks {
+			start := time.Now()
+			for range chunk {
+				l, err := k.Acquire(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				l.Release()
+			}
+			best[i] = min(best[i], float64(time.Since(start).Nanoseconds())/chunk)
+		}
+	}
+	b.ReportMetric(best[0], "lane-off-ns")
+	b.ReportMetric(best[1], "lane-on-ns")
+	b.ReportMetric(best[2], "locked-off-ns")
+	b.ReportMetric(best[3], "locked-on-ns")
+	b.ReportMetric(best[1]/best[0], "lane-ratio")
+	b.ReportMetric(best[3]/best[2], "locked-ratio")
+}
