@@ -87,6 +87,7 @@ type linMachine struct {
 	p       *pool.Pool[int]
 	w       ward.Ward // the pool's guards, read for the summary
 	limits  pool.Limits
+	start   time.Time // the history's first instant
 	now     time.Time
 	cpu     int             // the CPU reading, the same all history long
 	pending map[int]linPend // operation -> its dial not yet landed
@@ -147,7 +148,7 @@ func (h *linHistory) model() porcupine.Model {
 		if err != nil {
 			panic(err)
 		}
-		m := &linMachine{p: p, w: w, limits: limits, now: h.start,
+		m := &linMachine{p: p, w: w, limits: limits, start: h.start, now: h.start,
 			born: map[int]time.Time{}, given: map[int]time.Time{}, gen: map[int]int{}, served: map[int]bool{}, pending: map[int]linPend{}, cpu: h.guards.cpu}
 		for _, s := range steps {
 			if !m.apply(s.in, s.out) {
@@ -309,7 +310,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 func (m *linMachine) summary() string {
 	var b strings.Builder
 	p, now := m.p, m.now
-	fmt.Fprintf(&b, "t=%v closed=%v books=%+v", now.Sub(time.Time{}), m.closed, linBooks(p.Books()))
+	fmt.Fprintf(&b, "t=%v closed=%v books=%+v", now.Sub(m.start), m.closed, linBooks(p.Books()))
 	lent := p.Loans(now)
 	slices.SortFunc(lent, func(x, y pool.Lent[int]) int { return x.Item - y.Item })
 	b.WriteString(" lent[")
@@ -335,22 +336,21 @@ func (m *linMachine) summary() string {
 	}
 	slices.Sort(served)
 	fmt.Fprintf(&b, " ] served%v", served)
+	// The guards' whole state, not only what they read out: two states
+	// alike in Limit but not in the limit behind it answer differently
+	// later.
 	if l := m.w.Limiter; l != nil {
-		fmt.Fprintf(&b, " limit=%d/%d", l.Inflight(), l.Limit())
+		fmt.Fprintf(&b, " limit=%d/%d %x", l.Inflight(), l.Limit(), l.AppendState(nil, m.start))
 	}
 	if sh := m.w.Shedder; sh != nil {
-		fmt.Fprintf(&b, " flying=%d", sh.Flying())
+		fmt.Fprintf(&b, " flying=%d %x", sh.Flying(), sh.AppendState(nil, m.start))
 	}
-	// The idle ones, top first, as Take hands them out (this is what
-	// spends the machine).
+	// The idle ones, top first (Close hands them out so, whatever the
+	// guards would answer; this is what spends the machine), each with
+	// how long it has been idle and its age.
 	b.WriteString(" idle top first[")
-	for p.Idle() > 0 {
-		tk := p.Take(now, 0.5, m.cpu)
-		if tk.Kind != pool.Ready && tk.Kind != pool.Stale {
-			fmt.Fprintf(&b, " %v", tk.Kind)
-			break
-		}
-		fmt.Fprintf(&b, " c%d:%v/%v%s", tk.Item, tk.Kind, tk.Idle, m.age(tk.Item))
+	for _, id := range p.Close() {
+		fmt.Fprintf(&b, " c%d:%v%s", id, now.Sub(m.given[id]), m.age(id))
 	}
 	b.WriteString(" ]")
 	return b.String()
