@@ -182,8 +182,9 @@ func (p *Pool) AcquireFunc(ctx context.Context, f func(*redis.Client) error) err
 // caller seeing it.
 func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 	if sessionCmd(cmd) {
-		cmd.SetErr(ErrNotPooled)
-		return ErrNotPooled
+		err := notPooled(cmd)
+		cmd.SetErr(err)
+		return err
 	}
 	for try := 1; ; try++ {
 		l, err := p.k.Acquire(ctx)
@@ -255,8 +256,8 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 	if len(cmds) == 0 {
 		return nil
 	}
-	if anySessionCmd(cmds) {
-		return setErrs(cmds, ErrNotPooled)
+	if err := firstNotPooled(cmds); err != nil {
+		return setErrs(cmds, err)
 	}
 	queue := func(pipe redis.Pipeliner) error {
 		return pipe.BatchProcess(ctx, cmds...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,5 +107,44 @@ func TestBrokenAllocatesNothing(t *testing.T) {
 	})
 	if n != 0 {
 		t.Errorf("broken allocates %v times per run", n)
+	}
+}
+
+// TestNotPooledNamesCommand: the refusal names the command it refused and
+// says what to use instead, and stays ErrNotPooled to errors.Is.
+func TestNotPooledNamesCommand(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		args []any
+		want []string
+	}{
+		{[]any{"SELECT", 1}, []string{"SELECT ", "Options.DB", "Conn()"}},
+		{[]any{"auth", "x"}, []string{"AUTH ", "Password"}},
+		{[]any{"HELLO", 3}, []string{"HELLO ", "Protocol"}},
+		{[]any{"client", "SetName", "n"}, []string{"CLIENT SETNAME ", "ClientName"}},
+		{[]any{"CLIENT", "TRACKING", "on"}, []string{"CLIENT TRACKING ", "Conn()"}},
+		{[]any{"watch", "k"}, []string{"WATCH ", "Client().Watch"}},
+		{[]any{"subscribe", "ch"}, []string{"SUBSCRIBE ", "Client().Subscribe"}},
+	} {
+		cmd := redis.NewCmd(ctx, c.args...)
+		if !sessionCmd(cmd) {
+			t.Fatalf("%v is not a session command", c.args)
+		}
+		err := notPooled(cmd)
+		if !errors.Is(err, ErrNotPooled) {
+			t.Errorf("%v: %v is not ErrNotPooled", c.args, err)
+		}
+		var np *NotPooledError
+		if !errors.As(err, &np) {
+			t.Fatalf("%v: %T is not a *NotPooledError", c.args, err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %q lacks %q", c.args, err, w)
+			}
+		}
+	}
+	if err := firstNotPooled([]redis.Cmder{redis.NewCmd(ctx, "get", "k")}); err != nil {
+		t.Errorf("GET refused: %v", err)
 	}
 }
