@@ -52,12 +52,25 @@ func TestClient(t *testing.T) {
 	if err == nil {
 		t.Fatal("LPUSH on a string inside MULTI succeeded")
 	}
-	// What needs a connection of its own is refused, plainly.
-	err = rdb.Watch(ctx, func(*redis.Tx) error { return nil }, k+"a")
-	if !errors.Is(err, ErrNotPooled) {
-		t.Fatalf("Watch on the client: %v, want ErrNotPooled", err)
+	// Watch is a transaction on one loan, given back afterwards.
+	err = rdb.Watch(ctx, func(tx *redis.Tx) error {
+		n, err := tx.Get(ctx, k+"a").Int()
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.Set(ctx, k+"a", n*2, 0)
+			return nil
+		})
+		return err
+	}, k+"a")
+	if err != nil {
+		t.Fatalf("Watch on the client: %v", err)
 	}
-	if s := p.Stats(); s.Made != 1 || s.Live != 1 {
+	if v, _ := rdb.Get(ctx, k+"a").Int(); v != 12 {
+		t.Fatalf("after Watch: %d, want 12", v)
+	}
+	if s := p.Stats(); s.Made != 1 || s.Live != 1 || s.Busy != 0 {
 		t.Fatalf("want one connection made and kept: %+v", s.Books)
 	}
 }

@@ -25,6 +25,7 @@ var errRedial = errors.New("redisward: connection is gone and may not be rediall
 // it by its pointer.
 type conn struct {
 	cl   *redis.Client
+	nc   net.Conn // cl's one network connection, lent bare by Pool.Client's dial (see lent)
 	peek *peeker // looks at the client's network connection
 	// broken is set by the client's hook when a command fails in a way that
 	// leaves the connection unusable (anything but a reply from the
@@ -150,7 +151,7 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{peek: newPeeker(nc)}
+	c := &conn{nc: nc, peek: newPeeker(nc)}
 	o := p.inner
 	var spent atomic.Bool
 	o.Dialer = func(context.Context, string, string) (net.Conn, error) {
@@ -345,20 +346,31 @@ func firstNotPooled(cmds []redis.Cmder) error {
 // sessionCmd reports whether cmd changes the state of its connection for
 // the commands after it (see ErrNotPooled).
 func sessionCmd(cmd redis.Cmder) bool {
-	switch cmd.Name() {
+	var arg string
+	if cmd.Name() == "client" {
+		if args := cmd.Args(); len(args) > 1 {
+			if a, ok := args[1].(string); ok {
+				arg = strings.ToLower(a)
+			}
+		}
+	}
+	return sessionName(cmd.Name(), arg)
+}
+
+// sessionName reports whether the command named name (in lower case), with
+// first argument arg (in lower case, read only for CLIENT), changes the
+// state of its connection for the commands after it.
+func sessionName(name, arg string) bool {
+	switch name {
 	case "select", "auth", "hello", "reset", "quit", "monitor",
 		"watch", "unwatch", "multi", "exec", "discard",
 		"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe",
 		"readonly", "readwrite":
 		return true
 	case "client":
-		if args := cmd.Args(); len(args) > 1 {
-			if s, ok := args[1].(string); ok {
-				switch strings.ToLower(s) {
-				case "tracking", "reply", "setname", "no-evict", "no-touch", "caching":
-					return true
-				}
-			}
+		switch arg {
+		case "tracking", "reply", "setname", "no-evict", "no-touch", "caching":
+			return true
 		}
 	}
 	return false

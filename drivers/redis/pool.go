@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,7 +28,9 @@ type Pool struct {
 	addr        string
 	leakAfter   time.Duration // Config.LeakAfter, for Leaked
 
-	front *redis.Client // see Client
+	frontMu sync.Mutex  // guards front
+	front   *front      // the client Client returns, built on demand
+	shut    atomic.Bool // Close was called
 }
 
 // New builds a pool from cfg. Unless cfg.Lazy is set it opens one connection
@@ -85,14 +89,12 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p.k = k
-	p.front = p.newFront()
 	if !cfg.Lazy {
 		l, err := k.Acquire(ctx)
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			_ = k.Close(cctx)
-			_ = p.front.Close()
 			return nil, err
 		}
 		l.Release()
@@ -308,6 +310,32 @@ func (p *Pool) Ping(ctx context.Context) error {
 // Stats returns a reading of the pool's books and figures (pool.Stats).
 func (p *Pool) Stats() pool.Stats { return p.k.Stats() }
 
+// PoolStats returns the pool's figures as go-redis's redis.PoolStats, for
+// code and dashboards written for (*redis.Client).PoolStats: Hits are loans
+// of an idle connection, Misses loans that had to wait for one to be
+// dialled, Timeouts acquires whose context ended first, WaitCount callers
+// that queued, WaitDurationNs the time successful acquires waited,
+// Unusable connections found dead when checked before a loan, TotalConns
+// and IdleConns the live and idle connections, StaleConns those retired
+// (idle too long, too old, closed by Reset), PendingRequests the callers
+// queued now. Counters are cut to 32 bits as go-redis's are. Stats has
+// the rest.
+func (p *Pool) PoolStats() *redis.PoolStats {
+	s := p.k.Stats()
+	return &redis.PoolStats{
+		Hits:            uint32(s.Reused),
+		Misses:          uint32(s.Loans - s.Reused),
+		Timeouts:        uint32(s.Canceled),
+		WaitCount:       uint32(s.Waited),
+		Unusable:        uint32(s.CheckFailures),
+		WaitDurationNs:  s.AcquireWait.Nanoseconds(),
+		TotalConns:      uint32(s.Live),
+		IdleConns:       uint32(s.Idle),
+		StaleConns:      uint32(s.Retired),
+		PendingRequests: uint32(s.Waiting),
+	}
+}
+
 // Limits returns the bounds the pool runs with.
 func (p *Pool) Limits() pool.Limits { return p.k.Limits() }
 
@@ -324,6 +352,12 @@ func (p *Pool) Reset() { p.k.Reset() }
 // loan to come home (closing each) until ctx ends, returning ctx.Err() if
 // it ends first. Calling it again waits again.
 func (p *Pool) Close(ctx context.Context) error {
-	_ = p.front.Close() // it holds no connection: this only marks it closed
+	p.frontMu.Lock()
+	p.shut.Store(true)
+	if p.front != nil {
+		// Its borrowed connections (a Conn, a Tx, a PubSub) are destroyed.
+		_ = p.front.cl.Close()
+	}
+	p.frontMu.Unlock()
 	return p.k.Close(ctx)
 }

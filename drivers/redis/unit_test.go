@@ -148,3 +148,29 @@ func TestNotPooledNamesCommand(t *testing.T) {
 		t.Errorf("GET refused: %v", err)
 	}
 }
+
+// TestReqScanner: the scanner of what a borrowed connection's client
+// writes finds each command's name and first argument however the bytes
+// are split, and says when it loses its place.
+func TestReqScanner(t *testing.T) {
+	stream := "*2\r\n$6\r\nSELECT\r\n$1\r\n1\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$40\r\n" + strings.Repeat("v", 40) + "\r\n*3\r\n$6\r\nclient\r\n$7\r\nSETNAME\r\n$1\r\nn\r\n"
+	want := "select 1|set k|client setname|"
+	for step := 1; step <= len(stream); step++ {
+		var s reqScanner
+		var got strings.Builder
+		for i := 0; i < len(stream); i += step {
+			if !s.feed([]byte(stream[i:min(i+step, len(stream))]), func(name, arg string) {
+				got.WriteString(name + " " + arg + "|")
+			}) {
+				t.Fatalf("step %d: lost its place", step)
+			}
+		}
+		if got.String() != want || !s.idle() {
+			t.Fatalf("step %d: %q (idle %v), want %q", step, got.String(), s.idle(), want)
+		}
+	}
+	var s reqScanner
+	if s.feed([]byte("PING\r\n"), func(string, string) {}) {
+		t.Fatal("an inline command did not lose the scanner's place")
+	}
+}

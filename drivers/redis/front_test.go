@@ -1,0 +1,243 @@
+package redisward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/wardpool/wardpool/internal/testenv"
+)
+
+// logHook logs what it wraps, into a shared log, as go-redis's own "Hook"
+// specs do.
+type logHook struct {
+	name string
+	mu   *sync.Mutex
+	log  *[]string
+}
+
+func (h logHook) add(s string) {
+	h.mu.Lock()
+	*h.log = append(*h.log, h.name+" "+s)
+	h.mu.Unlock()
+}
+
+func (h logHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h logHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.add("start " + cmd.Name())
+		err := next(ctx, cmd)
+		h.add(fmt.Sprintf("end %s %v", cmd.Name(), err))
+		return err
+	}
+}
+
+func (h logHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var names []string
+		for _, c := range cmds {
+			names = append(names, c.Name())
+		}
+		h.add("pipeline start " + strings.Join(names, ","))
+		err := next(ctx, cmds)
+		h.add(fmt.Sprintf("pipeline end %v", err))
+		return err
+	}
+}
+
+// hookRun runs the same commands, hooks added between them, on c, and
+// returns what the hooks saw.
+func hookRun(t *testing.T, c *redis.Client, k string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var log []string
+	c.AddHook(logHook{"h1", &mu, &log})
+	c.AddHook(logHook{"h2", &mu, &log})
+	_ = c.Set(ctx, k, "1", 0).Err()
+	_, _ = c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Incr(ctx, k)
+		pipe.Get(ctx, k)
+		return nil
+	})
+	// A hook added after commands ran goes inside the others.
+	c.AddHook(logHook{"h3", &mu, &log})
+	_ = c.Get(ctx, k+"missing").Err()
+	_, _ = c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Incr(ctx, k)
+		return nil
+	})
+	_ = c.Watch(ctx, func(tx *redis.Tx) error {
+		return tx.Get(ctx, k).Err()
+	}, k)
+	conn := c.Conn()
+	_ = conn.Ping(ctx).Err()
+	_ = conn.Close()
+	return log
+}
+
+// TestClientHooksAsGoRedis: hooks added to Client() run as they run on a
+// plain go-redis client, in the same order around the same commands.
+func TestClientHooksAsGoRedis(t *testing.T) {
+	p, k := newPool(t, 2, nil)
+	// The plain client says no more than HELLO when it connects; hooks see
+	// a connection's HELLO on both (go-redis's on a dial, ours when a Conn
+	// or a Tx borrows a connection), at different times: left out.
+	a := redis.NewClient(&redis.Options{Addr: testenv.RedisAddr(t), DisableIdentity: true,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+	defer a.Close()
+	clean := func(log []string) []string {
+		var out []string
+		for _, l := range log {
+			if !strings.Contains(l, " hello") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	want := clean(hookRun(t, a, k))
+	got := clean(hookRun(t, p.Client(), k))
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("hooks on Client() saw:\n%s\n\non go-redis:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(want) < 20 {
+		t.Fatalf("the run saw too little to compare: %q", want)
+	}
+	if s := p.Stats(); s.Busy != 0 {
+		t.Fatalf("a loan is still out: %+v", s.Books)
+	}
+}
+
+// TestClientConnSticky: a *redis.Conn from Client() holds one connection,
+// a loan, until its Close; one left in another database is destroyed.
+func TestClientConnSticky(t *testing.T) {
+	p, _ := newPool(t, 2, nil)
+	ctx := context.Background()
+	conn := p.Client().Conn()
+	id1, err := conn.ClientID(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Client().Ping(ctx).Err(); err != nil { // another connection
+		t.Fatal(err)
+	}
+	id2, err := conn.ClientID(ctx).Result()
+	if err != nil || id1 != id2 {
+		t.Fatalf("CLIENT ID on one Conn: %d then %d (%v)", id1, id2, err)
+	}
+	if s := p.Stats(); s.Busy != 1 || s.Live != 2 {
+		t.Fatalf("while the Conn is open: %+v", s.Books)
+	}
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.Busy != 0 || s.Live != 2 {
+		t.Fatalf("after Close the connection should be back: %+v", s.Books)
+	}
+	// SELECT on a Conn works, and its connection is not lent again.
+	conn = p.Client().Conn()
+	if err := conn.Select(ctx, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sel, _ := conn.ClientID(ctx).Result()
+	_ = conn.Close()
+	if s := p.Stats(); s.Busy != 0 || s.Live != 1 {
+		t.Fatalf("a Conn left in database 1 was kept: %+v", s.Books)
+	}
+	for range 3 {
+		if id, _ := p.Do(ctx, "CLIENT", "ID").Int64(); id == sel {
+			t.Fatalf("connection %d, left in database 1, lent again", sel)
+		}
+	}
+}
+
+// TestClientSubscribe: a PubSub gets a connection of its own, counted as a
+// loan, destroyed when it closes.
+func TestClientSubscribe(t *testing.T) {
+	p, k := newPool(t, 2, nil)
+	ctx := context.Background()
+	rdb := p.Client()
+	sub := rdb.Subscribe(ctx, k+"ch")
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.Busy != 1 {
+		t.Fatalf("the subscription's connection is not a loan: %+v", s.Books)
+	}
+	if err := rdb.Publish(ctx, k+"ch", "hello").Err(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sub.ReceiveMessage(ctx)
+	if err != nil || m.Payload != "hello" {
+		t.Fatalf("ReceiveMessage: %v %v", m, err)
+	}
+	made := p.Stats().Made
+	if err := sub.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := p.Stats()
+	if s.Busy != 0 || s.Live != int(made)-1 {
+		t.Fatalf("the subscription's connection was not destroyed: %+v", s.Books)
+	}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClientClose: Close on the client closes that client, not the pool.
+func TestClientClose(t *testing.T) {
+	p, k := newPool(t, 2, nil)
+	ctx := context.Background()
+	c := p.Client()
+	conn := c.Conn()
+	if err := conn.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(ctx).Err(); !errors.Is(err, redis.ErrClosed) {
+		t.Fatalf("Ping after Close: %v, want redis.ErrClosed", err)
+	}
+	if _, err := c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Ping(ctx)
+		return nil
+	}); !errors.Is(err, redis.ErrClosed) {
+		t.Fatalf("Pipelined after Close: %v, want redis.ErrClosed", err)
+	}
+	if s := p.Stats(); s.Busy != 0 {
+		t.Fatalf("the closed client's Conn still holds a loan: %+v", s.Books)
+	}
+	c2 := p.Client()
+	if c2 == c {
+		t.Fatal("Client returned the closed client")
+	}
+	if err := c2.Set(ctx, k, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPoolStats: the pool's figures in go-redis's shape.
+func TestPoolStats(t *testing.T) {
+	p, _ := newPool(t, 2, nil)
+	ctx := context.Background()
+	for range 3 {
+		if err := p.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, b := p.PoolStats(), p.Stats()
+	if s.TotalConns != 1 || s.IdleConns != 1 || uint64(s.Hits) != b.Reused || uint64(s.Hits+s.Misses) != b.Loans || s.Hits < 3 {
+		t.Fatalf("PoolStats %+v from %+v", s, b.Books)
+	}
+}
