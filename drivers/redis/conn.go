@@ -26,7 +26,7 @@ var errRedial = errors.New("redisward: connection is gone and may not be rediall
 type conn struct {
 	cl   *redis.Client
 	nc   net.Conn // cl's one network connection, lent bare by Pool.Client's dial (see lent)
-	peek *peeker // looks at the client's network connection
+	peek *peeker  // looks at the client's network connection
 	// broken is set by the client's hook when a command fails in a way that
 	// leaves the connection unusable (anything but a reply from the
 	// server); a loan carrying it ends in Destroy, not Release.
