@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"reflect"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -55,10 +57,9 @@ func (p *Pool) Client() *redis.Client {
 // and whenever a hook is added after the newest tail a new tail is added
 // behind it: the older tails pass commands through. A tail knows it is
 // innermost when the function it wraps is go-redis's own processing, known
-// by its code pointer (base); one that finds a user's hook behind it asks
-// for a new tail when its first command runs (fix), and meanwhile lets the
-// command through to go-redis's own processing, which runs it on a
-// connection borrowed through dial: slower, still correct.
+// by its code pointer (base); one that finds a user's hook behind it marks
+// the client stale, and the first hook, probe, adds a new tail before the
+// next command and runs that command through the new chain.
 //
 // go-redis also builds the hook chains of a client's *redis.Conn and
 // *redis.Tx (Conn, Watch) from the client's hooks. Those must run on one
@@ -80,6 +81,9 @@ type front struct {
 
 	mu     sync.Mutex   // serialises fix
 	newest atomic.Int64 // the id of the newest tail
+	// stale says a hook was added behind the newest tail: the next command
+	// adds a tail (see probe).
+	stale atomic.Bool
 }
 
 // chain kinds, the index of front.base.
@@ -119,7 +123,8 @@ func (p *Pool) newFront() *front {
 	})
 	f.ap, _ = f.cl.AutoPipeline() // a new client is not closed: no error
 	f.cl.AddHook(probe{f})
-	f.fix(0)
+	f.stale.Store(true)
+	f.fix()
 	return f
 }
 
@@ -135,47 +140,84 @@ func (f *front) closedErr() error {
 	return redis.ErrClosed
 }
 
-// fix adds a tail behind every hook, when tail id is still the newest: it
-// found a hook behind it.
-func (f *front) fix(id int64) {
+// fix adds a tail behind every hook when the client is stale, and
+// reports whether it did.
+func (f *front) fix() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.newest.Load() != id {
-		return // fixed already
+	if !f.stale.Load() {
+		return false // fixed already
 	}
-	t := &tail{f: f, id: id + 1}
+	f.stale.Store(false)
+	t := &tail{f: f, id: f.newest.Load() + 1}
 	f.newest.Store(t.id)
 	f.cl.AddHook(t)
+	return true
 }
 
 // codePtr returns the code pointer of fn: the same for every method value
 // of one method, so go-redis's own processing of any client is known by it.
 func codePtr(fn any) uintptr { return reflect.ValueOf(fn).Pointer() }
 
-// probe is the first hook on a front's client: when it goes on, it is
-// asked to wrap go-redis's own processing, and notes its code pointers. It
-// changes nothing.
+// probe is the first hook on a front's client, so the outermost: when it
+// goes on, it is asked to wrap go-redis's own processing, and notes its
+// code pointers. Before each command it adds a tail when a hook was added
+// behind the newest (front.stale), and then runs the command again through
+// the client, so that the new chain runs it and every hook runs once; not
+// for a command of a Conn or a Tx, whose chains go on to their own
+// connection anyway.
 type probe struct{ f *front }
 
 func (h probe) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h probe) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	if h.f.base[chainProcess] == 0 {
-		h.f.base[chainProcess] = codePtr(next)
+	f := h.f
+	if f.base[chainProcess] == 0 {
+		f.base[chainProcess] = codePtr(next)
 	}
-	return next
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if f.stale.Load() && f.fix() && !calledByConn() {
+			return f.cl.Process(ctx, cmd)
+		}
+		return next(ctx, cmd)
+	}
 }
 
 // ProcessPipelineHook is asked for the pipeline chain, then for the
 // transaction's.
 func (h probe) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	f := h.f
 	switch {
-	case h.f.base[chainPipeline] == 0:
-		h.f.base[chainPipeline] = codePtr(next)
-	case h.f.base[chainTx] == 0:
-		h.f.base[chainTx] = codePtr(next)
+	case f.base[chainPipeline] == 0:
+		f.base[chainPipeline] = codePtr(next)
+	case f.base[chainTx] == 0:
+		f.base[chainTx] = codePtr(next)
 	}
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if f.stale.Load() && f.fix() && !calledByConn() {
+			return f.redo(ctx, cmds)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// calledByConn reports whether a method of a go-redis Conn, Tx or PubSub
+// is on the caller's stack: whether the chain running is one of theirs,
+// not the client's. Called only on the first command after a hook was
+// added.
+func calledByConn() bool {
+	var pcs [64]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
+	for {
+		fr, more := frames.Next()
+		if rest, ok := strings.CutPrefix(fr.Function, "github.com/redis/go-redis/v9.(*"); ok &&
+			(strings.HasPrefix(rest, "Tx)") || strings.HasPrefix(rest, "Conn)") || strings.HasPrefix(rest, "PubSub)")) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // tail routes the client's commands and pipelines to the pool (see front).
@@ -189,51 +231,69 @@ type tail struct {
 
 func (t *tail) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-// wrap says what the tail does in a chain of kind k whose rest is next:
-// route (the client's own chain), pass (an older tail, or the chain of a
-// Conn or Tx), or fix (a hook was added behind it).
-func (t *tail) wrap(k int, next any) (route, fix bool) {
+// routes says whether the tail routes a chain of kind k whose rest is
+// next to the pool: only the newest tail, when it is innermost, and only
+// in the client's own chain (the first it is asked to wrap). Elsewhere it
+// passes: an older tail, a Conn's or a Tx's chain, or a chain with a hook
+// behind it, which marks the client stale (see probe).
+func (t *tail) routes(k int, next any) bool {
 	if t.id != t.f.newest.Load() {
-		return false, false
+		return false
 	}
 	if codePtr(next) != t.f.base[k] {
-		return false, true
+		t.f.stale.Store(true)
+		return false
 	}
-	return t.taken[k].CompareAndSwap(false, true), false
+	return t.taken[k].CompareAndSwap(false, true)
 }
 
 func (t *tail) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	route, fix := t.wrap(chainProcess, next)
-	switch {
-	case route:
+	if t.routes(chainProcess, next) {
 		return t.f.process
-	case fix:
-		return func(ctx context.Context, cmd redis.Cmder) error {
-			t.f.fix(t.id)
-			return next(ctx, cmd)
-		}
 	}
 	return next
 }
 
 func (t *tail) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	k := chainPipeline
-	if codePtr(next) == t.f.base[chainTx] {
-		k = chainTx
-	}
-	route, fix := t.wrap(k, next)
-	switch {
-	case route && k == chainTx:
-		return t.f.processTx
-	case route:
-		return t.f.processPipeline
-	case fix:
-		return func(ctx context.Context, cmds []redis.Cmder) error {
-			t.f.fix(t.id)
-			return next(ctx, cmds)
+	switch codePtr(next) {
+	case t.f.base[chainTx]:
+		if t.routes(chainTx, next) {
+			return t.f.processTx
+		}
+	default:
+		if t.routes(chainPipeline, next) {
+			return t.f.processPipeline
 		}
 	}
 	return next
+}
+
+// redo runs a pipeline again through the client, as a transaction when
+// go-redis wrapped it in MULTI and EXEC; those two get its error.
+func (f *front) redo(ctx context.Context, cmds []redis.Cmder) error {
+	pipe := f.cl.Pipeline()
+	inner := cmds
+	if tx, body := txBody(cmds); tx {
+		pipe, inner = f.cl.TxPipeline(), body
+	}
+	if err := pipe.BatchProcess(ctx, inner...); err != nil {
+		return setErrs(cmds, err)
+	}
+	_, err := pipe.Exec(ctx)
+	if len(inner) != len(cmds) {
+		cmds[0].SetErr(err)
+		cmds[len(cmds)-1].SetErr(err)
+	}
+	return err
+}
+
+// txBody reports whether cmds is a transaction as go-redis hands it to a
+// hook, inside MULTI and EXEC, and returns the commands between.
+func txBody(cmds []redis.Cmder) (bool, []redis.Cmder) {
+	if len(cmds) >= 2 && cmds[0].Name() == "multi" && cmds[len(cmds)-1].Name() == "exec" {
+		return true, cmds[1 : len(cmds)-1]
+	}
+	return false, cmds
 }
 
 // process runs cmd on the pool, unless the client was closed.
@@ -260,10 +320,8 @@ func (f *front) processTx(ctx context.Context, cmds []redis.Cmder) error {
 	if f.closed() {
 		return setErrs(cmds, f.closedErr())
 	}
-	if len(cmds) >= 2 && cmds[0].Name() == "multi" && cmds[len(cmds)-1].Name() == "exec" {
-		cmds = cmds[1 : len(cmds)-1]
-	}
-	return f.p.execPipeline(ctx, cmds, true)
+	_, body := txBody(cmds)
+	return f.p.execPipeline(ctx, body, true)
 }
 
 // dial is the client's own dialer, used for what must stay on one

@@ -92,23 +92,41 @@ func TestSessionCommandsRefused(t *testing.T) {
 			t.Errorf("Client().Do%v = %v, want ErrNotPooled", args, err)
 		}
 	}
-	cmds, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.Set(ctx, k+"a", "1", 0)
-		pipe.Do(ctx, "select", 2)
+	// In a pipeline, on one connection, SELECT applies to what follows it,
+	// and the connection is destroyed afterwards.
+	var get *redis.StringCmd
+	_, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, k+"a", "0", 0)
+		pipe.Select(ctx, 2)
+		pipe.Set(ctx, k+"a", "2", 0)
+		get = pipe.Get(ctx, k+"a")
+		pipe.Del(ctx, k+"a")
 		return nil
 	})
-	if !errors.Is(err, ErrNotPooled) || len(cmds) != 2 || !errors.Is(cmds[0].Err(), ErrNotPooled) {
-		t.Fatalf("Pipelined with SELECT: %v %v", cmds, err)
+	if err != nil || get.Val() != "2" {
+		t.Fatalf("Pipelined with SELECT: %v %q", err, get.Val())
 	}
-	if n := p.Do(ctx, "EXISTS", k+"a").Val(); n != int64(0) {
-		t.Fatalf("a refused pipeline sent something: EXISTS = %v", n)
+	if v := p.Do(ctx, "GET", k+"a").Val(); v != "0" {
+		t.Fatalf("after a pipeline's SELECT, GET in database 0 = %v: the connection stayed in database 2", v)
+	}
+	if s := p.Stats(); s.Made != 2 || s.Live != 1 {
+		t.Fatalf("the pipeline's connection was lent again: %+v", s.Books)
+	}
+	if err := p.Do(ctx, "DEL", k+"a").Err(); err != nil {
+		t.Fatal(err)
 	}
 	// Harmless CLIENT subcommands go through.
 	if err := p.Do(ctx, "CLIENT", "ID").Err(); err != nil {
 		t.Fatal(err)
 	}
-	// The connection is still in database 0 and fit.
-	if s := p.Stats(); s.Made != 1 || s.Live != 1 {
+	// HELLO that only asks, or names the protocol spoken, goes through.
+	if err := p.Client().Do(ctx, "HELLO").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Client().Do(ctx, "HELLO", 3).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.Made != 2 || s.Live != 1 {
 		t.Fatalf("%+v", s.Books)
 	}
 }

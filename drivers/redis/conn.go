@@ -332,17 +332,6 @@ func notPooled(cmd redis.Cmder) error {
 	return &NotPooledError{Cmd: name, Use: use}
 }
 
-// firstNotPooled returns the error of the first sessionCmd among cmds, or
-// nil when there is none.
-func firstNotPooled(cmds []redis.Cmder) error {
-	for _, c := range cmds {
-		if sessionCmd(c) {
-			return notPooled(c)
-		}
-	}
-	return nil
-}
-
 // sessionCmd reports whether cmd changes the state of its connection for
 // the commands after it (see ErrNotPooled).
 func sessionCmd(cmd redis.Cmder) bool {

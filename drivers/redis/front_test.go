@@ -241,3 +241,49 @@ func TestPoolStats(t *testing.T) {
 		t.Fatalf("PoolStats %+v from %+v", s, b.Books)
 	}
 }
+
+// TestClientHooksFifo: hooks added to a new Client() wrap its first
+// command, in go-redis's order, and see nothing else (go-redis's "Hook /
+// fifo" spec, and its pipelines).
+func TestClientHooksFifo(t *testing.T) {
+	p, k := newPool(t, 2, nil)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var log []string
+	c := p.Client()
+	c.AddHook(logHook{"h1", &mu, &log})
+	c.AddHook(logHook{"h2", &mu, &log})
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, k, "v", 0)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"h1 start ping", "h2 start ping", "h2 end ping <nil>", "h1 end ping <nil>",
+		"h1 pipeline start multi,set,exec", "h2 pipeline start multi,set,exec", "h2 pipeline end <nil>", "h1 pipeline end <nil>",
+	}
+	if strings.Join(log, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("hooks saw:\n%s\nwant:\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
+	}
+	// A new client's first command a pipeline: it too is run once.
+	log = nil
+	c.Close()
+	c = p.Client()
+	c.AddHook(logHook{"h1", &mu, &log})
+	if _, err := c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Get(ctx, k)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"h1 pipeline start get", "h1 pipeline end <nil>"}; strings.Join(log, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("hooks saw:\n%s\nwant:\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
+	}
+	if s := p.Stats(); s.Made != 1 {
+		t.Fatalf("a connection was borrowed for a command: %+v", s.Books)
+	}
+}

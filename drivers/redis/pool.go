@@ -3,7 +3,9 @@ package redisward
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,7 +185,7 @@ func (p *Pool) AcquireFunc(ctx context.Context, f func(*redis.Client) error) err
 // (Config.CheckIdle), and one found closed then is replaced without the
 // caller seeing it.
 func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
-	if sessionCmd(cmd) {
+	if p.stateful(cmd) {
 		err := notPooled(cmd)
 		cmd.SetErr(err)
 		return err
@@ -237,8 +239,7 @@ func (p *Pool) TxPipelined(ctx context.Context, fn func(redis.Pipeliner) error) 
 
 func (p *Pool) pipelined(ctx context.Context, fn func(redis.Pipeliner) error, tx bool) ([]redis.Cmder, error) {
 	// The commands are queued before a connection is taken: fn runs once
-	// however often the pipeline is tried, and a command that would leave
-	// state behind is refused before anything is sent.
+	// however often the pipeline is tried.
 	pipe := p.Client().Pipeline()
 	if err := fn(pipe); err != nil {
 		return nil, err
@@ -253,13 +254,17 @@ func (p *Pool) pipelined(ctx context.Context, fn func(redis.Pipeliner) error, tx
 // execPipeline runs cmds as one pipeline, inside MULTI and EXEC when tx is
 // set, on one pooled connection, and returns the first error. It is tried
 // again on another connection only when the one it had was found gone
-// before anything was sent, as Process does.
+// before anything was sent, as Process does. A pipeline may hold commands
+// that change its connection's state (SELECT, CLIENT SETNAME, …): they
+// apply to the commands after them in the pipeline, as on go-redis, and
+// the connection is destroyed afterwards rather than lent again.
 func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) error {
 	if len(cmds) == 0 {
 		return nil
 	}
-	if err := firstNotPooled(cmds); err != nil {
-		return setErrs(cmds, err)
+	stateful := false
+	for _, cmd := range cmds {
+		stateful = stateful || p.stateful(cmd)
 	}
 	queue := func(pipe redis.Pipeliner) error {
 		return pipe.BatchProcess(ctx, cmds...)
@@ -276,10 +281,37 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 			_, err = c.cl.Pipelined(ctx, queue)
 		}
 		c.failed(err)
+		if stateful {
+			c.dirty.Store(true)
+		}
 		if !settle(l, err, try) {
 			return err
 		}
 	}
+}
+
+// stateful reports whether cmd changes the state of the connection it runs
+// on for the commands after it (see sessionCmd), HELLO excepted when it
+// only asks (no arguments) or names the protocol the pool's connections
+// speak already, without AUTH or SETNAME.
+func (p *Pool) stateful(cmd redis.Cmder) bool {
+	if !sessionCmd(cmd) {
+		return false
+	}
+	if cmd.Name() != "hello" {
+		return true
+	}
+	switch args := cmd.Args(); len(args) {
+	case 1:
+		return false
+	case 2:
+		proto := p.inner.Protocol
+		if proto == 0 {
+			proto = 3
+		}
+		return fmt.Sprint(args[1]) != strconv.Itoa(proto)
+	}
+	return true
 }
 
 // setErrs sets err on every command and returns it.

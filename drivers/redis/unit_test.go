@@ -144,8 +144,22 @@ func TestNotPooledNamesCommand(t *testing.T) {
 			}
 		}
 	}
-	if err := firstNotPooled([]redis.Cmder{redis.NewCmd(ctx, "get", "k")}); err != nil {
-		t.Errorf("GET refused: %v", err)
+	p := &Pool{}
+	for _, c := range []struct {
+		args []any
+		want bool
+	}{
+		{[]any{"get", "k"}, false},
+		{[]any{"hello"}, false},
+		{[]any{"hello", 3}, false},
+		{[]any{"hello", "3"}, false},
+		{[]any{"hello", 2}, true},
+		{[]any{"hello", 3, "auth", "u", "p"}, true},
+		{[]any{"select", 0}, true},
+	} {
+		if got := p.stateful(redis.NewCmd(ctx, c.args...)); got != c.want {
+			t.Errorf("stateful%v = %v, want %v", c.args, got, c.want)
+		}
 	}
 }
 
