@@ -287,3 +287,47 @@ func TestClientHooksFifo(t *testing.T) {
 		t.Fatalf("a connection was borrowed for a command: %+v", s.Books)
 	}
 }
+
+// TestClientHookThenWatch: when the first command after AddHook is a
+// Watch's, it still runs on the Tx's own connection, and a conflicting
+// write makes the transaction fail as on go-redis.
+func TestClientHookThenWatch(t *testing.T) {
+	p, k := newPool(t, 3, nil)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var log []string
+	c := p.Client()
+	if err := c.Set(ctx, k, "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c.AddHook(logHook{"h1", &mu, &log})
+	err := c.Watch(ctx, func(tx *redis.Tx) error {
+		// Another client changes the key between WATCH and EXEC.
+		if err := c.Set(ctx, k, "2", 0).Err(); err != nil {
+			return err
+		}
+		_, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.Set(ctx, k, "3", 0)
+			return nil
+		})
+		return err
+	}, k)
+	if !errors.Is(err, redis.TxFailedErr) {
+		t.Fatalf("Watch with a conflicting write: %v, want redis.TxFailedErr", err)
+	}
+	if v := c.Get(ctx, k).Val(); v != "2" {
+		t.Fatalf("after the failed transaction: %q, want 2", v)
+	}
+	n := 0
+	for _, l := range log {
+		if strings.HasPrefix(l, "h1 start watch") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the hook saw WATCH %d times:\n%s", n, strings.Join(log, "\n"))
+	}
+	if s := p.Stats(); s.Busy != 0 {
+		t.Fatalf("a loan is still out: %+v", s.Books)
+	}
+}
