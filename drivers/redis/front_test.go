@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -326,6 +328,93 @@ func TestClientHookThenWatch(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("the hook saw WATCH %d times:\n%s", n, strings.Join(log, "\n"))
+	}
+	if s := p.Stats(); s.Busy != 0 {
+		t.Fatalf("a loan is still out: %+v", s.Books)
+	}
+}
+
+// TestClientConcurrentHooks: commands, pipelines, Watch and Conn from many
+// goroutines while hooks are added: none fails, no loan stays out, and
+// once the hooks are on every command runs through them.
+func TestClientConcurrentHooks(t *testing.T) {
+	p, k := newPool(t, 4, nil)
+	ctx := context.Background()
+	c := p.Client()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	stop := make(chan struct{})
+	var ops atomic.Int64
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprintf("%s%d", k, g)
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var err error
+				switch i % 4 {
+				case 0:
+					err = c.Incr(ctx, key).Err()
+				case 1:
+					_, err = c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+						pipe.Incr(ctx, key)
+						return nil
+					})
+				case 2:
+					err = c.Watch(ctx, func(tx *redis.Tx) error {
+						_, err := tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+							pipe.Incr(ctx, key)
+							return nil
+						})
+						return err
+					}, key)
+				case 3:
+					conn := c.Conn()
+					err = conn.Incr(ctx, key).Err()
+					if cerr := conn.Close(); err == nil {
+						err = cerr
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				ops.Add(1)
+			}
+		}()
+	}
+	var mu sync.Mutex
+	var log []string
+	// Each hook goes on while commands run: after the goroutines did 30
+	// more of them.
+	for i := range 3 {
+		for n := ops.Load() + 30; ops.Load() < n && len(errs) == 0; {
+			runtime.Gosched()
+		}
+		c.AddHook(logHook{fmt.Sprintf("h%d", i), &mu, &log})
+	}
+	for n := ops.Load() + 30; ops.Load() < n && len(errs) == 0; {
+		runtime.Gosched()
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	mu.Lock()
+	log = nil
+	mu.Unlock()
+	if err := c.Get(ctx, k+"0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "h0 start get|h1 start get|h2 start get|h2 end get <nil>|h1 end get <nil>|h0 end get <nil>"; strings.Join(log, "|") != want {
+		t.Fatalf("hooks saw %q, want %q", strings.Join(log, "|"), want)
 	}
 	if s := p.Stats(); s.Busy != 0 {
 		t.Fatalf("a loan is still out: %+v", s.Books)
