@@ -97,11 +97,22 @@ const (
 func (p *Pool) newFront() *front {
 	f := &front{p: p}
 	in := p.inner
+	size := p.k.Limits().Size
+	if size <= 0 {
+		size = 1 << 16
+	}
 	f.cl = redis.NewClient(&redis.Options{
 		Addr:     p.addr,
 		Protocol: in.Protocol,
 		// The connections it borrows were opened, authenticated and put in
-		// their database by the pool; a borrow only says HELLO again.
+		// their database by the pool (with the user's OnConnect and
+		// credentials provider); a borrow says HELLO again, with the same
+		// user, password and name, and SELECT of the same database: what
+		// Options() shows is what the connections have.
+		Username:              in.Username,
+		Password:              in.Password,
+		DB:                    in.DB,
+		ClientName:            in.ClientName,
 		DisableIdentity:       true,
 		DialTimeout:           in.DialTimeout,
 		ReadTimeout:           in.ReadTimeout,
@@ -110,8 +121,9 @@ func (p *Pool) newFront() *front {
 		ReadBufferSize:        in.ReadBufferSize,
 		WriteBufferSize:       in.WriteBufferSize,
 		// Its own pool holds only the connections borrowed for a Conn, a Tx
-		// or a PubSub, and keeps none idle: each goes back to the Keeper.
-		PoolSize:         1 << 16,
+		// or a PubSub, never more than the pool's Size, and keeps none
+		// idle: each goes back to the Keeper.
+		PoolSize:         size,
 		MaxIdleConns:     -1,
 		ConnMaxIdleTime:  -1,
 		MaxRetries:       -1,

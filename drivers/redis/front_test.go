@@ -420,3 +420,52 @@ func TestClientConcurrentHooks(t *testing.T) {
 		t.Fatalf("a loan is still out: %+v", s.Books)
 	}
 }
+
+// TestClientOptions: Client().Options() shows what the pool's connections
+// have (database, name, size), and a Conn's borrowed connection, which
+// says HELLO and SELECT again as the pool opened it, goes back to the
+// pool when closed.
+func TestClientOptions(t *testing.T) {
+	p, k := newPool(t, 3, func(c *Config) {
+		c.Options.DB = 1
+		c.Options.ClientName = "wardpool-test"
+	})
+	ctx := context.Background()
+	o := p.Client().Options()
+	if o.DB != 1 || o.ClientName != "wardpool-test" || o.PoolSize != 3 {
+		t.Fatalf("Options: DB %d, ClientName %q, PoolSize %d", o.DB, o.ClientName, o.PoolSize)
+	}
+	if err := p.Client().Set(ctx, k, "db1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	conn := p.Client().Conn()
+	if v, err := conn.Get(ctx, k).Result(); err != nil || v != "db1" {
+		t.Fatalf("GET on a Conn: %q %v, want the value in database 1", v, err)
+	}
+	if name, err := conn.ClientGetName(ctx).Result(); err != nil || name != "wardpool-test" {
+		t.Fatalf("CLIENT GETNAME on a Conn: %q %v", name, err)
+	}
+	made := p.Stats().Made
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.Busy != 0 || s.Live != int(made) {
+		t.Fatalf("the Conn's connection was not given back: %+v", s.Books)
+	}
+	// A Conn whose first command renames its connection is destroyed.
+	conn = p.Client().Conn()
+	if err := conn.ClientSetName(ctx, "other").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close()
+	if s := p.Stats(); s.Busy != 0 || s.Live != int(made)-1 {
+		t.Fatalf("a renamed connection was given back: %+v", s.Books)
+	}
+	// SELECT of the pool's own database changes nothing, and is let through.
+	if err := p.Client().Do(ctx, "SELECT", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Do(ctx, "DEL", k).Err(); err != nil {
+		t.Fatal(err)
+	}
+}

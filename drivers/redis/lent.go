@@ -20,7 +20,8 @@ import (
 // closed (it may close a connection another goroutine still uses).
 //
 // It reads what the client writes (requests are arrays of bulk strings)
-// to learn the name of each command, as the pooled client's hook does.
+// to learn the name of each command, as the pooled client's hook does, and
+// knows the client's handshake from what the pool opened connections with.
 type lent struct {
 	net.Conn
 	f *front
@@ -28,6 +29,7 @@ type lent struct {
 
 	mu    sync.Mutex // guards the fields below
 	scan  reqScanner
+	shake bool // the client's handshake is being written (see note)
 	cmds  int  // commands written so far
 	dirty bool // a command left state the next borrower would inherit
 	watch bool // a WATCH or MULTI is open
@@ -36,7 +38,7 @@ type lent struct {
 }
 
 func newLent(f *front, l pool.Loan[*conn]) *lent {
-	return &lent{Conn: l.Value().nc, f: f, l: l}
+	return &lent{Conn: l.Value().nc, f: f, l: l, shake: true}
 }
 
 func (w *lent) Write(b []byte) (int, error) {
@@ -66,21 +68,36 @@ func (w *lent) fail() {
 	w.mu.Unlock()
 }
 
-// note records command name (lower case) with its first argument.
+// note records command name (lower case) with its first two arguments
+// (the first in lower case). The client's handshake, its first commands,
+// says again what the pool's connections were opened with (HELLO first,
+// SELECT of their database, CLIENT SETNAME of their name, CLIENT SETINFO)
+// and leaves nothing behind; the first command that is not of it ends it.
 // Called with w.mu held.
-func (w *lent) note(name, arg string) {
+func (w *lent) note(name, arg, arg2 string) {
+	in := &w.f.p.inner
 	w.cmds++
-	switch name {
-	case "hello":
-		if w.cmds == 1 {
-			return // the client's handshake, as the pool opened it
+	if w.shake {
+		switch {
+		case name == "hello" && w.cmds == 1,
+			name == "select" && arg == strconv.Itoa(in.DB),
+			name == "client" && arg == "setname" && arg2 == in.ClientName,
+			name == "client" && arg == "setinfo":
+			return
 		}
+		w.shake = false
+	}
+	switch name {
 	case "watch", "multi":
 		w.watch = true
 		return
 	case "unwatch", "exec", "discard":
 		w.watch = false
 		return
+	case "select":
+		if arg == strconv.Itoa(in.DB) {
+			return // the database the pool's connections are in
+		}
 	}
 	if sessionName(name, arg) {
 		w.dirty = true
@@ -111,8 +128,8 @@ func (w *lent) Close() error {
 
 // reqScanner follows a stream of Redis requests, each an array of bulk
 // strings (*N\r\n then N times $len\r\n<len bytes>\r\n), and reports each
-// command's first two elements. It holds no more than one header line and
-// the first 32 bytes of those two elements.
+// command's first three elements. It holds no more than one header line
+// and the first 32 bytes of those three elements.
 type reqScanner struct {
 	line    []byte // a header line being read
 	left    int    // elements left in the current request
@@ -120,6 +137,7 @@ type reqScanner struct {
 	skip    int    // bytes of the current bulk string (and its CRLF) still to come
 	name    []byte // the command's first element
 	arg     []byte // its second
+	arg2    []byte // its third
 	pending bool   // a request has started and not been reported
 }
 
@@ -128,17 +146,20 @@ func (s *reqScanner) idle() bool { return !s.pending && s.skip == 0 && len(s.lin
 
 // feed reads b and calls note for every request it completes. It reports
 // false when the stream is not what it expects, and stops then.
-func (s *reqScanner) feed(b []byte, note func(name, arg string)) bool {
+func (s *reqScanner) feed(b []byte, note func(name, arg, arg2 string)) bool {
 	for len(b) > 0 {
 		if s.skip > 0 {
 			n := min(s.skip, len(b))
-			// Keep the start of the first two elements (without CRLF).
-			if s.elem < 2 && s.skip > 2 {
+			// Keep the start of the first three elements (without CRLF).
+			if s.elem < 3 && s.skip > 2 {
 				keep := min(n, s.skip-2)
-				if s.elem == 0 {
+				switch s.elem {
+				case 0:
 					s.name = appendCapped(s.name, b[:keep])
-				} else {
+				case 1:
 					s.arg = appendCapped(s.arg, b[:keep])
+				case 2:
+					s.arg2 = appendCapped(s.arg2, b[:keep])
 				}
 			}
 			s.skip -= n
@@ -177,7 +198,7 @@ func (s *reqScanner) feed(b []byte, note func(name, arg string)) bool {
 				return false
 			}
 			s.left, s.elem, s.pending = n, 0, true
-			s.name, s.arg = s.name[:0], s.arg[:0]
+			s.name, s.arg, s.arg2 = s.name[:0], s.arg[:0], s.arg2[:0]
 			if n == 0 {
 				s.pending = false
 			}
@@ -193,9 +214,9 @@ func (s *reqScanner) feed(b []byte, note func(name, arg string)) bool {
 	return true
 }
 
-func (s *reqScanner) report(note func(name, arg string)) {
+func (s *reqScanner) report(note func(name, arg, arg2 string)) {
 	s.pending = false
-	note(strings.ToLower(string(s.name)), strings.ToLower(string(s.arg)))
+	note(strings.ToLower(string(s.name)), strings.ToLower(string(s.arg)), string(s.arg2))
 }
 
 func appendCapped(dst, b []byte) []byte {

@@ -291,17 +291,23 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 }
 
 // stateful reports whether cmd changes the state of the connection it runs
-// on for the commands after it (see sessionCmd), HELLO excepted when it
-// only asks (no arguments) or names the protocol the pool's connections
-// speak already, without AUTH or SETNAME.
+// on for the commands after it (see sessionCmd), except SELECT of the
+// database the pool's connections are in, and HELLO when it only asks (no
+// arguments) or names the protocol they speak, without AUTH or SETNAME.
 func (p *Pool) stateful(cmd redis.Cmder) bool {
 	if !sessionCmd(cmd) {
 		return false
 	}
-	if cmd.Name() != "hello" {
+	args := cmd.Args()
+	switch cmd.Name() {
+	case "select":
+		// The database the pool's connections are in already.
+		return len(args) != 2 || fmt.Sprint(args[1]) != strconv.Itoa(p.inner.DB)
+	case "hello":
+	default:
 		return true
 	}
-	switch args := cmd.Args(); len(args) {
+	switch len(args) {
 	case 1:
 		return false
 	case 2:

@@ -155,7 +155,8 @@ func TestNotPooledNamesCommand(t *testing.T) {
 		{[]any{"hello", "3"}, false},
 		{[]any{"hello", 2}, true},
 		{[]any{"hello", 3, "auth", "u", "p"}, true},
-		{[]any{"select", 0}, true},
+		{[]any{"select", 0}, false},
+		{[]any{"select", 1}, true},
 	} {
 		if got := p.stateful(redis.NewCmd(ctx, c.args...)); got != c.want {
 			t.Errorf("stateful%v = %v, want %v", c.args, got, c.want)
@@ -168,13 +169,13 @@ func TestNotPooledNamesCommand(t *testing.T) {
 // are split, and says when it loses its place.
 func TestReqScanner(t *testing.T) {
 	stream := "*2\r\n$6\r\nSELECT\r\n$1\r\n1\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$40\r\n" + strings.Repeat("v", 40) + "\r\n*3\r\n$6\r\nclient\r\n$7\r\nSETNAME\r\n$1\r\nn\r\n"
-	want := "select 1|set k|client setname|"
+	want := "select 1 |set k " + strings.Repeat("v", 32) + "|client setname n|"
 	for step := 1; step <= len(stream); step++ {
 		var s reqScanner
 		var got strings.Builder
 		for i := 0; i < len(stream); i += step {
-			if !s.feed([]byte(stream[i:min(i+step, len(stream))]), func(name, arg string) {
-				got.WriteString(name + " " + arg + "|")
+			if !s.feed([]byte(stream[i:min(i+step, len(stream))]), func(name, arg, arg2 string) {
+				got.WriteString(name + " " + arg + " " + arg2 + "|")
 			}) {
 				t.Fatalf("step %d: lost its place", step)
 			}
@@ -184,7 +185,7 @@ func TestReqScanner(t *testing.T) {
 		}
 	}
 	var s reqScanner
-	if s.feed([]byte("PING\r\n"), func(string, string) {}) {
+	if s.feed([]byte("PING\r\n"), func(string, string, string) {}) {
 		t.Fatal("an inline command did not lose the scanner's place")
 	}
 }
