@@ -30,6 +30,11 @@ import (
 // such state on a connection shared command by command (SELECT through
 // Do, say) is refused with a *NotPooledError.
 //
+// A hook added to a WithTimeout copy of the client runs too, but that
+// copy's commands then go through go-redis's own processing on a
+// connection borrowed for each (a HELLO more each): add hooks to the
+// client itself. Hooks added to a Conn or a Tx run as on go-redis.
+//
 // Every call returns the same client until it is closed. Its Close closes
 // that client only (its later commands fail with redis.ErrClosed) and the
 // next call returns a new one; close the pool with Pool.Close. Its
