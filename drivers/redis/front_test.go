@@ -469,3 +469,33 @@ func TestClientOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestClientConnHook: a hook added to a Conn of Client() runs around the
+// Conn's commands, which stay on its one connection, and the client's own
+// commands go on through the pool.
+func TestClientConnHook(t *testing.T) {
+	p, _ := newPool(t, 2, nil)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var log []string
+	conn := p.Client().Conn()
+	defer conn.Close()
+	id1, err := conn.ClientID(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.AddHook(logHook{"c", &mu, &log})
+	id2, err := conn.ClientID(ctx).Result()
+	if err != nil || id1 != id2 {
+		t.Fatalf("CLIENT ID %d then %d (%v)", id1, id2, err)
+	}
+	if err := p.Client().Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "c start client|c end client <nil>"; strings.Join(log, "|") != want {
+		t.Fatalf("the Conn's hook saw %q, want %q", strings.Join(log, "|"), want)
+	}
+	if s := p.Stats(); s.Busy != 1 || s.Live != 2 {
+		t.Fatalf("%+v", s.Books)
+	}
+}
