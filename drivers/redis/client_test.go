@@ -52,12 +52,25 @@ func TestClient(t *testing.T) {
 	if err == nil {
 		t.Fatal("LPUSH on a string inside MULTI succeeded")
 	}
-	// What needs a connection of its own is refused, plainly.
-	err = rdb.Watch(ctx, func(*redis.Tx) error { return nil }, k+"a")
-	if !errors.Is(err, ErrNotPooled) {
-		t.Fatalf("Watch on the client: %v, want ErrNotPooled", err)
+	// Watch is a transaction on one loan, given back afterwards.
+	err = rdb.Watch(ctx, func(tx *redis.Tx) error {
+		n, err := tx.Get(ctx, k+"a").Int()
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.Set(ctx, k+"a", n*2, 0)
+			return nil
+		})
+		return err
+	}, k+"a")
+	if err != nil {
+		t.Fatalf("Watch on the client: %v", err)
 	}
-	if s := p.Stats(); s.Made != 1 || s.Live != 1 {
+	if v, _ := rdb.Get(ctx, k+"a").Int(); v != 12 {
+		t.Fatalf("after Watch: %d, want 12", v)
+	}
+	if s := p.Stats(); s.Made != 1 || s.Live != 1 || s.Busy != 0 {
 		t.Fatalf("want one connection made and kept: %+v", s.Books)
 	}
 }
@@ -79,23 +92,41 @@ func TestSessionCommandsRefused(t *testing.T) {
 			t.Errorf("Client().Do%v = %v, want ErrNotPooled", args, err)
 		}
 	}
-	cmds, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.Set(ctx, k+"a", "1", 0)
-		pipe.Do(ctx, "select", 2)
+	// In a pipeline, on one connection, SELECT applies to what follows it,
+	// and the connection is destroyed afterwards.
+	var get *redis.StringCmd
+	_, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, k+"a", "0", 0)
+		pipe.Select(ctx, 2)
+		pipe.Set(ctx, k+"a", "2", 0)
+		get = pipe.Get(ctx, k+"a")
+		pipe.Del(ctx, k+"a")
 		return nil
 	})
-	if !errors.Is(err, ErrNotPooled) || len(cmds) != 2 || !errors.Is(cmds[0].Err(), ErrNotPooled) {
-		t.Fatalf("Pipelined with SELECT: %v %v", cmds, err)
+	if err != nil || get.Val() != "2" {
+		t.Fatalf("Pipelined with SELECT: %v %q", err, get.Val())
 	}
-	if n := p.Do(ctx, "EXISTS", k+"a").Val(); n != int64(0) {
-		t.Fatalf("a refused pipeline sent something: EXISTS = %v", n)
+	if v := p.Do(ctx, "GET", k+"a").Val(); v != "0" {
+		t.Fatalf("after a pipeline's SELECT, GET in database 0 = %v: the connection stayed in database 2", v)
+	}
+	if s := p.Stats(); s.Made != 2 || s.Live != 1 {
+		t.Fatalf("the pipeline's connection was lent again: %+v", s.Books)
+	}
+	if err := p.Do(ctx, "DEL", k+"a").Err(); err != nil {
+		t.Fatal(err)
 	}
 	// Harmless CLIENT subcommands go through.
 	if err := p.Do(ctx, "CLIENT", "ID").Err(); err != nil {
 		t.Fatal(err)
 	}
-	// The connection is still in database 0 and fit.
-	if s := p.Stats(); s.Made != 1 || s.Live != 1 {
+	// HELLO that only asks, or names the protocol spoken, goes through.
+	if err := p.Client().Do(ctx, "HELLO").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Client().Do(ctx, "HELLO", 3).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.Made != 2 || s.Live != 1 {
 		t.Fatalf("%+v", s.Books)
 	}
 }

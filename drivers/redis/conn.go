@@ -25,7 +25,8 @@ var errRedial = errors.New("redisward: connection is gone and may not be rediall
 // it by its pointer.
 type conn struct {
 	cl   *redis.Client
-	peek *peeker // looks at the client's network connection
+	nc   net.Conn // cl's one network connection, lent bare by Pool.Client's dial (see lent)
+	peek *peeker  // looks at the client's network connection
 	// broken is set by the client's hook when a command fails in a way that
 	// leaves the connection unusable (anything but a reply from the
 	// server); a loan carrying it ends in Destroy, not Release.
@@ -150,7 +151,7 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{peek: newPeeker(nc)}
+	c := &conn{nc: nc, peek: newPeeker(nc)}
 	o := p.inner
 	var spent atomic.Bool
 	o.Dialer = func(context.Context, string, string) (net.Conn, error) {
@@ -286,37 +287,78 @@ func (h hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessP
 // connection it runs on for the commands after it (SELECT, WATCH, MULTI,
 // SUBSCRIBE, CLIENT TRACKING, AUTH, …): on a pooled connection that state
 // would pass to whoever borrows it next, while the caller's next command
-// runs elsewhere. Use Pool.Watch, Pool.TxPipelined, Config.Options.DB, an
-// Acquire'd connection that is destroyed afterwards, or a separate
-// *redis.Client for PubSub.
-var ErrNotPooled = errors.New("redisward: command changes its connection's state and needs a connection of its own: use Pool.Watch, Pool.Acquire, or a separate client")
+// runs elsewhere. The error returned is a *NotPooledError, which names the
+// command and what to use instead, and errors.Is it to ErrNotPooled.
+var ErrNotPooled = errors.New("redisward: command changes its connection's state and needs a connection of its own")
+
+// NotPooledError is the error of a command refused on a pooled connection
+// (see ErrNotPooled): Cmd is the command as go-redis names it ("select",
+// "client setname"), Use what to do instead.
+type NotPooledError struct {
+	Cmd string
+	Use string
+}
+
+func (e *NotPooledError) Error() string {
+	return "redisward: " + strings.ToUpper(e.Cmd) + " changes its connection's state and is refused on a pooled connection: " + e.Use
+}
+
+// Is reports whether target is ErrNotPooled.
+func (e *NotPooledError) Is(target error) bool { return target == ErrNotPooled }
+
+// notPooled returns the error for cmd, a sessionCmd.
+func notPooled(cmd redis.Cmder) error {
+	name := cmd.Name()
+	if name == "client" {
+		if args := cmd.Args(); len(args) > 1 {
+			if s, ok := args[1].(string); ok {
+				name += " " + strings.ToLower(s)
+			}
+		}
+	}
+	use := "use Client().Conn(), a connection of its own for its life, or Pool.Acquire"
+	switch name {
+	case "select":
+		use = "set Config.Options.DB, or use Client().Conn() or Pool.Acquire for one connection in another database"
+	case "auth", "hello":
+		use = "set Config.Options.Username, Password or Protocol, which every pooled connection is opened with"
+	case "client setname":
+		use = "set Config.Options.ClientName, which every pooled connection is opened with"
+	case "watch", "unwatch", "multi", "exec", "discard":
+		use = "use Client().Watch, TxPipelined, Pool.Watch or Pool.TxPipelined"
+	case "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe":
+		use = "use Client().Subscribe, PSubscribe or SSubscribe, which open a connection of their own"
+	}
+	return &NotPooledError{Cmd: name, Use: use}
+}
 
 // sessionCmd reports whether cmd changes the state of its connection for
 // the commands after it (see ErrNotPooled).
 func sessionCmd(cmd redis.Cmder) bool {
-	switch cmd.Name() {
+	var arg string
+	if cmd.Name() == "client" {
+		if args := cmd.Args(); len(args) > 1 {
+			if a, ok := args[1].(string); ok {
+				arg = strings.ToLower(a)
+			}
+		}
+	}
+	return sessionName(cmd.Name(), arg)
+}
+
+// sessionName reports whether the command named name (in lower case), with
+// first argument arg (in lower case, read only for CLIENT), changes the
+// state of its connection for the commands after it.
+func sessionName(name, arg string) bool {
+	switch name {
 	case "select", "auth", "hello", "reset", "quit", "monitor",
 		"watch", "unwatch", "multi", "exec", "discard",
 		"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe",
 		"readonly", "readwrite":
 		return true
 	case "client":
-		if args := cmd.Args(); len(args) > 1 {
-			if s, ok := args[1].(string); ok {
-				switch strings.ToLower(s) {
-				case "tracking", "reply", "setname", "no-evict", "no-touch", "caching":
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// anySessionCmd reports whether any of cmds is a sessionCmd.
-func anySessionCmd(cmds []redis.Cmder) bool {
-	for _, c := range cmds {
-		if sessionCmd(c) {
+		switch arg {
+		case "tracking", "reply", "setname", "no-evict", "no-touch", "caching":
 			return true
 		}
 	}

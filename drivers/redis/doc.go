@@ -18,11 +18,15 @@
 // Single commands go through Do and Process, batches through Pipelined and
 // TxPipelined, optimistic transactions through Watch. Client returns a
 // *redis.Client whose commands and pipelines run on the pool, for code
-// written against go-redis (redis.Cmdable, redis.UniversalClient). Acquire
-// lends one connection as a *redis.Client of its own for work that must
-// stay on one connection. A command that would leave state behind on a
-// pooled connection (SELECT, WATCH, MULTI, SUBSCRIBE, CLIENT TRACKING, …)
-// is refused with ErrNotPooled everywhere but on a loan.
+// written against go-redis (redis.Cmdable, redis.UniversalClient): its
+// hooks run as go-redis runs them, and its Conn, Watch, Subscribe,
+// PSubscribe and SSubscribe borrow a connection for as long as they need
+// one. Acquire lends one connection as a *redis.Client of its own for work
+// that must stay on one connection. A command sent on its own that would
+// leave state behind on a connection shared command by command (SELECT,
+// WATCH, MULTI, SUBSCRIBE, CLIENT TRACKING, … through Do or Process) is
+// refused with a *NotPooledError (ErrNotPooled), which names the command
+// and what to use instead.
 //
 // # How a Keeper carries go-redis
 //
@@ -57,9 +61,14 @@
 //     may have reached the server is never sent twice. go-redis by default
 //     retries a command up to three times on network errors, writes
 //     included.
-//   - PubSub, client-side caching and maintenance notifications need
-//     connections of their own and are not pooled: use a separate
-//     *redis.Client for them.
+//   - A PubSub of Client() holds a loan for its life, counted in the
+//     books and in Limits.Size, and its connection is destroyed when it
+//     closes. Client-side caching and maintenance notifications are not
+//     pooled: use a separate *redis.Client for them.
+//   - A *redis.Conn or a Watch of Client() says HELLO again on the
+//     connection it borrows (one round trip; hooks see it, as they see a
+//     new connection's handshake on go-redis). Client().PoolStats counts
+//     only those borrowed connections: Pool.PoolStats has the pool's.
 //
 // # Broken connections
 //

@@ -3,7 +3,11 @@ package redisward
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,7 +31,9 @@ type Pool struct {
 	addr        string
 	leakAfter   time.Duration // Config.LeakAfter, for Leaked
 
-	front *redis.Client // see Client
+	frontMu sync.Mutex  // guards front
+	front   *front      // the client Client returns, built on demand
+	shut    atomic.Bool // Close was called
 }
 
 // New builds a pool from cfg. Unless cfg.Lazy is set it opens one connection
@@ -86,14 +92,12 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p.k = k
-	p.front = p.newFront()
 	if !cfg.Lazy {
 		l, err := k.Acquire(ctx)
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			_ = k.Close(cctx)
-			_ = p.front.Close()
 			return nil, err
 		}
 		l.Release()
@@ -182,9 +186,10 @@ func (p *Pool) AcquireFunc(ctx context.Context, f func(*redis.Client) error) err
 // (Config.CheckIdle), and one found closed then is replaced without the
 // caller seeing it.
 func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
-	if sessionCmd(cmd) {
-		cmd.SetErr(ErrNotPooled)
-		return ErrNotPooled
+	if p.stateful(cmd) {
+		err := notPooled(cmd)
+		cmd.SetErr(err)
+		return err
 	}
 	for try := 1; ; try++ {
 		l, err := p.k.Acquire(ctx)
@@ -235,8 +240,7 @@ func (p *Pool) TxPipelined(ctx context.Context, fn func(redis.Pipeliner) error) 
 
 func (p *Pool) pipelined(ctx context.Context, fn func(redis.Pipeliner) error, tx bool) ([]redis.Cmder, error) {
 	// The commands are queued before a connection is taken: fn runs once
-	// however often the pipeline is tried, and a command that would leave
-	// state behind is refused before anything is sent.
+	// however often the pipeline is tried.
 	pipe := p.Client().Pipeline()
 	if err := fn(pipe); err != nil {
 		return nil, err
@@ -251,13 +255,17 @@ func (p *Pool) pipelined(ctx context.Context, fn func(redis.Pipeliner) error, tx
 // execPipeline runs cmds as one pipeline, inside MULTI and EXEC when tx is
 // set, on one pooled connection, and returns the first error. It is tried
 // again on another connection only when the one it had was found gone
-// before anything was sent, as Process does.
+// before anything was sent, as Process does. A pipeline may hold commands
+// that change its connection's state (SELECT, CLIENT SETNAME, …): they
+// apply to the commands after them in the pipeline, as on go-redis, and
+// the connection is destroyed afterwards rather than lent again.
 func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) error {
 	if len(cmds) == 0 {
 		return nil
 	}
-	if anySessionCmd(cmds) {
-		return setErrs(cmds, ErrNotPooled)
+	stateful := false
+	for _, cmd := range cmds {
+		stateful = stateful || p.stateful(cmd)
 	}
 	queue := func(pipe redis.Pipeliner) error {
 		return pipe.BatchProcess(ctx, cmds...)
@@ -274,10 +282,43 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 			_, err = c.cl.Pipelined(ctx, queue)
 		}
 		c.failed(err)
+		if stateful {
+			c.dirty.Store(true)
+		}
 		if !settle(l, err, try) {
 			return err
 		}
 	}
+}
+
+// stateful reports whether cmd changes the state of the connection it runs
+// on for the commands after it (see sessionCmd), except SELECT of the
+// database the pool's connections are in, and HELLO when it only asks (no
+// arguments) or names the protocol they speak, without AUTH or SETNAME.
+func (p *Pool) stateful(cmd redis.Cmder) bool {
+	if !sessionCmd(cmd) {
+		return false
+	}
+	args := cmd.Args()
+	switch cmd.Name() {
+	case "select":
+		// The database the pool's connections are in already.
+		return len(args) != 2 || fmt.Sprint(args[1]) != strconv.Itoa(p.inner.DB)
+	case "hello":
+	default:
+		return true
+	}
+	switch len(args) {
+	case 1:
+		return false
+	case 2:
+		proto := p.inner.Protocol
+		if proto == 0 {
+			proto = 3
+		}
+		return fmt.Sprint(args[1]) != strconv.Itoa(proto)
+	}
+	return true
 }
 
 // setErrs sets err on every command and returns it.
@@ -308,6 +349,32 @@ func (p *Pool) Ping(ctx context.Context) error {
 // Stats returns a reading of the pool's books and figures (wardpool.Stats).
 func (p *Pool) Stats() wardpool.Stats { return p.k.Stats() }
 
+// PoolStats returns the pool's figures as go-redis's redis.PoolStats, for
+// code and dashboards written for (*redis.Client).PoolStats: Hits are loans
+// of an idle connection, Misses loans that had to wait for one to be
+// dialled, Timeouts acquires whose context ended first, WaitCount callers
+// that queued, WaitDurationNs the time successful acquires waited,
+// Unusable connections found dead when checked before a loan, TotalConns
+// and IdleConns the live and idle connections, StaleConns those retired
+// (idle too long, too old, closed by Reset), PendingRequests the callers
+// queued now. Counters are cut to 32 bits as go-redis's are. Stats has
+// the rest.
+func (p *Pool) PoolStats() *redis.PoolStats {
+	s := p.k.Stats()
+	return &redis.PoolStats{
+		Hits:            uint32(s.Reused),
+		Misses:          uint32(s.Loans - s.Reused),
+		Timeouts:        uint32(s.Canceled),
+		WaitCount:       uint32(s.Waited),
+		Unusable:        uint32(s.CheckFailures),
+		WaitDurationNs:  s.AcquireWait.Nanoseconds(),
+		TotalConns:      uint32(s.Live),
+		IdleConns:       uint32(s.Idle),
+		StaleConns:      uint32(s.Retired),
+		PendingRequests: uint32(s.Waiting),
+	}
+}
+
 // Limits returns the bounds the pool runs with.
 func (p *Pool) Limits() pool.Limits { return p.k.Limits() }
 
@@ -324,6 +391,12 @@ func (p *Pool) Reset() { p.k.Reset() }
 // loan to come home (closing each) until ctx ends, returning ctx.Err() if
 // it ends first. Calling it again waits again.
 func (p *Pool) Close(ctx context.Context) error {
-	_ = p.front.Close() // it holds no connection: this only marks it closed
+	p.frontMu.Lock()
+	p.shut.Store(true)
+	if p.front != nil {
+		// Its borrowed connections (a Conn, a Tx, a PubSub) are destroyed.
+		_ = p.front.cl.Close()
+	}
+	p.frontMu.Unlock()
 	return p.k.Close(ctx)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,85 @@ func TestBrokenAllocatesNothing(t *testing.T) {
 	})
 	if n != 0 {
 		t.Errorf("broken allocates %v times per run", n)
+	}
+}
+
+// TestNotPooledNamesCommand: the refusal names the command it refused and
+// says what to use instead, and stays ErrNotPooled to errors.Is.
+func TestNotPooledNamesCommand(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		args []any
+		want []string
+	}{
+		{[]any{"SELECT", 1}, []string{"SELECT ", "Options.DB", "Conn()"}},
+		{[]any{"auth", "x"}, []string{"AUTH ", "Password"}},
+		{[]any{"HELLO", 3}, []string{"HELLO ", "Protocol"}},
+		{[]any{"client", "SetName", "n"}, []string{"CLIENT SETNAME ", "ClientName"}},
+		{[]any{"CLIENT", "TRACKING", "on"}, []string{"CLIENT TRACKING ", "Conn()"}},
+		{[]any{"watch", "k"}, []string{"WATCH ", "Client().Watch"}},
+		{[]any{"subscribe", "ch"}, []string{"SUBSCRIBE ", "Client().Subscribe"}},
+	} {
+		cmd := redis.NewCmd(ctx, c.args...)
+		if !sessionCmd(cmd) {
+			t.Fatalf("%v is not a session command", c.args)
+		}
+		err := notPooled(cmd)
+		if !errors.Is(err, ErrNotPooled) {
+			t.Errorf("%v: %v is not ErrNotPooled", c.args, err)
+		}
+		var np *NotPooledError
+		if !errors.As(err, &np) {
+			t.Fatalf("%v: %T is not a *NotPooledError", c.args, err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %q lacks %q", c.args, err, w)
+			}
+		}
+	}
+	p := &Pool{}
+	for _, c := range []struct {
+		args []any
+		want bool
+	}{
+		{[]any{"get", "k"}, false},
+		{[]any{"hello"}, false},
+		{[]any{"hello", 3}, false},
+		{[]any{"hello", "3"}, false},
+		{[]any{"hello", 2}, true},
+		{[]any{"hello", 3, "auth", "u", "p"}, true},
+		{[]any{"select", 0}, false},
+		{[]any{"select", 1}, true},
+	} {
+		if got := p.stateful(redis.NewCmd(ctx, c.args...)); got != c.want {
+			t.Errorf("stateful%v = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
+
+// TestReqScanner: the scanner of what a borrowed connection's client
+// writes finds each command's name and first argument however the bytes
+// are split, and says when it loses its place.
+func TestReqScanner(t *testing.T) {
+	stream := "*2\r\n$6\r\nSELECT\r\n$1\r\n1\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$40\r\n" + strings.Repeat("v", 40) + "\r\n*3\r\n$6\r\nclient\r\n$7\r\nSETNAME\r\n$1\r\nn\r\n"
+	want := "select 1 |set k " + strings.Repeat("v", 32) + "|client setname n|"
+	for step := 1; step <= len(stream); step++ {
+		var s reqScanner
+		var got strings.Builder
+		for i := 0; i < len(stream); i += step {
+			if !s.feed([]byte(stream[i:min(i+step, len(stream))]), func(name, arg, arg2 string) {
+				got.WriteString(name + " " + arg + " " + arg2 + "|")
+			}) {
+				t.Fatalf("step %d: lost its place", step)
+			}
+		}
+		if got.String() != want || !s.idle() {
+			t.Fatalf("step %d: %q (idle %v), want %q", step, got.String(), s.idle(), want)
+		}
+	}
+	var s reqScanner
+	if s.feed([]byte("PING\r\n"), func(string, string, string) {}) {
+		t.Fatal("an inline command did not lose the scanner's place")
 	}
 }
