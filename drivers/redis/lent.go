@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool"
 )
 
 // lent is a pooled connection's network connection handed to a client of
@@ -25,7 +25,7 @@ import (
 type lent struct {
 	net.Conn
 	f *front
-	l pool.Loan[*conn]
+	l wardpool.Loan[*conn]
 
 	mu    sync.Mutex // guards the fields below
 	scan  reqScanner
@@ -37,7 +37,7 @@ type lent struct {
 	done  bool // Close was called
 }
 
-func newLent(f *front, l pool.Loan[*conn]) *lent {
+func newLent(f *front, l wardpool.Loan[*conn]) *lent {
 	return &lent{Conn: l.Value().nc, f: f, l: l, shake: true}
 }
 
