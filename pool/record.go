@@ -104,6 +104,12 @@ import (
 //	13 Loans     at → n:u n × (ref held:i)
 //	14 Ceiling   n:i
 //	15 Trim      at → n:u n × ref
+//	16 CeilingAt n:i at → n:u n × ref
+//	17 Limits    size:u idle:u keep:i life:i at → n:u n × ref
+//
+// Ceiling and Trim are what recordings made before SetCeiling retired at
+// once hold; a replay still reads them. The header's limits are the pool's
+// at the recording's first checkpoint; a Limits step changes them.
 //
 // The seats a list of retired resources names (Evict, Close, Reset, a Stale
 // answer) are the ones they held before they left.
@@ -128,13 +134,15 @@ const (
 	OpLoans
 	OpCeiling
 	OpTrim
+	OpCeilingAt
+	OpLimits
 
 	opCheckpoint Op = 0x40
 	opEnd        Op = 0x41
 )
 
 var opNames = [...]string{"Op(0)", "Take", "Made", "Unmade", "Give", "GiveSeat", "Drop",
-	"Evict", "Close", "Reset", "Relent", "Reserve", "Refusal", "Loans", "Ceiling", "Trim"}
+	"Evict", "Close", "Reset", "Relent", "Reserve", "Refusal", "Loans", "Ceiling", "Trim", "CeilingAt", "Limits"}
 
 // String returns the operation's name, such as "Take".
 func (o Op) String() string {
@@ -191,6 +199,11 @@ type Recorder struct {
 	// subtraction of times (see Pool.recAt).
 	epoch    time.Time
 	epochOff int64
+
+	// The pool's limits when each half's checkpoint was written: a
+	// recording's header carries those of its first checkpoint, and its
+	// SetLimits steps the changes since.
+	limOld, limCur Limits
 }
 
 // NewRecorder returns a Recorder that keeps about limit bytes of steps,
@@ -244,6 +257,7 @@ func (p *Pool[T]) Record(r *Recorder) error {
 	r.cur = p.appendCheckpoint(r.cur[:0], r.steps, r.hasOrigin, r.origin, r.prev)
 	r.mark = len(r.cur)
 	r.old = r.old[:0]
+	r.limCur = p.limits
 	p.rec = r
 	return nil
 }
@@ -305,7 +319,10 @@ func (p *Pool[T]) Recording(dst []byte) []byte {
 	dst = append(dst, recordMagic...)
 	dst = appendU(dst, recordVersion)
 	dst = appendU(dst, uint64(2*r.half))
-	l := p.limits
+	l := r.limCur
+	if len(r.old) > 0 {
+		l = r.limOld
+	}
 	dst = appendU(dst, uint64(l.Size))
 	dst = appendU(dst, uint64(l.Idle))
 	dst = appendI(dst, int64(l.Keep))
