@@ -149,7 +149,7 @@ func (k *Keeper[T]) wantSlotLocked() bool {
 		return false
 	}
 	c := k.ceiling
-	return c >= 0 && k.p.Live() >= c && (k.limits.Size == 0 || c < k.limits.Size) && k.sh.owe == 0
+	return c >= 0 && k.p.Live() >= c && (k.limits.Load().Size == 0 || c < k.limits.Load().Size) && k.sh.owe == 0
 }
 
 // leaser leases slots one at a time while they are wanted, raising the

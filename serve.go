@@ -135,7 +135,7 @@ func (k *Keeper[T]) giveUpLocked(err error, start time.Time) error {
 	e := &AcquireError{
 		Err:     err,
 		Waited:  now.Sub(start),
-		Size:    k.limits.Size,
+		Size:    k.limits.Load().Size,
 		Busy:    k.p.Busy(),
 		Waiting: k.q.live,
 		Ceiling: k.ceiling,
