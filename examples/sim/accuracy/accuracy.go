@@ -49,6 +49,11 @@ type Figures struct {
 	Dials          int
 	MeanHold       time.Duration // measured: acquired to released
 	SaturatedShare float64       // Saturated over the run's length
+	// Handoff99 and HandoffMax are, measured, how long after the release
+	// just before it a queued caller had its connection: the Keeper's
+	// handoff and the waiter's wake-up, which the simulator takes as
+	// instant.
+	Handoff99, HandoffMax time.Duration
 }
 
 // Row is one line of the table: a run, measured and predicted.
@@ -75,7 +80,7 @@ func (r Row) OK() bool {
 type Report struct {
 	Plan Plan
 	Dial time.Duration // median pgx connect, the simulator's dial
-	RTT  time.Duration // median cost of a hold beyond its sleep
+	RTT  time.Duration // mean cost of a hold beyond its sleep, Size at once
 	Rows []Row
 	// HoldDiff compares the what-if's two real runs caller by caller (the
 	// same arrival and the same sleep): the p99 and the largest difference
@@ -117,34 +122,53 @@ func schedule(seed uint64, rate float64, hold time.Duration, seconds float64) []
 }
 
 // calibrate measures the median connect (the simulator's dial) and what a
-// hold costs on top of its sleep: the median of pg_sleep(hold) less hold
-// (the round trip, and the server's timer slack).
-func calibrate(ctx context.Context, dsn string, hold time.Duration) (dial, over time.Duration, err error) {
+// hold costs on top of its sleep when size connections sleep at once, as
+// in a busy run: the mean of pg_sleep(hold) less hold (the round trip, the
+// server's timer slack, and whatever the machine adds). Size over the
+// sleep plus that is what the pool can serve.
+func calibrate(ctx context.Context, dsn string, size int, hold time.Duration) (dial, over time.Duration, err error) {
 	var dials []time.Duration
-	for range 7 {
+	conns := make([]*pgx.Conn, 0, max(size, 7))
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close(ctx)
+		}
+	}()
+	for range max(size, 7) {
 		t0 := time.Now()
 		c, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			return 0, 0, err
 		}
 		dials = append(dials, time.Since(t0))
-		if len(dials) == 7 {
-			var rtts []time.Duration
-			for range 25 {
+		conns = append(conns, c)
+	}
+	const rounds = 20
+	extra := make([]time.Duration, size)
+	errs := make([]error, size)
+	var wg sync.WaitGroup
+	for i := range size {
+		wg.Go(func() {
+			for range rounds {
 				t0 := time.Now()
-				if _, err := c.Exec(ctx, "SELECT pg_sleep($1)", hold.Seconds()); err != nil {
-					_ = c.Close(ctx)
-					return 0, 0, err
+				if _, err := conns[i].Exec(ctx, "SELECT pg_sleep($1)", hold.Seconds()); err != nil {
+					errs[i] = err
+					return
 				}
-				rtts = append(rtts, time.Since(t0)-hold)
+				extra[i] += time.Since(t0) - hold
 			}
-			slices.Sort(rtts)
-			over = rtts[len(rtts)/2]
+		})
+	}
+	wg.Wait()
+	var sum time.Duration
+	for i := range size {
+		if errs[i] != nil {
+			return 0, 0, errs[i]
 		}
-		_ = c.Close(ctx)
+		sum += extra[i]
 	}
 	slices.Sort(dials)
-	return dials[len(dials)/2], over, nil
+	return dials[len(dials)/2], sum / time.Duration(size*rounds), nil
 }
 
 // caller is one caller's record, in nanoseconds since the start.
@@ -155,7 +179,7 @@ type caller struct {
 
 // runReal runs the schedule against a fresh pgxward pool of size, and
 // returns each caller's instants, the dials, and the time callers were
-// queued (sampled every sampleEvery from the Keeper's Waiting gauge).
+// queued (see queued).
 func runReal(ctx context.Context, dsn string, size int, sched []arrival) ([]caller, int, time.Duration, error) {
 	cfg, err := pgxward.ParseConfig(dsn)
 	if err != nil {
@@ -200,6 +224,32 @@ func runReal(ctx context.Context, dsn string, size int, sched []arrival) ([]call
 		}
 	}
 	return calls, int(p.Stats().Made + p.Stats().Failed), queued(calls, size), nil
+}
+
+// handoffs returns, for every caller that found size others in the system
+// when it asked (so waited for a release), how long after the latest
+// release before its acquire it had its connection.
+func handoffs(calls []caller, size int) []time.Duration {
+	asks := make([]int64, len(calls))
+	rels := make([]int64, len(calls))
+	for i, c := range calls {
+		asks[i], rels[i] = c.asked, c.released
+	}
+	slices.Sort(asks)
+	slices.Sort(rels)
+	var out []time.Duration
+	for _, c := range calls {
+		in, _ := slices.BinarySearch(asks, c.asked+1)
+		gone, _ := slices.BinarySearch(rels, c.asked+1)
+		if in-1-gone < size {
+			continue
+		}
+		if j, _ := slices.BinarySearch(rels, c.acquired+1); j > 0 && rels[j-1] >= c.asked {
+			out = append(out, time.Duration(c.acquired-rels[j-1]))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // queued is how long callers were queued, as the simulator counts it: the
@@ -274,6 +324,14 @@ func writeCSV(dir, name string, calls []caller) error {
 	return os.WriteFile(filepath.Join(dir, file), []byte(b.String()), 0o644)
 }
 
+// spread is the p99 and the largest of sorted d; zeros when empty.
+func spread(d []time.Duration) (p99, most time.Duration) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	return rank(d, 99), d[len(d)-1]
+}
+
 // holdDiff is the p99 and the largest difference between the holds of two
 // runs of one schedule, caller by caller.
 func holdDiff(a, b []caller) (p99, most time.Duration) {
@@ -335,7 +393,7 @@ func predict(calls []caller, lim pool.Limits, dial, hold time.Duration, seconds 
 // Run runs the plan: one real run and its prediction per load, then the
 // what-if. progress, when not nil, hears of each run as it ends.
 func Run(ctx context.Context, pl Plan, progress io.Writer) (*Report, error) {
-	dial, rtt, err := calibrate(ctx, pl.DSN, pl.Hold)
+	dial, rtt, err := calibrate(ctx, pl.DSN, pl.Size, pl.Hold)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
@@ -355,6 +413,7 @@ func Run(ctx context.Context, pl Plan, progress io.Writer) (*Report, error) {
 			return Row{}, nil, err
 		}
 		m := measured(calls, dials, sat)
+		m.Handoff99, m.HandoffMax = spread(handoffs(calls, size))
 		if err := writeCSV(pl.CSV, name, calls); err != nil {
 			return Row{}, nil, err
 		}
@@ -393,8 +452,10 @@ func Run(ctx context.Context, pl Plan, progress io.Writer) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
+		m := measured(calls, dials, sat)
+		m.Handoff99, m.HandoffMax = spread(handoffs(calls, pl.WhatIf))
 		r := Row{Name: fmt.Sprintf("what-if %d→%d", pl.Size, pl.WhatIf), Size: pl.WhatIf, Load: offered(calls, pl.WhatIf, pl.Seconds),
-			Measured: measured(calls, dials, sat), Predicted: p}
+			Measured: m, Predicted: p}
 		rep.Rows = append(rep.Rows, r)
 		rep.HoldDiffP99, rep.HoldDiffMax = holdDiff(whatIfFrom, calls)
 		// And the what-if run predicted from its own recording: what of
@@ -415,7 +476,7 @@ func Run(ctx context.Context, pl Plan, progress io.Writer) (*Report, error) {
 // Table writes the report as a Markdown table.
 func (rep *Report) Table(w io.Writer) {
 	pl := rep.Plan
-	fmt.Fprintf(w, "Size %d, mean pg_sleep %v, %.0f s of arrivals a run; dial %v and hold overhead %v (medians, measured)\n\n",
+	fmt.Fprintf(w, "Size %d, mean pg_sleep %v, %.0f s of arrivals a run; dial %v and hold overhead %v (measured: median connect; mean beyond the sleep, Size sleeping at once)\n\n",
 		pl.Size, pl.Hold, pl.Seconds, rep.Dial.Round(10*time.Microsecond), rep.RTT.Round(time.Microsecond))
 	fmt.Fprintln(w, "| run | Size | offered load | mean hold | callers | p50 wait meas / pred | p99 wait meas / pred | max wait meas / pred | saturated meas / pred | dials meas / pred | p99 goal |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
@@ -429,6 +490,14 @@ func (rep *Report) Table(w io.Writer) {
 			r.Name, r.Size, 100*r.Load, ms(m.MeanHold), m.Callers, ms(m.P50), ms(p.P50), ms(m.P99), ms(p.P99), ms(m.Max), ms(p.Max),
 			ms(m.Saturated), ms(p.Saturated), m.Dials, p.Dials, ok)
 	}
+	fmt.Fprintf(w, "\nHandoffs, measured (a queued caller's acquire after the release before it; instant in the simulator), p99 / max:")
+	for _, r := range rep.Rows {
+		if strings.HasSuffix(r.Name, "own load") {
+			continue // the what-if's run again
+		}
+		fmt.Fprintf(w, " %s %s / %s;", r.Name, ms(r.Measured.Handoff99), ms(r.Measured.HandoffMax))
+	}
+	fmt.Fprintln(w)
 	if rep.HoldDiffMax > 0 {
 		fmt.Fprintf(w, "\nThe what-if's two real runs, caller by caller (same arrival, same sleep): holds differ by %s at p99, %s at most.\n",
 			ms(rep.HoldDiffP99), ms(rep.HoldDiffMax))
