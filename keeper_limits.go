@@ -15,7 +15,10 @@ import (
 // instead of kept; a raised Size serves the callers waiting at once, with
 // dials. Limits.Size, Idle, Keep and Life all apply from the next decision
 // on; MinIdle stays as configured. Stats and Limits show the change (the
-// metrics package exports Limits as gauges).
+// metrics package exports Limits as gauges, read at every scrape). It is
+// what HikariCP offers through its pool MXBean and what FlexyPool does
+// when it grows a pool, except that here the Pool, not the runtime,
+// decides what a new limit does to each resource.
 //
 // SetLimits fails, with an error wrapping ErrConfig and changing nothing,
 // for limits NewKeeper would refuse (a negative field, or MinIdle above the
