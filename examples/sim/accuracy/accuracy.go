@@ -55,6 +55,10 @@ type Figures struct {
 	// the prediction counts it in the loan (see lendings), and it is in
 	// the measured waits, not in the predicted ones.
 	Handoff99, HandoffMax time.Duration
+	// Stall is the longest wait of a caller who found room when it asked
+	// (fewer than Size others in the system), less the dial: time the
+	// process or the machine did not run it, which no prediction sees.
+	Stall time.Duration
 }
 
 // Row is one line of the table: a run, measured and predicted.
@@ -269,6 +273,27 @@ func runReal(ctx context.Context, dsn string, size int, sched []arrival) ([]call
 	return calls, int(p.Stats().Made + p.Stats().Failed), queued(calls, size), nil
 }
 
+// stall is the longest wait of a caller who found room when it asked,
+// less dial: see Figures.Stall.
+func stall(calls []caller, size int, dial time.Duration) time.Duration {
+	asks := make([]int64, len(calls))
+	rels := make([]int64, len(calls))
+	for i, c := range calls {
+		asks[i], rels[i] = c.asked, c.released
+	}
+	slices.Sort(asks)
+	slices.Sort(rels)
+	var most time.Duration
+	for _, c := range calls {
+		in, _ := slices.BinarySearch(asks, c.asked+1)
+		out, _ := slices.BinarySearch(rels, c.asked+1)
+		if in-1-out < size {
+			most = max(most, time.Duration(c.acquired-c.asked)-dial)
+		}
+	}
+	return most
+}
+
 // queued is how long callers were queued, as the simulator counts it: the
 // union of the waits of the callers who found size others in the system
 // (asked and not yet released) when they asked. Arrivals are served in
@@ -434,6 +459,7 @@ func Run(ctx context.Context, pl Plan, progress io.Writer) (*Report, error) {
 		}
 		m := measured(calls, dials, sat)
 		m.Handoff99, m.HandoffMax = spread(lendings(calls))
+		m.Stall = stall(calls, size, dial)
 		if err := writeCSV(pl.CSV, name, calls); err != nil {
 			return Row{}, nil, err
 		}
@@ -474,6 +500,7 @@ func Run(ctx context.Context, pl Plan, progress io.Writer) (*Report, error) {
 		}
 		m := measured(calls, dials, sat)
 		m.Handoff99, m.HandoffMax = spread(lendings(calls))
+		m.Stall = stall(calls, pl.WhatIf, dial)
 		r := Row{Name: fmt.Sprintf("what-if %d→%d", pl.Size, pl.WhatIf), Size: pl.WhatIf, Load: offered(calls, pl.WhatIf, pl.Seconds),
 			Measured: m, Predicted: p}
 		rep.Rows = append(rep.Rows, r)
@@ -516,6 +543,12 @@ func (rep *Report) Table(w io.Writer) {
 			continue // the what-if's run again
 		}
 		fmt.Fprintf(w, " %s %s / %s;", r.Name, ms(r.Measured.Handoff99), ms(r.Measured.HandoffMax))
+	}
+	fmt.Fprintf(w, "\n\nStalls, measured (the longest wait of a caller who found room, less the dial; 0 in the simulator):")
+	for _, r := range rep.Rows {
+		if !strings.HasSuffix(r.Name, "own load") {
+			fmt.Fprintf(w, " %s %s;", r.Name, ms(r.Measured.Stall))
+		}
 	}
 	fmt.Fprintln(w)
 	if rep.HoldDiffMax > 0 {

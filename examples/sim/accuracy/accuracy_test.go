@@ -17,7 +17,7 @@ import (
 // fails when a run loses callers, when the prediction's dials are off by
 // more than one, or when a prediction of a run from its own recording
 // misses p99 by more than twice the published goal (30%, or 2 ms under
-// 5 ms) plus the longest handoff the run measured: a few seconds of arrivals on a machine shared with other tests
+// 5 ms) plus the longest wake-up or stall the run measured: a few seconds of arrivals on a machine shared with other tests
 // are noisier than the README's full-size run. The what-if's p99 is
 // printed, not held: it compares two real runs (see HoldDiff).
 func TestAccuracy(t *testing.T) {
@@ -52,11 +52,12 @@ func TestAccuracy(t *testing.T) {
 			// of a shared machine), which the table reports beside it.
 			continue
 		}
-		// Twice the goal, plus the longest handoff measured: the wake-up
-		// of a waiter, which the simulator takes as instant, is the
-		// scheduler's, and on a loaded machine it reaches milliseconds.
+		// Twice the goal, plus the longest delay the run measured that no
+		// prediction sees: a waiter's wake-up after the release that
+		// handed it its connection, or a stall of a caller who found room
+		// (on a loaded machine, with -race, tens of milliseconds).
 		diff := (m.P99 - p.P99).Abs()
-		allowed := max(2*time.Millisecond, time.Duration(0.30*float64(m.P99))) + m.HandoffMax
+		allowed := max(2*time.Millisecond, time.Duration(0.30*float64(m.P99))) + max(m.HandoffMax, m.Stall)
 		if diff > allowed {
 			t.Errorf("%s: p99 measured %v, predicted %v (allowed %v)", r.Name, m.P99, p.P99, allowed)
 		}
