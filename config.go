@@ -190,13 +190,13 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		clock:       cfg.Clock,
 		rand:        cfg.Rand,
 		cpuRead:     cfg.CPU,
-		limits:      l,
 		needRoll:    cfg.Ward.Breaker != nil || cfg.Ward.Backoff != nil,
 		shedder:     cfg.Ward.Shedder != nil,
 		p:           p,
 		ceiling:     -1,
 		drained:     make(chan struct{}),
 	}
+	k.limits.Store(&l)
 	if k.checkIdle == 0 {
 		k.checkIdle = defaultCheckIdle
 	}

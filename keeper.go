@@ -69,9 +69,8 @@ type Keeper[T comparable] struct {
 	cached      *cachedClock // the default clock, when in use
 	rand        func() float64
 	cpuRead     func() int
-	base        time.Time // the origin of the Keeper's nanoseconds (ns)
-	baseMono    int64     // base on the cached clock's scale, with the default clock
-	limits      pool.Limits
+	base        time.Time     // the origin of the Keeper's nanoseconds (ns)
+	baseMono    int64         // base on the cached clock's scale, with the default clock
 	needRoll    bool          // the ward has a breaker or a backoff
 	shedder     bool          // the ward has a shedder
 	laneOn      bool          // the lane may be used (see lane.go)
@@ -95,6 +94,9 @@ type Keeper[T comparable] struct {
 	// table is ents as the lane reads it, without the lock: replaced,
 	// never changed in place, when a seat is added.
 	table atomic.Pointer[[]*entry[T]]
+	// limits is the pool's limits, as the lane reads them without the
+	// lock: replaced, never changed in place, under mu (SetLimits).
+	limits atomic.Pointer[pool.Limits]
 
 	// Acquires and their total wait, counted once an acquire is final (its
 	// caller has the loan, checked): atomics, so that a waiter handed a
@@ -167,7 +169,7 @@ type entry[T comparable] struct {
 }
 
 // Limits returns the pool's limits.
-func (k *Keeper[T]) Limits() pool.Limits { return k.limits }
+func (k *Keeper[T]) Limits() pool.Limits { return *k.limits.Load() }
 
 // now reads the Keeper's clock; the default clock is called directly, which
 // lets the compiler inline it on the hot paths.
@@ -323,7 +325,7 @@ func (k *Keeper[T]) settledLocked(now time.Time, fx *effects[T]) {
 	if k.q.live > 0 {
 		k.serveLocked(now, fx)
 	}
-	if k.limits.Life > 0 || (!k.armed && k.limits.Keep > 0) {
+	if k.limits.Load().Life > 0 || (!k.armed && k.limits.Load().Keep > 0) {
 		k.armIdleLocked(now)
 	}
 	if k.closed {

@@ -35,6 +35,7 @@ const (
 	linLand
 	linAttempt   // an Acquire's or TryAcquire's take of a resource whose check then failed
 	linCheckFail // the failed check, which drops the resource
+	linSetLimits
 )
 
 // linIn is an operation's input.
@@ -45,6 +46,7 @@ type linIn struct {
 	fail bool          // Release: Config.Reset fails for it
 	own  bool          // Land: the dial was an Acquire's own (else background)
 	d    time.Duration // Advance
+	lim  pool.Limits   // SetLimits
 }
 
 // linOut is an operation's output.
@@ -276,6 +278,18 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		p.Reset(now)
 		m.resets++
 		return m.serve()
+	case linSetLimits:
+		if m.closed {
+			return out.err == linClosed
+		}
+		if out.err != linNone {
+			return false
+		}
+		if _, err := p.SetLimits(in.lim, now); err != nil {
+			return false
+		}
+		m.limits = in.lim // what is retired is closed; fresh reads the new ages
+		return m.serve()  // a raised ceiling serves the queue
 	case linClose:
 		p.Close()
 		m.closed = true
@@ -310,7 +324,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 func (m *linMachine) summary() string {
 	var b strings.Builder
 	p, now := m.p, m.now
-	fmt.Fprintf(&b, "t=%v closed=%v books=%+v", now.Sub(m.start), m.closed, linBooks(p.Books()))
+	fmt.Fprintf(&b, "t=%v closed=%v limits=%+v books=%+v", now.Sub(m.start), m.closed, m.limits, linBooks(p.Books()))
 	lent := p.Loans(now)
 	slices.SortFunc(lent, func(x, y pool.Lent[int]) int { return x.Item - y.Item })
 	b.WriteString(" lent[")
@@ -421,6 +435,9 @@ func describeLin(in linIn, out linOut) string {
 		return fmt.Sprintf("Hijack(c%d)", in.id)
 	case linReset:
 		return "Keeper.Reset"
+	case linSetLimits:
+		l := in.lim
+		return fmt.Sprintf("SetLimits(size=%d idle=%d keep=%v life=%v) → %v", l.Size, l.Idle, l.Keep, l.Life, out.err)
 	case linClose:
 		return "Close"
 	case linStats:
@@ -490,6 +507,11 @@ func (h *linHistory) tally(into map[string]int) {
 			key = "Check fails"
 		case linCheckFail:
 			continue
+		case linSetLimits:
+			key = "SetLimits"
+			if out.err == linClosed {
+				key += " ErrClosed"
+			}
 		default:
 			key = strings.Fields(describeLin(in, out))[0]
 		}

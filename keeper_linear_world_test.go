@@ -102,6 +102,12 @@ type linWorld struct {
 
 	checkFails *rand.Rand // guarded by rec.mu
 	resetHook  bool       // Config.Reset is set
+
+	// What SetLimits may draw: Size up to maxSize (a limiter held at the
+	// configured Size must stay the pool's own bound), ages only where the
+	// configuration draws them.
+	maxSize int
+	ages    bool
 }
 
 func errKind(err error) linErr {
@@ -121,6 +127,7 @@ func errKind(err error) linErr {
 // linConfig is what a history runs with, drawn from its seed.
 type linConfig struct {
 	limits pool.Limits
+	ages   bool          // Keep and Life may be drawn (by SetLimits too)
 	step   time.Duration // the clock's step between rounds
 	// edges draws each round's step from 0, 3 s, Keep, Keep + 1 ns and
 	// 25 s instead, and runs the timers due after it each on a goroutine
@@ -252,6 +259,7 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 		// place exactly.
 		c.limits.Keep, c.limits.Life = 0, 0
 	}
+	c.ages = ages
 	return c
 }
 
@@ -259,7 +267,11 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 // history.
 func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory) {
 	rec := &linRecorder{resetFails: map[int]bool{}}
-	w := &linWorld{clock: newLinClock(rec), rec: rec, workers: c.workers, checkFails: c.checkFails}
+	w := &linWorld{clock: newLinClock(rec), rec: rec, workers: c.workers, checkFails: c.checkFails,
+		maxSize: 4, ages: c.ages && !c.edges}
+	if c.guards.limit != nil {
+		w.maxSize = c.limits.Size
+	}
 	w.cond = sync.NewCond(&w.mu)
 	h := &linHistory{seed: seed, limits: c.limits, start: w.clock.Now(), cfg: c.String(), guards: c.guards}
 	cfg := Config[*res]{
@@ -494,11 +506,13 @@ func (w *linWorld) work(g int, r *rand.Rand, loans *[]Loan[*res], ops int, close
 			call := rec.tick()
 			s := w.k.Stats()
 			rec.add(g, linIn{kind: linStats, n: n}, call, rec.tick(), linOut{books: linBooks(s.Books)})
-		default:
+		case x < 98:
 			n, _ := rec.next()
 			call := rec.tick()
 			w.k.Reset()
 			rec.add(g, linIn{kind: linReset, n: n}, call, rec.tick(), linOut{})
+		default:
+			w.setLimitsOp(g, r)
 		}
 	}
 	w.mu.Lock()
@@ -517,6 +531,21 @@ func (w *linWorld) work(g int, r *rand.Rand, loans *[]Loan[*res], ops int, close
 		w.cond.Wait()
 	}
 	w.mu.Unlock()
+}
+
+// setLimitsOp applies limits drawn from r to the running Keeper.
+func (w *linWorld) setLimitsOp(g int, r *rand.Rand) {
+	rec := w.rec
+	l := pool.Limits{Size: 1 + r.IntN(w.maxSize)}
+	l.Idle = r.IntN(l.Size + 1)
+	if w.ages {
+		l.Keep = []time.Duration{0, time.Second, 2 * time.Second}[r.IntN(3)]
+		l.Life = []time.Duration{0, 2 * time.Second, 3 * time.Second}[r.IntN(3)]
+	}
+	n, _ := rec.next()
+	call := rec.tick()
+	err := w.k.SetLimits(l)
+	rec.add(g, linIn{kind: linSetLimits, n: n, lim: l}, call, rec.tick(), linOut{err: errKind(err)})
 }
 
 func (w *linWorld) block(d int) {

@@ -242,7 +242,7 @@ func TestKeeperRecordingFleetMember(t *testing.T) {
 	for _, s := range rc.Steps {
 		ops[s.Op]++
 	}
-	if ops[pool.OpCeiling] == 0 || ops[pool.OpUnmade] == 0 {
+	if ops[pool.OpCeiling]+ops[pool.OpCeilingAt] == 0 || ops[pool.OpUnmade] == 0 {
 		t.Fatalf("the member's recording holds no ceiling or no failed dial: %v", ops)
 	}
 	// Every reply its store gave it is on the tape, read back whole: the

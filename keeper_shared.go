@@ -30,7 +30,7 @@ import (
 // 100ms while it holds more than its share, to hear soon that others ask).
 // When the budget says this replica owes slots (borrowed beyond its share
 // while another replica waits), the ceiling drops by that much: the pool
-// retires idle resources over it at once (Trim), and busy ones as they come
+// retires idle resources over it at once (SetCeiling), and busy ones as they come
 // back (a Give above the ceiling retires). At Close the Keeper leaves the
 // fleet (Budget.Leave) once its resources are closed, waiting at most a
 // second for them.
@@ -149,7 +149,7 @@ func (k *Keeper[T]) wantSlotLocked() bool {
 		return false
 	}
 	c := k.ceiling
-	return c >= 0 && k.p.Live() >= c && (k.limits.Size == 0 || c < k.limits.Size) && k.sh.owe == 0
+	return c >= 0 && k.p.Live() >= c && (k.limits.Load().Size == 0 || c < k.limits.Load().Size) && k.sh.owe == 0
 }
 
 // leaser leases slots one at a time while they are wanted, raising the
@@ -294,7 +294,6 @@ func (k *Keeper[T]) giveBack() {
 	// Trim retires pays one more (slotGoneLocked).
 	k.sh.owe = max(owed-k.sh.transit, 0)
 	k.ceilingLocked()
-	k.closeAllLocked(k.p.Trim(k.clock.Now()))
 	k.unlockDo(&fx)
 }
 
@@ -338,8 +337,9 @@ func (k *Keeper[T]) SharedStats() SharedStats {
 	return s
 }
 
-// setCeilingLocked sets the pool's ceiling to n and keeps a note of it.
+// setCeilingLocked sets the pool's ceiling to n, keeps a note of it, and
+// closes the idle resources the pool retires above it.
 func (k *Keeper[T]) setCeilingLocked(n int) {
-	k.p.SetCeiling(n)
 	k.ceiling = max(n, -1)
+	k.closeAllLocked(k.p.SetCeiling(n, k.clock.Now()))
 }

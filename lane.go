@@ -2,6 +2,8 @@ package wardpool
 
 import (
 	"time"
+
+	"github.com/wardpool/wardpool/pool"
 )
 
 // The lane: a lock-free way in and out for a release followed by an
@@ -54,21 +56,28 @@ func (k *Keeper[T]) initLane(on bool) {
 		return
 	}
 	k.laneOn = true
-	l := k.limits
+	k.sweep = sweepFor(*k.limits.Load(), k.leakAfter)
+}
+
+// sweepFor is how often the timer folds the lane under limits l: every
+// sweepEvery, or Keep, Life or leakAfter when shorter.
+func sweepFor(l pool.Limits, leakAfter time.Duration) time.Duration {
+	var sweep time.Duration
 	for _, d := range []time.Duration{l.Keep, l.Life} {
-		if d > 0 && (k.sweep == 0 || d < k.sweep) {
-			k.sweep = d
+		if d > 0 && (sweep == 0 || d < sweep) {
+			sweep = d
 		}
 	}
-	if k.sweep == 0 || k.sweep > sweepEvery {
-		k.sweep = sweepEvery
+	if sweep == 0 || sweep > sweepEvery {
+		sweep = sweepEvery
 	}
 	// The lane's loans arm no timer of their own: with the leak watch on,
 	// the sweep that must come before one is LeakAfter old finds it, and
 	// sets the timer for when it will be.
-	if k.leakAfter > 0 && k.leakAfter < k.sweep {
-		k.sweep = k.leakAfter
+	if leakAfter > 0 && leakAfter < sweep {
+		sweep = leakAfter
 	}
+	return sweep
 }
 
 // lock takes k.mu and shuts the lane, folding what was parked into the
@@ -189,7 +198,7 @@ func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 		e := (*k.table.Load())[w&seatMask-1]
 		t := k.nanos()
 		idle := time.Duration(t - e.back.Load())
-		if k.limits.Past(idle, time.Duration(t-e.born.Load())) || (k.check != nil && k.due(idle)) {
+		if k.limits.Load().Past(idle, time.Duration(t-e.born.Load())) || (k.check != nil && k.due(idle)) {
 			return Loan[T]{}, false
 		}
 		// Empty the slot and count the loan, in one step.

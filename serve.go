@@ -137,7 +137,7 @@ func (k *Keeper[T]) giveUpLocked(err error, start time.Time) error {
 		Pool:    k.name,
 		Err:     err,
 		Waited:  now.Sub(start),
-		Size:    k.limits.Size,
+		Size:    k.limits.Load().Size,
 		Busy:    k.p.Busy(),
 		Waiting: k.q.live,
 		Ceiling: k.ceiling,

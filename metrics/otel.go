@@ -44,7 +44,11 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 	}
 
 	list := chosen(src)
-	ls, lv := limitsOf(src)
+	lsrc := limitsOf(src)
+	var ls []series
+	if lsrc != nil {
+		ls = limitSeries[:]
+	}
 	insts := make([]metric.Observable, 0, len(list)+1+len(ls))
 	ints := make([]metric.Int64Observable, len(list)) // nil for float series
 	floats := make([]metric.Float64Observable, len(list))
@@ -116,8 +120,12 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		for i := range reasons {
 			obs.ObserveInt64(ret, by[i], byReason[i]...)
 		}
-		for i := range limits {
-			obs.ObserveInt64(limits[i], lv[i], base...)
+		if lsrc != nil {
+			for i, v := range limitValues(lsrc.Limits()) {
+				if v > 0 {
+					obs.ObserveInt64(limits[i], v, base...)
+				}
+			}
 		}
 		if lk != nil {
 			obs.ObserveInt64(leakInst, int64(lk.Leaked()), base...)

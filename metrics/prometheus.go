@@ -19,19 +19,14 @@ type Collector struct {
 	series []series           // in exposition order, retired excluded
 	descs  []*prometheus.Desc // by series
 	labels [][]*dto.LabelPair // by series: the constant labels
-	fixed  []constSample      // the limits, values read once
-	leaks  leaky              // the Source's Leaked, or nil
-	leak   *prometheus.Desc   // leaked_loans, when leaks is set
+	lim    limited            // the Source's Limits, or nil
+	limD   [len(limitSeries)]*prometheus.Desc
+	limL   [len(limitSeries)][]*dto.LabelPair
+	leaks  leaky            // the Source's Leaked, or nil
+	leak   *prometheus.Desc // leaked_loans, when leaks is set
 	leakL  []*dto.LabelPair
 	ret    *prometheus.Desc // retired_total
 	retLab [len(reasons)][]*dto.LabelPair
-}
-
-// constSample is a series whose value is fixed when the Collector is made.
-type constSample struct {
-	desc   *prometheus.Desc
-	labels []*dto.LabelPair
-	value  float64
 }
 
 // NewCollector returns a Collector reading src, naming its series after o
@@ -76,10 +71,11 @@ func NewCollector(src Source, o Options) *Collector {
 		c.leaks, c.leak = lk, desc(&leaked)
 		c.leakL = prometheus.MakeLabelPairs(c.leak, nil)
 	}
-	ls, lv := limitsOf(src)
-	for i := range ls {
-		d := desc(&ls[i])
-		c.fixed = append(c.fixed, constSample{d, prometheus.MakeLabelPairs(d, nil), float64(lv[i])})
+	if c.lim = limitsOf(src); c.lim != nil {
+		for i := range limitSeries {
+			c.limD[i] = desc(&limitSeries[i])
+			c.limL[i] = prometheus.MakeLabelPairs(c.limD[i], nil)
+		}
 	}
 	return c
 }
@@ -90,8 +86,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	ch <- c.ret
-	for i := range c.fixed {
-		ch <- c.fixed[i].desc
+	if c.lim != nil {
+		for _, d := range c.limD {
+			ch <- d
+		}
 	}
 	if c.leak != nil {
 		ch <- c.leak
@@ -103,7 +101,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.src.Stats()
 	n := len(c.series)
-	buf := make([]sample, n+len(reasons)+1)
+	buf := make([]sample, n+len(reasons)+1+len(limitSeries))
 	for i := range c.series {
 		s := &c.series[i]
 		buf[i].set(c.descs[i], c.labels[i], s.float(s.field.of(&st)), s.kind == counter)
@@ -114,8 +112,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		buf[n+i].set(c.ret, c.retLab[i], float64(by[i]), true)
 		ch <- &buf[n+i]
 	}
-	for i := range c.fixed {
-		ch <- &c.fixed[i]
+	if c.lim != nil {
+		lim := buf[n+len(reasons):]
+		for i, v := range limitValues(c.lim.Limits()) {
+			if v > 0 {
+				lim[i].set(c.limD[i], c.limL[i], float64(v), false)
+				ch <- &lim[i]
+			}
+		}
 	}
 	if c.leaks != nil {
 		last := &buf[len(buf)-1]
@@ -158,15 +162,5 @@ func (s *sample) Write(m *dto.Metric) error {
 	m.Label = s.labels
 	m.Counter = s.count
 	m.Gauge = s.gauge
-	return nil
-}
-
-// Desc returns the limit's descriptor.
-func (s *constSample) Desc() *prometheus.Desc { return s.desc }
-
-// Write fills m with the limit's labels and value.
-func (s *constSample) Write(m *dto.Metric) error {
-	m.Label = s.labels
-	m.Gauge = &dto.Gauge{Value: &s.value}
 	return nil
 }

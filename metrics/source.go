@@ -404,7 +404,8 @@ var table = []series{
 
 // The limit series, exported only when the Source has a Limits method and
 // the limit is set (a limit of zero means none, and a ratio to it would be
-// meaningless).
+// meaningless). They are read at every scrape: a limit changed at run time
+// (Keeper.SetLimits) shows at the next.
 var (
 	maxResources = series{prom: "max_resources", otel: "resources.max", unit: "{resource}", kind: gauge,
 		help: "The most resources the pool may hold (Limits.Size)."}
@@ -417,20 +418,20 @@ var (
 var leaked = series{prom: "leaked_loans", otel: "loans.leaked", unit: "{loan}", kind: gauge,
 	help: "Loans out now for longer than LeakAfter (the leak watch's threshold)."}
 
-// limitsOf returns the limit series of src with their values, read once.
-func limitsOf(src Source) (s []series, v []int64) {
-	l, ok := src.(limited)
-	if !ok {
-		return nil, nil
-	}
-	lim := l.Limits()
-	if lim.Size > 0 {
-		s, v = append(s, maxResources), append(v, int64(lim.Size))
-	}
-	if lim.Idle > 0 {
-		s, v = append(s, maxIdle), append(v, int64(lim.Idle))
-	}
-	return s, v
+// limitSeries are the limit series, in the order limitValues gives them.
+var limitSeries = [...]series{maxResources, maxIdle}
+
+// limitsOf returns src's Limits method, or nil when it has none.
+func limitsOf(src Source) limited {
+	l, _ := src.(limited)
+	return l
+}
+
+// limitValues is lim as the limit series' values, read at every scrape, so
+// that a Keeper's SetLimits shows at the next one. A value of zero means no
+// limit: that series is left out of the scrape.
+func limitValues(lim pool.Limits) [len(limitSeries)]int64 {
+	return [...]int64{int64(lim.Size), int64(lim.Idle)}
 }
 
 // chosen returns the series of table to export for src.

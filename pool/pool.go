@@ -380,7 +380,7 @@ func (p *Pool[T]) giveLent(i int32, t int64) bool {
 		p.onLoanEnd(p.z.s[i].since, t, true)
 	}
 	if p.closed || p.z.s[i].gen() != p.gen || (p.limits.Idle > 0 && p.z.idle >= p.limits.Idle) ||
-		(p.ceiling >= 0 && p.Live() > p.ceiling) {
+		(p.ceiling >= 0 && p.Live() > p.ceiling) || (p.limits.Size > 0 && p.Live() > p.limits.Size) {
 		p.z.remove(i)
 		p.books.Retired++
 		return false

@@ -59,11 +59,13 @@ func (d *driver) check() {
 	if b.Live != b.Idle+b.Busy {
 		d.fail("live %d != idle %d + busy %d", b.Live, b.Idle, b.Busy)
 	}
-	if d.lim.Size > 0 && b.Live > d.lim.Size {
-		d.fail("live %d > size %d", b.Live, d.lim.Size)
+	// Above a Size that SetLimits lowered, only loans still out keep the
+	// pool over it: nothing is idle.
+	if l := m.lim; l.Size > 0 && b.Live > l.Size && (b.Idle > 0 || !d.lowered) {
+		d.fail("live %d > size %d with %d idle", b.Live, l.Size, b.Idle)
 	}
-	if d.lim.Idle > 0 && b.Idle > d.lim.Idle {
-		d.fail("idle %d > idle ceiling %d", b.Idle, d.lim.Idle)
+	if l := m.lim; l.Idle > 0 && b.Idle > l.Idle {
+		d.fail("idle %d > idle ceiling %d", b.Idle, l.Idle)
 	}
 	if b.Idle < 0 || b.Busy < 0 || p.Making() < 0 || p.Making() > b.Busy {
 		d.fail("gauges out of range: %+v, making %d", b, p.Making())

@@ -107,6 +107,7 @@ type driver struct {
 	log     []string
 	prev    pool.Books
 	ops     string // the calls to draw from: opTable, or opTableRuntime
+	lowered bool   // SetLimits has been called: Live may be above Size
 }
 
 func (d *driver) logf(format string, args ...any) {
@@ -207,9 +208,9 @@ func (d *driver) pickItem(s source, label string, freshOK bool) (int, string) {
 const opTable = "tttttgtmtgjmgutgmdtcgeltmgjrdugtktmegtgt"
 
 // opTableRuntime adds the calls a runtime makes beyond taking and giving: R
-// Reset, L Relent, C SetCeiling, T Trim. The fuzz corpus decodes its bytes with opTable, which is
+// Reset, L Relent, C SetCeiling, S SetLimits. The fuzz corpus decodes its bytes with opTable, which is
 // left as it was.
-const opTableRuntime = opTable + "RLLgLtCTCgt"
+const opTableRuntime = opTable + "RLLgLtCSCgtSg"
 
 func draw(s source) float64 {
 	switch s.intn(8, "roll") {
@@ -252,6 +253,14 @@ func runOps(t tb, s source, steps int, wk wardKind, ops string) {
 		t.Fatalf("New(%+v): %v", lim, err)
 	}
 	d := &driver{t: t, p: p, m: &model{lim: lim, ceil: -1, pairs: w.Shedder == nil && w.Limiter == nil}, w: w, wk: wk, lim: lim, now: start, foreign: 1, ops: ops}
+	// With the runtime's calls and a ward a recording can rebuild, the run
+	// is recorded (in a small ring, so that it rolls) and must replay.
+	recorded := ops == opTableRuntime && pool.Recordable(w)
+	if recorded {
+		if err := p.Record(pool.NewRecorder(pool.MinRecordLimit)); err != nil {
+			t.Fatalf("Record: %v", err)
+		}
+	}
 	if s.intn(3, "warm?") == 1 {
 		d.warm(s)
 	}
@@ -259,6 +268,11 @@ func runOps(t tb, s source, steps int, wk wardKind, ops string) {
 		d.step(s)
 	}
 	d.finish()
+	if recorded {
+		if err := pool.Replay(p.Recording(nil)); err != nil {
+			d.fail("the run's recording does not replay: %v", err)
+		}
+	}
 }
 
 // warm fills the pool with up to 44 resources born at scattered instants
@@ -498,19 +512,28 @@ func (d *driver) step(s source) {
 		handed = append(handed, got...)
 	case op == 'C':
 		n := s.intn(d.lim.Size+3, "ceiling") - 1 // -1 (none) to Size+1
-		d.p.SetCeiling(n)
-		d.m.ceil = n
-		d.logf("SetCeiling(%d)", n)
-		d.reach(fmt.Sprint("SetCeiling ", n >= 0))
-		if got := d.p.Ceiling(); got != n {
-			d.fail("Ceiling() = %d after SetCeiling(%d)", got, n)
+		got, want := d.p.SetCeiling(n, now), d.m.setCeiling(n, now)
+		d.logf("SetCeiling(%d, %v) = %v", n, at, got)
+		d.reach(fmt.Sprint("SetCeiling ", n >= 0, " ", len(got) > 0))
+		if c := d.p.Ceiling(); c != n {
+			d.fail("Ceiling() = %d after SetCeiling(%d)", c, n)
 		}
-	case op == 'T':
-		got, want := d.p.Trim(now), d.m.trim(now)
-		d.logf("Trim(%v) = %v", at, got)
-		d.reach(fmt.Sprint("Trim ", len(got) > 0))
 		if !slices.Equal(got, want) {
-			d.fail("Trim(%v): got %v, want %v (oldest returned first)", at, got, want)
+			d.fail("SetCeiling(%d, %v): got %v, want %v (oldest returned first)", n, at, got, want)
+		}
+		handed = append(handed, got...)
+	case op == 'S':
+		l := d.drawLimits(s)
+		got, err := d.p.SetLimits(l, now)
+		if err != nil {
+			d.fail("SetLimits(%+v, %v): %v", l, at, err)
+		}
+		want := d.m.setLimits(l, now)
+		d.lowered = true
+		d.logf("SetLimits(%+v, %v) = %v", l, at, got)
+		d.reach(fmt.Sprint("SetLimits ", len(got) > 0, " lowered ", l.Size > 0 && d.m.live() > l.Size))
+		if !sameItems(got, want) {
+			d.fail("SetLimits(%+v, %v): got %v, want %v (in any order)", l, at, got, want)
 		}
 		handed = append(handed, got...)
 	case op == 'L':
@@ -541,6 +564,28 @@ func (d *driver) step(s source) {
 	d.handed = append(d.handed, handed...)
 	d.checkFlow(before, handed, arg, hasArg)
 	d.check()
+}
+
+// drawLimits draws new limits for SetLimits: each field kept, lowered,
+// raised or set to no limit, so that every way a live pool is resized comes.
+func (d *driver) drawLimits(s source) pool.Limits {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	l := d.m.lim
+	l.Size = s.intn(12, "new size")
+	l.Idle = s.intn(12, "new idle")
+	switch s.intn(3, "new keep") {
+	case 0:
+		l.Keep = 0
+	case 1:
+		l.Keep = ms(1 + s.intn(60, "keep"))
+	}
+	switch s.intn(3, "new life") {
+	case 0:
+		l.Life = 0
+	case 1:
+		l.Life = ms(1 + s.intn(120, "life"))
+	}
+	return l
 }
 
 // take calls Take on both, letting the model accept a ward's refusal.

@@ -237,7 +237,7 @@ func (m *model) give(item int, now time.Time) bool {
 	s := m.lent[i]
 	m.lent = slices.Delete(m.lent, i, i+1)
 	if m.closed || s.gen != m.gen || (m.lim.Idle > 0 && len(m.idle) >= m.lim.Idle) ||
-		(m.ceil >= 0 && m.live()+1 > m.ceil) {
+		(m.ceil >= 0 && m.live()+1 > m.ceil) || (m.lim.Size > 0 && m.live()+1 > m.lim.Size) {
 		m.books.Retired++
 		return false
 	}
@@ -267,12 +267,27 @@ func (m *model) reset(now time.Time) []int {
 	return out
 }
 
-// trim retires idle items, the longest idle first, while more are live
-// than the ceiling.
-func (m *model) trim(now time.Time) []int {
+// setCeiling sets the ceiling and retires idle items, the longest idle
+// first, while more are live than it.
+func (m *model) setCeiling(n int, now time.Time) []int {
 	m.clock(now)
+	m.ceil = n
 	var out []int
 	for m.ceil >= 0 && m.live() > m.ceil && len(m.idle) > 0 {
+		out = append(out, m.idle[0].item)
+		m.idle = m.idle[1:]
+		m.books.Retired++
+	}
+	return out
+}
+
+// setLimits sets the limits and retires what they retire at once: every
+// idle item too old by them (as evict), then the longest idle first while
+// more are idle than Idle, and while more are live than Size.
+func (m *model) setLimits(l pool.Limits, now time.Time) []int {
+	m.lim = l
+	out := m.evict(now)
+	for (l.Idle > 0 && len(m.idle) > l.Idle) || (l.Size > 0 && m.live() > l.Size && len(m.idle) > 0) {
 		out = append(out, m.idle[0].item)
 		m.idle = m.idle[1:]
 		m.books.Retired++

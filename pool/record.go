@@ -35,13 +35,15 @@ const (
 	OpLoans
 	OpCeiling
 	OpTrim
+	OpCeilingAt
+	OpLimits
 
 	opCheckpoint Op = 0x40
 	opEnd        Op = 0x41
 )
 
 var opNames = [...]string{"Op(0)", "Take", "Made", "Unmade", "Give", "GiveSeat", "Drop",
-	"Evict", "Close", "Reset", "Relent", "Reserve", "Refusal", "Loans", "Ceiling", "Trim"}
+	"Evict", "Close", "Reset", "Relent", "Reserve", "Refusal", "Loans", "Ceiling", "Trim", "CeilingAt", "Limits"}
 
 // String returns the operation's name, such as "Take".
 func (o Op) String() string {
@@ -98,6 +100,11 @@ type Recorder struct {
 	// subtraction of times (see Pool.recAt).
 	epoch    time.Time
 	epochOff int64
+
+	// The pool's limits when each half's checkpoint was written: a
+	// recording's header carries those of its first checkpoint, and its
+	// SetLimits steps the changes since.
+	limOld, limCur Limits
 }
 
 // NewRecorder returns a Recorder that keeps about limit bytes of steps,
@@ -150,6 +157,7 @@ func (p *Pool[T]) Record(r *Recorder) error {
 	r.cur = p.appendCheckpoint(r.cur[:0], r.steps, r.hasOrigin, r.origin, r.prev)
 	r.mark = len(r.cur)
 	r.old = r.old[:0]
+	r.limCur = p.limits
 	p.rec = r
 	return nil
 }
@@ -166,7 +174,10 @@ func (p *Pool[T]) Recording(dst []byte) []byte {
 	dst = append(dst, recordMagic...)
 	dst = appendU(dst, recordVersion)
 	dst = appendU(dst, uint64(2*r.half))
-	l := p.limits
+	l := r.limCur
+	if len(r.old) > 0 {
+		l = r.limOld
+	}
 	dst = appendU(dst, uint64(l.Size))
 	dst = appendU(dst, uint64(l.Idle))
 	dst = appendI(dst, int64(l.Keep))

@@ -30,6 +30,7 @@ func (p *Pool[T]) recBegin() *Recorder {
 // recRoll drops the older half and begins a new one with a checkpoint.
 func (p *Pool[T]) recRoll(r *Recorder) {
 	r.old, r.cur = r.cur, r.old[:0]
+	r.limOld, r.limCur = r.limCur, p.limits
 	r.cur = p.appendCheckpoint(r.cur, r.steps, r.hasOrigin, r.origin, r.prev)
 	r.mark = len(r.cur)
 }
@@ -170,13 +171,42 @@ func (p *Pool[T]) recRetiring(op Op, now time.Time, call func(time.Time) []T) []
 
 func (p *Pool[T]) recCeiling(n int) {
 	r := p.recBegin()
-	p.SetCeiling(n)
+	p.setCeiling(n)
 	b := append(r.cur, byte(OpCeiling))
 	b = appendI(b, int64(n))
 	p.recEnd(r, b)
 }
 
-func (p *Pool[T]) recTrim(now time.Time) []T { return p.recRetiring(OpTrim, now, p.Trim) }
+func (p *Pool[T]) recTrim(now time.Time) []T { return p.recRetiring(OpTrim, now, p.trim) }
+
+func (p *Pool[T]) recCeilingAt(n int, now time.Time) []T {
+	r := p.recBegin()
+	out := p.SetCeiling(n, now)
+	b := append(r.cur, byte(OpCeilingAt))
+	b = appendI(b, int64(n))
+	b = p.recAt(r, b, now)
+	b = p.appendRetired(b, len(out))
+	p.recEnd(r, b)
+	return out
+}
+
+func (p *Pool[T]) recLimits(l Limits, now time.Time) ([]T, error) {
+	r := p.recBegin()
+	out, err := p.SetLimits(l, now)
+	if err != nil {
+		p.rec = r // nothing changed: nothing to record
+		return out, err
+	}
+	b := append(r.cur, byte(OpLimits))
+	b = appendU(b, uint64(l.Size))
+	b = appendU(b, uint64(l.Idle))
+	b = appendI(b, int64(l.Keep))
+	b = appendI(b, int64(l.Life))
+	b = p.recAt(r, b, now)
+	b = p.appendRetired(b, len(out))
+	p.recEnd(r, b)
+	return out, nil
+}
 
 func (p *Pool[T]) recClose() []T {
 	r := p.recBegin()

@@ -231,9 +231,15 @@ func (rc *Recording) Replay() (err error) {
 		case OpClose:
 			p.Close()
 		case OpCeiling:
-			p.SetCeiling(s.N)
+			p.setCeiling(s.N)
 		case OpTrim:
-			p.Trim(now)
+			p.trim(now)
+		case OpCeilingAt:
+			p.SetCeiling(s.N, now)
+		case OpLimits:
+			if _, err := p.SetLimits(s.Limits, now); err != nil {
+				return fmt.Errorf("%w: step %d: %w", ErrRecording, s.Index, err)
+			}
 		case OpReset:
 			p.Reset(now)
 		case OpRelent:

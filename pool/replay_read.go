@@ -57,6 +57,8 @@ type Step struct {
 	Ref   uint64        // Made, Give, GiveSeat, Drop, Relent: the resource
 	N     int           // Relent: the loans reported
 	Extra time.Duration // Made: the life's jitter
+	// Limits is a Limits step's new limits (Pool.SetLimits).
+	Limits Limits
 
 	raw    []byte        // the whole record
 	answer int           // where in raw the answer begins
@@ -87,8 +89,12 @@ func (s Step) String() string {
 	if s.Op == OpRelent {
 		fmt.Fprintf(&b, " n=%d", s.N)
 	}
-	if s.Op == OpCeiling {
+	if s.Op == OpCeiling || s.Op == OpCeilingAt {
 		fmt.Fprintf(&b, " n=%d", s.N)
+	}
+	if s.Op == OpLimits {
+		l := s.Limits
+		fmt.Fprintf(&b, " size=%d idle=%d keep=%v life=%v", l.Size, l.Idle, l.Keep, l.Life)
 	}
 	if s.Op != OpClose && s.Op != OpCeiling {
 		fmt.Fprintf(&b, " at=%v", s.At)
@@ -244,6 +250,11 @@ func readStep(r *reader) Step {
 		s.At = time.Duration(r.i())
 	case OpCeiling:
 		s.N = int(r.i())
+	case OpCeilingAt:
+		s.N, s.At = int(r.i()), time.Duration(r.i())
+	case OpLimits:
+		s.Limits = Limits{Size: r.n(), Idle: r.n(), Keep: time.Duration(r.i()), Life: time.Duration(r.i())}
+		s.At = time.Duration(r.i())
 	case OpClose:
 	default:
 		r.fail("unknown operation %d at byte %d", s.Op, start)
@@ -274,7 +285,7 @@ func skipAnswer(r *reader, op Op) {
 		}
 	case OpMade, OpGive, OpGiveSeat, OpDrop, OpRelent, OpReserve:
 		r.byte()
-	case OpEvict, OpClose, OpReset, OpTrim:
+	case OpEvict, OpClose, OpReset, OpTrim, OpCeilingAt, OpLimits:
 		for n := r.count(1); n > 0; n-- {
 			r.u()
 		}
@@ -309,7 +320,7 @@ func describeAnswer(op Op, ans []byte) string {
 		}
 	case OpMade, OpGive, OpGiveSeat, OpDrop, OpRelent, OpReserve:
 		out = strconv.FormatBool(r.byte() == 1)
-	case OpEvict, OpClose, OpReset, OpTrim:
+	case OpEvict, OpClose, OpReset, OpTrim, OpCeilingAt, OpLimits:
 		seats := []string{}
 		for n := r.count(1); n > 0; n-- {
 			seats = append(seats, strconv.FormatInt(int64(r.u())-1, 10))

@@ -110,7 +110,8 @@ func (p *Pool[T]) passes() bool {
 	// With Idle at or above Size the Idle ceiling never binds a Give: a
 	// Give needs a resource lent, so fewer than Size are idle.
 	idleOK := l.Idle == 0 || (l.Size > 0 && l.Idle >= l.Size) || p.z.idle < l.Idle
-	return !p.closed && idleOK && (p.ceiling < 0 || p.Live() <= p.ceiling)
+	return !p.closed && idleOK && (p.ceiling < 0 || p.Live() <= p.ceiling) &&
+		(l.Size == 0 || p.Live() <= l.Size) // a lowered Size: Give retires
 }
 
 // relend is the rest of n pairs of seat (Relent), the last
@@ -170,12 +171,24 @@ func (p *Pool[T]) full() (ward.Guard, bool) {
 // SetCeiling sets the most resources that may be live from now on, below
 // Limits.Size, from knowledge outside the pool: the slots of a fleet-wide
 // connection budget this replica holds (Keeper does this with
-// Config.Shared). Take answers Wait, with Guard ward.GuardCeiling, when the
-// ceiling is reached; a Give while more are live than the ceiling retires
-// the resource (false: the caller closes it), and Trim retires idle ones
-// above it; Lane reports false meanwhile. A negative n removes the ceiling,
-// which is the default.
-func (p *Pool[T]) SetCeiling(n int) {
+// Config.Shared). It retires idle resources, those given back longest ago
+// first, while more are live than the ceiling, and returns them for the
+// caller to close (counted retired); nil when nothing is over it. From then
+// on Take answers Wait, with Guard ward.GuardCeiling, when the ceiling is
+// reached; a Give while more are live than the ceiling retires the resource
+// (false: the caller closes it); Lane reports false meanwhile. A negative n
+// removes the ceiling, which is the default.
+func (p *Pool[T]) SetCeiling(n int, now time.Time) []T {
+	if p.rec != nil {
+		return p.recCeilingAt(n, now)
+	}
+	p.ceiling = max(n, -1)
+	return p.trim(now)
+}
+
+// setCeiling is SetCeiling without retiring anything: what recordings made
+// before SetCeiling retired at once hold (OpCeiling, followed by OpTrim).
+func (p *Pool[T]) setCeiling(n int) {
 	if p.rec != nil {
 		p.recCeiling(n)
 		return
@@ -183,10 +196,10 @@ func (p *Pool[T]) SetCeiling(n int) {
 	p.ceiling = max(n, -1)
 }
 
-// Trim retires idle resources, those given back longest ago first, while
-// more are live than the ceiling, and returns them for the caller to close
-// (counted retired); nil without a ceiling or when nothing is over it.
-func (p *Pool[T]) Trim(now time.Time) []T {
+// trim retires idle resources, those given back longest ago first, while
+// more are live than the ceiling, and returns them (counted retired).
+// Recordings made before SetCeiling retired at once hold it as OpTrim.
+func (p *Pool[T]) trim(now time.Time) []T {
 	if p.rec != nil {
 		return p.recTrim(now)
 	}

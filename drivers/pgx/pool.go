@@ -192,7 +192,7 @@ func (p *Pool) Config() *Config { return p.config.Copy() }
 
 // Stat returns a reading of the pool's books.
 func (p *Pool) Stat() *Stat {
-	return &Stat{s: p.k.Stats(), max: int32(p.config.MaxConns), newConns: p.newConns.Load()}
+	return &Stat{s: p.k.Stats(), max: int32(p.k.Limits().Size), newConns: p.newConns.Load()}
 }
 
 // Stats returns one reading of the Keeper's figures, the form

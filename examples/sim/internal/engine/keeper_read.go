@@ -228,7 +228,8 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 			if s.Answer() == "true" && s.Op == pool.OpDrop || s.Answer() == "false" && s.Op != pool.OpDrop && s.Ref != 0 {
 				kr.seats.release(seat) // dropped, or retired on its way back
 			}
-		case pool.OpEvict, pool.OpClose, pool.OpReset:
+		case pool.OpEvict, pool.OpClose, pool.OpReset, pool.OpTrim, pool.OpCeilingAt, pool.OpLimits:
+			// (A SetLimits or a ceiling retires idle resources too.)
 			for _, i := range retired(s.Answer()) {
 				kr.seats.release(i)
 			}

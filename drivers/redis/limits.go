@@ -1,0 +1,12 @@
+package redisward
+
+import "github.com/wardpool/wardpool/pool"
+
+// SetLimits applies new limits to the running pool, as a capacity plan
+// does. The Keeper's pool decides what becomes of the connections it holds
+// (see wardpool.Keeper.SetLimits): idle ones over a lowered limit are
+// closed at once, lent ones over a lowered Size are closed when released,
+// and callers waiting are served at once when Size rises. It fails, with
+// an error wrapping ErrConfig and changing nothing, for limits the Keeper
+// would refuse.
+func (p *Pool) SetLimits(l pool.Limits) error { return p.k.SetLimits(l) }

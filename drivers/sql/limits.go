@@ -1,0 +1,14 @@
+package sqlward
+
+import "github.com/wardpool/wardpool/pool"
+
+// SetLimits applies new limits to the running connector, as a capacity
+// plan does. The Keeper's pool decides what becomes of the connections it
+// holds (see wardpool.Keeper.SetLimits): idle ones over a lowered limit
+// are closed at once, lent ones over a lowered Size are closed when
+// database/sql gives them back, and callers waiting are served at once
+// when Size rises. database/sql's own limits (SetMaxOpenConns and the
+// rest) are the DB's, and stay as they are. It fails, with an error
+// wrapping ErrConfig and changing nothing, for limits the Keeper would
+// refuse.
+func (c *Connector) SetLimits(l pool.Limits) error { return c.k.SetLimits(l) }
