@@ -66,7 +66,7 @@ func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loa
 		e.lentWatch(at, e.loan.Load())
 		k.armLocked(now, now.Add(k.leakAfter))
 	}
-	return Loan[T]{k: k, e: e, item: item, gen: e.loan.Load(), at: at}
+	return Loan[T]{e: e, item: item, gen: e.loan.Load(), at: at}
 }
 
 // shedErrorLocked builds the error of a Shed answer.

@@ -129,7 +129,7 @@ func (k *Keeper[T]) growLocked(seat int32) {
 		return
 	}
 	for i := len(k.ents); i <= int(seat); i++ {
-		e := &entry[T]{seat: int32(i)}
+		e := &entry[T]{k: k, seat: int32(i)}
 		if k.leakAfter > 0 {
 			e.lw = new(leakRec[T])
 		}

@@ -19,7 +19,7 @@ func (k *Keeper[T]) pushReturn(e *entry[T]) bool {
 		if w&shut == 0 {
 			return false // open: the lane or the mutex, not the inbox
 		}
-		e.next.Store(uint32(w & seatMask))
+		e.next = uint16(w & seatMask)
 		if k.slot.CompareAndSwap(w, w&^seatMask|me) {
 			return true
 		}
@@ -40,7 +40,7 @@ func (k *Keeper[T]) drainLocked(w uint64, fx *effects[T]) bool {
 	for s := h; s != 0; {
 		e := k.ents[s-1]
 		list = append(list, e)
-		s = e.next.Load()
+		s = uint32(e.next)
 	}
 	now := k.clock.Now()
 	for i := len(list) - 1; i >= 0; i-- {

@@ -139,21 +139,29 @@ type Keeper[T comparable] struct {
 // Entries are allocated once per seat and never move, so a loan and the
 // lane can point at one.
 //
-// Its fields are ordered to pack: 72 bytes with a pointer-sized T, the
-// 80-byte size class (a Keeper's memory per resource is mostly this and
-// the Pool's seat).
+// Its fields are ordered to pack: 64 bytes with a pointer-sized T, the
+// 64-byte size class (a Keeper's memory per resource is mostly this and
+// the Pool's seat). A Loan points at its entry, and the entry at its
+// Keeper: a Loan is small, and it is copied at every call.
 type entry[T comparable] struct {
+	k    *Keeper[T]
 	item T     // the resource in the seat; set under the lock when made
 	seat int32 // its index
 
 	gen  atomic.Uint32 // the pool's generation of the resource; set under the lock when made, read by the lane
 	loan atomic.Uint32 // the generation of the seat's current (or next) loan
 
+	// next is, in the inbox, the seat plus one of the return below it
+	// (inbox.go); 0 for none. Only seats that fit the slot's seat bits go
+	// to the inbox. It is written before the compare-and-swap that pushes
+	// the entry, and read after the swap that drains it.
+	next uint16
+
 	// relends is how many loans the lane made of this resource that the
 	// pool has not yet heard of (see Pool.Relent). Only the loan's holder
 	// touches it: the lane when it lends, the lock when the holder comes
 	// back through it.
-	relends int32
+	relends int16
 
 	born atomic.Int64 // when it is born for Life, in ns (jitter included); set when made
 	at   atomic.Int64 // when the current loan began, in ns
@@ -161,9 +169,6 @@ type entry[T comparable] struct {
 	// slot, or pushed on the inbox. It is written before the compare-and-
 	// swap that parks or pushes it, and read after a load that saw it.
 	back atomic.Int64
-	// next is, in the inbox, the seat plus one of the return below it
-	// (inbox.go); 0 for none.
-	next atomic.Uint32
 
 	lw *leakRec[T] // with LeakAfter only (leak.go); nil otherwise
 }

@@ -136,7 +136,7 @@ func TestLaneResourceParkedInAShutSlotIsLent(t *testing.T) {
 	a := mustAcquire(t, k)
 	a.e.loan.Add(1) // end the loan as release does, and park by hand
 	a.e.back.Store(k.nanos())
-	a.e.next.Store(0)
+	a.e.next = 0
 	k.slot.Store(shut | uint64(a.e.seat+1)) // the inbox's one return
 	l := mustAcquire(t, k)
 	if l.Value() != a.Value() {

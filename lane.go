@@ -40,8 +40,9 @@ const (
 const atSlack = time.Millisecond
 
 // relendsMax is where the lane's count of a resource's loans is reported
-// to the pool at once, far below where its int32 would overflow.
-const relendsMax = 1 << 30
+// to the pool at once (a lock every 16,384 loans of one resource), below
+// where its int16 would overflow.
+const relendsMax = 1 << 14
 
 // sweepEvery is the longest a resource stays in the slot before the timer
 // folds it into the pool.
@@ -225,7 +226,7 @@ func (k *Keeper[T]) takeLane() (l Loan[T], ok bool) {
 		if k.minIdle > 0 {
 			k.topUp()
 		}
-		return Loan[T]{k: k, e: e, item: e.item, gen: e.loan.Load(), at: t}, true
+		return Loan[T]{e: e, item: e.item, gen: e.loan.Load(), at: t}, true
 	}
 }
 
@@ -248,7 +249,13 @@ func (k *Keeper[T]) tryPark(e *entry[T], w uint64) bool {
 	if e.lw != nil && e.lw.watch.Load()&watchReported != 0 {
 		return false // reported: its return is reported the long way
 	}
-	e.back.Store(k.nanos())
+	// The parking instant, for the taker and the fold; a store is a locked
+	// instruction, so it is made only when the instant changed (the default
+	// clock moves once a millisecond: a busy lane parks the same resource
+	// many times within one).
+	if t := k.nanos(); e.back.Load() != t {
+		e.back.Store(t)
+	}
 	return k.slot.CompareAndSwap(w, w|uint64(e.seat+1))
 }
 

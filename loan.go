@@ -19,7 +19,6 @@ import (
 // The zero Loan is no loan: its methods do nothing and Valid reports false.
 // A Loan is safe for concurrent use.
 type Loan[T comparable] struct {
-	k    *Keeper[T]
 	e    *entry[T] // the seat's record; nil: no loan
 	item T
 	gen  uint32
@@ -34,7 +33,7 @@ func (l Loan[T]) Held() time.Duration {
 	if l.e == nil {
 		return 0
 	}
-	k := l.k
+	k := l.e.k
 	return k.clock.Now().Sub(k.base) - time.Duration(l.at)
 }
 
@@ -57,7 +56,7 @@ func (l Loan[T]) Release() {
 	if l.e == nil {
 		return
 	}
-	k := l.k
+	k := l.e.k
 	k.release(l)
 }
 
@@ -135,7 +134,7 @@ func (l Loan[T]) Destroy() {
 	if l.e == nil {
 		return
 	}
-	k := l.k
+	k := l.e.k
 	var fx effects[T]
 	k.lock()
 	if k.endLocked(l, &fx) {
@@ -153,7 +152,7 @@ func (l Loan[T]) Hijack() T {
 	if l.e == nil {
 		return zero
 	}
-	k := l.k
+	k := l.e.k
 	var fx effects[T]
 	k.lock()
 	ok := k.endLocked(l, &fx)
