@@ -23,10 +23,10 @@ import (
 // below it: what can block or wait (sync, context), spawn or reach the
 // runtime (runtime, unsafe), do I/O (os, net, syscall, log), or draw
 // randomness (math/rand, crypto/rand, hash/maphash, whose seeds are random).
-var banned = []string{
-	"context", "crypto/rand", "hash/maphash", "log", "math/rand", "net",
-	"os", "runtime", "sync", "syscall", "unsafe",
-}
+var banned = strings.Fields(`
+	context crypto/rand hash/maphash log math/rand net
+	os runtime sync syscall unsafe
+`)
 
 // clockReads are the functions of package time that read the clock, sleep
 // or start a timer: a pure file takes instants as arguments instead.
