@@ -105,6 +105,10 @@ type Config struct {
 	// Clock is the pool's clock; nil means the Keeper's cached clock. For
 	// tests.
 	Clock wardpool.Clock
+	// Name names the pool in its errors and, by default, in its metrics'
+	// pool label. Empty means "redisward-N@addr", N counting the pools of
+	// the process from 1.
+	Name string
 	// Lazy makes New return without opening a connection. By default New
 	// opens one (and keeps it idle) so that a wrong address or password is
 	// reported by New rather than by the first command.

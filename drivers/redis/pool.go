@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -70,7 +71,12 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 	if checkIdle == 0 {
 		checkIdle = DefaultCheckIdle
 	}
+	name := cfg.Name
+	if name == "" {
+		name = poolname.Default("redisward", cfg.Options.Addr)
+	}
 	kc := wardpool.Config[*conn]{
+		Name:      name,
 		Limits:    cfg.Limits,
 		Ward:      cfg.Ward,
 		Dial:      p.dial,
@@ -400,3 +406,7 @@ func (p *Pool) Close(ctx context.Context) error {
 	p.frontMu.Unlock()
 	return p.k.Close(ctx)
 }
+
+// Name returns the pool's name (Config.Name, or the default given it): the
+// start of its errors and its default metrics label.
+func (p *Pool) Name() string { return p.k.Name() }
