@@ -79,10 +79,10 @@ type Config[T comparable] struct {
 	// LeakAfter, when positive, turns the leak watch on: each Acquire's call
 	// stack is recorded, and a loan held longer is reported once to OnLeak,
 	// and again when it comes back. Zero turns it off, and then it costs
-	// nothing. On amd64 the stack is recorded by following frame pointers
-	// (a few nanoseconds); elsewhere with runtime.Callers (a fraction of a
-	// microsecond, more for deep stacks). A loan is reported within
-	// LeakAfter of becoming one, give or take the timer's lateness.
+	// nothing. The stack is recorded with runtime.Callers, which costs in
+	// proportion to its depth, and symbolised only when a loan is reported.
+	// A loan is reported within LeakAfter of becoming one, give or take the
+	// timer's lateness.
 	LeakAfter time.Duration
 	// OnLeak receives the leak reports; nil logs them at warning level on
 	// Logger. It is called outside the lock, from the timer's goroutine or

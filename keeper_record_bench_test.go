@@ -13,7 +13,7 @@ import (
 // by side in one run: through the lane (the default configuration: the
 // pairs reach the recording later, as one Relent per fold) and locked, the
 // lane shut by Config.LockEveryLoan (as a ward with a shedder or a limiter
-// shuts it, here without those costs): every pair is a Take and a GiveSeat
+// shuts it, here without those costs): every pair is a Take and a Give
 // step.
 func BenchmarkRecordUncontended(b *testing.B) {
 	ctx := context.Background()

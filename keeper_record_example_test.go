@@ -62,7 +62,7 @@ func ExampleReadRecording() {
 	}
 	fmt.Println("size", rc.Limits.Size)
 	// The first Acquire asks the pool (Take, Made) and so does the first
-	// Release (GiveSeat); the later ones may pass through the lane, and
+	// Release (Give); the later ones may pass through the lane, and
 	// reach the recording when Close folds it, or through the lock, as
 	// timing has it. Close comes last either way.
 	for _, s := range rc.Steps[:3] {

@@ -50,10 +50,8 @@ type keeperVariant struct {
 
 // keepers are the Keepers measured beside puddle and database/sql: as
 // configured by default, and in each of the configurations production
-// services turn on. Each of these once sent every loan through the
-// Keeper's mutex, and the lock-free lane of pool/lane.go learned to serve
-// them one by one: an Idle ceiling below Size (while the pool is below
-// it), the leak watch (a watch word per loan), and a shedder or a limiter
+// services turn on: an Idle ceiling below Size and the leak watch (the
+// lock-free lane of lane.go serves both), and a shedder or a limiter
 // (every loan through the mutex: those guards see each loan begin and
 // end). The rows say what each costs, on whatever design the binary was
 // built from.

@@ -274,8 +274,8 @@ func BenchmarkScaleWaiters(b *testing.B) {
 //     (Made without Make, then Give): the pool stays at n idle. The op
 //     includes that Made and Give.
 //
-// Evictions go into one reused buffer (AppendEvict), as the Keeper's timer
-// does, so the figure is the pool's own work.
+// Each eviction returns a new slice of what it retired, as the Keeper's
+// timer takes it.
 func BenchmarkScaleEvict(b *testing.B) {
 	const step = time.Millisecond
 	t0 := time.Unix(1_700_000_000, 0)

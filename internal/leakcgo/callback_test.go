@@ -17,7 +17,8 @@ import (
 // goroutine that C called back into, with C's frame pointer pointing at
 // unmapped memory, and checks that the leak is reported with the Go frames
 // of the callback (a walk that followed the frame pointer into C would
-// crash the process instead).
+// crash the process instead; runtime.Callers, which the watch now uses,
+// never does).
 func TestLeakStackAcrossACgoCallback(t *testing.T) {
 	clock := clocktest.New(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	leaks := make(chan wardpool.Leak[*int], 4)

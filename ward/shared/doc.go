@@ -40,7 +40,7 @@
 // the timeout.
 //
 // A wardpool.Keeper takes a Budget and a Breaker in its Config.Shared and asks
-// them before each dial, outside its lock; see pool/keeper_shared.go.
+// them before each dial, outside its lock; see keeper_shared.go at the module's root.
 //
 // [MemStore] keeps everything in one process's memory, on a clock of the
 // caller's choosing; it is what tests and the virtual-time fleet run on.
