@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wardpool/wardpool/internal/clocktest"
 )
 
 // peekable reports whether data is waiting on c.
@@ -38,7 +40,7 @@ func TestAlive(t *testing.T) {
 	}
 	// The byte is on its way through loopback; read it only after the peek.
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	waitFor(t, func() bool { return peekable(c) })
+	clocktest.Eventually(t, "the condition", func() bool { return peekable(c) })
 	if err := alive(c); err != nil {
 		t.Fatalf("open connection with data waiting: %v", err)
 	}
@@ -47,7 +49,7 @@ func TestAlive(t *testing.T) {
 		t.Fatalf("the peek consumed data: %q %v", buf, err)
 	}
 	s.Close()
-	waitFor(t, func() bool { return alive(c) != nil })
+	clocktest.Eventually(t, "the condition", func() bool { return alive(c) != nil })
 	if err := alive(c); !errors.Is(err, io.EOF) {
 		t.Fatalf("closed by peer: %v, want io.EOF", err)
 	}
@@ -68,7 +70,7 @@ func TestAliveAfterDeadline(t *testing.T) {
 		t.Fatalf("open connection past its read deadline: %v", err)
 	}
 	s.Close()
-	waitFor(t, func() bool { return alive(c) != nil })
+	clocktest.Eventually(t, "the condition", func() bool { return alive(c) != nil })
 	if err := alive(c); !errors.Is(err, io.EOF) {
 		t.Fatalf("closed by peer past its read deadline: %v, want io.EOF", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/ward/shared"
 )
 
@@ -128,7 +129,7 @@ func TestBudgetOnRedisDeadReplica(t *testing.T) {
 	if ok, _ := live.Lease(ctx); ok {
 		t.Fatal("leased past the budget while the other replica lives")
 	}
-	waitFor(t, func() bool { ok, _ := live.Lease(ctx); return ok })
+	clocktest.Eventually(t, "the condition", func() bool { ok, _ := live.Lease(ctx); return ok })
 	t.Logf("slots of a replica gone silent came back %v after it was last heard (TTL %v)", time.Since(start).Round(time.Millisecond), cfg.TTL)
 	if st := live.Stats(); st.Live != 1 || st.Share != 4 {
 		t.Fatalf("after the lease ran out: %+v", st)
@@ -198,7 +199,7 @@ func TestBudgetOnRedisRestart(t *testing.T) {
 	srv.Start()
 	// The server came back empty; the replicas' next steps rebuild it.
 	for _, b := range bs {
-		waitFor(t, func() bool { return b.Renew(ctx) == nil })
+		clocktest.Eventually(t, "the condition", func() bool { return b.Renew(ctx) == nil })
 	}
 	if err := bs[0].Renew(ctx); err != nil {
 		t.Fatal(err)

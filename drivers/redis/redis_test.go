@@ -70,7 +70,7 @@ func kill(t *testing.T, a *redis.Client, id int64) {
 	if err != nil || n != 1 {
 		t.Fatalf("CLIENT KILL ID %d: %d %v", id, n, err)
 	}
-	waitFor(t, func() bool {
+	clocktest.Eventually(t, "the condition", func() bool {
 		list, err := a.ClientList(ctx).Result()
 		return err == nil && !strings.Contains(list, "id="+strconv.FormatInt(id, 10)+" ")
 	})
@@ -401,7 +401,7 @@ func TestContext(t *testing.T) {
 	// A waiter is served when the loan comes back.
 	done := make(chan error)
 	go func() { done <- p.Do(ctx, "PING").Err() }()
-	waitFor(t, func() bool { return p.Stats().Waiting == 1 })
+	clocktest.Eventually(t, "the condition", func() bool { return p.Stats().Waiting == 1 })
 	l.Release()
 	if err := <-done; err != nil {
 		t.Fatalf("waiter: %v", err)
@@ -649,19 +649,6 @@ func waitGoroutines(t *testing.T) {
 	}
 }
 
-// waitFor polls cond (for what only the kernel knows, such as a FIN on its
-// way through loopback) for up to five seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestLoanStateNotInherited: a loan that changed its connection's state
 // for the commands after it ends in Destroy, so the next borrower never
 // inherits it; go-redis's own Watch and TxPipelined, which end what they
@@ -739,7 +726,7 @@ func TestLoanStateNotInherited(t *testing.T) {
 func TestMinIdleAndReset(t *testing.T) {
 	p, _ := newPool(t, 4, func(c *Config) { c.MinIdle = 2 })
 	// Two kept warm beside the one New opened (lent while they were made).
-	waitFor(t, func() bool { return p.Stats().Idle >= 2 })
+	clocktest.Eventually(t, "the condition", func() bool { return p.Stats().Idle >= 2 })
 	ctx := context.Background()
 	l, err := p.Acquire(ctx)
 	if err != nil {
@@ -749,7 +736,7 @@ func TestMinIdleAndReset(t *testing.T) {
 	l.Release()
 	before := p.Stats()
 	p.Reset()
-	waitFor(t, func() bool { s := p.Stats(); return s.Idle == 2 && s.Made == before.Made+2 })
+	clocktest.Eventually(t, "the condition", func() bool { s := p.Stats(); return s.Idle == 2 && s.Made == before.Made+2 })
 	l, err = p.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/ward"
 	"github.com/wardpool/wardpool/ward/shared"
@@ -78,7 +79,7 @@ func TestStore(t *testing.T) {
 	if ok, err := s.SetIfAbsent(ctx, "short", "x", time.Microsecond); err != nil || !ok {
 		t.Fatalf("SetIfAbsent short = %v %v", ok, err)
 	}
-	waitFor(t, func() bool { _, ok, _ := s.Get(ctx, "short"); return !ok })
+	clocktest.Eventually(t, "the condition", func() bool { _, ok, _ := s.Get(ctx, "short"); return !ok })
 
 	// Get of a missing key, and Del of present and missing keys.
 	if _, ok, err := s.Get(ctx, "none"); err != nil || ok {
@@ -316,7 +317,7 @@ func TestSharedBreakerLeaseRunsOut(t *testing.T) {
 	if _, ok, _ := bs[1].Allow(ctx, now); ok {
 		t.Fatal("second probe inside the lease")
 	}
-	waitFor(t, func() bool {
+	clocktest.Eventually(t, "the condition", func() bool {
 		call, ok, err := bs[1].Allow(ctx, now)
 		return err == nil && ok && call.Probe
 	})
