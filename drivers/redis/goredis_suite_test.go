@@ -21,6 +21,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wardpool/wardpool/internal/peersuite"
 )
 
 // TestGoRedisSuite runs go-redis's own ginkgo suite through Pool.Client.
@@ -59,7 +61,7 @@ func TestGoRedisSuite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	root, modDir, version := goRedisModule(ctx, t, goBin)
+	root, modDir, version := peersuite.Module(ctx, t, goBin, "github.com/redis/go-redis/v9")
 	dir := t.TempDir()
 	if os.Getenv("WARDPOOL_GOREDIS_KEEP") == "1" {
 		if dir, err = os.MkdirTemp("", "goredis-suite-"); err != nil {
@@ -122,27 +124,6 @@ var goRedisHelperFiles = []string{
 	"re_endpoints_test.go", "search_test.go", "osscluster_test.go",
 }
 
-// goRedisModule returns this module's root, and the directory and version
-// of the go-redis module it builds with.
-func goRedisModule(ctx context.Context, t *testing.T, goBin string) (root, dir, version string) {
-	t.Helper()
-	out, err := exec.CommandContext(ctx, goBin, "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	root = filepath.Dir(strings.TrimSpace(string(out)))
-	cmd := exec.CommandContext(ctx, goBin, "list", "-m", "-f", "{{.Dir}} {{.Version}}", "github.com/redis/go-redis/v9")
-	cmd.Dir = root
-	if out, err = cmd.Output(); err != nil {
-		t.Fatalf("go list -m github.com/redis/go-redis/v9: %v", err)
-	}
-	f := strings.Fields(string(out))
-	if len(f) != 2 || f[0] == "" {
-		t.Skipf("go-redis is not in the module cache (go list says %q): run `go mod download` first", out)
-	}
-	return root, f[0], f[1]
-}
-
 // writeGoRedisModule fills dir with the temporary module: go-redis's
 // non-test sources, its go.mod requiring this module too, the spec files
 // rewritten, and the file that builds clients through the pool.
@@ -189,14 +170,7 @@ func writeGoRedisModule(t *testing.T, dir, root, modDir string) {
 	if err != nil {
 		t.Fatalf("copying go-redis from %s: %v", modDir, err)
 	}
-	writeFile(t, filepath.Join(dir, "wardpool_suite_test.go"), []byte(wardSuiteFile))
-}
-
-func writeFile(t *testing.T, name string, b []byte) {
-	t.Helper()
-	if err := os.WriteFile(name, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	peersuite.WriteFile(t, filepath.Join(dir, "wardpool_suite_test.go"), []byte(wardSuiteFile))
 }
 
 // stripSpecs removes from a helper file every top-level ginkgo container
@@ -369,7 +343,7 @@ func buildGoRedisSuite(ctx context.Context, t *testing.T, goBin, dir string) map
 		// so that the build cache serves the next run.
 		cmd := exec.CommandContext(ctx, goBin, "test", "-trimpath", "-gcflags=-e", "-c", "-o", "suite.test", ".")
 		cmd.Dir = dir
-		cmd.Env = goRedisEnv()
+		cmd.Env = peersuite.Env(nil)
 		out, err := cmd.CombinedOutput()
 		if err == nil {
 			return dropped
@@ -447,7 +421,7 @@ func dropSuiteDecls(t *testing.T, name string, lines []int, drop func(name strin
 	if err := format.Node(&buf, fset, f); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, name, buf.Bytes())
+	peersuite.WriteFile(t, name, buf.Bytes())
 }
 
 // suiteDeclName names a top-level declaration: a function's name, the
@@ -474,15 +448,6 @@ func suiteDeclName(d ast.Decl) string {
 		}
 	}
 	return "?"
-}
-
-// goRedisEnv is the environment of the go commands run in the temporary
-// module: it may add requirements to its go.mod.
-func goRedisEnv() []string {
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "GOFLAGS=")
-	})
-	return append(env, "GOFLAGS=-mod=mod", "GOWORK=off")
 }
 
 // serverVersion returns the major.minor version of the server at addr,

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/wardpool/wardpool/internal/peersuite"
 )
 
 // These test the parts of TestGoRedisSuite that need no server: how it
@@ -13,7 +15,7 @@ import (
 
 func TestReadSpecDifferences(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "list.txt")
-	writeFile(t, name, []byte("# a comment\n\nA / b | a reason: with a colon | and a bar\n  C / d |  not run: hangs\n"))
+	peersuite.WriteFile(t, name, []byte("# a comment\n\nA / b | a reason: with a colon | and a bar\n  C / d |  not run: hangs\n"))
 	got := readSpecDifferences(t, name)
 	if len(got) != 2 || got["A / b"] != "a reason: with a colon | and a bar" || got["C / d"] != "not run: hangs" {
 		t.Fatalf("read %q", got)
