@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 	"time"
@@ -272,15 +273,11 @@ func (p *Pool[T]) recLoans(dst []Lent[T], now time.Time) []Lent[T] {
 
 // The encoding.
 
-func appendU(b []byte, x uint64) []byte {
-	for x >= 0x80 {
-		b = append(b, byte(x)|0x80)
-		x >>= 7
-	}
-	return append(b, byte(x))
-}
+// appendU and appendI are encoding/binary's varints: unsigned LEB128, and
+// zigzag for signed values.
+func appendU(b []byte, x uint64) []byte { return binary.AppendUvarint(b, x) }
 
-func appendI(b []byte, x int64) []byte { return appendU(b, uint64(x<<1)^uint64(x>>63)) }
+func appendI(b []byte, x int64) []byte { return binary.AppendVarint(b, x) }
 
 func appendF(b []byte, f float64) []byte {
 	return appendU(b, bits.ReverseBytes64(math.Float64bits(f)))

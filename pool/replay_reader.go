@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/bits"
@@ -37,28 +38,20 @@ func (r *reader) byte() byte {
 }
 
 func (r *reader) u() uint64 {
-	var x uint64
-	for shift := uint(0); ; shift += 7 {
-		if r.err != nil {
-			return 0
-		}
-		if shift >= 64 {
-			r.fail("a varint runs past 64 bits")
-			return 0
-		}
-		c := r.byte()
-		if r.err != nil {
-			return 0 // truncated: no half-read value goes on
-		}
-		if shift == 63 && c > 1 {
-			r.fail("a varint runs past 64 bits")
-			return 0
-		}
-		x |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return x
-		}
+	if r.err != nil {
+		return 0
 	}
+	x, n := binary.Uvarint(r.b[r.off:])
+	switch {
+	case n == 0:
+		r.fail("truncated")
+		return 0 // no half-read value goes on
+	case n < 0:
+		r.fail("a varint runs past 64 bits")
+		return 0
+	}
+	r.off += n
+	return x
 }
 
 func (r *reader) i() int64 {

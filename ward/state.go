@@ -1,6 +1,7 @@
 package ward
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -35,15 +36,11 @@ import (
 // guard keeps to. The receiver is unchanged then.
 var ErrState = errors.New("ward: bad state")
 
-func appendU(b []byte, x uint64) []byte {
-	for x >= 0x80 {
-		b = append(b, byte(x)|0x80)
-		x >>= 7
-	}
-	return append(b, byte(x))
-}
+// appendU and appendI are encoding/binary's varints: unsigned LEB128, and
+// zigzag for signed values.
+func appendU(b []byte, x uint64) []byte { return binary.AppendUvarint(b, x) }
 
-func appendI(b []byte, x int64) []byte { return appendU(b, uint64(x<<1)^uint64(x>>63)) }
+func appendI(b []byte, x int64) []byte { return binary.AppendVarint(b, x) }
 
 func appendF(b []byte, f float64) []byte {
 	return appendU(b, bits.ReverseBytes64(math.Float64bits(f)))
@@ -81,24 +78,20 @@ func (r *reader) fail(format string, args ...any) {
 }
 
 func (r *reader) u() uint64 {
-	var x uint64
-	for shift := uint(0); r.err == nil; shift += 7 {
-		if r.off >= len(r.b) {
-			r.fail("truncated")
-			break
-		}
-		c := r.b[r.off]
-		r.off++
-		if shift == 63 && c > 1 {
-			r.fail("a varint runs past 64 bits")
-			break
-		}
-		x |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return x
-		}
+	if r.err != nil {
+		return 0
 	}
-	return 0
+	x, n := binary.Uvarint(r.b[r.off:])
+	switch {
+	case n == 0:
+		r.fail("truncated")
+		return 0 // no half-read value goes on
+	case n < 0:
+		r.fail("a varint runs past 64 bits")
+		return 0
+	}
+	r.off += n
+	return x
 }
 
 func (r *reader) i() int64 {

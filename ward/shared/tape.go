@@ -2,6 +2,7 @@ package shared
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -212,15 +213,11 @@ func appendErr(b []byte, err error) []byte {
 // The encoding: varints, zigzag for signed ones, strings as a length and
 // bytes.
 
-func appendU(b []byte, x uint64) []byte {
-	for x >= 0x80 {
-		b = append(b, byte(x)|0x80)
-		x >>= 7
-	}
-	return append(b, byte(x))
-}
+// appendU and appendI are encoding/binary's varints: unsigned LEB128, and
+// zigzag for signed values.
+func appendU(b []byte, x uint64) []byte { return binary.AppendUvarint(b, x) }
 
-func appendI(b []byte, x int64) []byte { return appendU(b, uint64(x<<1)^uint64(x>>63)) }
+func appendI(b []byte, x int64) []byte { return binary.AppendVarint(b, x) }
 
 func appendS(b []byte, s string) []byte { return append(appendU(b, uint64(len(s))), s...) }
 
@@ -469,22 +466,20 @@ func (r *tapeReader) byte() byte {
 }
 
 func (r *tapeReader) u() uint64 {
-	var x uint64
-	for shift := uint(0); r.err == nil; shift += 7 {
-		c := r.byte()
-		if r.err != nil {
-			break
-		}
-		if shift == 63 && c > 1 {
-			r.fail("a varint runs past 64 bits")
-			break
-		}
-		x |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return x
-		}
+	if r.err != nil {
+		return 0
 	}
-	return 0
+	x, n := binary.Uvarint(r.b[r.off:])
+	switch {
+	case n == 0:
+		r.fail("truncated")
+		return 0 // no half-read value goes on
+	case n < 0:
+		r.fail("a varint runs past 64 bits")
+		return 0
+	}
+	r.off += n
+	return x
 }
 
 func (r *tapeReader) i() int64 {
