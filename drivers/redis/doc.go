@@ -102,5 +102,8 @@
 // key act as one breaker; shared.Counters and shared.Periods spend one rate
 // or quota between them; shared.Budgets lease one budget of connections.
 // NewClientStore takes any go-redis client, so a Cluster or a Sentinel
-// failover client works: every call's keys share a hash tag, one slot.
+// failover client works: every call's keys share a hash tag, one slot. A
+// Cluster client is asked to reload its map of slots when a command goes
+// unanswered, so the Store follows a failover in about a second past the
+// cluster's node timeout (Store says what each client needs).
 package redisward

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,6 +41,31 @@ type Processor interface {
 //
 // Scripts are sent by SHA (EVALSHA) and, when the server answers NOSCRIPT
 // (never seen, restarted, flushed, or another node of a cluster), whole.
+//
+// # Failover
+//
+// A Store over a client that can reload a cluster's map of slots (one with
+// a ReloadState method: a *redis.ClusterClient, including the one
+// redis.NewFailoverClusterClient returns, and a redis.UniversalClient built
+// over several addresses) asks it to reload whenever a command fails for
+// want of an answer (a refused or reset connection, a timeout: anything
+// but the server's own error reply, redis.Nil, a cancelled ctx or a closed
+// client), at most once per ReloadEvery. Without it, a go-redis
+// ClusterClient keeps sending the budget's slot to a master that died,
+// which refuses connections and so never answers MOVED, until its
+// ClusterStateReloadInterval (a minute by default) runs out; with it, the
+// store reaches the promoted replica within ReloadEvery of the promotion,
+// that is within the cluster's cluster-node-timeout and about a second
+// after the master died. Nothing need be set on the client.
+//
+// A Sentinel failover client (redis.NewFailoverClient, a *redis.Client)
+// follows a failover by itself: it asks the Sentinels for the master's
+// address at every new connection and drops its connections when they
+// announce a new master, so the Store has nothing to reload there. Its
+// time to follow is the Sentinels' down-after-milliseconds and their
+// election. A *redis.Client on one address, a *redis.Ring, and a Store
+// over a *Pool (NewStore) have no map to reload: they follow only what the
+// server's address does.
 // The keys of one call share a hash tag, so on a Redis Cluster each call
 // goes to one node. Expiry runs on the server's clock, to the millisecond:
 // a positive ttl under a millisecond becomes one. A ttl of zero or less
@@ -50,6 +76,7 @@ type Processor interface {
 type Store struct {
 	p      Processor
 	prefix string
+	r      *reloading // nil when the client has no map of slots to reload
 }
 
 var _ shared.Store = (*Store)(nil)
@@ -64,8 +91,89 @@ func NewStore(p *Pool, prefix string) *Store {
 // NewClientStore returns a Store over a go-redis client: c may be a
 // *redis.Client, a *redis.ClusterClient, a Sentinel failover client, or
 // anything else that runs a command (redis.UniversalClient is one).
+//
+// When c can reload a cluster's map of slots (see Store's section on
+// failover), the Store asks it to whenever a command fails for want of an
+// answer, at most once per ReloadEvery.
 func NewClientStore(c Processor, prefix string) *Store {
-	return &Store{p: c, prefix: prefix}
+	s := &Store{p: c, prefix: prefix}
+	if rc, ok := c.(Reloader); ok {
+		s.r = &reloading{p: c, rc: rc, now: time.Now}
+		s.p = s.r
+	}
+	return s
+}
+
+// ReloadEvery is the least time between two reloads of a cluster's map of
+// slots that a Store asks of its client: a store whose every command fails
+// (a cluster with no live master for the slot) asks four times a second at
+// most, and a failover is followed within this long of the promotion.
+const ReloadEvery = 250 * time.Millisecond
+
+// Reloader is a client that can reload a Redis Cluster's map of slots in
+// the background, as *redis.ClusterClient's ReloadState does.
+type Reloader interface {
+	ReloadState(ctx context.Context)
+}
+
+// Reloads returns how many times the Store has asked its client to reload
+// the cluster's map of slots (always 0 for a client without one).
+func (s *Store) Reloads() uint64 {
+	if s.r == nil {
+		return 0
+	}
+	return s.r.reloads.Load()
+}
+
+// reloading is a Processor that asks its client to reload the cluster's
+// map of slots after a command fails unanswered, at most once per
+// ReloadEvery. It is safe for concurrent use.
+type reloading struct {
+	p       Processor
+	rc      Reloader
+	now     func() time.Time
+	last    atomic.Int64 // when the last reload was asked, Unix ns; 0: never
+	reloads atomic.Uint64
+}
+
+func (r *reloading) Process(ctx context.Context, cmd redis.Cmder) error {
+	err := r.p.Process(ctx, cmd)
+	if unanswered(err) {
+		r.failed(ctx)
+	}
+	return err
+}
+
+// failed asks for a reload unless one was asked less than ReloadEvery ago.
+// Of the failures of one burst, the one that wins the swap asks.
+func (r *reloading) failed(ctx context.Context) {
+	now := r.now().UnixNano()
+	last := r.last.Load()
+	if last != 0 && now-last < int64(ReloadEvery) {
+		return
+	}
+	if !r.last.CompareAndSwap(last, now) {
+		return
+	}
+	r.reloads.Add(1)
+	// go-redis reloads in a goroutine of its own, one at a time, so this
+	// returns at once; the ctx is not used for the reload itself.
+	r.rc.ReloadState(context.WithoutCancel(ctx))
+}
+
+// unanswered reports whether err says the command got no answer from the
+// server (a connection refused or reset, a timeout, an empty pool), which
+// is what a master that died or hangs looks like, rather than the
+// server's own error reply, a missing key, the caller's cancellation or a
+// closed client.
+func unanswered(err error) bool {
+	var re redis.Error
+	switch {
+	case err == nil, errors.Is(err, redis.Nil), errors.As(err, &re),
+		errors.Is(err, context.Canceled), errors.Is(err, redis.ErrClosed):
+		return false
+	}
+	return true
 }
 
 // script is a Lua script and its SHA-1, its name in the server's cache.
