@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,63 +16,13 @@ import (
 
 	"github.com/wardpool/wardpool"
 	redisward "github.com/wardpool/wardpool/drivers/redis"
+	"github.com/wardpool/wardpool/internal/servers"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward/shared"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// redisServer is a redis-server of the test's own, which it stops and
-// starts again.
-type redisServer struct {
-	args []string
-	addr string
-	cmd  *exec.Cmd
-}
-
-func startRedis(t *testing.T) *redisServer {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not on PATH: skipping the fleet proof (./scripts/test installs it)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	dir := t.TempDir()
-	s := &redisServer{addr: "127.0.0.1:" + port, args: []string{bin, "--bind", "127.0.0.1", "--port", port,
-		"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "log")}}
-	s.start(t)
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *redisServer) start(t *testing.T) {
-	s.cmd = exec.Command(s.args[0], s.args[1:]...)
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: s.addr, MaxRetries: -1, DialerRetries: 1})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; {
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (s *redisServer) stop() {
-	if s.cmd != nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-		s.cmd = nil
-	}
-}
 
 // replica is one process of the fleet: a Keeper of PostgreSQL connections
 // leasing from the fleet's budget through its own Redis client.
@@ -105,7 +52,7 @@ const (
 func TestFleetBudgetOnPostgres(t *testing.T) {
 	dsn := testenv.PostgresDSN(t)
 	testenv.RedisAddr(t)
-	srv := startRedis(t)
+	srv := servers.StartRedis(t)
 	ctx := context.Background()
 	app := "wardpool-fleet-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	cfgPG, err := pgx.ParseConfig(dsn)
@@ -139,7 +86,7 @@ func TestFleetBudgetOnPostgres(t *testing.T) {
 	cfg := shared.BudgetConfig{Slots: slots, TTL: ttl, Borrow: true}
 	rs := make([]*replica, replicas)
 	for i := range rs {
-		rc := redis.NewClient(&redis.Options{Addr: srv.addr, PoolSize: 4, MaxRetries: -1, DialerRetries: 1})
+		rc := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 4, MaxRetries: -1, DialerRetries: 1})
 		b := shared.NewBudget(shared.Link{Store: redisward.NewClientStore(rc, "fleet:"), Timeout: timeout}, "pg", fmt.Sprint("replica-", i), cfg)
 		k, err := wardpool.NewKeeper(wardpool.Config[*pgx.Conn]{
 			Limits: pool.Limits{Size: size},
@@ -177,7 +124,7 @@ func TestFleetBudgetOnPostgres(t *testing.T) {
 
 	// A replica that died holding 20 slots: it leased them, then went
 	// silent (no renewal, no Leave).
-	deadRC := redis.NewClient(&redis.Options{Addr: srv.addr, MaxRetries: -1})
+	deadRC := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
 	dead := shared.NewBudget(shared.Link{Store: redisward.NewClientStore(deadRC, "fleet:"), Timeout: time.Second}, "pg", "dead", cfg)
 	for range 20 {
 		if ok, err := dead.Lease(ctx); !ok || err != nil {
@@ -326,14 +273,16 @@ func TestFleetBudgetOnPostgres(t *testing.T) {
 	mapMu.Lock()
 	setPhase("redis down")
 	mapMu.Unlock()
-	srv.stop()
+	srv.Kill()
 	time.Sleep(3 * time.Second)
 	heldDown := fleetHeld()
 	// Phase 4: Redis back, empty; the leases are rebuilt by the replicas.
 	mapMu.Lock()
 	setPhase("redis back")
 	mapMu.Unlock()
-	srv.start(t)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(2 * time.Second)
 	close(stopLoad)
 	load.Wait()
@@ -343,7 +292,7 @@ func TestFleetBudgetOnPostgres(t *testing.T) {
 		t.Errorf("the recorded replica's replay, without Redis: %v", err)
 	}
 
-	rc := redis.NewClient(&redis.Options{Addr: srv.addr})
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer rc.Close()
 	look, err := redisward.NewClientStore(rc, "fleet:").Budget(ctx, shared.BudgetOp{Step: shared.StepRenew, Key: "{pg}", Replica: "look", Budget: slots, TTL: time.Millisecond})
 	if err != nil {

@@ -1,0 +1,327 @@
+package fleetproof
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool"
+	redisward "github.com/wardpool/wardpool/drivers/redis"
+	"github.com/wardpool/wardpool/internal/servers"
+	"github.com/wardpool/wardpool/internal/testenv"
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward/shared"
+)
+
+// The fleet of the failover proofs, the issue's setup: ten Keepers of ten,
+// sixteen callers each holding a resource 5 ms, one budget of twenty,
+// borrowing on. The resource is a counter, not a server: live resources
+// are counted from Dial to Close, the ground truth the budget must hold.
+const (
+	foKeepers     = 10
+	foSize        = 10
+	foCallers     = 16
+	foBudget      = 20
+	foHold        = 5 * time.Millisecond
+	foAcquire     = time.Second            // each caller's acquire ctx
+	foStoreTrip   = 250 * time.Millisecond // the link's timeout
+	foNodeTimeout = 2 * time.Second        // cluster-node-timeout
+	foWarm        = 1500 * time.Millisecond
+	foFull        = foBudget * 9 / 10 // "full": at least 90% of the budget
+)
+
+// conn is the fake resource: a pointer, unique per Dial.
+type conn struct{ id int64 }
+
+// watched is a store that notes, once the event began, when a budget step
+// first failed and when a step sent after that first failed first got an
+// answer: when the fleet could reach its budget again.
+type watched struct {
+	shared.Store
+	event            *atomic.Pointer[time.Time]
+	failedAt, backAt atomic.Pointer[time.Time]
+}
+
+func (w *watched) Budget(ctx context.Context, op shared.BudgetOp) (shared.BudgetReply, error) {
+	sent := time.Now()
+	rep, err := w.Store.Budget(ctx, op)
+	ev := w.event.Load()
+	if ev == nil {
+		return rep, err
+	}
+	now := time.Now()
+	f := w.failedAt.Load()
+	switch {
+	case err != nil && f == nil:
+		w.failedAt.CompareAndSwap(nil, &now)
+	case err == nil && f != nil && sent.After(*f):
+		w.backAt.CompareAndSwap(nil, &now)
+	}
+	return rep, err
+}
+
+// failoverRun is one run of the table: a fleet under load, an event (a
+// master killed, a server down), and what the fleet did.
+type failoverRun struct {
+	name  string
+	ttl   time.Duration // the budget's TTL
+	life  time.Duration // the resources' Life; 0: no churn
+	after time.Duration // how long the load runs past the event
+
+	// results
+	maxLive    int64
+	over       time.Duration // time with more live than the budget
+	overFrom   time.Duration // first moment over, from the event (-1: never)
+	lowest     int64         // lowest live after the event
+	backToFull time.Duration // from the event to full again after a dip (0: no dip, -1: never back)
+	storeBack  time.Duration // from the event to the first answer to a step sent after the first failed (-1: never)
+	acqErrs    uint64
+	fallbacks  uint64
+	storeErrs  uint64
+	reloads    uint64
+	served     uint64
+}
+
+// fleet runs r: Keepers over the stores newStore gives (one per Keeper,
+// with a function returning its reloads count), load for foWarm, then
+// event (a master killed; a server stopped, and started again before it
+// returns), with load for r.after from its start. It fills r's results.
+func (r *failoverRun) fleet(t *testing.T, newStore func() (shared.Store, func() uint64), event func()) {
+	t.Helper()
+	var live, ids atomic.Int64
+	cfg := shared.BudgetConfig{Slots: foBudget, TTL: r.ttl, Borrow: true}
+	var eventAt atomic.Pointer[time.Time]
+	keepers := make([]*wardpool.Keeper[*conn], foKeepers)
+	reloads := make([]func() uint64, foKeepers)
+	stores := make([]*watched, foKeepers)
+	for i := range keepers {
+		st, rl := newStore()
+		reloads[i] = rl
+		stores[i] = &watched{Store: st, event: &eventAt}
+		b := shared.NewBudget(shared.Link{Store: stores[i], Timeout: foStoreTrip}, "fo", fmt.Sprint("keeper-", i), cfg)
+		k, err := wardpool.NewKeeper(wardpool.Config[*conn]{
+			Limits: pool.Limits{Size: foSize, Idle: foSize, Life: r.life},
+			Dial: func(context.Context) (*conn, error) {
+				live.Add(1)
+				return &conn{id: ids.Add(1)}, nil
+			},
+			Close:  func(*conn) error { live.Add(-1); return nil },
+			Shared: wardpool.Shared{Budget: b, RetryEvery: 10 * time.Millisecond},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keepers[i] = k
+	}
+	closed := false
+	closeAll := func() {
+		if closed {
+			return
+		}
+		closed = true
+		for _, k := range keepers {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := k.Close(ctx); err != nil {
+				t.Errorf("%s: Close: %v", r.name, err)
+			}
+			cancel()
+		}
+	}
+	defer closeAll()
+
+	// The sampler, every 10 ms. Before the event it only watches the
+	// maximum; from the event on, the rest.
+	stopSample := make(chan struct{})
+	var sampler sync.WaitGroup
+	r.overFrom, r.lowest = -1, foBudget
+	sampler.Go(func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		prev := time.Now()
+		dipped := false
+		for {
+			select {
+			case <-stopSample:
+				return
+			case <-tick.C:
+			}
+			now := time.Now()
+			n := live.Load()
+			r.maxLive = max(r.maxLive, n)
+			if n > foBudget {
+				r.over += now.Sub(prev)
+			}
+			prev = now
+			ev := eventAt.Load()
+			if ev == nil {
+				continue
+			}
+			since := now.Sub(*ev)
+			if n > foBudget && r.overFrom < 0 {
+				r.overFrom = since
+			}
+			r.lowest = min(r.lowest, n)
+			if n < foFull {
+				dipped = true
+			} else if dipped && r.backToFull == 0 {
+				r.backToFull = since
+			}
+		}
+	})
+
+	stopLoad := make(chan struct{})
+	var load sync.WaitGroup
+	var acqErrs, served atomic.Uint64
+	for _, k := range keepers {
+		for range foCallers {
+			load.Go(func() {
+				for {
+					select {
+					case <-stopLoad:
+						return
+					default:
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), foAcquire)
+					l, err := k.Acquire(ctx)
+					cancel()
+					if err != nil {
+						acqErrs.Add(1)
+						continue
+					}
+					time.Sleep(foHold)
+					l.Release()
+					served.Add(1)
+				}
+			})
+		}
+	}
+
+	time.Sleep(foWarm)
+	before := acqErrs.Load()
+	at := time.Now()
+	eventAt.Store(&at)
+	event()
+	time.Sleep(r.after - time.Since(at))
+	close(stopLoad)
+	load.Wait()
+	close(stopSample)
+	sampler.Wait()
+	if r.backToFull == 0 && r.lowest < foFull {
+		r.backToFull = -1
+	}
+	r.acqErrs = acqErrs.Load() - before
+	// The fleet reached its budget again when the first of its stores did.
+	r.storeBack = -1
+	for _, w := range stores {
+		if b := w.backAt.Load(); b != nil && (r.storeBack < 0 || b.Sub(at) < r.storeBack) {
+			r.storeBack = b.Sub(at)
+		}
+	}
+	r.served = served.Load()
+	for i, k := range keepers {
+		s := k.SharedStats().Budget
+		r.fallbacks += s.Fallbacks
+		r.storeErrs += s.StoreErrors
+		r.reloads += reloads[i]()
+	}
+	closeAll()
+	if n := live.Load(); n != 0 {
+		t.Errorf("%s: %d resources live after every Keeper closed", r.name, n)
+	}
+}
+
+// dur formats a span for the table: "-" for none (0), "never" for -1.
+func dur(d time.Duration, none string) string {
+	switch {
+	case d < 0:
+		return none
+	case d == 0:
+		return "-"
+	}
+	return "+" + d.Round(10*time.Millisecond).String()
+}
+
+// table logs the runs as one table.
+func table(t *testing.T, runs []*failoverRun) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n| run | max live | time over %d | first over | lowest live after | back to %d+ | store back | acquire errors | fallbacks | store errors | reloads | loans |\n", foBudget, foFull)
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range runs {
+		if r.maxLive == 0 {
+			continue // not run
+		}
+		fmt.Fprintf(&b, "| %s | %d | %v | %s | %d | %s | %s | %d | %d | %d | %d | %d |\n",
+			r.name, r.maxLive, r.over.Round(10*time.Millisecond), dur(r.overFrom, "no"), r.lowest,
+			dur(r.backToFull, "never"), dur(r.storeBack, "never"), r.acqErrs, r.fallbacks, r.storeErrs, r.reloads, r.served)
+	}
+	t.Log(b.String())
+}
+
+// TestFleetBudgetThroughFailover is the proof of issue 28's table: the
+// fleet under load while the Redis Cluster master holding the budget's slot
+// is killed (node timeout 2 s), with and without churn, with a TTL shorter
+// and longer than the failover; and a single Redis down for 3 s with churn.
+// Every store is a plain go-redis client with its defaults (a ClusterClient
+// reloads its map of slots only once a minute): following the failover is
+// the Store's job. The table is logged; see the asserts at the end for what
+// is held.
+func TestFleetBudgetThroughFailover(t *testing.T) {
+	if !testenv.Full() {
+		t.Skipf("the failover proof runs a minute of Redis Cluster failovers: it runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
+	}
+	servers.RedisBinary(t)
+	servers.RedisCLI(t)
+	runs := []*failoverRun{
+		{name: "cluster, master killed, TTL 5s", ttl: 5 * time.Second, after: 8 * time.Second},
+		{name: "cluster, master killed, TTL 5s, churn (Life 1s)", ttl: 5 * time.Second, life: time.Second, after: 8 * time.Second},
+		{name: "cluster, master killed, TTL 1s", ttl: time.Second, after: 6 * time.Second},
+		{name: "cluster, master killed, TTL 1s, churn (Life 1s)", ttl: time.Second, life: time.Second, after: 6 * time.Second},
+	}
+	for _, r := range runs {
+		t.Run(r.name, func(t *testing.T) {
+			c := servers.StartCluster(t, 3, 1, foNodeTimeout)
+			r.fleet(t, func() (shared.Store, func() uint64) {
+				cc := c.Client(t, nil)
+				s := redisward.NewClientStore(cc, "fleet:")
+				return s, s.Reloads
+			}, func() {
+				if _, err := c.KillMasterOf("fleet:{fo}:members"); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+	single := &failoverRun{name: "one Redis, down 3s, churn (Life 1s), TTL 5s", ttl: 5 * time.Second, life: time.Second, after: 6 * time.Second}
+	runs = append(runs, single)
+	t.Run(single.name, func(t *testing.T) {
+		srv := servers.StartRedis(t)
+		single.fleet(t, func() (shared.Store, func() uint64) {
+			rc := srv.Client(t)
+			s := redisward.NewClientStore(rc, "fleet:")
+			return s, s.Reloads
+		}, func() {
+			srv.Kill()
+			time.Sleep(3 * time.Second)
+			if err := srv.Start(); err != nil {
+				t.Error(err)
+			}
+		})
+	})
+	table(t, runs)
+
+	// What holds today (before the budget's safe share lands): the store
+	// follows the failover within the node timeout and a few seconds.
+	for _, r := range runs[:4] {
+		if r.maxLive == 0 {
+			continue
+		}
+		if r.storeBack < 0 || r.storeBack > foNodeTimeout+4*time.Second {
+			t.Errorf("%s: the store answered again %s after the kill, want within the node timeout %v + 4s", r.name, dur(r.storeBack, "never"), foNodeTimeout)
+		}
+	}
+}
