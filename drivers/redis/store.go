@@ -56,7 +56,13 @@ type Processor interface {
 // ClusterStateReloadInterval (a minute by default) runs out; with it, the
 // store reaches the promoted replica within ReloadEvery of the promotion,
 // that is within the cluster's cluster-node-timeout and about a second
-// after the master died. Nothing need be set on the client.
+// after the master died. Nothing need be set on the client for a master
+// that dies. For one that may hang instead (a frozen process, a host that
+// drops packets), set two options on the client: ContextTimeoutEnabled,
+// so that the shared.Link's Timeout bounds each round trip (else go-redis
+// waits its ReadTimeout, 3 s by default, once per try), and a ReadTimeout
+// near that Timeout, since the client's reload asks the nodes one after
+// another and waits ReadTimeout on a hung one.
 //
 // A Sentinel failover client (redis.NewFailoverClient, a *redis.Client)
 // follows a failover by itself: it asks the Sentinels for the master's

@@ -5,23 +5,45 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/wardpool/wardpool/internal/servers"
 	"github.com/wardpool/wardpool/ward/shared"
 )
 
 // TestStoreFollowsClusterFailover: a Store over a go-redis ClusterClient
 // with its defaults (a map of slots reloaded once a minute) reaches the
-// budget's slot again after its master is killed and its replica takes
-// over, well before the client's own reload would: the Store asked it to
-// reload when the dead master stopped answering. The wait is bounded at
-// 30 s, half the client's own minute, so a Store that does not reload
-// fails here.
+// budget's slot again after its master is killed (connections refused) or
+// frozen (no answer: timeouts) and its replica takes over, well before the
+// client's own reload would: the Store asked it to reload when the master
+// stopped answering. The wait is bounded at 30 s, half the client's own
+// minute, so a Store that does not reload fails here. The client is set as
+// Store's doc asks for a master that may hang: ContextTimeoutEnabled
+// (without it a step to the frozen master took go-redis's ReadTimeout for
+// each of its tries, 9 s, not the step's 250 ms) and a ReadTimeout of
+// 250 ms (with the default 3 s, the client's reload, which asks the nodes
+// in turn, waited on the frozen one: the store answered 3.7 to 4.8 s after
+// the promotion instead of 0.3 s).
 func TestStoreFollowsClusterFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the Redis Cluster failover")
 	}
+	for _, how := range []string{"killed", "frozen"} {
+		t.Run(how, func(t *testing.T) {
+			storeFollows(t, func(r *servers.Redis) {
+				if how == "killed" {
+					r.Kill()
+				} else {
+					r.Freeze() // thawed when the test stops it
+				}
+			})
+		})
+	}
+}
+
+func storeFollows(t *testing.T, fail func(*servers.Redis)) {
 	c := servers.StartCluster(t, 3, 1, time.Second)
-	s := NewClientStore(c.Client(t, nil), "t:")
+	s := NewClientStore(c.Client(t, func(o *redis.ClusterOptions) { o.ContextTimeoutEnabled = true; o.ReadTimeout = 250 * time.Millisecond }), "t:")
 	op := shared.BudgetOp{Step: shared.StepLease, Key: "{b}", Replica: "r", Budget: 10, TTL: time.Minute}
 	step := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
@@ -35,13 +57,28 @@ func TestStoreFollowsClusterFailover(t *testing.T) {
 	if s.Reloads() != 0 {
 		t.Fatalf("%d reloads before anything failed", s.Reloads())
 	}
-	old, err := c.KillMasterOf("t:{b}:members")
+	old, err := c.MasterOf("t:{b}:members")
 	if err != nil {
 		t.Fatal(err)
 	}
+	fail(old)
 	killed := time.Now()
+	promoted := make(chan time.Duration, 1)
+	go func() {
+		if _, err := c.WaitNewMaster("t:{b}:members", old, 30*time.Second); err == nil {
+			promoted <- time.Since(killed)
+		}
+		close(promoted)
+	}()
 	errs := 0
-	for step() != nil {
+	var longest time.Duration
+	for {
+		began := time.Now()
+		err := step()
+		longest = max(longest, time.Since(began))
+		if err == nil {
+			break
+		}
 		errs++
 		if time.Since(killed) > 30*time.Second {
 			t.Fatalf("the store did not reach the slot's new master within 30 s of the kill (%d failed steps, %d reloads asked)", errs, s.Reloads())
@@ -52,9 +89,10 @@ func TestStoreFollowsClusterFailover(t *testing.T) {
 		t.Fatalf("%d failed steps, %d reloads: the kill went unnoticed", errs, s.Reloads())
 	}
 	m, err := c.MasterOf("t:{b}:members")
-	if err != nil || m == old {
+	if err != nil || m == old || m.Addr == old.Addr {
 		t.Fatalf("the slot's master after the failover: %v %v", m, err)
 	}
-	t.Logf("the store answered again %v after the kill (node timeout %v), after %d failed steps and %d reloads",
-		time.Since(killed).Round(10*time.Millisecond), c.NodeTimeout, errs, s.Reloads())
+	back := time.Since(killed)
+	t.Logf("the store answered again %v after the master failed (node timeout %v; the replica was promoted at %v), after %d failed steps (the longest took %v) and %d reloads",
+		back.Round(10*time.Millisecond), c.NodeTimeout, <-promoted, errs, longest.Round(time.Millisecond), s.Reloads())
 }

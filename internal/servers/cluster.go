@@ -91,10 +91,11 @@ func (c *Cluster) Client(t testing.TB, edit func(*redis.ClusterOptions)) *redis.
 	return cc
 }
 
-// ask runs one command on one node, on a connection of its own.
+// ask runs one command on one node, on a connection of its own, giving up
+// after half a second (a frozen node does not hold a caller long).
 func ask(ctx context.Context, addr string, args ...any) (any, error) {
 	cl := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1,
-		DialTimeout: 500 * time.Millisecond, ReadTimeout: 2 * time.Second, PoolSize: 1})
+		DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond, PoolSize: 1})
 	defer cl.Close()
 	return cl.Do(ctx, args...).Result()
 }
