@@ -232,10 +232,12 @@ func (r *failoverRun) fleet(t *testing.T, newStore func() (shared.Store, func() 
 		t.Fatal("the event never marked its moment")
 	}
 	time.Sleep(r.after - time.Since(at))
-	close(stopLoad)
-	load.Wait()
+	// The sampler stops first: a fleet whose callers stop is no longer
+	// under test (with churn, its idle resources retire as they age).
 	close(stopSample)
 	sampler.Wait()
+	close(stopLoad)
+	load.Wait()
 	if dippedAtEnd.Load() {
 		r.backToFull = -1
 	}
