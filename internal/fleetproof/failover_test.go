@@ -84,11 +84,12 @@ type failoverRun struct {
 	// clients are set as redisward.Store's doc asks for a hung master.
 	freeze bool
 
+	at       time.Time     // the event's moment
 	promoted time.Duration // from the kill to the slot's new master (0: no cluster)
 	// results
 	maxLive    int64
 	over       time.Duration // time with more live than the budget
-	overFrom   time.Duration // first moment over, from the event (-1: never)
+	overAt     time.Time     // the first moment over (zero: never)
 	lowest     int64         // lowest live after the event
 	under      time.Duration // time after the event with fewer live than foFull
 	backToFull time.Duration // from the event to full again after a dip (0: no dip, -1: never back)
@@ -153,7 +154,7 @@ func (r *failoverRun) fleet(t *testing.T, newStore func() (shared.Store, func() 
 	stopSample := make(chan struct{})
 	var sampler sync.WaitGroup
 	var dippedAtEnd atomic.Bool
-	r.overFrom, r.lowest = -1, foBudget
+	r.lowest = foBudget
 	sampler.Go(func() {
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
@@ -173,15 +174,15 @@ func (r *failoverRun) fleet(t *testing.T, newStore func() (shared.Store, func() 
 			prev = now
 			if n > foBudget {
 				r.over += step
+				if r.overAt.IsZero() {
+					r.overAt = now
+				}
 			}
 			ev := eventAt.Load()
 			if ev == nil {
 				continue
 			}
 			since := now.Sub(*ev)
-			if n > foBudget && r.overFrom < 0 {
-				r.overFrom = since
-			}
 			r.lowest = min(r.lowest, n)
 			// Back to full: the last return to foFull after a dip.
 			if n < foFull {
@@ -231,6 +232,7 @@ func (r *failoverRun) fleet(t *testing.T, newStore func() (shared.Store, func() 
 	if at.IsZero() {
 		t.Fatal("the event never marked its moment")
 	}
+	r.at = at
 	time.Sleep(r.after - time.Since(at))
 	// The sampler stops first: a fleet whose callers stop is no longer
 	// under test (with churn, its idle resources retire as they age).
@@ -273,18 +275,31 @@ func dur(d time.Duration, none string) string {
 	return "+" + d.Round(10*time.Millisecond).String()
 }
 
+// since formats when t came, from the event: "no" when it never did, a
+// sign either way.
+func since(t, event time.Time) string {
+	if t.IsZero() {
+		return "no"
+	}
+	d := t.Sub(event).Round(10 * time.Millisecond)
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}
+
 // table logs the runs as one table.
 func table(t *testing.T, runs []*failoverRun) {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| run | max live | time over %d | first over | lowest live after | time under %d | back to %d+ | new master | store back | acquire errors | fallbacks | store errors | reloads | loans |\n", foBudget, foFull, foFull)
+	fmt.Fprintf(&b, "\n| run | max live | time over %d | first over (from the event) | lowest live after | time under %d | back to %d+ | new master | store back | acquire errors | fallbacks | store errors | reloads | loans |\n", foBudget, foFull, foFull)
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range runs {
 		if r.maxLive == 0 {
 			continue // not run
 		}
 		fmt.Fprintf(&b, "| %s | %d | %v | %s | %d | %v | %s | %s | %s | %d | %d | %d | %d | %d |\n",
-			r.name, r.maxLive, r.over.Round(10*time.Millisecond), dur(r.overFrom, "no"), r.lowest, r.under.Round(10*time.Millisecond),
+			r.name, r.maxLive, r.over.Round(10*time.Millisecond), since(r.overAt, r.at), r.lowest, r.under.Round(10*time.Millisecond),
 			dur(r.backToFull, "never"), dur(r.promoted, "never"), dur(r.storeBack, "never"), r.acqErrs, r.fallbacks, r.storeErrs, r.reloads, r.served)
 	}
 	t.Log(b.String())
