@@ -92,7 +92,7 @@ type failoverRun struct {
 	overAt     time.Time     // the first moment over (zero: never)
 	lowest     int64         // lowest live after the event
 	under      time.Duration // time after the event with fewer live than foFull
-	backToFull time.Duration // from the event to full again after a dip (0: no dip, -1: never back)
+	backToFull time.Duration // from the event to full again after the lowest point (0: no dip, -1: never back)
 	storeBack  time.Duration // from the event to the first answer to a step sent after the first failed (-1: never)
 	acqErrs    uint64
 	fallbacks  uint64
@@ -183,11 +183,15 @@ func (r *failoverRun) fleet(t *testing.T, newStore func() (shared.Store, func() 
 				continue
 			}
 			since := now.Sub(*ev)
-			r.lowest = min(r.lowest, n)
-			// Back to full: the last return to foFull after a dip.
+			// Back to full: the first return to foFull after the lowest
+			// point (churn alone dips a little now and then; "time under"
+			// counts every dip).
+			if n < r.lowest {
+				r.lowest, r.backToFull = n, 0
+				dipped = n < foFull
+			}
 			if n < foFull {
 				r.under += step
-				dipped = true
 			} else if dipped {
 				dipped = false
 				r.backToFull = since

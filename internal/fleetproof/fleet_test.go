@@ -22,7 +22,17 @@ import (
 	"github.com/wardpool/wardpool/ward/shared"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// go-redis logs every refused dial; an outage is what these tests
+	// stage, and their tables say what happened.
+	redis.SetLogger(quiet{})
+	goleak.VerifyTestMain(m)
+}
+
+// quiet is a go-redis logger that prints nothing.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // replica is one process of the fleet: a Keeper of PostgreSQL connections
 // leasing from the fleet's budget through its own Redis client.
