@@ -178,3 +178,7 @@ func (k *Keeper[T]) retireLocked(retired []T, cause string) string {
 	k.laneGen.Store(k.gen)
 	return k.stats.resets.add(cause)
 }
+
+// KeepAll is a Classifier that keeps the resource whatever the error: it
+// turns a driver's default classifier off.
+func KeepAll(error) (Verdict, string) { return Keep, "" }
