@@ -40,8 +40,7 @@ func (p *Pool) dial(ctx context.Context) (*res, error) {
 			return nil, fmt.Errorf("pgxward: AfterConnect: %w", err)
 		}
 	}
-	r.conn = conn
-	r.fail = failure{} // what the handshake and AfterConnect met is not a loan's
+	r.conn = conn // from now on the server's errors are classified
 	return r, nil
 }
 

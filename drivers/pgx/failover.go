@@ -50,6 +50,13 @@ type failure struct {
 // user's), or keeps it open when next is nil.
 func (p *Pool) onPgError(r *res, next pgconn.PgErrorHandler) pgconn.PgErrorHandler {
 	return func(pc *pgconn.PgConn, pe *pgconn.PgError) bool {
+		// Errors of the dial (the handshake, AfterConnect) are the dial's:
+		// it fails, or goes on as AfterConnect decided. Skipping them also
+		// keeps p.k unread until a borrower's query fails: the first
+		// connections are dialled while NewWithConfig builds the Keeper.
+		if r.conn == nil {
+			return next == nil || next(pc, pe)
+		}
 		if v, cause := p.k.Classify(pe); v > r.fail.v {
 			r.fail = failure{v: v, cause: cause, err: pe}
 		}

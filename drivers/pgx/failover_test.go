@@ -81,6 +81,12 @@ func TestOnPgErrorKeepsTheWorst(t *testing.T) {
 	r := &res{p: p}
 	calls := 0
 	h := p.onPgError(r, func(*pgconn.PgConn, *pgconn.PgError) bool { calls++; return calls%2 == 0 })
+	// While the connection is being dialled its errors are the dial's.
+	if h(nil, &pgconn.PgError{Code: "25006"}) || r.fail.v != wardpool.Keep || calls != 1 {
+		t.Fatalf("an error of the dial was classified (%+v) or the next handler skipped", r.fail)
+	}
+	calls = 0
+	r.conn = new(pgx.Conn) // dialled: a stand-in, never used
 	if h(nil, &pgconn.PgError{Code: "23505"}) || r.fail.v != wardpool.Keep {
 		t.Fatal("a unique violation was not kept, or the next handler's answer was lost")
 	}

@@ -165,7 +165,7 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{nc: nc, peek: newPeeker(nc), classify: p.k.Classify}
+	c := &conn{nc: nc, peek: newPeeker(nc), classify: p.classify}
 	o := p.inner
 	var spent atomic.Bool
 	o.Dialer = func(context.Context, string, string) (net.Conn, error) {

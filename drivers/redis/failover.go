@@ -33,6 +33,12 @@ func DefaultClassify(err error) (wardpool.Verdict, string) {
 	return wardpool.Keep, ""
 }
 
+// classify is the Keeper's Classify. Connections hold it as a method of
+// the Pool, not of the Keeper: the first of them are dialled while New
+// builds the Keeper, before p.k is set, and p.k is read only when a
+// borrower's command fails, after New has returned.
+func (p *Pool) classify(err error) (wardpool.Verdict, string) { return p.k.Classify(err) }
+
 // resetNote is the reply that earned a connection's loan a Reset verdict:
 // its cause and the error.
 type resetNote struct {
