@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/testenv"
 )
 
 func TestDefaultClassify(t *testing.T) {
@@ -237,3 +240,108 @@ func table2(t *testing.T) string { return table(t, newPool(t, nil)) }
 
 // quiet is a logger for what a test provokes on purpose.
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// writer is what the storm test drives: pgxward's Pool or pgxpool's.
+type writer interface {
+	Acquire(ctx context.Context) (conn, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// conn is a lent connection of either pool.
+type conn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Release()
+}
+
+type wardWriter struct{ *Pool }
+
+func (w wardWriter) Acquire(ctx context.Context) (conn, error) { return w.Pool.Acquire(ctx) }
+
+type peerWriter struct{ *pgxpool.Pool }
+
+func (w peerWriter) Acquire(ctx context.Context) (conn, error) { return w.Pool.Acquire(ctx) }
+
+// storm is the demoted writer under 32 writers: 32 connections opened
+// read-only are all lent when the server "moves" (connections opened from
+// now on are writable); each writer's write fails with 25006 and it gives
+// its connection back; then 64 more writes run, 32 at a time. It returns
+// the failures of those 64.
+func storm(t *testing.T, p writer, ro *atomic.Bool, tbl string) int {
+	t.Helper()
+	ctx := ctxT(t)
+	ro.Store(true)
+	var lent []conn
+	for range 32 {
+		c, err := p.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lent = append(lent, c)
+	}
+	ro.Store(false)
+	var wg sync.WaitGroup
+	for i, c := range lent {
+		wg.Go(func() {
+			defer c.Release()
+			_, err := c.Exec(ctx, "INSERT INTO "+tbl+" VALUES ($1)", i)
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "25006" {
+				t.Errorf("write on a read-only connection: %v, want 25006", err)
+			}
+		})
+	}
+	wg.Wait()
+	var failed atomic.Int32
+	for round := range 2 {
+		for i := range 32 {
+			wg.Go(func() {
+				if _, err := p.Exec(ctx, "INSERT INTO "+tbl+" VALUES ($1)", 100+round*32+i); err != nil {
+					failed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	return int(failed.Load())
+}
+
+// TestStormResetsOnceBesidePgxpool: 32 writers get 25006 from connections
+// of one generation; the first return resets, the other 31 reset nothing
+// (the connections dialled since are kept), and the writes after fail no
+// more. pgxpool, in the same run, keeps its read-only connections: its
+// figure is logged beside ours.
+func TestStormResetsOnceBesidePgxpool(t *testing.T) {
+	var ro atomic.Bool
+	dsn := testenv.PostgresDSN(t)
+	afterConnect := func(ctx context.Context, conn *pgx.Conn) error {
+		if ro.Load() {
+			_, err := conn.Exec(ctx, "SET default_transaction_read_only = on")
+			return err
+		}
+		return nil
+	}
+	p := readOnlyPool(t, &ro, func(c *Config) { c.MaxConns = 32 })
+	tbl := table2(t)
+	ours := storm(t, wardWriter{p}, &ro, tbl)
+	s := p.Stats()
+	if s.Resets != 1 || s.ResetCauses["25006"] != 1 {
+		t.Fatalf("resets %d %v after a storm of 32, want exactly one 25006", s.Resets, s.ResetCauses)
+	}
+	if ours != 0 {
+		t.Errorf("pgxward: %d of 64 writes failed after the storm, want 0", ours)
+	}
+	p.Close() // the server is shared: one pool of 32 at a time
+
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.MaxConns, pc.AfterConnect = 32, afterConnect
+	pp, err := pgxpool.NewWithConfig(context.Background(), pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pp.Close()
+	theirs := storm(t, peerWriter{pp}, &ro, tbl)
+	t.Logf("writes failed of the 64 after 32 writers met 25006: pgxward %d (resets %d), pgxpool %d", ours, s.Resets, theirs)
+}
