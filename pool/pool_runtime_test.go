@@ -192,3 +192,44 @@ func TestResetForOncePerGeneration(t *testing.T) {
 		t.Fatal("ResetFor reset a closed pool")
 	}
 }
+
+// TestResetForIsRecordedAsReset: a recording holds a ResetFor that reset
+// as a Reset step, and one that did not as nothing; it replays.
+func TestResetForIsRecordedAsReset(t *testing.T) {
+	p, _ := New[*int](Limits{Size: 4}, ward.Ward{})
+	if err := p.Record(NewRecorder(1024)); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(50, 0)
+	a, b, c := new(int), new(int), new(int)
+	for _, r := range []*int{a, b, c} {
+		p.Take(now, 0, 0)
+		p.Made(r, now)
+	}
+	p.Give(c, now)
+	if _, ok := p.ResetFor(a, now); !ok {
+		t.Fatal("no reset")
+	}
+	if _, ok := p.ResetFor(b, now); ok {
+		t.Fatal("a second reset from the old generation")
+	}
+	p.Give(a, now)
+	p.Give(b, now)
+	data := p.Recording(nil)
+	if err := Replay(data); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	rc, err := ReadRecording(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resets := 0
+	for _, s := range rc.Steps {
+		if s.Op == OpReset {
+			resets++
+		}
+	}
+	if resets != 1 {
+		t.Fatalf("%d Reset steps, want 1", resets)
+	}
+}
