@@ -68,3 +68,18 @@ func TestFailoverSummary(t *testing.T) {
 		t.Errorf("a run without failover reports one:\n%s", out)
 	}
 }
+
+// The promotion scenario: a failover with half a second in which no node
+// takes a connection. The reset comes either way; the ward is what keeps
+// the pool from dialling the missing primary at the callers' rate.
+func TestPromotionShowsTheWard(t *testing.T) {
+	out := sim(t, "-scenario", "scenarios/promotion.txt", "-compare", "ward=none", "-table=false")
+	dials := failoverRow(t, out, "dials / to a dead backend")
+	resets := failoverRow(t, out, "resets")
+	if resets[0][0] != 1 || resets[1][0] != 1 {
+		t.Errorf("resets: A %v, B %v; want one each", resets[0], resets[1])
+	}
+	if a, b := dials[0][1], dials[1][1]; a*4 > b {
+		t.Errorf("dials to a dead backend: with the ward %d, without %d; want a quarter at most", a, b)
+	}
+}

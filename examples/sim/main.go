@@ -36,7 +36,9 @@
 // connection alone; "none" keeps it, as pgxpool does. The summary and a
 // comparison report the writes failed, how long after the failover the
 // first write succeeded, and how many connections to the old node were
-// still open a second after it.
+// still open a second after it. scenarios/promotion.txt adds half a second
+// in which no node takes a connection, where the ward shows what it buys
+// (-compare ward=none).
 // Flags given on the command line override the scenario, whatever their
 // value. -compare runs a
 // second configuration, written as the scenario's settings ("size=16" or
