@@ -139,13 +139,18 @@ func (r *failoverRun) fleet(t *testing.T, newStore func() (shared.Store, func() 
 			return
 		}
 		closed = true
+		// At once: with the store away each Close waits for its Leave.
+		var wg sync.WaitGroup
 		for _, k := range keepers {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := k.Close(ctx); err != nil {
-				t.Errorf("%s: Close: %v", r.name, err)
-			}
-			cancel()
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := k.Close(ctx); err != nil {
+					t.Errorf("%s: Close: %v", r.name, err)
+				}
+			})
 		}
+		wg.Wait()
 	}
 	defer closeAll()
 
