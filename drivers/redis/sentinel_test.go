@@ -12,6 +12,7 @@ import (
 
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/internal/servers"
+	"github.com/wardpool/wardpool/internal/testenv"
 )
 
 func TestFromFailoverOptionsRefuses(t *testing.T) {
@@ -56,6 +57,9 @@ func TestFromFailoverOptionsNoSentinel(t *testing.T) {
 // master's demotion, to the new one; the connection left on the old
 // master fails once (READONLY) and is not lent again.
 func TestFromFailoverOptionsFollowsMaster(t *testing.T) {
+	if !testenv.Full() {
+		t.Skipf("a failover on servers of its own, several seconds: runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
+	}
 	m := servers.StartRedis(t)
 	r := servers.StartReplica(t, m)
 	s := servers.StartSentinel(t, "wp", m)

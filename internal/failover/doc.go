@@ -12,10 +12,11 @@
 // by the load, and loose bounds on how long a caller can be held. Run
 // them with -v to see the tables:
 //
-//	WARDPOOL_PG_BIN=... go test -race -count=1 -v ./internal/failover/
+//	WARDPOOL_FULL=1 WARDPOOL_PG_BIN=<dir of initdb> go test -race -count=1 -v ./internal/failover/
 //
 // Without PostgreSQL's programs (WARDPOOL_PG_BIN, or initdb on PATH) or
-// redis-server, the scenarios skip with a message saying so. The full run
-// (WARDPOOL_FULL=1, as ./scripts/test sets) keeps the black hole for 10 s;
-// otherwise it lasts 2 s.
+// redis-server, the scenarios skip with a message saying so. The
+// promotion, the demoted writer and the Sentinel failover run only in the
+// full run (WARDPOOL_FULL=1, as ./scripts/test sets), where the black hole
+// lasts 10 s; a plain go test runs the black hole alone, for 2 s.
 package failover

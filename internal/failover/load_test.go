@@ -12,9 +12,20 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/goleak"
+
+	"github.com/wardpool/wardpool/internal/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// needFull skips a scenario that takes more than a few seconds unless the
+// full run was asked for.
+func needFull(t *testing.T) {
+	t.Helper()
+	if !testenv.Full() {
+		t.Skipf("a failover scenario of ten seconds or more on servers of its own: runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
+	}
+}
 
 // op is one call of the load: when it started and ended, its deadline,
 // which server answered (its port, 0 when unknown) and its backend or

@@ -117,6 +117,7 @@ func sleep(d time.Duration) { time.Sleep(d) }
 // own, which count dials and open connections per server) with
 // target_session_attrs=read-write.
 func TestPromotion(t *testing.T) {
+	needFull(t)
 	primary := servers.StartPostgres(t)
 	mustExec(t, primary, "CREATE TABLE t (id bigserial, v int)")
 	standby := servers.StartStandby(t, primary)
@@ -241,6 +242,7 @@ func ageTable(t *testing.T, life, since time.Duration, ages map[string][]time.Du
 // (default_transaction_read_only and a reload) while their proxies send
 // new connections to another writable node.
 func TestDemotedWriter(t *testing.T) {
+	needFull(t)
 	a := servers.StartPostgres(t)
 	b := servers.StartPostgres(t)
 	for _, s := range []*servers.Postgres{a, b} {

@@ -68,6 +68,7 @@ func namedClients(t *testing.T, addr, name string) int {
 // harness demotes the old one (REPLICAOF), as Sentinel would itself some
 // seconds later: from then on the old master answers writes with READONLY.
 func TestRedisSentinelFailover(t *testing.T) {
+	needFull(t)
 	const name = "wp"
 	m := servers.StartRedis(t)
 	r := servers.StartReplica(t, m)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wardpool/wardpool/internal/testenv"
 )
 
 // TestSentinelFailover holds what the Redis failover scenario relies on:
@@ -12,6 +14,9 @@ import (
 // FAILOVER, the replica takes writes, and the old master, once demoted,
 // answers a write with READONLY.
 func TestSentinelFailover(t *testing.T) {
+	if !testenv.Full() {
+		t.Skipf("a failover on servers of its own, several seconds: runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
+	}
 	m := StartRedis(t)
 	r := StartReplica(t, m)
 	s := StartSentinel(t, "wp", m)
