@@ -65,9 +65,8 @@ func FromFailoverOptions(fo *redis.FailoverOptions) (Config, error) {
 		ConnMaxIdleTime:            fo.ConnMaxIdleTime,
 		ConnMaxLifetime:            fo.ConnMaxLifetime,
 		TLSConfig:                  fo.TLSConfig,
-		DisableIdentity:            fo.DisableIdentity || fo.DisableIndentity,
+		DisableIdentity:            fo.DisableIdentity,
 		IdentitySuffix:             fo.IdentitySuffix,
-		UnstableResp3:              fo.UnstableResp3,
 	}
 	o.Dialer = masterDialer(fo)
 	return FromOptions(o), nil
