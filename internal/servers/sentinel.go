@@ -148,5 +148,5 @@ func Demote(old *Redis, master string) error {
 	}
 	c := redis.NewClient(&redis.Options{Addr: old.Addr, MaxRetries: -1})
 	defer c.Close()
-	return c.SlaveOf(context.Background(), host, port).Err()
+	return c.ReplicaOf(context.Background(), host, port).Err()
 }
