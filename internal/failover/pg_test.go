@@ -13,6 +13,7 @@ import (
 	pgxward "github.com/wardpool/wardpool/drivers/pgx"
 	"github.com/wardpool/wardpool/internal/servers"
 	"github.com/wardpool/wardpool/internal/testenv"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // wardClassifies says whether pgxward retires a node's whole generation
@@ -38,6 +39,11 @@ type side struct {
 // names of the two sides, also their application_name on the server.
 var pgSides = []string{"pgxward", "pgxpool"}
 
+// wardedSides adds a third side: pgxward with a ward in front of its
+// dials (the default Backoff and a Bucket of 50 dials a second, 8 at
+// once), to show what the ward does to the dials of a recovery.
+var wardedSides = []string{"pgxward", "pgxward+ward", "pgxpool"}
+
 // openPG opens the named pool on dsn with room for maxConns connections
 // and a lifetime of life (none when zero); it is closed when the test ends.
 func openPG(t *testing.T, name, dsn string, maxConns int32, life time.Duration) pgPool {
@@ -46,10 +52,14 @@ func openPG(t *testing.T, name, dsn string, maxConns int32, life time.Duration) 
 	defer cancel()
 	var p pgPool
 	switch name {
-	case "pgxward":
+	case "pgxward", "pgxward+ward":
 		cfg, err := pgxward.ParseConfig(dsn)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if name == "pgxward+ward" {
+			b := ward.DefaultBackoff
+			cfg.Ward = ward.Ward{Backoff: &b, Bucket: ward.NewBucket(50, 8, time.Now())}
 		}
 		cfg.MaxConns = maxConns
 		if life > 0 {
@@ -127,7 +137,7 @@ func TestPromotion(t *testing.T) {
 	const writers = 32
 	life := 3 * time.Second // Life, scaled down from minutes: see the ages table
 	var sides []*side
-	for _, name := range pgSides {
+	for _, name := range wardedSides {
 		s := &side{name: name, proxies: []*servers.Proxy{
 			servers.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", primary.Port)),
 			servers.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", standby.Port)),
@@ -196,7 +206,7 @@ func backendAges(t *testing.T, s *servers.Postgres) map[string][]time.Duration {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	rows, err := c.Query(ctx, "SELECT application_name, (extract(epoch FROM now() - backend_start) * 1000)::bigint FROM pg_stat_activity WHERE application_name = ANY($1)", pgSides)
+	rows, err := c.Query(ctx, "SELECT application_name, (extract(epoch FROM now() - backend_start) * 1000)::bigint FROM pg_stat_activity WHERE application_name = ANY($1)", wardedSides)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +231,7 @@ func backendAges(t *testing.T, s *servers.Postgres) map[string][]time.Duration {
 func ageTable(t *testing.T, life, since time.Duration, ages map[string][]time.Duration) {
 	t.Helper()
 	rows := [][]string{{"", "connections", "youngest", "median", "oldest", "distinct 100 ms births"}}
-	for _, name := range pgSides {
+	for _, name := range wardedSides {
 		a := ages[name]
 		sort.Slice(a, func(i, j int) bool { return a[i] < a[j] })
 		births := map[int64]bool{}
@@ -325,7 +335,7 @@ func TestBlackHole(t *testing.T) {
 	const writers = 16
 	const timeout = 500 * time.Millisecond
 	var sides []*side
-	for _, name := range pgSides {
+	for _, name := range wardedSides {
 		s := &side{name: name, proxies: []*servers.Proxy{servers.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", srv.Port))}}
 		s.pool = openPG(t, name, dsnVia(name, s.proxies, ""), writers+4, 0)
 		sides = append(sides, s)
