@@ -16,9 +16,10 @@ import (
 	"github.com/wardpool/wardpool/ward"
 )
 
-// wardClassifies says whether pgxward retires a node's whole generation
-// on 25006 (issue 26, part 1). Until it does, the goals of the demoted
-// writer are reported, not asserted.
+// wardClassifies says whether the drivers retire a node's whole
+// generation on the errors that say it moved (pgxward on 25006, redisward
+// on READONLY: issue 26, part 1). Until they do, the goals that need it
+// are reported, not asserted.
 const wardClassifies = false
 
 // pgPool is what the scenarios use of pgxward.Pool and pgxpool.Pool.
