@@ -38,9 +38,10 @@ type op struct {
 
 // load runs workers goroutines calling do in a loop, each call with its
 // own timeout, until stop is called; stop waits for them and returns every
-// call. A failed call is followed by a 10 ms pause (the same for every
+// call; it is also called when the test ends, before the pools close, so
+// that a test that fails half-way leaves nothing running. A failed call is followed by a 10 ms pause (the same for every
 // pool), as a client that retries at once would only measure its own loop.
-func load(workers int, timeout time.Duration, do func(ctx context.Context) (node, pid int, err error)) (stop func() []op) {
+func load(t *testing.T, workers int, timeout time.Duration, do func(ctx context.Context) (node, pid int, err error)) (stop func() []op) {
 	var (
 		mu   sync.Mutex
 		ops  []op
@@ -77,12 +78,17 @@ func load(workers int, timeout time.Duration, do func(ctx context.Context) (node
 			}
 		}()
 	}
-	return func() []op {
-		close(done)
-		wg.Wait()
-		sort.Slice(ops, func(i, j int) bool { return ops[i].start.Before(ops[j].start) })
+	var once sync.Once
+	stop = func() []op {
+		once.Do(func() {
+			close(done)
+			wg.Wait()
+			sort.Slice(ops, func(i, j int) bool { return ops[i].start.Before(ops[j].start) })
+		})
 		return ops
 	}
+	t.Cleanup(func() { stop() })
+	return stop
 }
 
 // sqlState returns the SQLSTATE of err, or "".

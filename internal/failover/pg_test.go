@@ -147,7 +147,7 @@ func TestPromotion(t *testing.T) {
 		sides = append(sides, s)
 	}
 	for _, s := range sides {
-		s.stop = load(writers, time.Second, write(s.pool))
+		s.stop = load(t, writers, time.Second, write(s.pool))
 	}
 	sleep(time.Second)
 	tStop := time.Now()
@@ -267,7 +267,7 @@ func TestDemotedWriter(t *testing.T) {
 		sides = append(sides, s)
 	}
 	for _, s := range sides {
-		s.stop = load(writers, time.Second, write(s.pool))
+		s.stop = load(t, writers, time.Second, write(s.pool))
 	}
 	sleep(time.Second)
 	tEv := time.Now()
@@ -342,7 +342,7 @@ func TestBlackHole(t *testing.T) {
 		sides = append(sides, s)
 	}
 	for _, s := range sides {
-		s.stop = load(writers, timeout, write(s.pool))
+		s.stop = load(t, writers, timeout, write(s.pool))
 	}
 	sleep(time.Second)
 	tHole := time.Now()

@@ -114,7 +114,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 	stops := map[string]func() []op{}
 	for _, n := range names {
 		incr := clients[n].incr
-		stops[n] = load(writers, time.Second, func(ctx context.Context) (int, int, error) { return 0, 0, incr(ctx) })
+		stops[n] = load(t, writers, time.Second, func(ctx context.Context) (int, int, error) { return 0, 0, incr(ctx) })
 	}
 	sleep(time.Second)
 	tFail := time.Now()
