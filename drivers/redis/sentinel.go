@@ -113,7 +113,10 @@ func askSentinels(ctx context.Context, sentinels []string, name, user, password 
 		if err == nil && len(a) == 2 {
 			return net.JoinHostPort(a[0], a[1]), nil
 		}
-		if err == nil {
+		switch {
+		case errors.Is(err, redis.Nil):
+			err = errors.New("does not know this master")
+		case err == nil:
 			err = fmt.Errorf("answered %q", a)
 		}
 		errs = append(errs, fmt.Errorf("sentinel %s: %w", s, err))

@@ -64,6 +64,16 @@ func TestFromFailoverOptionsFollowsMaster(t *testing.T) {
 	r := servers.StartReplica(t, m)
 	s := servers.StartSentinel(t, "wp", m)
 	servers.WaitSentinelReplicas(t, s, "wp", 1)
+	unknown, err := FromFailoverOptions(&redis.FailoverOptions{MasterName: "nope", SentinelAddrs: []string{s.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := New(context.Background(), unknown); err == nil {
+		_ = p.Close(context.Background())
+		t.Error("New succeeded for a master the Sentinel does not know")
+	} else if !strings.Contains(err.Error(), "does not know") {
+		t.Errorf("New for an unknown master: %v, want it to say the Sentinel does not know it", err)
+	}
 	cfg, err := FromFailoverOptions(&redis.FailoverOptions{MasterName: "wp", SentinelAddrs: []string{s.Addr}, PoolSize: 2})
 	if err != nil {
 		t.Fatal(err)
