@@ -5,14 +5,16 @@ import "context"
 // Reset closes every idle resource now, and retires every resource lent
 // now when it comes back (it is closed then instead of kept): for after a
 // backend failover, when every connection made before is suspect. Dials in
-// flight are kept. It is the pool's Reset (see Pool.Reset), carried out.
+// flight are kept. It is the pool's Reset (see Pool.Reset), carried out,
+// and is counted in Stats.ResetCauses under CauseManual. A reset on the
+// word of a failed resource is Loan.Reset.
 func (k *Keeper[T]) Reset() {
 	var fx effects[T]
 	k.lock() // folds the lane: what was parked is retired with the rest
 	now := k.clock.Now()
-	k.closeAllLocked(k.p.Reset(now))
-	k.gen++
-	k.laneGen.Store(k.gen)
+	if retired := k.p.Reset(now); !k.closed {
+		k.retireLocked(retired, CauseManual)
+	}
 	k.serveLocked(now, &fx)
 	k.topUpLocked(now, &fx)
 	k.unlockDo(&fx)

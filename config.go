@@ -68,6 +68,11 @@ type Config[T comparable] struct {
 	// before the resource is given back for reuse (a session reset, say);
 	// an error destroys it instead. It never runs on a Destroy or Hijack.
 	BeforeReuse func(ctx context.Context, v T) error
+	// Classify says what an error a resource failed with means for it
+	// and for the resources made with it (see Classifier, Keeper.Classify
+	// and Loan.Reset): the drivers set it from their own Classify, which
+	// is on by default. Nil answers Keep for every error.
+	Classify Classifier
 	// MinIdle is how many idle resources the Keeper keeps warm, dialing in
 	// the background (within Size, and within the ward's backoff and
 	// breaker), at most warmDials at once. It must not exceed Limits.Size or
@@ -182,6 +187,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		check:       cfg.Check,
 		checkIdle:   cfg.CheckIdle,
 		reuse:       cfg.BeforeReuse,
+		classify:    cfg.Classify,
 		minIdle:     cfg.MinIdle,
 		jitter:      cfg.LifeJitter,
 		leakAfter:   cfg.LeakAfter,

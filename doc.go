@@ -22,6 +22,11 @@
 //	defer l.Release()
 //	use(l.Value())
 //
+// After a failover every resource made before may be wrong (a database
+// that turned read-only): Reset retires them all, and Loan.Reset does so on
+// the word of one that failed, once per generation, as Config.Classify
+// judges its error (each driver has a default classifier; see Verdict).
+//
 // A Keeper is safe for concurrent use; Acquire and Release allocate nothing
 // in steady state. The drivers (drivers/pgx, drivers/redis, drivers/sql) are
 // Keepers with a peer's API in front. DESIGN.md, at the module's root, says

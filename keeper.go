@@ -38,6 +38,7 @@ type counters struct {
 	checkFailures, leaks, doubles uint64
 	panics, dialTimeouts          uint64
 	closed                        uint64
+	resets                        resetBook
 }
 
 // Keeper is a resource pool ready to use: it holds a Pool behind one mutex,
@@ -59,6 +60,7 @@ type Keeper[T comparable] struct {
 	check       func(context.Context, T) error
 	checkIdle   time.Duration
 	reuse       func(context.Context, T) error
+	classify    Classifier
 	minIdle     int
 	jitter      time.Duration
 	leakAfter   time.Duration

@@ -46,8 +46,17 @@ type Stats struct {
 	// DoubleReleases counts Release, Destroy and Hijack calls on a loan that
 	// had already ended: no-ops.
 	DoubleReleases uint64
-	// Panics counts recovered panics in Dial, Close, Check and BeforeReuse.
+	// Panics counts recovered panics in Dial, Close, Check, BeforeReuse and
+	// Classify.
 	Panics uint64
+	// Resets counts the Keeper's resets: Keeper.Reset, and each Loan.Reset
+	// that retired a generation (one per failover, however many loans
+	// failed with it). ResetCauses counts them by cause (CauseManual, a
+	// classifier's cause such as "25006" or "READONLY", at most MaxCauses
+	// of them, the rest under CauseOther); nil when there was none. It is
+	// a copy, the reader's to keep.
+	Resets      uint64
+	ResetCauses map[string]uint64
 	// Refusal is the share of new connections the ward's breaker refuses
 	// now, in [0, 1]; zero without a breaker.
 	Refusal float64
@@ -65,6 +74,7 @@ func (k *Keeper[T]) Stats() Stats {
 	shared := k.SharedStats() // the guards' own locks, not the Keeper's
 	k.lock()                  // folds the lane: what is parked reads as idle
 	s := k.stats
+	resets, causes := s.resets.read()
 	b := k.p.Books()
 	// Loans the lane made that the pool has not heard of yet (see lane.go):
 	// exact, as both counts only rise and relent moves under the lock.
@@ -88,6 +98,8 @@ func (k *Keeper[T]) Stats() Stats {
 		Leaks:          s.leaks,
 		DoubleReleases: s.doubles,
 		Panics:         s.panics,
+		Resets:         resets,
+		ResetCauses:    causes,
 		Refusal:        k.p.Refusal(k.clock.Now()),
 		Shared:         shared,
 	}

@@ -14,7 +14,7 @@ import (
 // with the default namespace.
 func exportedNames() map[string]bool {
 	names := map[string]bool{}
-	for _, s := range append([]series{retired, maxResources, maxIdle, leaked}, table...) {
+	for _, s := range append([]series{retired, resets, maxResources, maxIdle, leaked}, table...) {
 		names["wardpool_"+s.prom] = true
 	}
 	for _, suffix := range []string{"_bucket", "_sum", "_count"} {

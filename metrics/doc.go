@@ -59,6 +59,8 @@
 //	wardpool_leaks_total / wardpool.leaks                    loans held past LeakAfter (Keeper only)
 //	wardpool_double_releases_total / wardpool.double_releases  calls on an ended loan, ignored (Keeper only)
 //	wardpool_panics_total / wardpool.panics                  panics recovered in the hooks (Keeper only)
+//	wardpool_resets_total{cause} / wardpool.resets           resets: every resource made before retired, by
+//	                                                         cause (25006, READONLY, manual, …; Keeper only)
 //	wardpool_closed_total / wardpool.closed                  closes done (closing runs in the background) (Keeper only)
 //	wardpool_dial_timeouts_total / wardpool.dial.timeouts    dials cut short by the dial timeout (Keeper only)
 //

@@ -19,16 +19,20 @@ import (
 // acquire.wait, in seconds, a Float64ObservableCounter. o.Labels become
 // attributes of every measurement (with pool=<src's name> when src has a
 // Name method and o.Labels no pool label); retired also carries a reason
-// attribute (idle, life, other).
+// attribute (idle, life, other), and resets, once the pool was reset, a
+// cause attribute.
 //
 // Unregister the returned Registration to stop observing, for example when
 // the pool is closed. Observe fails, registering no callback, when o.Labels
-// has a reason key (retired's own) or meter refuses an instrument or the
-// callback.
+// has a reason or cause key (retired's and resets' own) or meter refuses an
+// instrument or the callback.
 func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, error) {
 	o = o.forSource(src)
 	if _, ok := o.Labels["reason"]; ok {
 		return nil, errors.New(`metrics: Options.Labels has "reason", the retired series' own attribute`)
+	}
+	if _, ok := o.Labels[causeLabel]; ok {
+		return nil, errors.New(`metrics: Options.Labels has "cause", the resets series' own attribute`)
 	}
 	prefix := o.prefix(".")
 	keys := o.labelKeys()
@@ -94,6 +98,16 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		insts = append(insts, limits[i])
 	}
 
+	var rst metric.Int64Observable
+	if _, booksOnly := src.(booksSource); !booksOnly {
+		rst, err = meter.Int64ObservableCounter(prefix+"."+resets.otel,
+			metric.WithDescription(resets.help), metric.WithUnit(resets.unit))
+		if err != nil {
+			return nil, wrap(&resets, err)
+		}
+		insts = append(insts, rst)
+	}
+
 	lk, _ := src.(leaky)
 	var leakInst metric.Int64Observable
 	if lk != nil {
@@ -129,6 +143,12 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		}
 		if lk != nil {
 			obs.ObserveInt64(leakInst, int64(lk.Leaked()), base...)
+		}
+		if causes, counts := causesOf(&st); rst != nil {
+			for i, cause := range causes {
+				set := attribute.NewSet(append(kvs[:len(kvs):len(kvs)], attribute.String(causeLabel, cause))...)
+				obs.ObserveInt64(rst, counts[i], metric.WithAttributeSet(set))
+			}
 		}
 		return nil
 	}

@@ -27,14 +27,16 @@ type Collector struct {
 	leakL  []*dto.LabelPair
 	ret    *prometheus.Desc // retired_total
 	retLab [len(reasons)][]*dto.LabelPair
+	rst    *prometheus.Desc // resets_total, for a Source with the runtime's figures
 }
 
 // NewCollector returns a Collector reading src, naming its series after o
 // (and labelling them pool=<src's name> when src has a Name method and
 // o.Labels no pool label).
 // It panics when o makes a metric or label name prometheus.NewDesc rejects,
-// or has a "reason" label, which the retired series has of its own: a
-// mistake in the program, better found at start than at the first scrape.
+// or has a "reason" or "cause" label, which the retired and resets series
+// have of their own: a mistake in the program, better found at start than
+// at the first scrape.
 func NewCollector(src Source, o Options) *Collector {
 	o = o.forSource(src)
 	prefix := o.prefix("_")
@@ -67,6 +69,9 @@ func NewCollector(src Source, o Options) *Collector {
 	for i, r := range reasons {
 		c.retLab[i] = prometheus.MakeLabelPairs(c.ret, []string{r})
 	}
+	if _, booksOnly := src.(booksSource); !booksOnly {
+		c.rst = desc(&resets, causeLabel)
+	}
 	if lk, ok := src.(leaky); ok {
 		c.leaks, c.leak = lk, desc(&leaked)
 		c.leakL = prometheus.MakeLabelPairs(c.leak, nil)
@@ -86,6 +91,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	ch <- c.ret
+	if c.rst != nil {
+		ch <- c.rst
+	}
 	if c.lim != nil {
 		for _, d := range c.limD {
 			ch <- d
@@ -125,6 +133,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		last := &buf[len(buf)-1]
 		last.set(c.leak, c.leakL, float64(c.leaks.Leaked()), false)
 		ch <- last
+	}
+	if causes, counts := causesOf(&st); c.rst != nil && causes != nil {
+		rs := make([]sample, len(causes)) // only once a reset happened
+		for i, cause := range causes {
+			rs[i].set(c.rst, prometheus.MakeLabelPairs(c.rst, []string{cause}), float64(counts[i]), true)
+			ch <- &rs[i]
+		}
 	}
 }
 

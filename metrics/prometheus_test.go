@@ -77,7 +77,7 @@ func wantAll(st wardpool.Stats, runtime bool) []want {
 // helpOf returns the help text the package gives the series named name.
 func helpOf(t *testing.T, name string) string {
 	t.Helper()
-	for _, s := range append([]series{retired, maxResources, maxIdle, leaked}, table...) {
+	for _, s := range append([]series{retired, resets, maxResources, maxIdle, leaked}, table...) {
 		if s.prom == name {
 			return s.help
 		}
@@ -378,6 +378,7 @@ func TestCollectorBadNamesPanic(t *testing.T) {
 		{Labels: map[string]string{"__pool": "a"}}, // reserved
 		{Labels: map[string]string{"": "a"}},
 		{Labels: map[string]string{"reason": "a"}}, // clashes with retired's own label
+		{Labels: map[string]string{"cause": "a"}},  // clashes with resets' own label
 	} {
 		func() {
 			defer func() {
@@ -439,7 +440,9 @@ func TestCollectorWriteIsRepeatable(t *testing.T) {
 }
 
 func TestCollectorDescribeMatchesCollect(t *testing.T) {
-	c := NewCollector(fixedLimits{&fixed{st: sampleStats()}, pool.Limits{Size: 1, Idle: 1}}, Options{})
+	st := sampleStats()
+	st.ResetCauses = map[string]uint64{"25006": 1} // resets has samples once there was one
+	c := NewCollector(fixedLimits{&fixed{st: st}, pool.Limits{Size: 1, Idle: 1}}, Options{})
 	dch := make(chan *prometheus.Desc, 64)
 	c.Describe(dch)
 	close(dch)

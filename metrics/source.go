@@ -293,6 +293,34 @@ var retired = series{
 	help: "Resources the pool let go of and closed, by reason: idle (sat idle past Keep), life (lived past Life), other (Close, Reset, the Idle ceiling, a resource given back to a closed pool).",
 }
 
+// resets describes the resets series: one sample per cause the Keeper has
+// counted a reset under (Stats.ResetCauses: at most wardpool.MaxCauses of
+// them), so it has none until the first reset.
+var resets = series{
+	prom: "resets_total", otel: "resets", unit: "{reset}", kind: counter, runtime: true,
+	help: "Resets of the pool, by cause: every resource made before one was retired, after an error its driver's classifier judged a failover (cause: the SQLSTATE or reply, e.g. 25006, READONLY) or a Reset called by hand (cause manual).",
+}
+
+// causeLabel is the label of the resets series.
+const causeLabel = "cause"
+
+// causesOf returns the causes of s's resets, sorted, and their counts.
+func causesOf(s *wardpool.Stats) ([]string, []int64) {
+	if len(s.ResetCauses) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(s.ResetCauses))
+	for k := range s.ResetCauses {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	vals := make([]int64, len(keys))
+	for i, k := range keys {
+		vals[i] = int64(s.ResetCauses[k])
+	}
+	return keys, vals
+}
+
 // table lists every series but retired and the limits, in exposition order.
 var table = []series{
 	{prom: "live_resources", otel: "resources.live", unit: "{resource}", kind: gauge,
@@ -361,7 +389,7 @@ var table = []series{
 		help:  "Release, Destroy or Hijack calls on a loan that had already ended (ignored).",
 		field: fDoubleReleases},
 	{prom: "panics_total", otel: "panics", unit: "{panic}", kind: counter, runtime: true,
-		help:  "Panics recovered in the Dial, Close, Check and BeforeReuse hooks.",
+		help:  "Panics recovered in the Dial, Close, Check, BeforeReuse and Classify hooks.",
 		field: fPanics},
 	{prom: "closing_resources", otel: "resources.closing", unit: "{resource}", kind: gauge, runtime: true,
 		help:  "Resources waiting to be closed, or being closed, now (closing runs in the background).",

@@ -140,3 +140,96 @@ func TestLimitsPastIsStrict(t *testing.T) {
 		t.Error("zero Limits hold no age")
 	}
 }
+
+// TestResetForOncePerGeneration is the storm: every resource of one
+// generation fails in turn; the first failure resets, the others find
+// their generation retired already and reset nothing, so the resources
+// made after the reset are kept.
+func TestResetForOncePerGeneration(t *testing.T) {
+	p, _ := New[int](Limits{Size: 8}, ward.Ward{})
+	t0 := time.Unix(100, 0)
+	for i := range 6 {
+		if p.Take(t0, 0, 0).Kind != Make || !p.Made(i, t0) {
+			t.Fatal("make")
+		}
+	}
+	p.Give(5, t0) // one idle, five lent
+	retired, ok := p.ResetFor(0, t0)
+	if !ok || len(retired) != 1 || retired[0] != 5 {
+		t.Fatalf("first ResetFor = %v, %v; want [5], true", retired, ok)
+	}
+	if p.Give(0, t0) {
+		t.Fatal("the failing resource was kept after its reset")
+	}
+	// The reset's room is dialled at once, with the new generation.
+	if p.Take(t0, 0, 0).Kind != Make || !p.Made(10, t0) {
+		t.Fatal("make after reset")
+	}
+	resets := 0
+	for i := 1; i < 5; i++ {
+		if _, ok := p.ResetFor(i, t0); ok {
+			resets++
+		}
+		if p.Give(i, t0) {
+			t.Fatalf("resource %d of the old generation was kept", i)
+		}
+	}
+	if resets != 0 {
+		t.Fatalf("%d more resets from the old generation, want 0", resets)
+	}
+	if !p.Give(10, t0) || p.Idle() != 1 {
+		t.Fatal("the resource made after the reset was not kept")
+	}
+	if _, ok := p.ResetFor(99, t0); ok {
+		t.Fatal("ResetFor of a resource not on the books reset")
+	}
+	// A resource of the new generation resets again.
+	if got, ok := p.ResetFor(10, t0); !ok || len(got) != 1 {
+		t.Fatalf("ResetFor of the current generation = %v, %v", got, ok)
+	}
+	p.Close()
+	if _, ok := p.ResetFor(10, t0); ok {
+		t.Fatal("ResetFor reset a closed pool")
+	}
+}
+
+// TestResetForIsRecordedAsReset: a recording holds a ResetFor that reset
+// as a Reset step, and one that did not as nothing; it replays.
+func TestResetForIsRecordedAsReset(t *testing.T) {
+	p, _ := New[*int](Limits{Size: 4}, ward.Ward{})
+	if err := p.Record(NewRecorder(1024)); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(50, 0)
+	a, b, c := new(int), new(int), new(int)
+	for _, r := range []*int{a, b, c} {
+		p.Take(now, 0, 0)
+		p.Made(r, now)
+	}
+	p.Give(c, now)
+	if _, ok := p.ResetFor(a, now); !ok {
+		t.Fatal("no reset")
+	}
+	if _, ok := p.ResetFor(b, now); ok {
+		t.Fatal("a second reset from the old generation")
+	}
+	p.Give(a, now)
+	p.Give(b, now)
+	data := p.Recording(nil)
+	if err := Replay(data); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	rc, err := ReadRecording(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resets := 0
+	for _, s := range rc.Steps {
+		if s.Op == OpReset {
+			resets++
+		}
+	}
+	if resets != 1 {
+		t.Fatalf("%d Reset steps, want 1", resets)
+	}
+}

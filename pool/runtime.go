@@ -91,6 +91,30 @@ func (p *Pool[T]) Reset(now time.Time) []T {
 	return p.drainIdle(t)
 }
 
+// ResetFor is Reset on the word of one resource that failed in a way that
+// condemns every resource made with it (a database that turned read-only
+// after a failover): it resets, and reports true, only when item is on the
+// books (idle or lent) and of the current generation. A resource made
+// before the last Reset is retired already, so the failures of a whole
+// generation, reported one after another, reset the pool once: the
+// resources made since are not retired on the word of one that was
+// condemned before them. It returns the idle resources retired, for the
+// caller to close, as Reset does; nil and false when it resets nothing,
+// in which case nothing changes. item itself is not given back: when lent,
+// its Give (or Drop) follows as usual, and Give retires it after a reset.
+// A recording holds a reset as a Reset step; one that did not reset
+// changed nothing and is not recorded.
+func (p *Pool[T]) ResetFor(item T, now time.Time) ([]T, bool) {
+	if p.closed {
+		return nil, false
+	}
+	i, ok := p.z.find(item)
+	if !ok || p.z.s[i].gen() != p.gen {
+		return nil, false
+	}
+	return p.Reset(now), true
+}
+
 // Lane reports whether, in the pool's present state, a Give followed at once
 // by a Take that lends the same resource changes nothing but that
 // resource's loan and the books: no guard of the ward watches loans begin or

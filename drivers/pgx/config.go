@@ -159,6 +159,23 @@ type Config struct {
 	// level, with the message metrics.LeakMessage or metrics.LeakReturnedMessage
 	// (the same for every wardpool driver and the Keeper) and the pid.
 	OnLeak func(Leak)
+	// Classify says what an error the server sends means for the
+	// connection it came on: wardpool.Keep (the default for a query's own
+	// errors), wardpool.Destroy (close this connection), or wardpool.Reset
+	// (every connection to this server is wrong now: close the idle ones
+	// at once and the lent ones as they come back, once per generation;
+	// see wardpool.Loan.Reset). Nil means DefaultClassify (25006, 57P01,
+	// 57P02, 57P03 and class 08 reset); wardpool.KeepAll turns it off.
+	//
+	// It is called, on the borrower's goroutine, for every error response
+	// the server sends on a pooled connection, whichever method sent the
+	// query (Conn.Conn's included), through the connection's
+	// pgconn.Config.OnPgError, which is then called as before. The worst
+	// verdict of a loan is acted on when the connection comes back.
+	// Network errors and pgx's own are not classified: a connection they
+	// leave closed is destroyed, as in pgxpool. A classifier that panics
+	// is recovered and counted (see wardpool.Keeper.Classify).
+	Classify wardpool.Classifier
 	// Logger receives the pool's warnings; nil is slog.Default().
 	Logger *slog.Logger
 	// Recorder, when set, records every decision of the pool, its ward's

@@ -25,7 +25,11 @@ type Conn struct {
 
 // Release gives the connection back. One that is closed, still busy with a
 // query, or inside a transaction is destroyed instead, and so is one that
-// AfterRelease refuses. Calling Release again does nothing.
+// AfterRelease refuses. When the server answered an error during the loan
+// that Config.Classify judges, the worst verdict decides: Destroy destroys
+// the connection, Reset retires every connection of its generation (see
+// wardpool.Loan.Reset) and closes this one. Calling Release again does
+// nothing.
 func (c *Conn) Release() {
 	r := c.r
 	if r == nil {
@@ -35,11 +39,16 @@ func (c *Conn) Release() {
 	if t := r.p.releaseTracer; t != nil {
 		t.TraceRelease(r.p.traced, pgxpool.TraceReleaseData{Conn: r.conn})
 	}
-	if unusable(r.conn) {
+	f := r.fail
+	r.fail = failure{}
+	switch {
+	case f.v == wardpool.Reset:
+		c.loan.Reset(f.cause, f.err)
+	case f.v == wardpool.Destroy || unusable(r.conn):
 		c.loan.Destroy()
-		return
+	default:
+		c.loan.Release()
 	}
-	c.loan.Release()
 }
 
 // Hijack takes the connection out of the pool for good: the pool forgets

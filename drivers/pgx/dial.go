@@ -28,6 +28,8 @@ func (p *Pool) dial(ctx context.Context) (*res, error) {
 			return nil, fmt.Errorf("pgxward: BeforeConnect: %w", err)
 		}
 	}
+	r := &res{p: p}
+	cc.OnPgError = p.onPgError(r, cc.OnPgError)
 	conn, err := pgx.ConnectConfig(ctx, cc)
 	if err != nil {
 		return nil, fmt.Errorf("pgxward: connect: %w", err)
@@ -38,7 +40,8 @@ func (p *Pool) dial(ctx context.Context) (*res, error) {
 			return nil, fmt.Errorf("pgxward: AfterConnect: %w", err)
 		}
 	}
-	return &res{conn: conn, p: p}, nil
+	r.conn = conn // from now on the server's errors are classified
+	return r, nil
 }
 
 // valuesCtx is a dial's context (its deadline and cancellation) whose

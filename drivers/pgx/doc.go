@@ -36,8 +36,38 @@
 // before it is lent when it sat for more than a second, and one that fails
 // the ping is replaced without the caller seeing an error.
 //
+// # Failover
+//
+// Every error the server sends on a pooled connection is read by
+// Config.Classify, whichever method sent the query. By default
+// (DefaultClassify) 25006 read_only_sql_transaction, 57P01
+// admin_shutdown, 57P02, 57P03 and class 08 say that every connection to
+// the server is wrong now: when the connection comes back, the pool's
+// generation is retired (wardpool.Loan.Reset), idle connections at once
+// and lent ones as they come back, so after a failover no connection to
+// the demoted primary is lent again, and the next callers dial afresh
+// (with a host list and target_session_attrs=read-write, to the new
+// primary). A reset is tied to the failing connection's generation: when
+// many connections get 25006 at once, the first reset retires them all
+// and the others reset nothing, so the connections dialled since are
+// kept. Resets are counted by cause in Stats().ResetCauses and by the
+// metrics package (wardpool_resets_total{cause}), and each is logged once
+// at warning level. Set Classify to change the list (wardpool.Destroy
+// closes the failing connection alone), or to wardpool.KeepAll to keep
+// every connection, as pgxpool does:
+//
+//	c.Classify = func(err error) (wardpool.Verdict, string) {
+//		if v, cause := pgxward.DefaultClassify(err); cause != "57P01" {
+//			return v, cause
+//		}
+//		return wardpool.Destroy, "" // a backend killed alone: close it, keep the rest
+//	}
+//
 // # Where it differs from pgxpool
 //
+//   - A connection that answers 25006, 57P01, 57P02, 57P03 or a class 08
+//     error resets the pool when it comes back (see Failover above);
+//     pgxpool keeps it, and writes fail on it until it ages out.
 //   - Errors: Acquire on a closed pool fails with ErrClosed; one the Ward
 //     refuses fails at once with a *wardpool.ShedError (errors.Is ErrShed); a
 //     failed dial's error reads "pgxward: connect: …" and wraps pgx's

@@ -31,6 +31,10 @@ type res struct {
 	// ping, when not nil, is a liveness ping still running for a check its
 	// caller gave up on; the next check waits for it (see Pool.check).
 	ping *pendingPing
+	// fail is the worst verdict of the server's errors during the current
+	// loan (see onPgError), acted on by Conn.Release; the zero value is
+	// Keep.
+	fail failure
 	// spare holds handles not lent yet. Every loan takes a fresh one and
 	// none is used twice, so a *Conn kept past its Release can never act on
 	// a later borrower's loan; carving them out of a block keeps Acquire
@@ -48,6 +52,7 @@ func (r *res) handle(l wardpool.Loan[*res]) *Conn {
 	}
 	c := &r.spare[0]
 	r.spare = r.spare[1:]
+	r.fail = failure{} // a failed check's ping is not this loan's
 	c.r, c.loan = r, l
 	return c
 }
@@ -141,10 +146,14 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 		LifeJitter:  config.MaxConnLifetimeJitter,
 		LeakAfter:   config.LeakAfter,
 		Logger:      config.Logger,
+		Classify:    config.Classify,
 		Recorder:    config.Recorder,
 	}
 	if lim.Life == 0 {
 		kc.LifeJitter = 0
+	}
+	if kc.Classify == nil {
+		kc.Classify = DefaultClassify
 	}
 	if p.shouldPing != nil {
 		// The hook decides on every borrow; the check tells it how long the

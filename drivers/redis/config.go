@@ -100,6 +100,23 @@ type Config struct {
 	LeakAfter time.Duration
 	// OnLeak receives the leak reports; nil logs them on Logger.
 	OnLeak func(Leak)
+	// Classify says what an error reply from the server means for the
+	// connection it came on: wardpool.Keep (a command's own failure, such
+	// as WRONGTYPE), wardpool.Destroy (close this connection), or
+	// wardpool.Reset (every connection to this server is wrong now: close
+	// the idle ones at once and the lent ones as they come back, once per
+	// generation; see wardpool.Loan.Reset). Nil means DefaultClassify
+	// (READONLY, MASTERDOWN and LOADING reset); wardpool.KeepAll turns
+	// resets off. It is called on the caller's goroutine for every error
+	// reply a pooled command or pipeline gets (Process, Do, Pipelined,
+	// TxPipelined, Watch, a Loan's client, Client()'s commands), not for
+	// network errors, which destroy their connection whatever it says,
+	// nor for the commands of Client().Conn() and PubSubs, which run on
+	// the wire as go-redis sends them. A READONLY reply destroys its
+	// connection whatever the classifier says, as go-redis does. A
+	// classifier that panics is recovered and counted (see
+	// wardpool.Keeper.Classify).
+	Classify wardpool.Classifier
 	// Logger is where the pool logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Clock is the pool's clock; nil means the Keeper's cached clock. For

@@ -11,6 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/wardpool/wardpool"
 )
 
 // errRedial is what a connection's client gets when it asks for a second
@@ -31,6 +33,11 @@ type conn struct {
 	// leaves the connection unusable (anything but a reply from the
 	// server); a loan carrying it ends in Destroy, not Release.
 	broken atomic.Bool
+	// reset, when set, is the error reply that earned the loan a Reset
+	// verdict (see judge); the loan ends in Loan.Reset.
+	reset atomic.Pointer[resetNote]
+	// classify is the Keeper's Classify, set when the connection is made.
+	classify func(error) (wardpool.Verdict, string)
 	// dirty is set by the hook when a command left state on the connection
 	// that the next borrower would inherit (see sessionCmd); watching while
 	// a WATCH has not been ended by EXEC, DISCARD or UNWATCH. Either makes
@@ -55,10 +62,17 @@ func (c *conn) hookOn() {
 }
 
 // failed marks the connection broken when err, returned by a command or
-// pipeline sent on it, leaves it unfit (see broken).
+// pipeline sent on it, leaves it unfit (see broken), and has an error
+// reply from the server classified (see judge).
 func (c *conn) failed(err error) {
-	if err != nil && broken(err) {
+	if err == nil || err == redis.Nil {
+		return
+	}
+	if broken(err) {
 		c.broken.Store(true)
+	}
+	if _, ok := replyError(err); ok {
+		c.judge(err)
 	}
 }
 
@@ -151,7 +165,7 @@ func (p *Pool) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{nc: nc, peek: newPeeker(nc)}
+	c := &conn{nc: nc, peek: newPeeker(nc), classify: p.classify}
 	o := p.inner
 	var spent atomic.Bool
 	o.Dialer = func(context.Context, string, string) (net.Conn, error) {

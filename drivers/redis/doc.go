@@ -80,6 +80,25 @@
 // connection in use; READONLY does not (the server became a replica, and a
 // new connection follows the address to the new primary).
 //
+// # Failover
+//
+// Every error reply is also read by Config.Classify, which says whether it
+// condemns every connection to the server: by default (DefaultClassify)
+// READONLY, MASTERDOWN and LOADING do. The first such reply a loan gets
+// retires the pool's generation (wardpool.Loan.Reset): idle connections
+// are closed at once and lent ones as they come back, so after a Sentinel
+// or cluster failover no connection to the demoted server is lent again,
+// and the next callers dial afresh (through Options.Dialer, a Sentinel's
+// address lookup, say). A reset is tied to the failing connection's
+// generation: when every connection of a pool gets READONLY at once, the
+// first reset retires them all and the others reset nothing, so the
+// connections dialled since are kept. Resets are counted by cause in
+// Stats().ResetCauses and by the metrics package
+// (wardpool_resets_total{cause}), and each is logged once at warning
+// level. Set Classify to a function of your own to change the list, or
+// to wardpool.KeepAll to have READONLY destroy its connection alone, as
+// go-redis does.
+//
 // A connection the server closed while it sat idle (CLIENT KILL, the
 // server's timeout, a restart) is found before it is lent, by a
 // non-blocking peek at its socket that sends nothing (on systems without

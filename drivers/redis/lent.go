@@ -119,10 +119,9 @@ func (w *lent) Close() error {
 		unfit = true
 	}
 	if unfit {
-		w.l.Destroy()
-		return nil
+		w.l.Value().broken.Store(true) // end destroys it, or resets
 	}
-	Loan{w.l}.Release()
+	w.l.Value().end(w.l)
 	return nil
 }
 

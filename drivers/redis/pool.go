@@ -87,6 +87,10 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		LeakAfter: cfg.LeakAfter,
 		Logger:    cfg.Logger,
 		Clock:     cfg.Clock,
+		Classify:  cfg.Classify,
+	}
+	if kc.Classify == nil {
+		kc.Classify = DefaultClassify
 	}
 	if on := cfg.OnLeak; on != nil {
 		kc.OnLeak = func(l wardpool.Leak[*conn]) {
@@ -138,13 +142,11 @@ func (l Loan) Client() *redis.Client { return l.l.Value().cl }
 // not ended by EXEC, DISCARD or UNWATCH (go-redis's Watch and TxPipelined
 // end theirs). State changed by other means (a Lua script's SELECT, say)
 // is not seen: Destroy such a loan.
-func (l Loan) Release() {
-	if l.l.Value().unfit() {
-		l.l.Destroy()
-		return
-	}
-	l.l.Release()
-}
+//
+// An error reply that Config.Classify judges wardpool.Reset (READONLY,
+// MASTERDOWN, LOADING by default) ends the loan in wardpool.Loan.Reset:
+// every connection of its generation is retired, once per generation.
+func (l Loan) Release() { l.l.Value().end(l.l) }
 
 // Destroy drops the connection from the pool and closes it.
 func (l Loan) Destroy() { l.l.Destroy() }
@@ -216,11 +218,9 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 // whether to try again: only when the connection was found unfit and gone
 // before anything was sent (errRedial), within maxTries.
 func settle(l wardpool.Loan[*conn], err error, try int) bool {
-	if !l.Value().unfit() {
-		l.Release()
+	if !l.Value().end(l) {
 		return false
 	}
-	l.Destroy()
 	return try < maxTries && errors.Is(err, errRedial)
 }
 

@@ -142,6 +142,7 @@ type handle struct {
 	cn      *conn                // the connection on loan; nil between uses
 	loan    wardpool.Loan[*conn] // its loan
 	bad     bool                 // the driver said ErrBadConn during this loan
+	fail    failure              // the worst verdict of this loan's errors (Config.Classify)
 	pending error                // why the ResetSession could not borrow, for the next call
 }
 
@@ -181,25 +182,40 @@ func (h *handle) ready(ctx context.Context) error {
 }
 
 // unbind gives the connection back to the Keeper, or destroys it when the
-// driver reported it broken.
+// driver reported it broken or Config.Classify judged one of its errors
+// Destroy, or resets the Keeper (wardpool.Loan.Reset) when it judged one
+// Reset.
 func (h *handle) unbind() {
-	cn, l, bad := h.cn, h.loan, h.bad
-	h.cn, h.loan, h.bad = nil, wardpool.Loan[*conn]{}, false
+	cn, l, bad, f := h.cn, h.loan, h.bad, h.fail
+	h.cn, h.loan, h.bad, h.fail = nil, wardpool.Loan[*conn]{}, false, failure{}
 	if cn == nil {
 		return
 	}
 	cn.endLoan()
-	if bad {
+	switch {
+	case f.v == wardpool.Reset:
+		l.Reset(f.cause, f.err)
+	case bad || f.v == wardpool.Destroy:
 		l.Destroy()
-		return
+	default:
+		l.Release()
 	}
-	l.Release()
 }
 
-// watch notes a driver.ErrBadConn in err and returns err unchanged.
+// watch notes a driver.ErrBadConn in err (the driver's own word: the
+// connection is destroyed, and database/sql retries on another), or else
+// has Config.Classify judge err, keeping the loan's worst verdict. It
+// returns err unchanged.
 func (h *handle) watch(err error) error {
-	if err != nil && errors.Is(err, driver.ErrBadConn) {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, driver.ErrBadConn) {
 		h.bad = true
+		return err
+	}
+	if v, cause := h.c.k.Classify(err); v > h.fail.v {
+		h.fail = failure{v: v, cause: cause, err: err}
 	}
 	return err
 }

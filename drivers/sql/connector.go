@@ -62,7 +62,10 @@
 // # What it asks of the driver
 //
 // A connection that reports driver.ErrBadConn from any call through this
-// package is destroyed as it comes back, never lent again.
+// package is destroyed as it comes back, never lent again. Other errors
+// go to Config.Classify, which by default resets the pool (every
+// connection made before is closed, once per failover) on the SQLSTATEs
+// of a server that turned read-only or is going down; see DefaultClassify.
 // Optional interfaces are used when the driver's connection has them:
 //
 //   - driver.SessionResetter: ResetSession runs before a connection that
@@ -157,6 +160,21 @@ type Config struct {
 	// Logger, with the message metrics.LeakMessage or
 	// metrics.LeakReturnedMessage, the same for every wardpool driver.
 	OnLeak func(Leak)
+	// Classify says what an error the driver returns means for the
+	// connection it came from: wardpool.Keep (a query's own failure),
+	// wardpool.Destroy (close this connection), or wardpool.Reset (every
+	// connection to this server is wrong now: close the idle ones at once
+	// and the lent ones as they come back, once per generation; see
+	// wardpool.Loan.Reset). It judges the errors of Exec, Query, Prepare,
+	// Begin, Ping and prepared statements' Exec and Query, not those of a
+	// Rows' Next or a Tx's Commit, which database/sql gets from the
+	// driver's own values. An error that is driver.ErrBadConn is the
+	// driver's word and is not classified: the connection is destroyed and
+	// database/sql retries the call on another. Nil means DefaultClassify
+	// (by SQLSTATE: 25006, 57P01, 57P02, 57P03 and class 08 reset);
+	// wardpool.KeepAll turns it off. A classifier that panics is recovered
+	// and counted (see wardpool.Keeper.Classify).
+	Classify wardpool.Classifier
 	// Logger receives the pool's warnings; nil is slog.Default().
 	Logger *slog.Logger
 	// Clock is the Keeper's clock; nil is its default. Tests pass a fake.
@@ -241,6 +259,10 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 		LeakAfter:   cfg.LeakAfter,
 		Logger:      cfg.Logger,
 		Clock:       clock,
+		Classify:    cfg.Classify,
+	}
+	if kc.Classify == nil {
+		kc.Classify = DefaultClassify
 	}
 	if cfg.OnLeak != nil {
 		onLeak := cfg.OnLeak

@@ -197,6 +197,9 @@ func column(r *engine.Result, title string, warded, queueApart bool) plot.Column
 	for _, o := range s.Outages {
 		c.Bands = append(c.Bands, plot.Band{From: o.From.Seconds(), To: o.To.Seconds(), Label: fmt.Sprintf("outage: %g%% of dials fail", o.Fraction*100), Color: "#d62728"})
 	}
+	if f := s.Failover; f > 0 {
+		c.Bands = append(c.Bands, plot.Band{From: f.Seconds(), To: f.Seconds() + 1, Label: "failover: the old node answers read-only", Color: "#8c564b"})
+	}
 	for _, o := range s.Breaks {
 		c.Bands = append(c.Bands, plot.Band{From: o.From.Seconds(), To: o.To.Seconds(), Label: fmt.Sprintf("%g%% of loans come home broken", o.Fraction*100), Color: "#bcbd22"})
 	}

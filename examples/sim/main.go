@@ -13,6 +13,7 @@
 //	go run ./examples/sim -svg sim.svg -html sim.html
 //	go run ./examples/sim -scenario outage -compare ward=none -svg outage.svg
 //	go run ./examples/sim -scenario slowdown -compare size=24
+//	go run ./examples/sim -scenario failover -compare classify=none
 //	go run ./examples/sim -scenario my.txt           # a scenario file (see below)
 //	go run ./examples/sim -record load.csv           # write the run's load as CSV
 //	go run ./examples/sim -replay load.csv -size 8 -compare size=16
@@ -20,10 +21,24 @@
 //	go run ./examples/sim -suggest -target 10ms      # smallest Size, Idle, Keep
 //	go run ./examples/sim -serve 127.0.0.1:8080      # the same, in the browser
 //
-// Scenarios. -scenario names a built-in (burst, steady, slowdown, outage) or
-// a file of "key value" lines (engine.Parse documents every key: rate, hold,
-// dial, size, idle, keep, life, timeout, burst, slow, outage, break, ward;
-// scenarios/failover.txt is an example).
+// Scenarios. -scenario names a built-in (burst, steady, slowdown, outage,
+// failover) or a file of "key value" lines (engine.Parse documents every
+// key: rate, hold, dial, size, idle, keep, life, timeout, burst, slow,
+// outage, break, ward, failover, classify; scenarios/failover.txt, a
+// database that fails and slows, is an example).
+//
+// Failover. The failover built-in (or "failover 8s" in a file) moves the
+// backend at an instant: connections opened before it reach the old node,
+// which turned read-only, and every write on one fails. What follows is
+// the classifier's doing, as the drivers' Config.Classify: "classify reset"
+// (the drivers' default) retires every connection of the failing one's
+// generation at the first error, once; "destroy" drops the failing
+// connection alone; "none" keeps it, as pgxpool does. The summary and a
+// comparison report the writes failed, how long after the failover the
+// first write succeeded, and how many connections to the old node were
+// still open a second after it. scenarios/promotion.txt adds half a second
+// in which no node takes a connection, where the ward shows what it buys
+// (-compare ward=none).
 // Flags given on the command line override the scenario, whatever their
 // value. -compare runs a
 // second configuration, written as the scenario's settings ("size=16" or

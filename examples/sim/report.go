@@ -35,6 +35,31 @@ func summary(w io.Writer, r *engine.Result) {
 	fmt.Fprintf(w, "saturated      %v in all; longest queue %s\n", round(m.Saturated), episode(m.Longest))
 	fmt.Fprintf(w, "opened         %d resources (peak %d live); %d dials, %d to a dead backend\n", m.Opened, m.Peak, m.Dials, m.DeadDials)
 	fmt.Fprintf(w, "callers        %d: %d served, %d timed out, %d shed, %d dial errors\n", m.Arrived, m.Served, m.TimedOut, m.Refused, m.DialErrors)
+	if s.Failover > 0 {
+		fmt.Fprintf(w, "failover       at %v, classifier %s: %s\n", s.Failover, classifyOf(s), failover(m.Failover))
+	}
+}
+
+// classifyOf is the scenario's classifier, named.
+func classifyOf(s engine.Scenario) string {
+	if s.Classify == "" {
+		return engine.ClassifyReset
+	}
+	return s.Classify
+}
+
+// failover is the failover's figures in a line.
+func failover(f engine.FailoverSum) string {
+	first := "none"
+	if f.FirstWrite >= 0 {
+		first = round(f.FirstWrite).String()
+	}
+	open := "(run too short)"
+	if f.OldOpen >= 0 {
+		open = fmt.Sprint(f.OldOpen)
+	}
+	return fmt.Sprintf("%d writes failed (%d of them 1 s or more after), first write %s after, %s connections to the old node open 1 s after, %d resets",
+		f.Failed, f.FailedLate, first, open, f.Resets)
 }
 
 func episode(e engine.Episode) string {
@@ -78,6 +103,30 @@ func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Ti
 	row("timed out / shed / dial errors", func(r *engine.Result) string {
 		return fmt.Sprintf("%d / %d / %d", r.Sum.TimedOut, r.Sum.Refused, r.Sum.DialErrors)
 	})
+	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.Failover > 0 }) {
+		row("failover: classifier", func(r *engine.Result) string {
+			if r.Scenario.Failover <= 0 {
+				return "no failover"
+			}
+			return classifyOf(r.Scenario)
+		})
+		row("writes failed / 1 s or more after", func(r *engine.Result) string {
+			return fmt.Sprintf("%d / %d", r.Sum.Failover.Failed, r.Sum.Failover.FailedLate)
+		})
+		row("first write after failover", func(r *engine.Result) string {
+			if f := r.Sum.Failover.FirstWrite; r.Scenario.Failover > 0 && f >= 0 {
+				return round(f).String()
+			}
+			return "none"
+		})
+		row("old-node connections 1 s after", func(r *engine.Result) string {
+			if n := r.Sum.Failover.OldOpen; n >= 0 && r.Scenario.Failover > 0 {
+				return fmt.Sprint(n)
+			}
+			return "-"
+		})
+		row("resets", func(r *engine.Result) string { return fmt.Sprint(r.Sum.Failover.Resets) })
+	}
 	tw.Flush()
 	for _, l := range trades(runs) {
 		fmt.Fprintln(w, l)

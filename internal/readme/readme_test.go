@@ -65,6 +65,10 @@ var tracer trace.Tracer
 var waits *metrics.WaitHistogram`,
 	},
 	{
+		line:  "c.Classify = func(err error) (wardpool.Verdict, string) {",
+		decls: "var dsn string",
+	},
+	{
 		line: "p, _ := pgxward.NewWithConfig(ctx, cfg)",
 		decls: `var ctx = context.Background()
 var cfg *pgxward.Config
@@ -99,6 +103,7 @@ var imports = map[string]string{
 	"sqlward":    "github.com/wardpool/wardpool/drivers/sql",
 	"redisward":  "github.com/wardpool/wardpool/drivers/redis",
 	"pgx":        "github.com/jackc/pgx/v5",
+	"pgconn":     "github.com/jackc/pgx/v5/pgconn",
 	"stdlib":     "github.com/jackc/pgx/v5/stdlib",
 	"redis":      "github.com/redis/go-redis/v9",
 	"prometheus": "github.com/prometheus/client_golang/prometheus",

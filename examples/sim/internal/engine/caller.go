@@ -65,6 +65,7 @@ func (r *run) acquire(c *caller, t int64) {
 			r.lend(c, tk.Item, t)
 		case pool.Stale:
 			r.cur.Retired++
+			r.gone(tk.Item)
 			continue
 		case pool.Make:
 			r.dial(c, t)
@@ -108,6 +109,7 @@ func (r *run) serve(t int64) {
 			r.lend(c, tk.Item, t)
 		case pool.Stale:
 			r.cur.Retired++
+			r.gone(tk.Item)
 		case pool.Make:
 			r.unqueue(c, t)
 			r.dial(c, t)
@@ -164,7 +166,7 @@ func (r *run) dial(c *caller, t int64) {
 		ok = false
 	}
 	r.seq++
-	r.q.push(event{at: t + int64(d), seq: r.seq, kind: evDialed, c: c, gen: c.gen, ok: ok})
+	r.q.push(event{at: t + int64(d), seq: r.seq, kind: evDialed, c: c, gen: c.gen, ok: ok, old: r.oldDial(t)})
 }
 
 func (r *run) dialed(e *event, t int64) {
@@ -190,6 +192,7 @@ func (r *run) dialed(e *event, t int64) {
 		return
 	}
 	r.cur.Opened++
+	r.made(id, e.old)
 	if owner {
 		r.lend(c, id, t)
 		return
@@ -197,6 +200,7 @@ func (r *run) dialed(e *event, t int64) {
 	r.cur.Orphans++ // a loan to nobody: the pool counts it, then takes it back
 	if !r.p.Give(id, now) {
 		r.cur.Retired++
+		r.gone(id)
 	}
 	r.serve(t)
 }

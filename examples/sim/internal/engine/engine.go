@@ -93,6 +93,11 @@ type run struct {
 	ep    Episode
 	res   Result
 	peak  int
+
+	// The failover's books (failover.go): by resource, whether it is live
+	// and on the old node, and how many are.
+	old     []bool
+	oldLive int
 }
 
 // Run runs scenario s and returns what happened. It fails for a scenario
@@ -136,6 +141,7 @@ func Run(s Scenario, opt Options) (*Result, error) {
 	r.res.Scenario = s
 	r.cur.Sec = 1
 	r.schedule(int64(time.Second), evTick, nil, 0)
+	r.failoverStart()
 	if err := r.nextArrival(); err != nil {
 		return nil, err
 	}
@@ -215,11 +221,15 @@ func (r *run) handle(e *event) error {
 		return r.nextArrival()
 	case evRelease:
 		c := e.c
-		if f := r.s.breakAt(time.Duration(t)); f >= 1 || f > 0 && r.drng.Float64() < f {
+		if r.releaseFailover(e.res, t) {
+			// a failed write, ended as the scenario's classifier says
+		} else if f := r.s.breakAt(time.Duration(t)); f >= 1 || f > 0 && r.drng.Float64() < f {
 			r.p.Drop(e.res, r.now(t)) // broken: the caller drops it
 			r.cur.Dropped++
+			r.gone(e.res)
 		} else if !r.p.Give(e.res, r.now(t)) {
 			r.cur.Retired++
+			r.gone(e.res)
 		}
 		r.done(c, t)
 		r.serve(t)
@@ -230,7 +240,9 @@ func (r *run) handle(e *event) error {
 			return nil
 		}
 		r.evictOn = false
-		r.cur.Retired += len(r.p.Evict(r.now(t)))
+		ev := r.p.Evict(r.now(t))
+		r.cur.Retired += len(ev)
+		r.goneAll(ev)
 	case evRetry:
 		if !r.retryOn || e.at != r.retryAt {
 			return nil
@@ -258,6 +270,8 @@ func (r *run) handle(e *event) error {
 		}
 	case evTick:
 		r.tick(t)
+	case evMark:
+		r.res.Sum.Failover.OldOpen = r.oldLive
 	}
 	return nil
 }

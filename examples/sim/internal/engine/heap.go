@@ -10,6 +10,7 @@ const (
 	evWake
 	evTimeout
 	evTick
+	evMark // a second after the failover: its figures are read
 )
 
 // event is one thing due at an instant of virtual time (ns since the start).
@@ -21,6 +22,7 @@ type event struct {
 	res  int32  // the resource, for release and dialed
 	kind uint8
 	ok   bool // dialed: the dial worked
+	old  bool // dialed: the dial began before the failover (Scenario.Failover)
 }
 
 func (a *event) before(b *event) bool {

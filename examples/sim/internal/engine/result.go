@@ -76,6 +76,8 @@ type Summary struct {
 	Opened, Dials, DeadDials int
 	// Peak is the most resources live (idle, lent, being made) at once.
 	Peak int
+	// Failover is what the scenario's failover did; zero without one.
+	Failover FailoverSum
 }
 
 // Result is one run.

@@ -58,6 +58,35 @@ type Scenario struct {
 	Breaker bool
 	// Backoff holds makes back after a failed one, by ward.DefaultBackoff.
 	Backoff bool
+	// Failover, when positive, moves the backend at that instant: every
+	// resource whose dial began before it is on the old node, which turned
+	// read-only, and every loan of one that ends at or after Failover
+	// fails (the caller's write gets a read-only error, as a demoted
+	// PostgreSQL's 25006 or Redis's READONLY). Dials begun after it reach
+	// the new node. Zero: no failover.
+	Failover time.Duration
+	// Classify is what the caller's driver makes of that error, as its
+	// classifier says (wardpool.Verdict): ClassifyReset, the drivers'
+	// default, retires every resource of the failing one's generation
+	// (Pool.ResetFor: once per generation); ClassifyDestroy drops the
+	// failing resource alone; ClassifyNone keeps it, as pgxpool does. The
+	// zero value is ClassifyReset.
+	Classify string
+}
+
+// The values of Scenario.Classify.
+const (
+	ClassifyReset   = "reset"
+	ClassifyDestroy = "destroy"
+	ClassifyNone    = "none"
+)
+
+// classify is s.Classify with its zero value read.
+func (s *Scenario) classify() string {
+	if s.Classify == "" {
+		return ClassifyReset
+	}
+	return s.Classify
 }
 
 // Span is a stretch of virtual time, [From, To).
@@ -92,7 +121,7 @@ type Outage struct {
 func (s *Scenario) Ward() bool { return s.Breaker || s.Backoff }
 
 // Builtins lists the built-in scenarios by name.
-var Builtins = []string{"burst", "steady", "slowdown", "outage"}
+var Builtins = []string{"burst", "steady", "slowdown", "outage", "failover"}
 
 // Builtin returns the built-in scenario called name, or false. "burst" is
 // the simulator's default: the load doubles between seconds 8 and 16.
@@ -121,6 +150,15 @@ func Builtin(name string) (Scenario, bool) {
 		s.Outages = []Outage{{Span{8 * time.Second, 16 * time.Second}, 1}}
 		s.Breaks = []Outage{{Span{8 * time.Second, 16 * time.Second}, 1}}
 		s.Breaker, s.Backoff = true, true
+	case "failover":
+		s.Note = "a burst from second 2 to 4 grows the pool; at second 8 the primary moves and the old one answers read-only"
+		s.Seconds = 20
+		s.Rate = 300
+		s.Hold = 20 * time.Millisecond
+		s.Limits = pool.Limits{Size: 32, Idle: 32, Keep: 30 * time.Second}
+		s.Timeout = time.Second
+		s.Bursts = []Burst{{Span{2 * time.Second, 4 * time.Second}, 4}}
+		s.Failover = 8 * time.Second
 	default:
 		return Scenario{}, false
 	}
@@ -140,6 +178,13 @@ func (s *Scenario) Validate() error {
 		return fmt.Errorf("dial is %v, want 0 or more", s.Dial)
 	case s.Timeout < 0:
 		return fmt.Errorf("timeout is %v, want 0 (none) or more", s.Timeout)
+	case s.Failover < 0:
+		return fmt.Errorf("failover is %v, want 0 (none) or more", s.Failover)
+	}
+	switch s.Classify {
+	case "", ClassifyReset, ClassifyDestroy, ClassifyNone:
+	default:
+		return fmt.Errorf("classify is %q, want reset, destroy or none", s.Classify)
 	}
 	if err := s.Limits.Validate(); err != nil {
 		return err
@@ -252,6 +297,8 @@ const maxLine = 4096
 //	outage   8s 16s                    # every dial fails; "0.5" after: half
 //	break    8s 16s 0.1                # a tenth of loans come home broken
 //	ward     breaker backoff           # or "none", or one of the two
+//	failover 8s                        # the backend moves; the old one answers read-only
+//	classify reset                     # what callers make of that: reset, destroy or none
 //
 // Idle follows size (a size line sets idle too) while the two are equal;
 // an idle line sets it apart. Durations are Go durations ("250ms", "1m30s"); a bare number is seconds.
@@ -337,7 +384,17 @@ func (s *Scenario) set(line string) error {
 		if v, err = one(); err == nil {
 			s.Rate, err = number(v, 1e7)
 		}
-	case "hold", "dial", "keep", "life", "timeout":
+	case "classify":
+		var v string
+		if v, err = one(); err == nil {
+			switch v = strings.ToLower(v); v {
+			case ClassifyReset, ClassifyDestroy, ClassifyNone:
+				s.Classify = v
+			default:
+				err = fmt.Errorf("%q is not reset, destroy or none", v)
+			}
+		}
+	case "hold", "dial", "keep", "life", "timeout", "failover":
 		var v string
 		var d time.Duration
 		if v, err = one(); err == nil {
@@ -354,6 +411,8 @@ func (s *Scenario) set(line string) error {
 			s.Limits.Life = d
 		case "timeout":
 			s.Timeout = d
+		case "failover":
+			s.Failover = d
 		}
 	case "size", "idle":
 		var v string
@@ -443,7 +502,7 @@ func (s *Scenario) set(line string) error {
 
 var keys = func() []string {
 	k := []string{"name", "note", "seconds", "seed", "rate", "hold", "dial", "size", "idle",
-		"keep", "life", "timeout", "burst", "slow", "outage", "break", "ward"}
+		"keep", "life", "timeout", "burst", "slow", "outage", "break", "ward", "failover", "classify"}
 	sort.Strings(k)
 	return k
 }()

@@ -1,0 +1,68 @@
+package pgxward
+
+import (
+	"errors"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/wardpool/wardpool"
+)
+
+// DefaultClassify is the classifier a Pool uses when Config.Classify is
+// nil. It reads the SQLSTATE of an error the server sent (a
+// *pgconn.PgError) and answers wardpool.Reset, with the code as cause, for
+// the errors that say every connection to this server is wrong now:
+//
+//   - 25006 read_only_sql_transaction: the server turned read-only (a
+//     primary demoted, or default_transaction_read_only switched on);
+//   - 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now:
+//     the server is going down or not up yet;
+//   - class 08, connection exception.
+//
+// Every other error is wardpool.Keep: the query's own failure (a syntax
+// error, a constraint) says nothing about the connection. Errors of the
+// network or of pgx itself never reach a classifier (see Config.Classify).
+func DefaultClassify(err error) (wardpool.Verdict, string) {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return wardpool.Keep, ""
+	}
+	switch c := pe.Code; {
+	case c == "25006", c == "57P01", c == "57P02", c == "57P03",
+		len(c) == 5 && c[:2] == "08":
+		return wardpool.Reset, c
+	}
+	return wardpool.Keep, ""
+}
+
+// failure is the worst verdict the errors the server sent during one loan
+// of a connection earned, with the cause and the error that earned it.
+type failure struct {
+	v     wardpool.Verdict
+	cause string
+	err   error
+}
+
+// onPgError returns the pgconn.Config.OnPgError of a connection being
+// dialled for r: it classifies each error the server sends and keeps the
+// worst verdict on r for Release, then leaves the decision to close the
+// connection to next (pgx's own handler, which closes it on FATAL, or the
+// user's), or keeps it open when next is nil.
+func (p *Pool) onPgError(r *res, next pgconn.PgErrorHandler) pgconn.PgErrorHandler {
+	return func(pc *pgconn.PgConn, pe *pgconn.PgError) bool {
+		// Errors of the dial (the handshake, AfterConnect) are the dial's:
+		// it fails, or goes on as AfterConnect decided. Skipping them also
+		// keeps p.k unread until a borrower's query fails: the first
+		// connections are dialled while NewWithConfig builds the Keeper.
+		if r.conn == nil {
+			return next == nil || next(pc, pe)
+		}
+		if v, cause := p.k.Classify(pe); v > r.fail.v {
+			r.fail = failure{v: v, cause: cause, err: pe}
+		}
+		if next != nil {
+			return next(pc, pe)
+		}
+		return true
+	}
+}

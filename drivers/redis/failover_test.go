@@ -1,0 +1,144 @@
+package redisward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/wardpool/wardpool"
+)
+
+func TestDefaultClassify(t *testing.T) {
+	for _, c := range []struct {
+		err   error
+		want  wardpool.Verdict
+		cause string
+	}{
+		{fakeReply("READONLY You can't write against a read only replica."), wardpool.Reset, "READONLY"},
+		{fakeReply("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."), wardpool.Reset, "MASTERDOWN"},
+		{fakeReply("LOADING Redis is loading the dataset in memory"), wardpool.Reset, "LOADING"},
+		{fakeReply("LOADING"), wardpool.Reset, "LOADING"},
+		{fmt.Errorf("set: %w", fakeReply("READONLY You can't write")), wardpool.Reset, "READONLY"},
+		{fakeReply("READONLYISH not the word"), wardpool.Keep, ""},
+		{fakeReply("WRONGTYPE Operation against a key holding the wrong kind of value"), wardpool.Keep, ""},
+		{fakeReply("ERR unknown command"), wardpool.Keep, ""},
+		{errors.New("READONLY but not a reply"), wardpool.Keep, ""},
+		{io.EOF, wardpool.Keep, ""},
+	} {
+		v, cause := DefaultClassify(c.err)
+		if v != c.want || cause != c.cause {
+			t.Errorf("DefaultClassify(%v) = %v, %q; want %v, %q", c.err, v, cause, c.want, c.cause)
+		}
+	}
+}
+
+// TestFailedJudges: failed classifies error replies only, keeps the first
+// Reset reply of a loan, and a panicking classifier leaves the connection
+// fit.
+func TestFailedJudges(t *testing.T) {
+	c := &conn{classify: DefaultClassify}
+	c.failed(redis.Nil)
+	c.failed(fakeReply("WRONGTYPE x"))
+	if c.unfit() || c.reset.Load() != nil {
+		t.Fatal("a WRONGTYPE reply or redis.Nil marked the connection")
+	}
+	c.failed(fakeReply("LOADING Redis is loading"))
+	c.failed(fakeReply("READONLY You can't write"))
+	if n := c.reset.Load(); !c.unfit() || n == nil || n.cause != "LOADING" {
+		t.Fatalf("after LOADING then READONLY: unfit %v, note %+v", c.unfit(), n)
+	}
+	c = &conn{classify: func(error) (wardpool.Verdict, string) { return wardpool.Reset, "any" }}
+	c.failed(io.EOF) // not a reply: broken, never classified
+	if !c.unfit() || c.reset.Load() != nil {
+		t.Fatal("a network error was classified")
+	}
+	c = &conn{classify: func(error) (wardpool.Verdict, string) { return wardpool.Destroy, "" }}
+	c.failed(fakeReply("ERR x"))
+	if !c.unfit() || c.reset.Load() != nil {
+		t.Fatal("a Destroy verdict did not mark the connection unfit")
+	}
+	c = &conn{classify: wardpool.KeepAll}
+	c.failed(fakeReply("READONLY You can't write"))
+	if !c.unfit() || c.reset.Load() != nil {
+		t.Fatal("READONLY under KeepAll: want destroyed (go-redis's rule), not reset")
+	}
+}
+
+// demote makes the server s a replica of a primary that is not there: it
+// answers READONLY to every write, as a primary a failover demoted does.
+func demote(t *testing.T, s *server) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer c.Close()
+	if err := c.ReplicaOf(context.Background(), "127.0.0.1", strconv.Itoa(freePort(t))).Err(); err != nil {
+		t.Fatalf("REPLICAOF: %v", err)
+	}
+}
+
+// readOnlyRun runs the demoted-writer case on a server of the test's own:
+// two connections lent, two idle, the server demoted, each lent one
+// writes and is given back. It returns the pool's figures after.
+func readOnlyRun(t *testing.T, classify wardpool.Classifier) wardpool.Stats {
+	s := ownRedis(t)
+	cfg := FromOptions(&redis.Options{Addr: s.Addr, PoolSize: 4})
+	cfg.Classify = classify
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	p, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = p.Close(ctx)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var loans []Loan
+	for range 4 {
+		l, err := p.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loans = append(loans, l)
+	}
+	loans[2].Release()
+	loans[3].Release()
+	demote(t, s)
+	for _, l := range loans[:2] {
+		err := l.Client().Set(ctx, "k", "v", 0).Err()
+		if err == nil || !strings.HasPrefix(err.Error(), "READONLY") {
+			t.Fatalf("write on a demoted server: %v, want READONLY", err)
+		}
+		l.Release()
+	}
+	return p.Stats()
+}
+
+// TestReadOnlyReplyResetsOnce: on a real demoted server, the first
+// READONLY resets the pool (the idle connections are closed) and the
+// second, of the retired generation, does not.
+func TestReadOnlyReplyResetsOnce(t *testing.T) {
+	s := readOnlyRun(t, nil)
+	if s.Resets != 1 || s.ResetCauses["READONLY"] != 1 || s.Idle != 0 || s.Live != 0 {
+		t.Fatalf("resets %d %v, idle %d, live %d; want one READONLY reset and nothing left", s.Resets, s.ResetCauses, s.Idle, s.Live)
+	}
+}
+
+// TestReadOnlyReplyWithoutClassifier: with resets off, each READONLY
+// connection is destroyed (go-redis's rule) and the idle ones, opened to
+// the demoted server, stay.
+func TestReadOnlyReplyWithoutClassifier(t *testing.T) {
+	s := readOnlyRun(t, wardpool.KeepAll)
+	if s.Resets != 0 || s.Idle != 2 || s.Dropped != 2 {
+		t.Fatalf("resets %d, idle %d, dropped %d; want 0, the 2 idle kept, the 2 writers destroyed", s.Resets, s.Idle, s.Dropped)
+	}
+}

@@ -1,0 +1,184 @@
+package wardpool
+
+import (
+	"maps"
+	"strconv"
+)
+
+// Verdict is what an error a resource failed with says about it: keep it,
+// destroy it alone, or retire every resource made with it (Reset). The
+// drivers' classifiers give one for each error (see Classifier).
+type Verdict uint8
+
+const (
+	// Keep: the error is the caller's or the query's (a syntax error, a
+	// constraint, a missing key); the resource is fine. The driver's own
+	// rules still apply: a connection its client has closed is destroyed.
+	Keep Verdict = iota
+	// Destroy: this resource is broken; the others may be fine.
+	Destroy
+	// Reset: every resource made so far is wrong now (the backend it was
+	// opened to failed over and turned read-only, or is shutting down):
+	// the Keeper's generation is retired, idle resources at once and lent
+	// ones as they come back, and new ones are dialled (see Loan.Reset).
+	Reset
+)
+
+// String returns "keep", "destroy" or "reset".
+func (v Verdict) String() string {
+	switch v {
+	case Keep:
+		return "keep"
+	case Destroy:
+		return "destroy"
+	case Reset:
+		return "reset"
+	}
+	return "Verdict(" + strconv.Itoa(int(v)) + ")"
+}
+
+// Classifier says what err, returned by an operation on a resource, means:
+// a Verdict and a short cause that names the reason in Stats.ResetCauses,
+// the metrics and the log ("25006", "READONLY"); the cause matters only
+// for Reset. It must be safe for concurrent use and quick: it runs on the
+// goroutine of the caller that got the error. It is never called with a
+// nil error. See Keeper.Classify for what happens when it panics or
+// answers a Verdict it should not.
+type Classifier func(err error) (Verdict, string)
+
+// Reset causes the Keeper names itself.
+const (
+	// CauseManual is the cause Keeper.Reset is counted under.
+	CauseManual = "manual"
+	// CauseOther is the cause resets are counted under once MaxCauses
+	// distinct causes have been counted, and the cause of a Reset verdict
+	// that names none.
+	CauseOther = "other"
+	// CausePanic is the cause Keeper.Classify answers when the classifier
+	// panicked.
+	CausePanic = "panic"
+	// MaxCauses bounds how many distinct causes Stats.ResetCauses holds,
+	// CauseOther included, so
+	// that a classifier that names each reset after its error's text cannot
+	// grow the books and the metrics' series without bound.
+	MaxCauses = 16
+)
+
+// resetBook counts resets by cause. Guarded by Keeper.mu.
+type resetBook struct {
+	n  uint64
+	by map[string]uint64 // nil until the first reset
+}
+
+// add counts one reset under cause, or under CauseOther once MaxCauses
+// causes are known, and returns the cause it was counted under.
+func (b *resetBook) add(cause string) string {
+	if cause == "" {
+		cause = CauseOther
+	}
+	if b.by == nil {
+		b.by = make(map[string]uint64)
+	}
+	if _, ok := b.by[cause]; !ok && len(b.by) >= MaxCauses-1 { // room for CauseOther
+		cause = CauseOther
+	}
+	b.n++
+	b.by[cause]++
+	return cause
+}
+
+// read returns the count and a copy of the causes; nil when none.
+func (b *resetBook) read() (uint64, map[string]uint64) {
+	if b.by == nil {
+		return 0, nil
+	}
+	return b.n, maps.Clone(b.by)
+}
+
+// Classify runs Config.Classify on err and returns its verdict and cause;
+// Keep and "" for a nil error or without a classifier. It is what drivers
+// call on the errors of the operations they run on a lent resource, and
+// it is safe for concurrent use.
+//
+// Bad answers do not take the pool down. A classifier that panics is
+// recovered: the panic is counted in Stats.Panics and logged at error
+// level, and the answer is Keep with cause CausePanic, so the resource is
+// kept unless the driver's own rules find it broken (a connection its
+// client closed is destroyed all the same). A verdict other than Keep,
+// Destroy and Reset is read as Keep. A classifier that answers Reset for
+// every error still leaves the pool serving: a Reset retires a generation
+// once (see Loan.Reset), and what is dialled after it serves until it
+// fails in turn.
+func (k *Keeper[T]) Classify(err error) (v Verdict, cause string) {
+	if err == nil || k.classify == nil {
+		return Keep, ""
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			k.countPanic("Classify", r)
+			v, cause = Keep, CausePanic
+		}
+	}()
+	v, cause = k.classify(err)
+	if v > Reset {
+		return Keep, cause
+	}
+	return v, cause
+}
+
+// Reset ends the loan on the word of its resource, which failed with err
+// in a way that condemns every resource made with it (a Reset verdict): if
+// the resource is of the Keeper's current generation, the Keeper is reset
+// as Keeper.Reset does (idle resources closed now, lent ones as they come
+// back, new ones dialled for the callers waiting), the reset is counted
+// under cause in Stats.ResetCauses and logged once at warning level with
+// err; the resource itself is closed either way. It reports whether it
+// reset.
+//
+// The generation is the resource's, not the moment's: when every
+// connection of a pool fails with the same error after a failover, the
+// first one to come back resets, and the others, retired by that reset
+// already, reset nothing, so the connections dialled since (to the new
+// primary) are kept. The decision is the Pool's (Pool.ResetFor). On a
+// loan that has ended already it does nothing and reports false (a double
+// release).
+func (l Loan[T]) Reset(cause string, err error) bool {
+	if l.e == nil {
+		return false
+	}
+	k := l.e.k
+	var fx effects[T]
+	k.lock()
+	if !k.endLocked(l, &fx) {
+		k.unlockDo(&fx)
+		return false
+	}
+	now := k.clock.Now()
+	retired, ok := k.p.ResetFor(l.item, now)
+	if ok {
+		cause = k.retireLocked(retired, cause)
+	}
+	k.giveEndedLocked(l.e, l.item, now, &fx) // of an old generation now: closed
+	k.topUpLocked(now, &fx)
+	k.unlockDo(&fx)
+	if ok {
+		k.log.Warn("wardpool: reset: every resource made before is retired",
+			"pool", k.name, "cause", cause, "idle_closed", len(retired), "err", err)
+	}
+	return ok
+}
+
+// retireLocked carries out a reset the Pool made, whose idle resources
+// are retired: they are closed, what is made from now on is of the next
+// generation, and the reset is counted under cause, whose name as counted
+// it returns.
+func (k *Keeper[T]) retireLocked(retired []T, cause string) string {
+	k.closeAllLocked(retired)
+	k.gen++
+	k.laneGen.Store(k.gen)
+	return k.stats.resets.add(cause)
+}
+
+// KeepAll is a Classifier that keeps the resource whatever the error: it
+// turns a driver's default classifier off.
+func KeepAll(error) (Verdict, string) { return Keep, "" }
