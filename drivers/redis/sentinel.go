@@ -25,9 +25,10 @@ import (
 //
 // Unlike NewFailoverClient, the pool does not listen for Sentinel's
 // +switch-master: connections already open to the old master stay until
-// a command on them fails (a READONLY reply once the old master is a
-// replica, a network error when it is down) or they reach Limits.Life;
-// only new connections follow the new master. Routing reads to replicas
+// a command on one of them fails. A READONLY reply (the old master is a
+// replica now) retires them all by default (Config.Classify: idle ones at
+// once, lent ones as they come back); a network error destroys the one
+// connection. New connections follow the new master. Routing reads to replicas
 // (RouteByLatency, RouteRandomly, ReplicaOnly) is not offered: those
 // options are refused with ErrConfig, as is a fo without MasterName or
 // SentinelAddrs.

@@ -20,7 +20,7 @@ import (
 // generation on the errors that say it moved (pgxward on 25006, redisward
 // on READONLY: issue 26, part 1). Until they do, the goals that need it
 // are reported, not asserted.
-const wardClassifies = false
+const wardClassifies = true
 
 // pgPool is what the scenarios use of pgxward.Pool and pgxpool.Pool.
 type pgPool interface {
