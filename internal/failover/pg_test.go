@@ -42,7 +42,9 @@ var pgSides = []string{"pgxward", "pgxpool"}
 
 // wardedSides adds a third side: pgxward with a ward in front of its
 // dials (the default Backoff and a Bucket of 50 dials a second, 8 at
-// once), to show what the ward does to the dials of a recovery.
+// once) and its lifetimes spread (MaxConnLifetimeJitter of half the
+// lifetime), to show what the ward does to the dials of a recovery and
+// the jitter to the reconnects that follow it.
 var wardedSides = []string{"pgxward", "pgxward+ward", "pgxpool"}
 
 // openPG opens the named pool on dsn with room for maxConns connections
@@ -65,6 +67,9 @@ func openPG(t *testing.T, name, dsn string, maxConns int32, life time.Duration) 
 		cfg.MaxConns = maxConns
 		if life > 0 {
 			cfg.MaxConnLifetime = life
+			if name == "pgxward+ward" {
+				cfg.MaxConnLifetimeJitter = life / 2
+			}
 		}
 		wp, err := pgxward.NewWithConfig(ctx, cfg)
 		if err != nil {
@@ -228,7 +233,7 @@ func backendAges(t *testing.T, s *servers.Postgres) map[string][]time.Duration {
 
 // ageTable logs the spread of connection ages per pool: after a mass
 // reconnect, connections whose lifetimes are not spread all end, and
-// reconnect, together.
+// reconnect, together; pgxward+ward's, jittered, drift apart.
 func ageTable(t *testing.T, life, since time.Duration, ages map[string][]time.Duration) {
 	t.Helper()
 	rows := [][]string{{"", "connections", "youngest", "median", "oldest", "distinct 100 ms births"}}
@@ -245,7 +250,7 @@ func ageTable(t *testing.T, life, since time.Duration, ages map[string][]time.Du
 		}
 		rows = append(rows, []string{name, fmt.Sprint(len(a)), ms(a[0]), ms(a[len(a)/2]), ms(a[len(a)-1]), fmt.Sprint(len(births))})
 	}
-	table(t, fmt.Sprintf("connection ages on the new primary %v after the promotion (lifetime %v, defaults for jitter)",
+	table(t, fmt.Sprintf("connection ages on the new primary %v after the promotion (lifetime %v; jitter: none but pgxward+ward's, half the lifetime)",
 		since.Round(100*time.Millisecond), life), rows)
 }
 
