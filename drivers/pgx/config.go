@@ -175,6 +175,12 @@ type Config struct {
 	// Network errors and pgx's own are not classified: a connection they
 	// leave closed is destroyed, as in pgxpool. A classifier that panics
 	// is recovered and counted (see wardpool.Keeper.Classify).
+	//
+	// One answer is checked against the server's word: a Reset for 25006
+	// from a server that reports itself writable (PostgreSQL 14 and later
+	// report default_transaction_read_only and in_hot_standby to every
+	// session; both off) came from a transaction the application began
+	// READ ONLY: the connection is kept, as for Keep.
 	Classify wardpool.Classifier
 	// Logger receives the pool's warnings; nil is slog.Default().
 	Logger *slog.Logger

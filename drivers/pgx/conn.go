@@ -42,11 +42,11 @@ func (c *Conn) Release() {
 	f := r.fail
 	r.fail = failure{}
 	switch {
-	case f.v == wardpool.Reset:
+	case f.v == wardpool.Reset && !ownReadOnly(r.conn, f.err):
 		c.loan.Reset(f.cause, f.err)
 	case f.v == wardpool.Destroy || unusable(r.conn):
 		c.loan.Destroy()
-	default:
+	default: // Keep, or a 25006 of the application's own (ownReadOnly)
 		c.loan.Release()
 	}
 }

@@ -3,6 +3,7 @@ package pgxward
 import (
 	"errors"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/wardpool/wardpool"
@@ -22,6 +23,11 @@ import (
 // Every other error is wardpool.Keep: the query's own failure (a syntax
 // error, a constraint) says nothing about the connection. Errors of the
 // network or of pgx itself never reach a classifier (see Config.Classify).
+//
+// A write inside a transaction the application began READ ONLY gets 25006
+// too. The pool tells the two apart where the server says which (see
+// Config.Classify): a 25006 from a server that reports itself writable
+// resets nothing and keeps its connection, whatever the classifier.
 func DefaultClassify(err error) (wardpool.Verdict, string) {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
@@ -33,6 +39,23 @@ func DefaultClassify(err error) (wardpool.Verdict, string) {
 		return wardpool.Reset, c
 	}
 	return wardpool.Keep, ""
+}
+
+// ownReadOnly reports whether err is a 25006 read_only_sql_transaction on
+// a connection whose server says it is writable: PostgreSQL 14 and later
+// report default_transaction_read_only and in_hot_standby to every
+// session, and with both off the error came from a transaction the
+// application itself began READ ONLY (or SET TRANSACTION READ ONLY), which
+// condemns no connection. Conn.Release reads it once the query is over,
+// when the server's report of a change (a reload that turned the server
+// read-only) has arrived. An older server reports neither: false.
+func ownReadOnly(conn *pgx.Conn, err error) bool {
+	pe, ok := err.(*pgconn.PgError)
+	if !ok || pe.Code != "25006" {
+		return false
+	}
+	pc := conn.PgConn()
+	return pc.ParameterStatus("default_transaction_read_only") == "off" && pc.ParameterStatus("in_hot_standby") == "off"
 }
 
 // failure is the worst verdict the errors the server sent during one loan

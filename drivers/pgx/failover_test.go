@@ -345,3 +345,33 @@ func TestStormResetsOnceBesidePgxpool(t *testing.T) {
 	theirs := storm(t, peerWriter{pp}, &ro, tbl)
 	t.Logf("writes failed of the 64 after 32 writers met 25006: pgxward %d (resets %d), pgxpool %d", ours, s.Resets, theirs)
 }
+
+// TestOwnReadOnlyTransactionKept: a write inside a transaction the
+// application began READ ONLY gets 25006 from a server that reports itself
+// writable; it resets nothing and the connection is kept.
+func TestOwnReadOnlyTransactionKept(t *testing.T) {
+	p := newPool(t, func(c *Config) { c.Logger = quiet() })
+	ctx := ctxT(t)
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Conn().PgConn().ParameterStatus("default_transaction_read_only") == "" {
+		c.Release()
+		t.Skip("the server does not report default_transaction_read_only (PostgreSQL before 14)")
+	}
+	tx, err := c.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.Exec(ctx, "CREATE TEMP TABLE pgxward_own_ro (id int)")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "25006" {
+		t.Fatalf("write in a READ ONLY transaction: %v, want 25006", err)
+	}
+	_ = tx.Rollback(ctx)
+	c.Release()
+	if s := p.Stats(); s.Resets != 0 || s.Idle != 1 || s.Dropped != 0 {
+		t.Fatalf("resets %d, idle %d, dropped %d; want the connection kept and no reset", s.Resets, s.Idle, s.Dropped)
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,4 +143,93 @@ func TestReadOnlyReplyWithoutClassifier(t *testing.T) {
 	if s.Resets != 0 || s.Idle != 2 || s.Dropped != 2 {
 		t.Fatalf("resets %d, idle %d, dropped %d; want 0, the 2 idle kept, the 2 writers destroyed", s.Resets, s.Idle, s.Dropped)
 	}
+}
+
+// TestMovedPrimaryBesideGoRedis: two servers of the test's own; the
+// dialer sends new connections to the current primary, as a Sentinel
+// lookup would. Eight connections are warm on the first when it is
+// demoted (a replica of the second, which becomes the primary); then 32
+// writes run one after another. The pool resets at the first READONLY and
+// fails that one write; go-redis's client, on the same dialer in the same
+// run, drops each READONLY connection alone and fails once per connection
+// it had. Both figures are logged.
+func TestMovedPrimaryBesideGoRedis(t *testing.T) {
+	a, b := ownRedis(t), ownRedis(t)
+	var primary atomic.Value
+	primary.Store(a.Addr)
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, primary.Load().(string))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin := redis.NewClient(&redis.Options{Addr: a.Addr})
+	defer admin.Close()
+	run := func(name string, warm func() error, write func(int) error) int {
+		primary.Store(a.Addr)
+		if err := admin.ReplicaOf(ctx, "no", "one").Err(); err != nil {
+			t.Fatalf("%s: REPLICAOF NO ONE: %v", name, err)
+		}
+		if err := warm(); err != nil {
+			t.Fatalf("%s: warming: %v", name, err)
+		}
+		// The failover: b is the primary, a its replica (read-only).
+		primary.Store(b.Addr)
+		if err := admin.ReplicaOf(ctx, "127.0.0.1", strings.TrimPrefix(b.Addr, "127.0.0.1:")).Err(); err != nil {
+			t.Fatalf("%s: REPLICAOF: %v", name, err)
+		}
+		failed := 0
+		for i := range 32 {
+			if err := write(i); err != nil {
+				if !strings.HasPrefix(err.Error(), "READONLY") {
+					t.Fatalf("%s: write %d: %v", name, i, err)
+				}
+				failed++
+			}
+		}
+		return failed
+	}
+
+	cfg := FromOptions(&redis.Options{Addr: a.Addr, PoolSize: 8, Dialer: dial})
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	p, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Close(context.Background()) }()
+	ours := run("redisward", func() error {
+		var loans []Loan
+		for range 8 {
+			l, err := p.Acquire(ctx)
+			if err != nil {
+				return err
+			}
+			loans = append(loans, l)
+		}
+		for _, l := range loans {
+			l.Release()
+		}
+		return nil
+	}, func(i int) error { return p.Do(ctx, "set", "k", i).Err() })
+	if s := p.Stats(); ours != 1 || s.Resets != 1 {
+		t.Errorf("redisward: %d of 32 writes failed, %d resets; want 1 and 1", ours, s.Resets)
+	}
+
+	gr := redis.NewClient(&redis.Options{Addr: a.Addr, PoolSize: 8, MinIdleConns: 0, Dialer: dial, MaxRetries: -1})
+	defer gr.Close()
+	theirs := run("go-redis", func() error {
+		var conns []*redis.Conn
+		for range 8 {
+			c := gr.Conn()
+			if err := c.Ping(ctx).Err(); err != nil {
+				return err
+			}
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		return nil
+	}, func(i int) error { return gr.Set(ctx, "k", i, 0).Err() })
+	t.Logf("writes failed of 32 after the primary moved, 8 connections warm: redisward %d, go-redis %d", ours, theirs)
 }

@@ -17,6 +17,12 @@ import (
 // codes pgxward's DefaultClassify resets on). Every other error is
 // wardpool.Keep; so is every error of a driver whose errors carry no
 // SQLState method: give such a driver a Classify of its own.
+//
+// A write inside a transaction the application began READ ONLY gets 25006
+// too, and database/sql hides the connection's word on whether the server
+// itself is read-only (pgxward reads it), so here it resets the pool: an
+// application that writes in its own read-only transactions should answer
+// wardpool.Keep for 25006 with a Classify of its own.
 func DefaultClassify(err error) (wardpool.Verdict, string) {
 	var st interface{ SQLState() string }
 	if !errors.As(err, &st) {
