@@ -9,8 +9,9 @@
 // of twenty over a fake resource counted from Dial to Close, while the
 // master of a Redis Cluster (three masters, three replicas, node timeout
 // 2 s) that holds the budget's slot is killed, with and without churn, with
-// a TTL shorter and longer than the failover, and while a single Redis is
-// down for 3 s. It logs one table: the most live, the time over the
+// a TTL shorter and longer than the failover, while a Sentinel-managed
+// master is killed (the fleet on go-redis's failover client), and while a
+// single Redis is down for 3 s. It logs one table: the most live, the time over the
 // budget, the lowest live and the time under 90% of it, when the cluster
 // promoted a replica and when the store answered again, acquire errors,
 // fallbacks, store errors and reloads; one run beside them uses a Store

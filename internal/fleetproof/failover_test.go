@@ -318,8 +318,9 @@ func table(t *testing.T, runs []*failoverRun) {
 // fleet under load while the Redis Cluster master holding the budget's slot
 // is killed (node timeout 2 s), with and without churn, with a TTL shorter
 // and longer than the failover; frozen instead of killed, with churn; the
-// peer, a Store that cannot reload the cluster's map; and a single Redis
-// down for 3 s with churn. Every store is a go-redis client with its
+// peer, a Store that cannot reload the cluster's map; a Sentinel-managed
+// master killed, reached through go-redis's failover client; and a single
+// Redis down for 3 s with churn. Every store is a go-redis client with its
 // defaults (a ClusterClient reloads its map of slots only once a minute),
 // but for the frozen run's two options: following the failover is the
 // Store's job. The table is logged; see the asserts at the end for what is
@@ -380,6 +381,42 @@ func TestFleetBudgetThroughFailover(t *testing.T) {
 			})
 		})
 	}
+	// Sentinel: a master, its replica and one Sentinel (quorum 1, the
+	// master down after 1 s without an answer); every replica of the fleet
+	// reaches the budget through go-redis's failover client, with its
+	// defaults. The master is killed.
+	sentinel := &failoverRun{name: "Sentinel, master killed, TTL 5s, churn (Life 1s), failover client", ttl: 5 * time.Second, life: time.Second, after: 8 * time.Second}
+	runs = append(runs, sentinel)
+	t.Run(sentinel.name, func(t *testing.T) {
+		const name = "fo"
+		m := servers.StartRedis(t)
+		servers.StartReplica(t, m)
+		sen := servers.StartSentinel(t, name, m)
+		servers.WaitSentinelReplicas(t, sen, name, 1)
+		var watch sync.WaitGroup
+		defer watch.Wait()
+		sentinel.fleet(t, func() (shared.Store, func() uint64) {
+			fc := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: name, SentinelAddrs: []string{sen.Addr}})
+			t.Cleanup(func() { _ = fc.Close() })
+			s := redisward.NewClientStore(fc, "fleet:")
+			return s, s.Reloads
+		}, func(mark func()) {
+			m.Kill()
+			mark()
+			killed := time.Now()
+			sentinel.promoted = -1
+			watch.Go(func() {
+				for time.Since(killed) < sentinel.after {
+					if a, err := servers.MasterAddr(sen, name); err == nil && a != m.Addr {
+						sentinel.promoted = time.Since(killed)
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			})
+		})
+	})
+
 	single := &failoverRun{name: "one Redis, down 3s, churn (Life 1s), TTL 5s", ttl: 5 * time.Second, life: time.Second, after: 6 * time.Second}
 	runs = append(runs, single)
 	t.Run(single.name, func(t *testing.T) {
@@ -400,9 +437,10 @@ func TestFleetBudgetThroughFailover(t *testing.T) {
 	table(t, runs)
 
 	// What holds today (before the budget's safe share lands): the store
-	// follows the failover within the node timeout and a few seconds.
-	for _, r := range runs[:5] {
-		if r.maxLive == 0 || r.noReload {
+	// follows the failover within the node timeout (Sentinel's
+	// down-after, 1 s, for the Sentinel run) and a few seconds.
+	for _, r := range runs {
+		if r.maxLive == 0 || r.noReload || r == single {
 			continue
 		}
 		if r.storeBack < 0 || r.storeBack > foNodeTimeout+4*time.Second {
