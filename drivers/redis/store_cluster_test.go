@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool/internal/servers"
+	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/ward/shared"
 )
 
@@ -25,8 +26,8 @@ import (
 // in turn, waited on the frozen one: the store answered 3.7 to 4.8 s after
 // the promotion instead of 0.3 s).
 func TestStoreFollowsClusterFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: skipping the Redis Cluster failover")
+	if !testenv.Full() {
+		t.Skipf("two Redis Cluster failovers, some 15 s: runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
 	}
 	for _, how := range []string{"killed", "frozen"} {
 		t.Run(how, func(t *testing.T) {
@@ -95,4 +96,54 @@ func storeFollows(t *testing.T, fail func(*servers.Redis)) {
 	back := time.Since(killed)
 	t.Logf("the store answered again %v after the master failed (node timeout %v; the replica was promoted at %v), after %d failed steps (the longest took %v) and %d reloads",
 		back.Round(10*time.Millisecond), c.NodeTimeout, <-promoted, errs, longest.Round(time.Millisecond), s.Reloads())
+}
+
+// TestStoreFollowsSentinelFailover: a Store over go-redis's Sentinel
+// failover client, with its defaults, answers again once the Sentinel has
+// promoted the replica of a master that was killed, with no reload asked:
+// the client asks the Sentinel where the master is at every new
+// connection.
+func TestStoreFollowsSentinelFailover(t *testing.T) {
+	if !testenv.Full() {
+		t.Skipf("a Sentinel failover, some 10 s: runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
+	}
+	const name = "st"
+	m := servers.StartRedis(t)
+	servers.StartReplica(t, m)
+	sen := servers.StartSentinel(t, name, m)
+	servers.WaitSentinelReplicas(t, sen, name, 1)
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: name, SentinelAddrs: []string{sen.Addr}})
+	defer fc.Close()
+	s := NewClientStore(fc, "t:")
+	op := shared.BudgetOp{Step: shared.StepLease, Key: "{b}", Replica: "r", Budget: 10, TTL: time.Minute}
+	step := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+		defer cancel()
+		_, err := s.Budget(ctx, op)
+		return err
+	}
+	if err := step(); err != nil {
+		t.Fatal(err)
+	}
+	m.Kill()
+	killed := time.Now()
+	errs := 0
+	for step() != nil {
+		errs++
+		if time.Since(killed) > 30*time.Second {
+			t.Fatalf("the store did not reach the new master within 30 s of the kill (%d failed steps)", errs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	back := time.Since(killed)
+	if errs == 0 {
+		t.Fatal("no step failed: the kill went unnoticed")
+	}
+	if a, err := servers.MasterAddr(sen, name); err != nil || a == m.Addr {
+		t.Fatalf("the Sentinel's master after the failover: %q %v", a, err)
+	}
+	if s.Reloads() != 0 {
+		t.Fatalf("%d reloads asked of a client without a map of slots", s.Reloads())
+	}
+	t.Logf("the store answered again %v after the master was killed, after %d failed steps", back.Round(10*time.Millisecond), errs)
 }

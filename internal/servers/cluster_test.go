@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/wardpool/wardpool/internal/testenv"
 )
 
 // TestMasterOfSlot reads CLUSTER NODES's text as Redis 7 writes it.
@@ -38,8 +40,8 @@ d4 127.0.0.1:7004@17004 slave a1 0 0 1 connected
 // master of a key's slot, killed, is replaced by its replica; and started
 // again, it rejoins and the cluster is ok on every node.
 func TestClusterFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: skipping the Redis Cluster failover")
+	if !testenv.Full() {
+		t.Skipf("a Redis Cluster's failover on servers of its own, some 6 s: runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
 	}
 	t0 := time.Now()
 	c := StartCluster(t, 3, 1, 1000*time.Millisecond)
