@@ -17,7 +17,7 @@ func defaults() config {
 // holds at least half its share; and the same seed prints the same table.
 func TestFleetStaysWithinAndShares(t *testing.T) {
 	c := defaults()
-	rows := run(c)
+	rows, _ := run(c)
 	if len(rows) != c.seconds {
 		t.Fatalf("%d rows, want %d", len(rows), c.seconds)
 	}
@@ -40,13 +40,15 @@ func TestFleetStaysWithinAndShares(t *testing.T) {
 	}
 	var a, b bytes.Buffer
 	show(&a, c, rows)
-	show(&b, c, run(c))
+	rows2, _ := run(c)
+	show(&b, c, rows2)
 	if a.String() != b.String() {
 		t.Fatal("the same seed printed two tables")
 	}
 	c.seed++
 	var d bytes.Buffer
-	show(&d, c, run(c))
+	rows3, _ := run(c)
+	show(&d, c, rows3)
 	if d.String() == a.String() {
 		t.Fatal("another seed printed the same table")
 	}
@@ -56,7 +58,8 @@ func TestFleetStaysWithinAndShares(t *testing.T) {
 func TestFleetNoBorrow(t *testing.T) {
 	c := defaults()
 	c.borrow, c.seconds = false, 5
-	for _, r := range run(c) {
+	rows, _ := run(c)
+	for _, r := range rows {
 		for i, h := range r.held {
 			if h > r.share {
 				t.Fatalf("at %v replica %d holds %d over its share %d with borrowing off", r.at, i, h, r.share)
