@@ -51,6 +51,18 @@ func TestBudgetAndCounterLikeMemStore(t *testing.T) {
 		op(shared.StepLeave, "a", 0, true)
 		op(shared.StepLease, "c", 2, false)
 		op(shared.StepReturn, "zz", 0, false) // unknown: joins holding 0
+		// Over the budget: a replica the store forgot comes back holding
+		// 4 (rebuild); everyone above its share owes, and the Rooms the
+		// store counts as taken keep the waiters' leases within it.
+		op(shared.StepRenew, "c", 2, true)
+		op(shared.StepRenew, "d", 4, true)
+		op(shared.StepRenew, "c", 2, true)
+		op(shared.StepLease, "zz", 0, true)
+		op(shared.StepLeave, "d", 0, true)
+		op(shared.StepReturn, "c", 1, true)
+		op(shared.StepLease, "zz", 0, true)
+		op(shared.StepLease, "zz", 1, true)
+		op(shared.StepRenew, "zz", 2, true)
 		for _, at := range []struct {
 			key, prev string
 			w         float64
@@ -66,7 +78,7 @@ func TestBudgetAndCounterLikeMemStore(t *testing.T) {
 			t.Errorf("step %d: redis %q, memory %q", i, got[0][i], got[1][i])
 		}
 	}
-	if len(got[0]) != 22 {
+	if len(got[0]) != 31 {
 		t.Fatalf("%d steps recorded", len(got[0]))
 	}
 }
@@ -111,8 +123,9 @@ func TestBudgetOnRedisConcurrent(t *testing.T) {
 }
 
 // TestBudgetOnRedisDeadReplica: a replica that stops renewing loses its
-// slots when its lease runs out on the server's clock, and another replica
-// gets them then, with nobody's help.
+// slots one TTL after its lease runs out on the server's clock (it lapses,
+// then its slots are dropped), and another replica gets them then, with
+// nobody's help.
 func TestBudgetOnRedisDeadReplica(t *testing.T) {
 	p, k := newPool(t, 2, nil)
 	cfg := shared.BudgetConfig{Slots: 4, TTL: 200 * time.Millisecond, Borrow: true}

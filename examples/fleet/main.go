@@ -21,6 +21,19 @@
 // as their loans end.
 //
 //	go run ./examples/fleet -replicas 20 -budget 40 -seconds 30 -seed 7
+//
+// The store can fail too: -outage cuts every replica from it for
+// -outage-for, -failover cuts them all and lets each back at its own
+// moment, between 0.9 and 1.15 TTL later (a failover whose reconnections
+// straddle the TTL), and -life closes connections that old (churn). The
+// run then ends with what the fleet did through them: the most
+// connections open, how long over the budget, the fewest open and how
+// soon it was back to the budget, callers who gave up, and the budget
+// calls decided without the store; each budget's outage lines go to
+// stderr (-quiet leaves them out).
+//
+//	go run ./examples/fleet -replicas 10 -budget 20 -size 10 -late 0s -hold 5ms \
+//		-ttl 5s -seconds 45 -outage 10s -outage-for 3s -failover 25s -life 1s
 package main
 
 import (
@@ -30,6 +43,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -61,6 +75,10 @@ type config struct {
 	// replica reaches it again at its own moment, from 0.9 to 1.15 TTL
 	// later (a failover whose reconnections straddle the TTL).
 	outage, outageFor, failover time.Duration
+
+	// logs is where the budgets write their outage lines (stamped with
+	// the virtual time); nil: nowhere.
+	logs io.Writer
 }
 
 // row is one second of the run.
@@ -151,7 +169,11 @@ func main() {
 	flag.DurationVar(&c.failover, "failover", 0, "when the store fails over: each replica reaches it again 0.9 to 1.15 TTL later; 0: never")
 	flag.BoolVar(&c.borrow, "borrow", true, "let replicas borrow slots others leave unused")
 	flag.Uint64Var(&c.seed, "seed", 1, "random seed: the same seed prints the same table")
+	quiet := flag.Bool("quiet", false, "leave out the budgets' outage log lines (written to stderr)")
 	flag.Parse()
+	if !*quiet {
+		c.logs = os.Stderr
+	}
 	if err := c.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
 		os.Exit(2)
@@ -186,7 +208,8 @@ func run(c config) ([]row, summary) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := start
 	store := shared.NewMemStore(func() time.Time { return now })
-	bcfg := shared.BudgetConfig{Slots: c.budget, TTL: c.ttl, Borrow: c.borrow}
+	clock := func() time.Time { return now }
+	bcfg := shared.BudgetConfig{Slots: c.budget, TTL: c.ttl, Borrow: c.borrow, Clock: clock, Logger: logger(c.logs, start, clock)}
 	ctx := context.Background()
 	rs := make([]*replica, c.replicas)
 	var sum summary
@@ -344,6 +367,20 @@ func run(c config) ([]row, summary) {
 		sum.fallback += r.budget.Stats().Fallbacks
 	}
 	return rows, sum
+}
+
+// logger returns a logger to w whose lines carry the virtual time since
+// start; one that writes nowhere when w is nil.
+func logger(w io.Writer, start time.Time, clock func() time.Time) *slog.Logger {
+	if w == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey && len(groups) == 0 {
+			return slog.Duration("t", clock().Sub(start))
+		}
+		return a
+	}}))
 }
 
 // current returns the event whose window holds at: the latest begun.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 )
@@ -84,5 +85,59 @@ func TestFleetBadSettings(t *testing.T) {
 	}
 	if defaults().check() != nil {
 		t.Fatal("the defaults refused")
+	}
+}
+
+// troubled is the fleet: ten busy replicas, a budget of twenty,
+// TTL 5 s, a 3 s store outage at 10 s and a failover at 25 s whose
+// reconnections straddle the TTL.
+func troubled() config {
+	c := defaults()
+	c.replicas, c.budget, c.size, c.late, c.hold, c.ttl, c.seconds = 10, 20, 10, 0, 5*time.Millisecond, 5*time.Second, 45
+	c.outage, c.outageFor, c.failover = 10*time.Second, 3*time.Second, 25*time.Second
+	return c
+}
+
+// TestFleetThroughOutageAndFailover: through a store outage and a failover,
+// with and without churn (connections closed at one second old), the fleet
+// never holds more than its budget, never drops below half of it (each
+// replica keeps its safe share), is back to the whole budget before the
+// run ends, and every replica decided alone while cut off.
+func TestFleetThroughOutageAndFailover(t *testing.T) {
+	for _, life := range []time.Duration{0, time.Second} {
+		c := troubled()
+		c.life = life
+		_, sum := run(c)
+		if sum.maxLive > c.budget || sum.over > 0 {
+			t.Errorf("life %v: max live %d of %d, over the budget for %v", life, sum.maxLive, c.budget, sum.over)
+		}
+		if sum.fallback == 0 || len(sum.events) != 2 {
+			t.Fatalf("life %v: %d fallbacks, %d events", life, sum.fallback, len(sum.events))
+		}
+		for _, e := range sum.events {
+			if 2*e.lowest < c.budget || e.back < 0 {
+				t.Errorf("life %v: %s: lowest live %d of %d, back after %v", life, e.name, e.lowest, c.budget, e.back)
+			}
+		}
+	}
+}
+
+// TestFleetLogsOutages: each replica writes one line when the store goes
+// away and one when it is back, per outage, stamped with the virtual time.
+func TestFleetLogsOutages(t *testing.T) {
+	c := troubled()
+	c.seconds = 20
+	var logs bytes.Buffer
+	c.logs = &logs
+	run(c)
+	out := logs.String()
+	if n := strings.Count(out, "unreachable"); n != c.replicas {
+		t.Errorf("%d lines say the store is unreachable, want %d (one per replica):\n%s", n, c.replicas, out)
+	}
+	if n := strings.Count(out, "reachable again"); n != c.replicas {
+		t.Errorf("%d lines say the store is back, want %d", n, c.replicas)
+	}
+	if !strings.Contains(out, "t=10s ") || !strings.Contains(out, "after=3s") {
+		t.Errorf("the lines do not carry the virtual time:\n%s", out)
 	}
 }
