@@ -55,10 +55,10 @@ else
   end
   if (not known) or lapsed or (step == 'renew' and overwrite) then
     redis.call('HSET', heldk, me, math.max(mine, 0))
-  elseif step == 'return' then
-    if tonumber(redis.call('HGET', heldk, me) or '0') > 0 then
-      redis.call('HINCRBY', heldk, me, -1)
-    end
+  else
+    local n = tonumber(redis.call('HGET', heldk, me) or '0')
+    if step == 'return' and n > 0 then n = n - 1 end
+    redis.call('HSET', heldk, me, math.max(n, mine))
   end
 end
 local live = redis.call('ZCOUNT', members, '(' .. now, '+inf')
@@ -75,6 +75,7 @@ for i = 1, #kv, 2 do
   total = total + n
   if kv[i] ~= me then others = others + math.max(n, rooms[kv[i]] or 0) end
 end
+local rebuilding = redis.call('EXISTS', rebuild) == 1
 local granted = 0
 if step == 'lease' then
   local h = held[me] or 0
@@ -82,7 +83,6 @@ if step == 'lease' then
   for _, r in ipairs(redis.call('ZRANGE', wantk, 0, -1)) do
     if r ~= me then reserved = reserved + math.max(share - (held[r] or 0), 0) end
   end
-  local rebuilding = redis.call('EXISTS', rebuild) == 1
   if (not rebuilding) and total < budget and others + h < budget and (h < share or (borrow and total + reserved < budget)) then
     granted = 1
     redis.call('HINCRBY', heldk, me, 1)
@@ -101,8 +101,8 @@ end
 local owed = 0
 if wanting or total > budget then owed = math.max(h - share, 0) end
 local room = h
-if h >= share then
-  room = share
+if h >= share or rebuilding then
+  room = h
 elseif redis.call('ZSCORE', wantk, me) or not borrow then
   room = math.max(math.min(share, budget - others), h)
 elseif step ~= 'renew' then

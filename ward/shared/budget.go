@@ -66,8 +66,8 @@ var DefaultBudget = BudgetConfig{TTL: 5 * time.Second, Borrow: true}
 // wait.
 //
 // The share of each live member is Slots ÷ live members, rounded down. A
-// lease is granted when the fleet holds fewer than Slots, the slots the
-// other members hold or may hold alone (their Room, below) leave one free,
+// lease is granted when the fleet holds fewer than Slots, what the store
+// sets aside for the other members (see the invariant) leaves one free,
 // and either the replica holds fewer than its share, or it may borrow
 // (Borrow) and the free slots exceed what the waiting replicas lack of
 // their shares. A replica below its share that is refused is recorded as
@@ -82,46 +82,60 @@ var DefaultBudget = BudgetConfig{TTL: 5 * time.Second, Borrow: true}
 //
 // # The invariant
 //
-// The store's total never grows past Slots: every grant needs a free slot
-// counted with the lapsed members' slots. The fleet's real total (what
-// the replicas hold) equals the store's, or is less, except in two cases,
-// each bounded and each corrected by the rule above:
+// Besides what each member holds, the store records the Room its last
+// reply gave it (below): the most it may hold on its own word. It counts
+// the larger of the two as taken, and grants a lease only when what is
+// taken by the others, and held by the asker, leaves a slot free. So what
+// the store sets aside adds up to at most Slots, and every replica holds
+// at most what the store sets aside for it (it grows alone only up to its
+// Room, and its next step brings the store's count up to its own).
+// Hence the fleet's real total (the connections the replicas hold) is at
+// most Slots, through store outages included, with one exception:
 //
-//   - a replica cut off from the store for longer than two TTLs while it
-//     held connections (a partition, or a process paused that long) had its
-//     slots given to others; on its next call it is counted again, the
-//     total is over Slots, and the holders above their share owe the
-//     excess until it is given back (at their next reply and as their
-//     loans end); meanwhile leases are refused (a rebuild);
-//   - during a store outage, see below.
+//   - a replica that held slots while the store had no record of it (cut
+//     off or paused for longer than two TTLs, so its slots were dropped
+//     and may have been granted again; or a store that lost its data)
+//     is counted again with what it holds on its next call. The fleet is
+//     then over Slots by at most what such replicas hold; leases are
+//     refused for one TTL (a rebuild), and every holder above its share
+//     owes the excess (Owed, at its next reply) and gives it back as its
+//     loans end. With each replica renewing every RenewEvery and paying
+//     what it owes, the fleet is back within Slots one RenewEvery, plus
+//     its longest loan, after the last such replica came back.
+//
+// The price of the grace is that a replica that died gives its slots back
+// within two TTLs instead of one.
 //
 // # When the store is unreachable
 //
 // Every call is bounded by the link's timeout; then the replica decides
 // alone (counted in Stats.Fallbacks) and keeps a safe share: it may hold up
-// to the Room of its last reply (at least Floor), and giving slots back
-// does not lower it, so a fleet whose connections churn serves at that
-// level instead of draining. A replica at or above its share has Room equal
-// to its share: a borrower never grows alone and, while the outage lasts,
-// owes what it holds over its share (Owed). A replica below its share has
-// Room equal to what it holds, or, when it is waiting (or borrowing is
-// off), up to its share as far as the slots the others hold or may hold
-// leave free. The store records each member's Room and counts it as taken
-// when it grants a lease, so the Rooms and what the replicas hold add up
-// to at most Slots. A replica that never reached the store has Room 0
-// (or Floor): it dials nothing.
+// to the Room of its last reply (and at least Floor), and giving slots
+// back does not lower it, so a fleet whose connections churn serves at
+// that level instead of draining. A replica at or above its share has Room
+// equal to what it holds: a borrower never grows alone. A replica below
+// its share has Room equal to what it holds, or what its previous reply
+// allowed (after a lease or a return; a renewal lets what went unused go
+// to the borrowers), or, when it is waiting (or borrowing is off), up to
+// its share as far as what the store sets aside for the others leaves
+// free. While the store is rebuilding, Room is what the replica holds. A
+// replica that never reached the store has Room 0 (or Floor): it dials
+// nothing.
 //
-// So through an outage the fleet holds at most Slots, plus what the
-// borrowers held over their shares when it began (given back as their
-// loans end). Members that join during the outage dial nothing (Floor
-// each, with a Floor); members that leave or die free their connections,
-// which nobody takes until the store answers. A member whose membership
-// lapses in the store while it is cut off alone (a partition, not an
-// outage of the store) keeps its Room; its slots stay counted for a TTL,
-// and past that the first case above applies. The store's clock is the
-// one that runs the leases: an outage of the store itself (every replica
-// cut off, the data kept, as in a failover) lapses nobody that comes back
-// within two TTLs of its last call.
+// Members that join during an outage dial nothing (with a Floor, Floor
+// each: the bound then needs Floor × the most replicas to be at most
+// Slots); members that leave or die free connections that nobody takes
+// until the store answers, so the fleet serves at less. The store's clock
+// runs the leases: an outage of the store itself (every replica cut off
+// and the data kept, as in a failover) lapses nobody that comes back
+// within two TTLs of its last call. A replica cut off alone (a partition)
+// keeps its Room; its slots stay set aside for two TTLs after its last
+// call, and past that the exception above applies.
+//
+// One step whose reply is lost after the store applied it (a timeout on
+// the way back) can leave the replica with a Room larger than the store
+// now sets aside for it, by what that step lowered it: the replica keeps
+// the Room of the last reply it heard.
 //
 // When the store comes back empty (a restart without persistence), every
 // replica's next call (at the latest its next Renew) records what it holds:
@@ -179,7 +193,7 @@ type BudgetStats struct {
 	Share int // its fair share at the last reply
 	Live  int // live members at the last reply
 	Total int // slots held across the fleet at the last reply
-	Owed  int // slots it should give back, at the last reply (or, in an outage, what it holds over Room)
+	Owed  int // slots it should give back, at the last reply (in an outage: what it holds over Room)
 	Room  int // the most it may hold while the store is unreachable (its safe share)
 
 	// Alone reports whether the store did not answer the latest step: the
@@ -204,7 +218,9 @@ func NewBudget(link Link, key, replica string, cfg BudgetConfig) *Budget {
 	cfg.TTL = max(cfg.TTL, time.Millisecond)
 	cfg.Slots = max(cfg.Slots, 0)
 	cfg.Floor = min(max(cfg.Floor, 0), cfg.Slots)
-	return &Budget{link: link, key: "{" + key + "}", replica: replica, cfg: cfg, log: cfg.Logger}
+	// dirty: the first Renew sets the store's count to this handle's, in
+	// case a replica of the same name left one behind.
+	return &Budget{link: link, key: "{" + key + "}", replica: replica, cfg: cfg, log: cfg.Logger, dirty: true}
 }
 
 // Config returns the budget's policy, after clamping.

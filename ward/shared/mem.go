@@ -248,8 +248,13 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 		}
 		if !known || lapsed || (op.Step == StepRenew && op.Overwrite) {
 			b.held[me] = max(op.Held, 0)
-		} else if op.Step == StepReturn && b.held[me] > 0 {
-			b.held[me]--
+		} else {
+			if op.Step == StepReturn && b.held[me] > 0 {
+				b.held[me]--
+			}
+			// Never below the replica's own count: slots it took alone
+			// while the store was away are counted from its next step.
+			b.held[me] = max(b.held[me], op.Held)
 		}
 	}
 	live := 0
@@ -269,6 +274,7 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 			others += max(h, b.room[r])
 		}
 	}
+	rebuilding := expire && now.Before(b.rebuild)
 	if op.Step == StepLease {
 		h := b.held[me]
 		reserved := 0
@@ -277,7 +283,6 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 				reserved += max(share-b.held[r], 0)
 			}
 		}
-		rebuilding := expire && now.Before(b.rebuild)
 		granted = !rebuilding && total < op.Budget && others+h < op.Budget &&
 			(h < share || (op.Borrow && total+reserved < op.Budget))
 		switch {
@@ -302,8 +307,9 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 	}
 	_, waiting := b.want[me]
 	switch {
-	case h >= share:
-		r.Room = share
+	case h >= share || rebuilding:
+		// At or over its share it never grows alone; nor while the store
+		// relearns the counts, since others' may still be missing.
 	case waiting || !op.Borrow:
 		r.Room = max(min(share, op.Budget-others), h)
 	case op.Step != StepRenew:
