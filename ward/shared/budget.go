@@ -13,10 +13,10 @@ type BudgetConfig struct {
 	// Slots is the fleet's number of connections to the backend. Zero or
 	// less admits nothing.
 	Slots int
-	// TTL is how long a replica's membership, and with it every slot it
-	// holds, lives in the store without a renewal (the store's clock). A
-	// replica that dies gives its slots back within TTL. Renew well inside
-	// it: every TTL/3 (RenewEvery). At least a millisecond.
+	// TTL is how long a replica's membership lives in the store without a
+	// renewal (the store's clock); its slots stay counted one TTL more. A
+	// replica that dies gives its slots back within two TTLs. Renew well
+	// inside it: every TTL/3 (RenewEvery). At least a millisecond.
 	TTL time.Duration
 	// Borrow lets a replica at its share take slots the others leave
 	// unused, as long as nobody below its share is waiting for one.
@@ -25,7 +25,8 @@ type BudgetConfig struct {
 	// store is unreachable, whatever its last reply said, even when it
 	// never reached the store (Doorman's safe capacity, set by hand). Zero
 	// means none. The budget holds only if Floor × the most replicas the
-	// fleet may run is at most Slots: keep it there.
+	// fleet may run is at most Slots: keep it there. Less than zero is
+	// zero, more than Slots is Slots.
 	Floor int
 	// Clock reads the time for the outage's log lines and Outage; nil
 	// means time.Now. It decides nothing: the leases run on the store's
