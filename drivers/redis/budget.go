@@ -31,13 +31,14 @@ local budget, ttl, mine = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]
 local overwrite, borrow = ARGV[6] == '1', ARGV[7] == '1'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-for _, r in ipairs(redis.call('ZRANGEBYSCORE', members, '-inf', now - ttl)) do
-  redis.call('ZREM', members, r)
-  redis.call('HDEL', heldk, r)
-  redis.call('HDEL', roomk, r)
-  redis.call('ZREM', wantk, r)
-end
-for _, r in ipairs(redis.call('ZRANGEBYSCORE', members, '-inf', now)) do
+local late = redis.call('ZRANGEBYSCORE', members, '-inf', now, 'WITHSCORES')
+for i = 1, #late, 2 do
+  local r = late[i]
+  if tonumber(late[i + 1]) <= now - ttl then
+    redis.call('ZREM', members, r)
+    redis.call('HDEL', heldk, r)
+    redis.call('HDEL', roomk, r)
+  end
   redis.call('ZREM', wantk, r)
 end
 redis.call('ZREMRANGEBYSCORE', wantk, '-inf', now)
@@ -56,9 +57,11 @@ else
   if (not known) or lapsed or (step == 'renew' and overwrite) then
     redis.call('HSET', heldk, me, math.max(mine, 0))
   else
-    local n = tonumber(redis.call('HGET', heldk, me) or '0')
+    local was = tonumber(redis.call('HGET', heldk, me) or '0')
+    local n = was
     if step == 'return' and n > 0 then n = n - 1 end
-    redis.call('HSET', heldk, me, math.max(n, mine))
+    n = math.max(n, mine)
+    if n ~= was then redis.call('HSET', heldk, me, n) end
   end
 end
 local live = redis.call('ZCOUNT', members, '(' .. now, '+inf')
@@ -75,35 +78,39 @@ for i = 1, #kv, 2 do
   total = total + n
   if kv[i] ~= me then others = others + math.max(n, rooms[kv[i]] or 0) end
 end
+local wants = redis.call('ZRANGE', wantk, 0, -1)
+local waiting, reserved, wanting = false, 0, false
+for _, r in ipairs(wants) do
+  if r == me then
+    waiting = true
+  else
+    reserved = reserved + math.max(share - (held[r] or 0), 0)
+    if (held[r] or 0) < share then wanting = true end
+  end
+end
 local rebuilding = redis.call('EXISTS', rebuild) == 1
 local granted = 0
 if step == 'lease' then
   local h = held[me] or 0
-  local reserved = 0
-  for _, r in ipairs(redis.call('ZRANGE', wantk, 0, -1)) do
-    if r ~= me then reserved = reserved + math.max(share - (held[r] or 0), 0) end
-  end
   if (not rebuilding) and total < budget and others + h < budget and (h < share or (borrow and total + reserved < budget)) then
     granted = 1
     redis.call('HINCRBY', heldk, me, 1)
     held[me] = h + 1
     total = total + 1
     redis.call('ZREM', wantk, me)
+    waiting = false
   elseif h < share then
     redis.call('ZADD', wantk, now + ttl, me)
+    waiting = true
   end
 end
 local h = held[me] or 0
-local wanting = false
-for _, r in ipairs(redis.call('ZRANGE', wantk, 0, -1)) do
-  if r ~= me and (held[r] or 0) < share then wanting = true end
-end
 local owed = 0
 if wanting or total > budget then owed = math.max(h - share, 0) end
 local room = h
 if h >= share or rebuilding then
   room = h
-elseif redis.call('ZSCORE', wantk, me) or not borrow then
+elseif waiting or not borrow then
   room = math.max(math.min(share, budget - others), h)
 elseif step ~= 'renew' then
   room = math.max(math.min(rooms[me] or 0, share), h)
