@@ -92,7 +92,9 @@ local rebuilding = redis.call('EXISTS', rebuild) == 1
 local granted = 0
 if step == 'lease' then
   local h = held[me] or 0
-  if (not rebuilding) and total < budget and others + h < budget and (h < share or (borrow and total + reserved < budget)) then
+  local fits = h < share or (borrow and total + reserved < budget)
+  if rebuilding then fits = h < math.min(rooms[me] or 0, share) end
+  if total < budget and others + h < budget and fits then
     granted = 1
     redis.call('HINCRBY', heldk, me, 1)
     held[me] = h + 1
@@ -108,8 +110,10 @@ local h = held[me] or 0
 local owed = 0
 if wanting or total > budget then owed = math.max(h - share, 0) end
 local room = h
-if h >= share or rebuilding then
+if h >= share then
   room = h
+elseif rebuilding then
+  room = math.max(math.min(rooms[me] or 0, share), h)
 elseif waiting or not borrow then
   room = math.max(math.min(share, budget - others), h)
 elseif step ~= 'renew' then

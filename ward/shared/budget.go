@@ -62,8 +62,11 @@ var DefaultBudget = BudgetConfig{TTL: 5 * time.Second, Borrow: true}
 // When a replica the store has no record of arrives holding slots (the
 // store lost its data, or the replica was cut off for longer than two
 // TTLs), the store's total may be short until every live replica has
-// reported what it holds: for one TTL from then, every lease is refused (a
-// rebuild). A fleet's first start, whose replicas hold nothing, has no such
+// reported what it holds: for one TTL from then (a rebuild), nothing new is
+// granted; a replica may only take back, within its share, what the store
+// had set aside for it (its Room, below), so that a connection closed for
+// its age is dialled again and a fleet whose connections churn does not
+// drain. A fleet's first start, whose replicas hold nothing, has no such
 // wait.
 //
 // The share of each live member is Slots ÷ live members, rounded down. A
@@ -97,8 +100,8 @@ var DefaultBudget = BudgetConfig{TTL: 5 * time.Second, Borrow: true}
 //     off or paused for longer than two TTLs, so its slots were dropped
 //     and may have been granted again; or a store that lost its data)
 //     is counted again with what it holds on its next call. The fleet is
-//     then over Slots by at most what such replicas hold; leases are
-//     refused for one TTL (a rebuild), and every holder above its share
+//     then over Slots by at most what such replicas hold; nothing new is
+//     granted for one TTL (a rebuild), and every holder above its share
 //     owes the excess (Owed, at its next reply) and gives it back as its
 //     loans end. With each replica renewing every RenewEvery and paying
 //     what it owes, the fleet is back within Slots one RenewEvery, plus
@@ -119,7 +122,7 @@ var DefaultBudget = BudgetConfig{TTL: 5 * time.Second, Borrow: true}
 // allowed (after a lease or a return; a renewal lets what went unused go
 // to the borrowers), or, when it is waiting (or borrowing is off), up to
 // its share as far as what the store sets aside for the others leaves
-// free. While the store is rebuilding, Room is what the replica holds. A
+// free. While the store is rebuilding, Room does not grow. A
 // replica that never reached the store has Room 0 (or Floor): it dials
 // nothing.
 //

@@ -165,3 +165,34 @@ func TestBudgetLogsOncePerOutage(t *testing.T) {
 		t.Fatalf("a cancelled call counted as an outage: %+v", st)
 	}
 }
+
+// TestBudgetRebuildKeepsWhatWasSetAside: while the store relearns the
+// counts (a replica came back holding slots it had no record of), nothing
+// new is granted, but a replica may take back, within its share, what was
+// set aside for it: a connection closed for its age is dialled again, and
+// a fleet whose connections churn does not drain through the rebuild.
+func TestBudgetRebuildKeepsWhatWasSetAside(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: t0}
+	store := NewMemStore(clock.Now)
+	cfg := BudgetConfig{Slots: 6, TTL: time.Second, Borrow: true}
+	r := fleet(store, 3, cfg)
+	renew(t, r...)
+	lease(t, r[0], true)
+	lease(t, r[0], true)
+	lease(t, r[1], true)
+	r[2].held = 2 // cut off past two TTLs, its slots dropped, it lived on
+	clock.Add(2 * cfg.TTL)
+	renew(t, r[0], r[1])
+	renew(t, r[2]) // back, unknown, holding 2: a rebuild
+	for range 3 {
+		if err := r[0].Return(ctx); err != nil {
+			t.Fatal(err)
+		}
+		lease(t, r[0], true) // what was set aside for it, again
+	}
+	lease(t, r[0], false) // nothing new: it is at its share
+	lease(t, r[1], false) // nothing new: 1 held, 1 set aside
+	clock.Add(cfg.TTL)
+	lease(t, r[1], true) // the rebuild is over
+}

@@ -283,8 +283,14 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 				reserved += max(share-b.held[r], 0)
 			}
 		}
-		granted = !rebuilding && total < op.Budget && others+h < op.Budget &&
-			(h < share || (op.Borrow && total+reserved < op.Budget))
+		fits := h < share || (op.Borrow && total+reserved < op.Budget)
+		if rebuilding {
+			// While the store relearns the counts, a replica may take back
+			// only what was set aside for it, within its share (a
+			// connection closed for its age is dialled again): nothing new.
+			fits = h < min(b.room[me], share)
+		}
+		granted = total < op.Budget && others+h < op.Budget && fits
 		switch {
 		case granted:
 			b.held[me]++
@@ -307,9 +313,12 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 	}
 	_, waiting := b.want[me]
 	switch {
-	case h >= share || rebuilding:
-		// At or over its share it never grows alone; nor while the store
-		// relearns the counts, since others' may still be missing.
+	case h >= share:
+		// At or over its share it never grows alone.
+	case rebuilding:
+		// Nor past what was set aside for it while the store relearns the
+		// counts, since others' may still be missing.
+		r.Room = max(min(b.room[me], share), h)
 	case waiting || !op.Borrow:
 		r.Room = max(min(share, op.Budget-others), h)
 	case op.Step != StepRenew:
