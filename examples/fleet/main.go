@@ -25,7 +25,8 @@
 // The store can fail too: -outage cuts every replica from it for
 // -outage-for, -failover cuts them all and lets each back at its own
 // moment, between 0.9 and 1.15 TTL later (a failover whose reconnections
-// straddle the TTL), and -life closes connections that old (churn). The
+// straddle the TTL), -partition cuts the first replica alone for
+// -partition-for, and -life closes connections that old (churn). The
 // run then ends with what the fleet did through them: the most
 // connections open, how long over the budget, the fewest open and how
 // soon it was back to the budget, callers who gave up, and the budget
@@ -73,8 +74,9 @@ type config struct {
 	// The store's troubles, each zero for none: from outage on, no
 	// replica reaches the store for outageFor; from failover on, each
 	// replica reaches it again at its own moment, from 0.9 to 1.15 TTL
-	// later (a failover whose reconnections straddle the TTL).
-	outage, outageFor, failover time.Duration
+	// later (a failover whose reconnections straddle the TTL); from
+	// partition on, the first replica alone is cut off for partitionFor.
+	outage, outageFor, failover, partition, partitionFor time.Duration
 
 	// logs is where the budgets write their outage lines (stamped with
 	// the virtual time); nil: nowhere.
@@ -167,6 +169,8 @@ func main() {
 	flag.DurationVar(&c.outage, "outage", 0, "when the store becomes unreachable for every replica; 0: never")
 	flag.DurationVar(&c.outageFor, "outage-for", 3*time.Second, "how long the outage lasts")
 	flag.DurationVar(&c.failover, "failover", 0, "when the store fails over: each replica reaches it again 0.9 to 1.15 TTL later; 0: never")
+	flag.DurationVar(&c.partition, "partition", 0, "when the first replica alone loses its way to the store; 0: never")
+	flag.DurationVar(&c.partitionFor, "partition-for", 12*time.Second, "how long the partition lasts")
 	flag.BoolVar(&c.borrow, "borrow", true, "let replicas borrow slots others leave unused")
 	flag.Uint64Var(&c.seed, "seed", 1, "random seed: the same seed prints the same table")
 	quiet := flag.Bool("quiet", false, "leave out the budgets' outage log lines (written to stderr)")
@@ -194,8 +198,8 @@ func (c config) check() error {
 		return fmt.Errorf("-seconds %d: want 1 to 3600", c.seconds)
 	case c.rate < 0 || c.hold <= 0 || c.patience <= 0 || c.keep <= 0 || c.ttl < 30*time.Millisecond:
 		return fmt.Errorf("-rate, -hold, -patience, -keep must be positive and -ttl at least 30ms")
-	case c.life < 0 || c.outage < 0 || c.outageFor < 0 || c.failover < 0:
-		return fmt.Errorf("-life, -outage, -outage-for and -failover must not be negative")
+	case c.life < 0 || c.outage < 0 || c.outageFor < 0 || c.failover < 0 || c.partition < 0 || c.partitionFor < 0:
+		return fmt.Errorf("-life, -outage, -outage-for, -failover, -partition and -partition-for must not be negative")
 	}
 	return nil
 }
@@ -219,6 +223,9 @@ func run(c config) ([]row, summary) {
 	if c.failover > 0 {
 		sum.events = append(sum.events, event{name: "failover", at: c.failover, back: -1})
 	}
+	if c.partition > 0 {
+		sum.events = append(sum.events, event{name: fmt.Sprintf("partition of replica-0 for %v", c.partitionFor), at: c.partition, back: -1})
+	}
 	slices.SortFunc(sum.events, func(a, b event) int { return cmp.Compare(a.at, b.at) })
 	for i := range rs {
 		p, err := pool.New[int](pool.Limits{Size: c.size, Idle: c.size, Keep: c.keep, Life: c.life}, ward.Ward{})
@@ -237,6 +244,10 @@ func run(c config) ([]row, summary) {
 			}
 			way.from = append(way.from, start.Add(c.failover))
 			way.until = append(way.until, start.Add(c.failover+time.Duration(spread*float64(c.ttl))))
+		}
+		if c.partition > 0 && i == 0 {
+			way.from = append(way.from, start.Add(c.partition))
+			way.until = append(way.until, start.Add(c.partition+c.partitionFor))
 		}
 		link := shared.Link{Store: way, Timeout: time.Hour} // in memory: never late
 		rs[i] = &replica{p: p, budget: shared.NewBudget(link, "db", fmt.Sprint("replica-", i), bcfg), busy: i < (c.replicas+1)/2}

@@ -141,3 +141,24 @@ func TestFleetLogsOutages(t *testing.T) {
 		t.Errorf("the lines do not carry the virtual time:\n%s", out)
 	}
 }
+
+// TestFleetPartition: one replica cut off alone for three TTLs. Two TTLs
+// in, the store drops its slots and the others may take them: the fleet is
+// over its budget by at most what that replica holds, from then until it
+// is heard again and the borrowers give back (about a second), and never
+// drains, with churn, through the rebuild that follows.
+func TestFleetPartition(t *testing.T) {
+	for _, life := range []time.Duration{0, time.Second} {
+		c := troubled()
+		c.outage, c.failover, c.seconds, c.life = 0, 0, 40, life
+		c.partition, c.partitionFor = 10*time.Second, 3*c.ttl
+		_, sum := run(c)
+		share := c.budget / c.replicas
+		if sum.maxLive > c.budget+share || sum.over > c.partitionFor-2*c.ttl+time.Second {
+			t.Errorf("life %v: max live %d of %d, over for %v", life, sum.maxLive, c.budget, sum.over)
+		}
+		if e := sum.events[0]; 2*e.lowest < c.budget || e.back < 0 || e.gaveUp > 0 {
+			t.Errorf("life %v: %s: lowest live %d, back after %v, %d gave up", life, e.name, e.lowest, e.back, e.gaveUp)
+		}
+	}
+}
