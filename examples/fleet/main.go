@@ -23,7 +23,8 @@
 //	go run ./examples/fleet -replicas 20 -budget 40 -seconds 30 -seed 7
 //
 // The store can fail too: -outage cuts every replica from it for
-// -outage-for, -failover cuts them all and lets each back at its own
+// -outage-for (and with -restart it comes back empty, as a Redis without
+// persistence does), -failover cuts them all and lets each back at its own
 // moment, between 0.9 and 1.15 TTL later (a failover whose reconnections
 // straddle the TTL), -partition cuts the first replica alone for
 // -partition-for, and -life closes connections that old (churn). The
@@ -77,6 +78,7 @@ type config struct {
 	// later (a failover whose reconnections straddle the TTL); from
 	// partition on, the first replica alone is cut off for partitionFor.
 	outage, outageFor, failover, partition, partitionFor time.Duration
+	restart                                              bool // the store comes back from the outage empty
 
 	// logs is where the budgets write their outage lines (stamped with
 	// the virtual time); nil: nowhere.
@@ -169,6 +171,7 @@ func main() {
 	flag.DurationVar(&c.outage, "outage", 0, "when the store becomes unreachable for every replica; 0: never")
 	flag.DurationVar(&c.outageFor, "outage-for", 3*time.Second, "how long the outage lasts")
 	flag.DurationVar(&c.failover, "failover", 0, "when the store fails over: each replica reaches it again 0.9 to 1.15 TTL later; 0: never")
+	flag.BoolVar(&c.restart, "restart", false, "the store comes back from the outage empty (a restart without persistence)")
 	flag.DurationVar(&c.partition, "partition", 0, "when the first replica alone loses its way to the store; 0: never")
 	flag.DurationVar(&c.partitionFor, "partition-for", 12*time.Second, "how long the partition lasts")
 	flag.BoolVar(&c.borrow, "borrow", true, "let replicas borrow slots others leave unused")
@@ -216,6 +219,7 @@ func run(c config) ([]row, summary) {
 	bcfg := shared.BudgetConfig{Slots: c.budget, TTL: c.ttl, Borrow: c.borrow, Clock: clock, Logger: logger(c.logs, start, clock)}
 	ctx := context.Background()
 	rs := make([]*replica, c.replicas)
+	ways := make([]*cut, c.replicas)
 	var sum summary
 	if c.outage > 0 {
 		sum.events = append(sum.events, event{name: fmt.Sprintf("outage of %v", c.outageFor), at: c.outage, back: -1})
@@ -249,6 +253,7 @@ func run(c config) ([]row, summary) {
 			way.from = append(way.from, start.Add(c.partition))
 			way.until = append(way.until, start.Add(c.partition+c.partitionFor))
 		}
+		ways[i] = way
 		link := shared.Link{Store: way, Timeout: time.Hour} // in memory: never late
 		rs[i] = &replica{p: p, budget: shared.NewBudget(link, "db", fmt.Sprint("replica-", i), bcfg), busy: i < (c.replicas+1)/2}
 		rs[i].budget.Renew(ctx)
@@ -262,6 +267,13 @@ func run(c config) ([]row, summary) {
 	}
 	for tick := 1; tick <= c.seconds*int(time.Second/step); tick++ {
 		now = now.Add(step)
+		if c.restart && c.outage > 0 && now.Sub(start) == c.outage+c.outageFor {
+			// The store comes back without what it knew.
+			empty := shared.NewMemStore(clock)
+			for _, w := range ways {
+				w.Store = empty
+			}
+		}
 		for i, r := range rs {
 			if !r.busy && now.Sub(start) >= c.late {
 				r.busy = true

@@ -122,6 +122,19 @@ func TestFleetThroughOutageAndFailover(t *testing.T) {
 	}
 }
 
+// TestFleetStoreBackEmpty: the store comes back from its outage empty (a
+// restart without persistence); the replicas tell it what they hold, and
+// with churn the fleet neither goes over nor drains while it relearns.
+func TestFleetStoreBackEmpty(t *testing.T) {
+	c := troubled()
+	c.failover, c.seconds, c.life, c.restart = 0, 25, time.Second, true
+	_, sum := run(c)
+	if e := sum.events[0]; sum.maxLive > c.budget || sum.over > 0 || 2*e.lowest < c.budget || e.back < 0 || e.gaveUp > 0 {
+		t.Errorf("max live %d of %d, over for %v; %s: lowest %d, back after %v, %d gave up",
+			sum.maxLive, c.budget, sum.over, e.name, e.lowest, e.back, e.gaveUp)
+	}
+}
+
 // TestFleetLogsOutages: each replica writes one line when the store goes
 // away and one when it is back, per outage, stamped with the virtual time.
 func TestFleetLogsOutages(t *testing.T) {
