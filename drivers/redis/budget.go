@@ -19,7 +19,7 @@ import (
 // the store relearns the counts after meeting a member it did not know
 // holding slots), room (a hash: member → the Room its last reply gave it).
 // ARGV: step, replica, budget, ttl in ms, the replica's own count,
-// overwrite (1/0), borrow (1/0). It returns {granted, held, share, live,
+// overwrite (1/0), borrow (1/0), unsure (1/0). It returns {granted, held, share, live,
 // total, owed, room}.
 //
 // The clock is the server's (TIME), so that leases do not depend on the
@@ -28,7 +28,7 @@ import (
 var budgetScript = newScript(`local members, heldk, wantk, rebuild, roomk = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local step, me = ARGV[1], ARGV[2]
 local budget, ttl, mine = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local overwrite, borrow = ARGV[6] == '1', ARGV[7] == '1'
+local overwrite, borrow, unsure = ARGV[6] == '1', ARGV[7] == '1', ARGV[8] == '1'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local late = redis.call('ZRANGEBYSCORE', members, '-inf', now, 'WITHSCORES')
@@ -60,7 +60,7 @@ else
     local was = tonumber(redis.call('HGET', heldk, me) or '0')
     local n = was
     if step == 'return' and n > 0 then n = n - 1 end
-    n = math.max(n, mine)
+    if unsure then n = math.max(n, mine) end
     if n ~= was then redis.call('HSET', heldk, me, n) end
   end
 end
@@ -138,7 +138,7 @@ func (s *Store) Budget(ctx context.Context, op shared.BudgetOp) (shared.BudgetRe
 	keys := []string{base + ":members", base + ":held", base + ":want", base + ":rebuild", base + ":room"}
 	ttl := millis(max(op.TTL, time.Millisecond))
 	cmd, err := run(ctx, s.p, budgetScript, redis.NewIntSliceCmd, keys,
-		op.Step.String(), op.Replica, op.Budget, ttl, op.Held, flag(op.Overwrite), flag(op.Borrow))
+		op.Step.String(), op.Replica, op.Budget, ttl, op.Held, flag(op.Overwrite), flag(op.Borrow), flag(op.Unsure))
 	if err != nil {
 		return shared.BudgetReply{}, err
 	}

@@ -92,7 +92,8 @@ var DefaultBudget = BudgetConfig{TTL: 5 * time.Second, Borrow: true}
 // taken by the others, and held by the asker, leaves a slot free. So what
 // the store sets aside adds up to at most Slots, and every replica holds
 // at most what the store sets aside for it (it grows alone only up to its
-// Room, and its next step brings the store's count up to its own).
+// Room, and after a failed step its steps ask the store to count at least
+// what it holds, BudgetOp.Unsure, until a Renew sets the count exactly).
 // Hence the fleet's real total (the connections the replicas hold) is at
 // most Slots, through store outages included, with one exception:
 //
@@ -257,13 +258,13 @@ func (b *Budget) now() time.Time {
 func (b *Budget) send(ctx context.Context, step BudgetStep, held int, overwrite bool) (BudgetReply, uint64, error) {
 	b.mu.Lock()
 	b.sent++
-	n := b.sent
+	n, unsure := b.sent, b.dirty && !overwrite
 	b.mu.Unlock()
 	tctx, cancel := b.trip(ctx, b.link)
 	defer cancel()
 	r, err := b.link.store().Budget(tctx, BudgetOp{
 		Step: step, Key: b.key, Replica: b.replica, Budget: b.cfg.Slots,
-		TTL: b.cfg.TTL, Held: held, Overwrite: overwrite, Borrow: b.cfg.Borrow,
+		TTL: b.cfg.TTL, Held: held, Overwrite: overwrite, Borrow: b.cfg.Borrow, Unsure: unsure,
 	})
 	if b.failed(err) {
 		b.mu.Lock()

@@ -252,9 +252,11 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 			if op.Step == StepReturn && b.held[me] > 0 {
 				b.held[me]--
 			}
-			// Never below the replica's own count: slots it took alone
-			// while the store was away are counted from its next step.
-			b.held[me] = max(b.held[me], op.Held)
+			if op.Unsure {
+				// Never below the replica's own count: slots it took
+				// alone while the store was away count from its next step.
+				b.held[me] = max(b.held[me], op.Held)
+			}
 		}
 	}
 	live := 0

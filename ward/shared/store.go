@@ -103,6 +103,12 @@ type BudgetOp struct {
 	// Borrow allows the replica to take slots beyond its share while
 	// nobody below theirs is waiting.
 	Borrow bool
+	// Unsure says that a step of the replica failed since its count was
+	// last set (Overwrite), so it may hold slots it took alone while the
+	// store was unreachable: the store then counts at least Held for it.
+	// (Not always: with steps in flight, Held may be ahead of the store's
+	// order, and an over-count lasts until the next Overwrite.)
+	Unsure bool
 }
 
 // BudgetReply is where a budget stands after one step.
