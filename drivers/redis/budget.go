@@ -56,7 +56,7 @@ else
   end
   if (not known) or lapsed or (step == 'renew' and overwrite) then
     redis.call('HSET', heldk, me, math.max(mine, 0))
-  else
+  elseif step == 'return' or unsure then
     local was = tonumber(redis.call('HGET', heldk, me) or '0')
     local n = was
     if step == 'return' and n > 0 then n = n - 1 end
@@ -120,7 +120,7 @@ elseif step ~= 'renew' then
   room = math.max(math.min(rooms[me] or 0, share), h)
 end
 if step ~= 'leave' then
-  redis.call('HSET', roomk, me, room)
+  if rooms[me] ~= room then redis.call('HSET', roomk, me, room) end
   redis.call('PEXPIRE', members, 2 * ttl)
   redis.call('PEXPIRE', heldk, 2 * ttl)
   redis.call('PEXPIRE', wantk, 2 * ttl)
