@@ -108,6 +108,13 @@ type AcquireError struct {
 	// and -1 without one: with Busy at it, the budget is what held the
 	// caller back.
 	Ceiling int
+	// BudgetStoreErr is the latest error of the budget's store when it
+	// did not answer the budget's latest call, and BudgetStoreDown how
+	// long it had not: the Ceiling was then the replica's safe share,
+	// decided without the store (see shared.Budget). Nil and zero while
+	// the store answers, and without a budget.
+	BudgetStoreErr  error
+	BudgetStoreDown time.Duration
 	// LastDialError is the error of the latest failed dial, and
 	// LastDialAgo how long before the end it came; nil and zero when no
 	// dial has failed.
@@ -130,6 +137,9 @@ func (e *AcquireError) Error() string {
 	fmt.Fprintf(&b, ", %s waiting", plural(e.Waiting, "caller", "callers"))
 	if e.Ceiling >= 0 {
 		fmt.Fprintf(&b, ", the fleet's budget allowing %d here", e.Ceiling)
+		if e.BudgetStoreErr != nil {
+			fmt.Fprintf(&b, " (the budget's store has been unreachable for %v: %v)", e.BudgetStoreDown.Round(time.Millisecond), e.BudgetStoreErr)
+		}
 	}
 	if e.Leaked > 0 {
 		fmt.Fprintf(&b, ", %s held longer than LeakAfter", plural(e.Leaked, "loan", "loans"))

@@ -26,6 +26,12 @@ import (
 // at once and gives its slot back (Budget.Return) once it is closed, on the
 // closing goroutine. A loan that reuses an idle resource asks nothing.
 //
+// While the budget's store does not answer, the budget keeps this
+// replica's safe share (see shared.Budget): the ceiling follows it, an
+// acquire that gives up at it says so (AcquireError.BudgetStoreErr), and
+// the outage is logged once when it begins and once when it ends, through
+// Config.Logger unless the budget has a Logger of its own.
+//
 // A goroutine of the Keeper renews the budget every Budget.RenewEvery (every
 // 100ms while it holds more than its share, to hear soon that others ask).
 // When the budget says this replica owes slots (borrowed beyond its share
@@ -243,6 +249,7 @@ func (k *Keeper[T]) startShared(s Shared) {
 		return v, err
 	}
 	if sh.Budget != nil {
+		sh.Budget.UseLogger(k.log)
 		k.close = func(v T) error {
 			defer k.slotBack()
 			return closeFn(v)
@@ -335,6 +342,18 @@ func (k *Keeper[T]) SharedStats() SharedStats {
 		s.Breaker, s.BreakerState = k.sh.Breaker.Stats(), k.sh.Breaker.Seen()
 	}
 	return s
+}
+
+// budgetStoreLocked names, in the error of an acquire that gave up, the
+// outage of the budget's store under way, if any: the ceiling is then the
+// replica's safe share.
+func (k *Keeper[T]) budgetStoreLocked(e *AcquireError) {
+	if k.sh == nil || k.sh.Budget == nil {
+		return
+	}
+	if out, down := k.sh.Budget.Outage(); down {
+		e.BudgetStoreErr, e.BudgetStoreDown = out.Err, out.For
+	}
 }
 
 // setCeilingLocked sets the pool's ceiling to n, keeps a note of it, and

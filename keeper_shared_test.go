@@ -1,9 +1,13 @@
 package wardpool
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -263,4 +267,98 @@ func TestKeeperSharedGivesBackWhenOthersAsk(t *testing.T) {
 	if h := b1.Held(); h > 3 {
 		t.Fatalf("the borrower still holds %d of 4 after the other asked", h)
 	}
+}
+
+// downStore is a budget store that does not answer while down is set.
+type downStore struct {
+	shared.Store
+	down atomic.Bool
+}
+
+var errRefused = errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+
+func (s *downStore) Budget(ctx context.Context, op shared.BudgetOp) (shared.BudgetReply, error) {
+	if s.down.Load() {
+		return shared.BudgetReply{}, errRefused
+	}
+	return s.Store.Budget(ctx, op)
+}
+
+// TestKeeperSharedStoreOutage: when the budget's store goes away the
+// Keeper keeps serving at its safe share, however often its connections
+// close; a caller past it gives up with an error naming the store's
+// outage; the outage is one line in the Keeper's log when it begins and
+// one when it ends, however many calls failed; and the stats say so.
+func TestKeeperSharedStoreOutage(t *testing.T) {
+	store := &downStore{Store: shared.NewMemStore(time.Now)}
+	var logs syncBuffer
+	cfg := shared.DefaultBudget
+	cfg.Slots, cfg.TTL = 4, time.Minute
+	b := shared.NewBudget(shared.Link{Store: store, Timeout: time.Minute}, "db", "one", cfg)
+	other := shared.NewBudget(shared.Link{Store: store, Timeout: time.Minute}, "db", "two", cfg)
+	if err := other.Renew(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{
+		Limits: pool.Limits{Size: 5},
+		Shared: Shared{Budget: b, RetryEvery: 2 * time.Millisecond},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	a, c := mustAcquire(t, k), mustAcquire(t, k) // its share: 2 of 4
+	store.down.Store(true)
+	for range 5 { // churn: each closes and is dialled again, alone
+		a.Destroy()
+		a = mustAcquire(t, k)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	_, err := k.Acquire(ctx)
+	cancel()
+	var ae *AcquireError
+	if !errors.As(err, &ae) || !errors.Is(ae.BudgetStoreErr, errRefused) || ae.Ceiling != 2 ||
+		!strings.Contains(err.Error(), "budget allowing 2 here (the budget's store has been unreachable for ") ||
+		!strings.Contains(err.Error(), "connection refused)") {
+		t.Fatalf("acquire past the safe share: %v", err)
+	}
+	st := k.SharedStats().Budget
+	if !st.Alone || st.Outages != 1 || st.Fallbacks == 0 || st.Held != 2 {
+		t.Fatalf("budget stats in the outage %+v", st)
+	}
+	store.down.Store(false)
+	a.Release()
+	c.Release()
+	clocktest.Eventually(t, "a call to reach the store again", func() bool {
+		_ = b.Renew(context.Background())
+		return !k.SharedStats().Budget.Alone
+	})
+	closeKeeper(t, k)
+	out := logs.String()
+	if strings.Count(out, "store is unreachable") != 1 || strings.Count(out, "reachable again") != 1 {
+		t.Fatalf("want one line as the outage began and one as it ended:\n%s", out)
+	}
+	if !strings.Contains(out, "replica=one") || !strings.Contains(out, "fallbacks=") {
+		t.Fatalf("the lines do not say whose outage, or what fell back:\n%s", out)
+	}
+	if ae := (&AcquireError{Ceiling: 2, BudgetStoreErr: errRefused, BudgetStoreDown: 12 * time.Second}); !strings.Contains(ae.Error(),
+		"the fleet's budget allowing 2 here (the budget's store has been unreachable for 12s: dial tcp 127.0.0.1:6379: connect: connection refused)") {
+		t.Fatalf("message %q", ae.Error())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the Keeper's goroutines to log to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

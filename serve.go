@@ -142,6 +142,7 @@ func (k *Keeper[T]) giveUpLocked(err error, start time.Time) error {
 		Waiting: k.q.live,
 		Ceiling: k.ceiling,
 	}
+	k.budgetStoreLocked(e)
 	if k.lastDial != nil {
 		e.LastDialError, e.LastDialAgo = k.lastDial, now.Sub(k.lastDialAt)
 	}

@@ -74,6 +74,9 @@
 //	wardpool_budget_slots_held / wardpool.budget.held        slots of the fleet's budget held now
 //	wardpool_budget_slots_share / wardpool.budget.share      this replica's fair share of the budget
 //	wardpool_budget_waits_total / wardpool.budget.waits      leases refused while callers waited at the ceiling
+//	wardpool_budget_store_outages_total / wardpool.budget.store_outages  outages of the budget's store met
+//	wardpool_budget_fallbacks_total / wardpool.budget.fallbacks        leases decided alone, the store silent
+//	wardpool_budget_alone / wardpool.budget.alone            1 while the replica keeps its safe share alone
 //	wardpool_shared_store_trips_total / wardpool.shared.trips         round trips to the shared store
 //	wardpool_shared_store_errors_total / wardpool.shared.store_errors  round trips that failed or timed out
 //	wardpool_shared_fallbacks_total / wardpool.shared.fallbacks       decisions made locally, the store silent

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -69,4 +70,33 @@ func gatherValues(t *testing.T, c prometheus.Collector) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestCollectorBudgetOutage: while the budget's store does not answer, the
+// Keeper exports the safe-share gauge at 1, one outage, and the leases it
+// decided alone.
+func TestCollectorBudgetOutage(t *testing.T) {
+	cfg := shared.DefaultBudget
+	cfg.Slots, cfg.Floor = 4, 1
+	b := shared.NewBudget(shared.Link{}, "db", "one", cfg) // no store: never answers
+	k, err := wardpool.NewKeeper(wardpool.Config[*conn]{
+		Limits: pool.Limits{Size: 4},
+		Dial:   func(context.Context) (*conn, error) { return &conn{}, nil },
+		Close:  func(*conn) error { return nil },
+		Shared: wardpool.Shared{Budget: b},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close(context.Background())
+	l, err := k.Acquire(context.Background()) // within the Floor, decided alone
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	got := gatherValues(t, NewCollector(k, Options{}))
+	if got["wardpool_budget_alone"] != 1 || got["wardpool_budget_store_outages_total"] != 1 || got["wardpool_budget_fallbacks_total"] < 1 {
+		t.Fatalf("budget series in an outage: %v", got)
+	}
 }

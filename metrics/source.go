@@ -187,6 +187,9 @@ const (
 	fSharedFallbacks
 	fSharedBreakerState
 	fSharedBreakerRefused
+	fBudgetOutages
+	fBudgetFallbacks
+	fBudgetAlone
 )
 
 // of returns the figure f of s; a Duration in nanoseconds.
@@ -263,6 +266,15 @@ func (f field) of(s *wardpool.Stats) int64 {
 		return int64(s.Shared.BreakerState)
 	case fSharedBreakerRefused:
 		return int64(s.Shared.BreakerRefused)
+	case fBudgetOutages:
+		return int64(s.Shared.Budget.Outages)
+	case fBudgetFallbacks:
+		return int64(s.Shared.Budget.Fallbacks)
+	case fBudgetAlone:
+		if s.Shared.Budget.Alone {
+			return 1
+		}
+		return 0
 	}
 	panic("metrics: unknown field")
 }
@@ -413,6 +425,15 @@ var table = []series{
 	{prom: "budget_waits_total", otel: "budget.waits", unit: "{lease}", kind: counter, runtime: true, shared: true,
 		help:  "Leases the fleet's budget refused while callers waited at this replica's ceiling.",
 		field: fBudgetWaits},
+	{prom: "budget_store_outages_total", otel: "budget.store_outages", unit: "{outage}", kind: counter, runtime: true, shared: true,
+		help:  "Outages of the budget's store this replica met: each began with a failed call after one that succeeded.",
+		field: fBudgetOutages},
+	{prom: "budget_fallbacks_total", otel: "budget.fallbacks", unit: "{decision}", kind: counter, runtime: true, shared: true,
+		help:  "Leases this replica decided alone, within its safe share, because the budget's store did not answer.",
+		field: fBudgetFallbacks},
+	{prom: "budget_alone", otel: "budget.alone", unit: "1", kind: gauge, runtime: true, shared: true,
+		help:  "1 while the budget's store does not answer and this replica keeps its safe share alone, else 0.",
+		field: fBudgetAlone},
 	{prom: "shared_store_trips_total", otel: "shared.trips", unit: "{trip}", kind: counter, runtime: true, shared: true,
 		help:  "Round trips of the shared guards to their store.",
 		field: fSharedTrips},

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool/internal/clocktest"
+	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/ward/shared"
 )
 
@@ -51,6 +52,21 @@ func TestBudgetAndCounterLikeMemStore(t *testing.T) {
 		op(shared.StepLeave, "a", 0, true)
 		op(shared.StepLease, "c", 2, false)
 		op(shared.StepReturn, "zz", 0, false) // unknown: joins holding 0
+		// Over the budget: a replica the store forgot comes back holding
+		// 4 (rebuild); everyone above its share owes, and the Rooms the
+		// store counts as taken keep the waiters' leases within it.
+		op(shared.StepRenew, "c", 2, true)
+		op(shared.StepRenew, "d", 4, true)
+		op(shared.StepRenew, "c", 2, true)
+		op(shared.StepLease, "zz", 0, true)
+		op(shared.StepLeave, "d", 0, true)
+		op(shared.StepReturn, "c", 1, true)
+		op(shared.StepLease, "zz", 0, true)
+		op(shared.StepLease, "zz", 1, true)
+		op(shared.StepRenew, "zz", 2, true)
+		// After a failed step the replica's own count is a floor.
+		r, err := s.Budget(ctx, shared.BudgetOp{Step: shared.StepReturn, Key: "{b}", Replica: "zz", Budget: 5, TTL: time.Minute, Held: 3, Borrow: true, Unsure: true})
+		rec("unsure", r, err)
 		for _, at := range []struct {
 			key, prev string
 			w         float64
@@ -58,7 +74,7 @@ func TestBudgetAndCounterLikeMemStore(t *testing.T) {
 			n, ok, err := s.IncrUnder(ctx, at.key, at.prev, at.w, 2, time.Minute)
 			rec(n, ok, err)
 		}
-		_, _, err := s.IncrUnder(ctx, "{c}:x", "{c}:y", 1, 2, 0)
+		_, _, err = s.IncrUnder(ctx, "{c}:x", "{c}:y", 1, 2, 0)
 		rec(err)
 	}
 	for i := range got[0] {
@@ -66,9 +82,61 @@ func TestBudgetAndCounterLikeMemStore(t *testing.T) {
 			t.Errorf("step %d: redis %q, memory %q", i, got[0][i], got[1][i])
 		}
 	}
-	if len(got[0]) != 22 {
+	if len(got[0]) != 32 {
 		t.Fatalf("%d steps recorded", len(got[0]))
 	}
+}
+
+// TestBudgetLapseLikeMemStore runs the steps of memberships that lapse and
+// are dropped on Redis and on a MemStore whose clock is the Redis server's
+// (TIME), step by step, and wants the same answers: a lapsed member's slots
+// stay counted for a TTL and it rejoins with them; past that they are
+// dropped, and a replica coming back holding slots starts a rebuild. The
+// server's clock cannot be faked, so the test waits for it, well clear of
+// every boundary (TTL 400ms, waits of 250ms and more).
+func TestBudgetLapseLikeMemStore(t *testing.T) {
+	p, k := newPool(t, 1, nil)
+	rc := client(t, testenv.RedisAddr(t))
+	ctx := context.Background()
+	serverNow := func() time.Time {
+		now, err := rc.Time(ctx).Result()
+		if err != nil {
+			t.Error(err)
+		}
+		return now.Truncate(time.Millisecond) // the script's resolution
+	}
+	stores := []shared.Store{NewStore(p, k), shared.NewMemStore(serverNow)}
+	const ttl = 400 * time.Millisecond
+	step := 0
+	op := func(st shared.BudgetStep, who string, held int) {
+		t.Helper()
+		var got [2]string
+		for i, s := range stores {
+			r, err := s.Budget(ctx, shared.BudgetOp{Step: st, Key: "{lapse}", Replica: who, Budget: 4, TTL: ttl, Held: held, Borrow: true})
+			got[i] = fmt.Sprint(r, err)
+		}
+		if got[0] != got[1] {
+			t.Errorf("step %d (%v by %s): redis %s, memory %s", step, st, who, got[0], got[1])
+		}
+		step++
+	}
+	op(shared.StepRenew, "a", 0)
+	op(shared.StepRenew, "b", 0)
+	for h := range 3 {
+		op(shared.StepLease, "a", h) // a borrows; b asks for nothing
+	}
+	time.Sleep(250 * time.Millisecond)
+	op(shared.StepRenew, "b", 0)
+	time.Sleep(250 * time.Millisecond) // a lapsed: no share, its 3 slots still counted
+	op(shared.StepLease, "b", 0)
+	op(shared.StepLease, "b", 1) // refused: a's slots are not free yet
+	op(shared.StepRenew, "a", 3) // a is back within the grace, with its slots
+	op(shared.StepRenew, "b", 1)
+	time.Sleep(1200 * time.Millisecond) // both silent past two TTLs: dropped
+	op(shared.StepRenew, "c", 0)
+	op(shared.StepLease, "a", 3) // unknown, holding 3: a rebuild, over the budget
+	op(shared.StepLease, "c", 0)
+	op(shared.StepRenew, "a", 3)
 }
 
 // TestBudgetOnRedisConcurrent: twenty replicas, each with its own pool of
@@ -111,8 +179,9 @@ func TestBudgetOnRedisConcurrent(t *testing.T) {
 }
 
 // TestBudgetOnRedisDeadReplica: a replica that stops renewing loses its
-// slots when its lease runs out on the server's clock, and another replica
-// gets them then, with nobody's help.
+// slots one TTL after its lease runs out on the server's clock (it lapses,
+// then its slots are dropped), and another replica gets them then, with
+// nobody's help.
 func TestBudgetOnRedisDeadReplica(t *testing.T) {
 	p, k := newPool(t, 2, nil)
 	cfg := shared.BudgetConfig{Slots: 4, TTL: 200 * time.Millisecond, Borrow: true}

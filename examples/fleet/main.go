@@ -21,16 +21,35 @@
 // as their loans end.
 //
 //	go run ./examples/fleet -replicas 20 -budget 40 -seconds 30 -seed 7
+//
+// The store can fail too: -outage cuts every replica from it for
+// -outage-for (and with -restart it comes back empty, as a Redis without
+// persistence does), -failover cuts them all and lets each back at its own
+// moment, between 0.9 and 1.15 TTL later (a failover whose reconnections
+// straddle the TTL), -partition cuts the first replica alone for
+// -partition-for, and -life closes connections that old (churn). The
+// run then ends with what the fleet did through them: the most
+// connections open, how long over the budget, the fewest open and how
+// soon it was back to the budget, callers who gave up, and the budget
+// calls decided without the store; each budget's outage lines go to
+// stderr (-quiet leaves them out).
+//
+//	go run ./examples/fleet -replicas 10 -budget 20 -size 10 -late 0s -hold 5ms \
+//		-ttl 5s -seconds 45 -outage 10s -outage-for 3s -failover 25s -life 1s
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,8 +68,21 @@ type config struct {
 	patience               time.Duration // how long a caller waits
 	keep                   time.Duration // idle connections are closed after this
 	ttl                    time.Duration
+	life                   time.Duration // connections are closed this old; zero: never
 	borrow                 bool
 	seed                   uint64
+
+	// The store's troubles, each zero for none: from outage on, no
+	// replica reaches the store for outageFor; from failover on, each
+	// replica reaches it again at its own moment, from 0.9 to 1.15 TTL
+	// later (a failover whose reconnections straddle the TTL); from
+	// partition on, the first replica alone is cut off for partitionFor.
+	outage, outageFor, failover, partition, partitionFor time.Duration
+	restart                                              bool // the store comes back from the outage empty
+
+	// logs is where the budgets write their outage lines (stamped with
+	// the virtual time); nil: nowhere.
+	logs io.Writer
 }
 
 // row is one second of the run.
@@ -62,6 +94,45 @@ type row struct {
 	waiting []int // per replica: callers waiting at the end of the second
 	served  []int // per replica: loans begun during the second
 	gaveUp  []int // per replica: callers who gave up during the second
+}
+
+// summary is what the run measured, sampled every step (10 ms).
+type summary struct {
+	maxLive  int           // the most connections open across the fleet
+	over     time.Duration // how long the fleet held more than the budget
+	gaveUp   int           // callers who gave up waiting (acquire errors)
+	fallback uint64        // budget calls the replicas decided alone
+	events   []event
+}
+
+// event is how the fleet went through one of the store's troubles: from
+// its start to the next one's (or the end of the run).
+type event struct {
+	name   string
+	at     time.Duration
+	lowest int           // the fewest connections open across the fleet
+	lowAt  time.Duration // when, since the start
+	back   time.Duration // from the start until the fleet was back to its budget; -1: never
+	gaveUp int           // callers who gave up in the window
+}
+
+// cut is one replica's way to the store: unreachable in [from, until).
+type cut struct {
+	shared.Store
+	now         *time.Time
+	from, until []time.Time
+}
+
+// errCut is the error of a call the store did not answer.
+var errCut = errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+
+func (c *cut) Budget(ctx context.Context, op shared.BudgetOp) (shared.BudgetReply, error) {
+	for i := range c.from {
+		if !c.now.Before(c.from[i]) && c.now.Before(c.until[i]) {
+			return shared.BudgetReply{}, errCut
+		}
+	}
+	return c.Store.Budget(ctx, op)
 }
 
 // replica is one process of the fleet.
@@ -96,14 +167,27 @@ func main() {
 	flag.DurationVar(&c.patience, "patience", 500*time.Millisecond, "how long a caller waits before giving up")
 	flag.DurationVar(&c.keep, "keep", 2*time.Second, "idle connections are closed after this")
 	flag.DurationVar(&c.ttl, "ttl", 3*time.Second, "membership lease of each replica")
+	flag.DurationVar(&c.life, "life", 0, "connections are closed this old (churn); 0: never")
+	flag.DurationVar(&c.outage, "outage", 0, "when the store becomes unreachable for every replica; 0: never")
+	flag.DurationVar(&c.outageFor, "outage-for", 3*time.Second, "how long the outage lasts")
+	flag.DurationVar(&c.failover, "failover", 0, "when the store fails over: each replica reaches it again 0.9 to 1.15 TTL later; 0: never")
+	flag.BoolVar(&c.restart, "restart", false, "the store comes back from the outage empty (a restart without persistence)")
+	flag.DurationVar(&c.partition, "partition", 0, "when the first replica alone loses its way to the store; 0: never")
+	flag.DurationVar(&c.partitionFor, "partition-for", 12*time.Second, "how long the partition lasts")
 	flag.BoolVar(&c.borrow, "borrow", true, "let replicas borrow slots others leave unused")
 	flag.Uint64Var(&c.seed, "seed", 1, "random seed: the same seed prints the same table")
+	quiet := flag.Bool("quiet", false, "leave out the budgets' outage log lines (written to stderr)")
 	flag.Parse()
+	if !*quiet {
+		c.logs = os.Stderr
+	}
 	if err := c.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "fleet:", err)
 		os.Exit(2)
 	}
-	show(os.Stdout, c, run(c))
+	rows, sum := run(c)
+	show(os.Stdout, c, rows)
+	sum.show(os.Stdout, c)
 }
 
 // check reports a setting that cannot run.
@@ -117,27 +201,60 @@ func (c config) check() error {
 		return fmt.Errorf("-seconds %d: want 1 to 3600", c.seconds)
 	case c.rate < 0 || c.hold <= 0 || c.patience <= 0 || c.keep <= 0 || c.ttl < 30*time.Millisecond:
 		return fmt.Errorf("-rate, -hold, -patience, -keep must be positive and -ttl at least 30ms")
+	case c.life < 0 || c.outage < 0 || c.outageFor < 0 || c.failover < 0 || c.partition < 0 || c.partitionFor < 0:
+		return fmt.Errorf("-life, -outage, -outage-for, -failover, -partition and -partition-for must not be negative")
 	}
 	return nil
 }
 
 const step = 10 * time.Millisecond
 
-// run runs the fleet and returns its rows.
-func run(c config) []row {
+// run runs the fleet and returns its rows and what it measured.
+func run(c config) ([]row, summary) {
 	rng := rand.New(rand.NewPCG(c.seed, 0x666c656574))
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := start
 	store := shared.NewMemStore(func() time.Time { return now })
-	link := shared.Link{Store: store, Timeout: time.Hour} // in memory: never late
-	bcfg := shared.BudgetConfig{Slots: c.budget, TTL: c.ttl, Borrow: c.borrow}
+	clock := func() time.Time { return now }
+	bcfg := shared.BudgetConfig{Slots: c.budget, TTL: c.ttl, Borrow: c.borrow, Clock: clock, Logger: logger(c.logs, start, clock)}
 	ctx := context.Background()
 	rs := make([]*replica, c.replicas)
+	ways := make([]*cut, c.replicas)
+	var sum summary
+	if c.outage > 0 {
+		sum.events = append(sum.events, event{name: fmt.Sprintf("outage of %v", c.outageFor), at: c.outage, back: -1})
+	}
+	if c.failover > 0 {
+		sum.events = append(sum.events, event{name: "failover", at: c.failover, back: -1})
+	}
+	if c.partition > 0 {
+		sum.events = append(sum.events, event{name: fmt.Sprintf("partition of replica-0 for %v", c.partitionFor), at: c.partition, back: -1})
+	}
+	slices.SortFunc(sum.events, func(a, b event) int { return cmp.Compare(a.at, b.at) })
 	for i := range rs {
-		p, err := pool.New[int](pool.Limits{Size: c.size, Idle: c.size, Keep: c.keep}, ward.Ward{})
+		p, err := pool.New[int](pool.Limits{Size: c.size, Idle: c.size, Keep: c.keep, Life: c.life}, ward.Ward{})
 		if err != nil {
 			panic(err) // the limits are checked above
 		}
+		way := &cut{Store: store, now: &now}
+		if c.outage > 0 {
+			way.from = append(way.from, start.Add(c.outage))
+			way.until = append(way.until, start.Add(c.outage+c.outageFor))
+		}
+		if c.failover > 0 {
+			spread := 0.9
+			if c.replicas > 1 {
+				spread += 0.25 * float64(i) / float64(c.replicas-1)
+			}
+			way.from = append(way.from, start.Add(c.failover))
+			way.until = append(way.until, start.Add(c.failover+time.Duration(spread*float64(c.ttl))))
+		}
+		if c.partition > 0 && i == 0 {
+			way.from = append(way.from, start.Add(c.partition))
+			way.until = append(way.until, start.Add(c.partition+c.partitionFor))
+		}
+		ways[i] = way
+		link := shared.Link{Store: way, Timeout: time.Hour} // in memory: never late
 		rs[i] = &replica{p: p, budget: shared.NewBudget(link, "db", fmt.Sprint("replica-", i), bcfg), busy: i < (c.replicas+1)/2}
 		rs[i].budget.Renew(ctx)
 		rs[i].renew = now.Add(rs[i].budget.RenewEvery())
@@ -150,6 +267,13 @@ func run(c config) []row {
 	}
 	for tick := 1; tick <= c.seconds*int(time.Second/step); tick++ {
 		now = now.Add(step)
+		if c.restart && c.outage > 0 && now.Sub(start) == c.outage+c.outageFor {
+			// The store comes back without what it knew.
+			empty := shared.NewMemStore(clock)
+			for _, w := range ways {
+				w.Store = empty
+			}
+		}
 		for i, r := range rs {
 			if !r.busy && now.Sub(start) >= c.late {
 				r.busy = true
@@ -169,7 +293,7 @@ func run(c config) []row {
 				}
 			}
 			r.loans = kept
-			// Idle connections past -keep.
+			// Idle connections past -keep or -life.
 			giveBack(r, r.p.Evict(now)...)
 			// Renewal, and what is owed.
 			if !now.Before(r.renew) {
@@ -194,12 +318,20 @@ func run(c config) []row {
 			for len(r.queue) > 0 && now.Sub(r.queue[0]) >= c.patience {
 				r.queue = r.queue[1:]
 				r.gaveUp++
+				sum.gaveUp++
+				if e := current(sum.events, now.Sub(start)); e != nil {
+					e.gaveUp++
+				}
 			}
 			// Serve in order: idle first, else a slot from the budget.
 			for len(r.queue) > 0 {
 				var id int
 				if r.p.Idle() > 0 {
 					t := r.p.Take(now, 0, 0)
+					if t.Kind == pool.Stale {
+						giveBack(r, t.Item) // past -life: closed
+						continue
+					}
 					id = t.Item
 				} else if r.p.Live() < c.size && !now.Before(r.retry) {
 					ok, _ := r.budget.Lease(ctx)
@@ -224,6 +356,22 @@ func run(c config) []row {
 				r.loans = append(r.loans, loan{id: id, end: now.Add(time.Duration(rng.ExpFloat64() * float64(c.hold)))})
 			}
 		}
+		live := 0
+		for _, r := range rs {
+			live += r.p.Live()
+		}
+		sum.maxLive = max(sum.maxLive, live)
+		if live > c.budget {
+			sum.over += step
+		}
+		if e := current(sum.events, now.Sub(start)); e != nil {
+			if at := now.Sub(start); e.lowAt == 0 || live < e.lowest {
+				e.lowest, e.lowAt, e.back = live, at, -1
+			}
+			if e.back < 0 && live >= c.budget {
+				e.back = now.Sub(start) - e.at
+			}
+		}
 		if tick%int(time.Second/step) == 0 {
 			rw := row{at: now.Sub(start)}
 			for _, r := range rs {
@@ -238,7 +386,35 @@ func run(c config) []row {
 			rows = append(rows, rw)
 		}
 	}
-	return rows
+	for _, r := range rs {
+		sum.fallback += r.budget.Stats().Fallbacks
+	}
+	return rows, sum
+}
+
+// logger returns a logger to w whose lines carry the virtual time since
+// start; one that writes nowhere when w is nil.
+func logger(w io.Writer, start time.Time, clock func() time.Time) *slog.Logger {
+	if w == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey && len(groups) == 0 {
+			return slog.Duration("t", clock().Sub(start))
+		}
+		return a
+	}}))
+}
+
+// current returns the event whose window holds at: the latest begun.
+func current(events []event, at time.Duration) *event {
+	var e *event
+	for i := range events {
+		if at >= events[i].at {
+			e = &events[i]
+		}
+	}
+	return e
 }
 
 // poisson draws from a Poisson distribution of mean m (Knuth's method,
@@ -272,5 +448,20 @@ func show(w io.Writer, c config, rows []row) {
 			gave += r.gaveUp[i]
 		}
 		fmt.Fprintf(w, "%3ds %5d/%-3d %5d %s  (%d loans, %d gave up)\n", int(r.at/time.Second), r.total, c.budget, r.share, b.String(), loans, gave)
+	}
+}
+
+// show writes what the run measured: the fleet against its budget, and
+// how it went through each of the store's troubles.
+func (s summary) show(w io.Writer, c config) {
+	fmt.Fprintf(w, "max live %d of %d, over the budget for %v, %d callers gave up, %d budget calls decided without the store\n",
+		s.maxLive, c.budget, s.over, s.gaveUp, s.fallback)
+	for _, e := range s.events {
+		back := "never"
+		if e.back >= 0 {
+			back = fmt.Sprintf("+%v", e.back)
+		}
+		fmt.Fprintf(w, "%s at %v: lowest live %d (at +%v), back to %d %s, %d callers gave up\n",
+			e.name, e.at, e.lowest, e.lowAt-e.at, c.budget, back, e.gaveUp)
 	}
 }

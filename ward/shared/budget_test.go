@@ -78,8 +78,11 @@ func TestBudgetShareBorrowAndGiveBack(t *testing.T) {
 	if st.Held != 2 || st.Total != 4 || st.Leases != 4 || st.Granted != 2 || st.Refused != 2 {
 		t.Fatalf("b's stats %+v", st)
 	}
-	// A free slot with nobody waiting may be borrowed again.
+	// A slot given back stays b's to take again alone (its Room) until b
+	// renews; then, with nobody waiting, it may be borrowed again.
 	b.Return(context.Background())
+	lease(t, a, false)
+	renew(t, b)
 	lease(t, a, true)
 	if st := a.Stats(); st.Held != 3 || st.Returned != 2 {
 		t.Fatalf("a's stats %+v", st)
@@ -121,9 +124,11 @@ func TestBudgetNoBorrow(t *testing.T) {
 	}
 }
 
-// TestBudgetDeadReplicaGivesBackWithinTTL: a replica that stops renewing
-// loses its slots when its lease runs out, on the store's clock.
-func TestBudgetDeadReplicaGivesBackWithinTTL(t *testing.T) {
+// TestBudgetDeadReplicaGivesBackWithinTwoTTLs: a replica that stops
+// renewing lapses when its lease runs out (no share, nothing it waits for)
+// and loses its slots one TTL later, on the store's clock; one that calls
+// again within that TTL finds its slots still its own, granted to nobody.
+func TestBudgetDeadReplicaGivesBackWithinTwoTTLs(t *testing.T) {
 	clock := &fakeClock{t: t0}
 	store := NewMemStore(clock.Now)
 	cfg := DefaultBudget
@@ -133,13 +138,22 @@ func TestBudgetDeadReplicaGivesBackWithinTTL(t *testing.T) {
 	for range 3 {
 		lease(t, r[0], true)
 	}
-	clock.Add(cfg.TTL - time.Millisecond)
+	clock.Add(cfg.TTL)
 	renew(t, r[1])
-	lease(t, r[1], false) // r0's lease has a millisecond left
-	clock.Add(time.Millisecond)
+	if st := r[1].Stats(); st.Live != 1 || st.Share != 3 || st.Total != 3 {
+		t.Fatalf("r0 lapsed: %+v, want 1 live, share 3, its 3 slots still counted", st)
+	}
+	lease(t, r[1], false) // r0's slots are counted for one more TTL
+	clock.Add(cfg.TTL - time.Millisecond)
+	renew(t, r[0]) // back within the grace: a member again, its slots its own
+	if st := r[0].Stats(); st.Live != 2 || st.Total != 3 || st.Held != 3 {
+		t.Fatalf("r0 back within the grace: %+v", st)
+	}
+	clock.Add(2 * cfg.TTL)
+	renew(t, r[1])
 	lease(t, r[1], true)
 	if st := r[1].Stats(); st.Live != 1 || st.Share != 3 || st.Total != 1 {
-		t.Fatalf("after r0's lease ran out: %+v", st)
+		t.Fatalf("after r0's slots were dropped: %+v", st)
 	}
 }
 

@@ -28,11 +28,13 @@ type memEntry struct {
 	expires time.Time // zero: never
 }
 
-// memBudget is one budget's three keys: members and want map a replica to
-// the moment its entry expires, held maps it to its count of slots.
+// memBudget is one budget's keys: members and want map a replica to the
+// moment its entry expires (a member's lease; it lapses then, and its
+// slots stay counted for one more TTL), held maps it to its count of slots
+// and room to the Room its last reply gave it.
 type memBudget struct {
 	members, want map[string]time.Time
-	held          map[string]int
+	held, room    map[string]int
 	rebuild       time.Time // leases are refused until then; zero: none
 }
 
@@ -196,7 +198,7 @@ func (s *MemStore) Budget(ctx context.Context, op BudgetOp) (BudgetReply, error)
 	defer s.mu.Unlock()
 	b := s.budgets[op.Key]
 	if b == nil {
-		b = &memBudget{members: map[string]time.Time{}, want: map[string]time.Time{}, held: map[string]int{}}
+		b = &memBudget{members: map[string]time.Time{}, want: map[string]time.Time{}, held: map[string]int{}, room: map[string]int{}}
 		if s.budgets == nil {
 			s.budgets = make(map[string]*memBudget)
 		}
@@ -208,11 +210,18 @@ func (s *MemStore) Budget(ctx context.Context, op BudgetOp) (BudgetReply, error)
 // step is one budget step at now; expire says whether entries expire. It is
 // the same algorithm as drivers/redis's script, line for line.
 func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
+	ttl := max(op.TTL, time.Millisecond)
 	if expire {
+		// A member whose lease ran out has lapsed: it counts for no share
+		// and waits for nothing, but its slots stay counted for one more
+		// TTL (it may be alive and cut off); then they are free.
 		for r, t := range b.members {
-			if !now.Before(t) {
+			if !now.Before(t.Add(ttl)) {
 				delete(b.members, r)
 				delete(b.held, r)
+				delete(b.room, r)
+				delete(b.want, r)
+			} else if !now.Before(t) {
 				delete(b.want, r)
 			}
 		}
@@ -227,29 +236,47 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 	if op.Step == StepLeave {
 		delete(b.members, me)
 		delete(b.held, me)
+		delete(b.room, me)
 		delete(b.want, me)
 	} else {
-		_, known := b.members[me]
-		b.members[me] = now.Add(max(op.TTL, time.Millisecond))
+		t, known := b.members[me]
+		lapsed := known && expire && !now.Before(t)
+		b.members[me] = now.Add(ttl)
 		if !known && op.Held > 0 {
 			// Slots the store did not know of: rebuild for one TTL.
-			b.rebuild = now.Add(max(op.TTL, time.Millisecond))
+			b.rebuild = now.Add(ttl)
 		}
-		if !known || (op.Step == StepRenew && op.Overwrite) {
+		if !known || lapsed || (op.Step == StepRenew && op.Overwrite) {
 			b.held[me] = max(op.Held, 0)
-		} else if op.Step == StepReturn && b.held[me] > 0 {
-			b.held[me]--
+		} else {
+			if op.Step == StepReturn && b.held[me] > 0 {
+				b.held[me]--
+			}
+			if op.Unsure {
+				// Never below the replica's own count: slots it took
+				// alone while the store was away count from its next step.
+				b.held[me] = max(b.held[me], op.Held)
+			}
 		}
 	}
-	live := len(b.members)
+	live := 0
+	for _, t := range b.members {
+		if !expire || now.Before(t) {
+			live++
+		}
+	}
 	share := 0
 	if live > 0 {
 		share = max(op.Budget, 0) / live
 	}
-	total := 0
-	for _, h := range b.held {
+	total, others := 0, 0
+	for r, h := range b.held {
 		total += h
+		if r != me {
+			others += max(h, b.room[r])
+		}
 	}
+	rebuilding := expire && now.Before(b.rebuild)
 	if op.Step == StepLease {
 		h := b.held[me]
 		reserved := 0
@@ -258,33 +285,52 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 				reserved += max(share-b.held[r], 0)
 			}
 		}
-		rebuilding := expire && now.Before(b.rebuild)
-		granted = !rebuilding && total < op.Budget && (h < share || (op.Borrow && total+reserved < op.Budget))
+		fits := h < share || (op.Borrow && total+reserved < op.Budget)
+		if rebuilding {
+			// While the store relearns the counts, a replica may take back
+			// only what was set aside for it, within its share (a
+			// connection closed for its age is dialled again): nothing new.
+			fits = h < min(b.room[me], share)
+		}
+		granted = total < op.Budget && others+h < op.Budget && fits
 		switch {
 		case granted:
 			b.held[me]++
 			total++
 			delete(b.want, me)
 		case h < share:
-			b.want[me] = now.Add(max(op.TTL, time.Millisecond))
+			b.want[me] = now.Add(ttl)
 		}
 	}
 	h := b.held[me]
-	wanting, lent := false, 0
+	wanting := false
 	for r := range b.want {
 		if r != me && b.held[r] < share {
 			wanting = true
 		}
 	}
-	for _, n := range b.held {
-		lent += max(n-share, 0)
-	}
 	r := BudgetReply{Granted: granted, Held: h, Share: share, Live: live, Total: total, Room: h}
-	if wanting {
+	if wanting || total > op.Budget {
 		r.Owed = max(h-share, 0)
 	}
-	if !op.Borrow && lent == 0 {
-		r.Room = share
+	_, waiting := b.want[me]
+	switch {
+	case h >= share:
+		// At or over its share it never grows alone.
+	case rebuilding:
+		// Nor past what was set aside for it while the store relearns the
+		// counts, since others' may still be missing.
+		r.Room = max(min(b.room[me], share), h)
+	case waiting || !op.Borrow:
+		r.Room = max(min(share, op.Budget-others), h)
+	case op.Step != StepRenew:
+		// A lease or a return keeps what the last reply allowed (a
+		// connection closed for its age is dialled again); a renewal
+		// lets what went unused go to the borrowers.
+		r.Room = max(min(b.room[me], share), h)
+	}
+	if op.Step != StepLeave {
+		b.room[me] = r.Room
 	}
 	return r
 }

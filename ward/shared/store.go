@@ -17,7 +17,7 @@ import (
 // on one budget. Errors are returned, never swallowed; ctx bounds each call.
 //
 // The keys a guard passes in one call (Del's keys, IncrUnder's two, a
-// budget's four) share one hash tag, "{…}", so that a Redis Cluster keeps
+// budget's five) share one hash tag, "{…}", so that a Redis Cluster keeps
 // them in one slot.
 type Store interface {
 	// Incr adds one to the integer at key and returns the new value. A key
@@ -79,8 +79,9 @@ func (s BudgetStep) String() string {
 // the store.
 type BudgetOp struct {
 	Step BudgetStep
-	// Key names the budget; the store derives its four keys from it
-	// (Key+":members", Key+":held", Key+":want", Key+":rebuild"), so Key
+	// Key names the budget; the store derives its five keys from it
+	// (Key+":members", Key+":held", Key+":want", Key+":rebuild",
+	// Key+":room"), so Key
 	// carries the hash tag.
 	Key string
 	// Replica is the asking replica's name, unique in the fleet.
@@ -102,6 +103,12 @@ type BudgetOp struct {
 	// Borrow allows the replica to take slots beyond its share while
 	// nobody below theirs is waiting.
 	Borrow bool
+	// Unsure says that a step of the replica failed since its count was
+	// last set (Overwrite), so it may hold slots it took alone while the
+	// store was unreachable: the store then counts at least Held for it.
+	// (Not always: with steps in flight, Held may be ahead of the store's
+	// order, and an over-count lasts until the next Overwrite.)
+	Unsure bool
 }
 
 // BudgetReply is where a budget stands after one step.
@@ -111,6 +118,6 @@ type BudgetReply struct {
 	Share   int  // Budget ÷ Live, rounded down
 	Live    int  // live members, the asker included
 	Total   int  // slots held across the fleet
-	Owed    int  // slots the replica should give back: what it holds over its share while others wait
-	Room    int  // the most the replica may hold on its own word while the store is unreachable
+	Owed    int  // slots the replica should give back: what it holds over its share while others wait or the fleet is over
+	Room    int  // the most the replica may hold on its own word while the store is unreachable (the store counts it as taken)
 }

@@ -183,7 +183,19 @@ func budgetArgs(op BudgetOp) []byte {
 	b := append([]byte{tapeBudget}, byte(op.Step))
 	b = appendS(appendS(b, op.Key), op.Replica)
 	b = appendI(appendI(appendI(b, int64(op.Budget)), int64(op.TTL)), int64(op.Held))
-	return appendB(appendB(b, op.Overwrite), op.Borrow)
+	b = appendB(b, op.Overwrite)
+	if op.Unsure {
+		// Unsure shares Borrow's byte, so that tapes made before it match.
+		return append(b, flag(op.Borrow)|2)
+	}
+	return appendB(b, op.Borrow)
+}
+
+func flag(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
 }
 
 func appendReply(b []byte, r BudgetReply) []byte {
@@ -542,7 +554,9 @@ func (r *tapeReader) args() {
 		r.i()
 		r.i()
 		r.flag()
-		r.flag()
+		if v := r.byte(); v > 3 {
+			r.fail("a borrow flag of %d", v) // bit 0 Borrow, bit 1 Unsure
+		}
 	default:
 		r.fail("unknown call %d", op)
 	}
