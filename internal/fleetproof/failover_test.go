@@ -323,11 +323,12 @@ func table(t *testing.T, runs []*failoverRun) {
 // Redis down for 3 s with churn. Every store is a go-redis client with its
 // defaults (a ClusterClient reloads its map of slots only once a minute),
 // but for the frozen run's two options: following the failover is the
-// Store's job. The table is logged; see the asserts at the end for what is
-// held.
+// Store's job. The table is logged, and holds asserts what issue 28
+// promises of each run: the store followed in seconds, never over the
+// budget (but for the documented exception), never empty, back to full.
 func TestFleetBudgetThroughFailover(t *testing.T) {
 	if !testenv.Full() {
-		t.Skipf("the failover proof runs a minute of Redis Cluster failovers: it runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
+		t.Skipf("the failover proof runs a minute and a half of Redis failovers: it runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
 	}
 	servers.RedisBinary(t)
 	servers.RedisCLI(t)
@@ -417,7 +418,9 @@ func TestFleetBudgetThroughFailover(t *testing.T) {
 		})
 	})
 
-	single := &failoverRun{name: "one Redis, down 3s, churn (Life 1s), TTL 5s", ttl: 5 * time.Second, life: time.Second, after: 6 * time.Second}
+	// The Redis comes back empty: the store rebuilds its counts for a TTL
+	// (nothing new granted), so the run lasts the outage, the TTL and 2 s.
+	single := &failoverRun{name: "one Redis, down 3s, churn (Life 1s), TTL 5s", ttl: 5 * time.Second, life: time.Second, after: 10 * time.Second}
 	runs = append(runs, single)
 	t.Run(single.name, func(t *testing.T) {
 		srv := servers.StartRedis(t)
@@ -436,15 +439,51 @@ func TestFleetBudgetThroughFailover(t *testing.T) {
 	})
 	table(t, runs)
 
-	// What holds today (before the budget's safe share lands): the store
-	// follows the failover within the node timeout (Sentinel's
-	// down-after, 1 s, for the Sentinel run) and a few seconds.
 	for _, r := range runs {
-		if r.maxLive == 0 || r.noReload || r == single {
-			continue
+		if r.maxLive == 0 {
+			continue // not run
 		}
-		if r.storeBack < 0 || r.storeBack > foNodeTimeout+4*time.Second {
-			t.Errorf("%s: the store answered again %s after the kill, want within the node timeout %v + 4s", r.name, dur(r.storeBack, "never"), foNodeTimeout)
-		}
+		holds(t, r, r == single)
+	}
+}
+
+// holds asserts what issue 28 promises of run r; storeLost says the store
+// came back without its data (a restart), so that nobody's record
+// survived.
+func holds(t *testing.T, r *failoverRun, storeLost bool) {
+	t.Helper()
+	// The store follows the failover within the node timeout (Sentinel's
+	// down-after, 1 s, for the Sentinel run) and a few seconds; the
+	// peer, which cannot reload, is there to show it does not.
+	if !r.noReload && !storeLost && (r.storeBack < 0 || r.storeBack > foNodeTimeout+4*time.Second) {
+		t.Errorf("%s: the store answered again %s after the kill, want within the node timeout %v + 4s", r.name, dur(r.storeBack, "never"), foNodeTimeout)
+	}
+	// Never over: the budget's invariant (DESIGN.md, "The fleet's
+	// budget") holds through every outage. Its one exception is a member
+	// the store has no record of while it holds slots: the store lost its
+	// data, or the failover outlasted two TTLs. Then the fleet may be over
+	// once the store answers again, until those above their share give
+	// back (one renewal and the longest loan, after a rebuild of up to a
+	// TTL); it is allowed a TTL and a second here.
+	exception := storeLost || (r.promoted > 2*r.ttl && !r.noReload) || (r.promoted < 0 && !r.noReload)
+	switch {
+	case r.maxLive <= foBudget:
+	case !exception:
+		t.Errorf("%s: %d live, over the budget of %d for %v from %s after the event", r.name, r.maxLive, foBudget, r.over, since(r.overAt, r.at))
+	case r.overAt.Sub(r.at) < r.storeBack-10*time.Millisecond || r.over > r.ttl+time.Second:
+		t.Errorf("%s: %d live, over the budget of %d for %v from %s after the event, the store back at %s: want over only after the store answered, for at most the TTL %v and a second",
+			r.name, r.maxLive, foBudget, r.over, since(r.overAt, r.at), dur(r.storeBack, "never"), r.ttl)
+	}
+	// Never empty: each member keeps its safe share while the store is
+	// away.
+	if r.lowest < 1 {
+		t.Errorf("%s: the fleet fell to %d live after the event", r.name, r.lowest)
+	}
+	// Back to full: by the end of the run, the fleet is back at 90% of its
+	// budget: within the node timeout and 4 s or more of a failover, and
+	// within the outage, the rebuild's TTL and 2 s of a store that came
+	// back empty.
+	if r.backToFull < 0 {
+		t.Errorf("%s: the fleet fell to %d and was not back to %d within %v of the event", r.name, r.lowest, foFull, r.after)
 	}
 }
