@@ -15,16 +15,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/wardpool/wardpool"
 	redisward "github.com/wardpool/wardpool/drivers/redis"
+	"github.com/wardpool/wardpool/internal/servers"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward/shared"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { servers.VerifyTestMain(m) }
 
 // redisServer is a redis-server of the test's own, which it stops and
 // starts again.
