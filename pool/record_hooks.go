@@ -81,14 +81,15 @@ func (p *Pool[T]) recSince(r *Recorder, now time.Time) int64 {
 	return int64(now.Sub(r.origin))
 }
 
-// room returns r.cur extended by n bytes, growing it if need be, and its
-// length before: a hook writes its step into b[i:] and keeps b[:end].
+// room makes room in r.cur for n more bytes, growing it if need be, and
+// returns it at its capacity with its length: a hook writes its step into
+// b[i:] and ends with r.cur = r.cur[:end], which stores the length alone.
 func (r *Recorder) room(n int) (b []byte, i int) {
-	b, i = r.cur, len(r.cur)
-	if cap(b)-i < n {
-		b = slices.Grow(b, n)
+	i = len(r.cur)
+	if cap(r.cur)-i < n {
+		r.cur = slices.Grow(r.cur, n)
 	}
-	return b[:i+n], i
+	return r.cur[:cap(r.cur)], i
 }
 
 // ref names item as the format does: its seat plus one, or 0 when p does
@@ -158,7 +159,7 @@ func (p *Pool[T]) recTake(now time.Time, roll float64, cpu int) Taken[T] {
 	case Later:
 		i = putI(b, i, int64(a.Delay))
 	}
-	r.cur = b[:i]
+	r.cur = r.cur[:i]
 	r.steps++
 	p.rec = r
 	return a
@@ -210,7 +211,7 @@ func (p *Pool[T]) recGive(item T, now time.Time) bool {
 	i = putI(b, i, d-r.prev)
 	r.prev = d
 	b[i] = byte(b2u(ok))
-	r.cur = b[:i+1]
+	r.cur = r.cur[:i+1]
 	r.steps++
 	p.rec = r
 	return ok
