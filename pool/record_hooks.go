@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"slices"
 	"time"
+
+	"github.com/wardpool/wardpool/ward"
 )
 
 // This file holds the recorder's hooks, one per recorded method of Pool
@@ -13,7 +15,8 @@ import (
 // the top of record.go, and the encoding they write with.
 
 // The hooks. Each recorded method of Pool starts with one line, "if p.rec
-// != nil { return p.recX(…) }". recX takes the recorder off the pool for
+// != nil { return p.recX(…) }" (Take and Give write their commonest step
+// in line, and call their hook for the others: see recTook). recX takes the recorder off the pool for
 // the length of the call (so that a method calling another, Made calling
 // MadeJitter, is recorded once), rolls the ring if the current half is full
 // (the checkpoint is the state before the step), makes the call, writes the
@@ -115,7 +118,8 @@ func (p *Pool[T]) appendRetired(b []byte, n int) []byte {
 }
 
 // recTake and recGive are the hooks of the steps every loan makes, and
-// they are written for speed: in a generic type's code a call to another of
+// they are written for speed (and the commonest of those steps, a reuse
+// and its return, is written by Take and Give in line: see recTook): in a generic type's code a call to another of
 // its methods is not inlined, so they open the recorder (recBegin) and take
 // the instant (recAt's common case) in line, reserve room for their longest
 // step once and write into it with no capacity test per field.
@@ -136,6 +140,25 @@ func (p *Pool[T]) recTake(now time.Time, roll float64, cpu int) Taken[T] {
 	}
 	top := p.z.top
 	a := p.Take(now, roll, cpu)
+	var seat int32
+	n := int64(a.Delay)
+	switch a.Kind {
+	case Ready:
+		seat, n = p.hint, int64(a.Idle)
+	case Stale:
+		seat = top
+	}
+	p.recTook(r, now, roll, cpu, a.Kind, a.Guard, seat, n)
+	p.rec = r
+	return a
+}
+
+// recTook writes the Take step of an answer of kind k (and guard g) given
+// at now: for Ready, seat is the seat lent and n how long it sat idle; for
+// Stale, seat is the one retired; for Later, n is the delay. recTake calls
+// it after the call, and Take itself, in line, for the answers of its fast
+// path (see Take).
+func (p *Pool[T]) recTook(r *Recorder, now time.Time, roll float64, cpu int, k Kind, g ward.Guard, seat int32, n int64) {
 	d := r.prev
 	if !r.atOK || now != r.at {
 		d = p.recSince(r, now)
@@ -147,22 +170,20 @@ func (p *Pool[T]) recTake(now time.Time, roll float64, cpu int) Taken[T] {
 	r.prev = d
 	i = putU(b, i, bits.ReverseBytes64(math.Float64bits(roll)))
 	i = putI(b, i, int64(cpu))
-	b[i] = byte(a.Kind)
-	b[i+1] = byte(a.Guard)
+	b[i] = byte(k)
+	b[i+1] = byte(g)
 	i += 2
-	switch a.Kind {
+	switch k {
 	case Ready:
-		i = putU(b, i, uint64(p.hint)+1)
-		i = putI(b, i, int64(a.Idle))
+		i = putU(b, i, uint64(seat)+1)
+		i = putI(b, i, n)
 	case Stale:
-		i = putU(b, i, uint64(top)+1)
+		i = putU(b, i, uint64(seat)+1)
 	case Later:
-		i = putI(b, i, int64(a.Delay))
+		i = putI(b, i, n)
 	}
 	r.cur = r.cur[:i]
 	r.steps++
-	p.rec = r
-	return a
 }
 
 func (p *Pool[T]) recMade(item T, now time.Time, extra time.Duration) bool {
@@ -200,6 +221,15 @@ func (p *Pool[T]) recGive(item T, now time.Time) bool {
 		ref = p.ref(item, none)
 	}
 	ok := p.Give(item, now)
+	p.recGave(r, now, ref, ok)
+	p.rec = r
+	return ok
+}
+
+// recGave writes the Give step of the resource named ref (see ref), given
+// back at now, whose Give answered ok. recGive calls it after the call, and
+// Give itself, in line, on its fast path (see Give).
+func (p *Pool[T]) recGave(r *Recorder, now time.Time, ref uint64, ok bool) {
 	d := r.prev
 	if !r.atOK || now != r.at {
 		d = p.recSince(r, now)
@@ -213,8 +243,6 @@ func (p *Pool[T]) recGive(item T, now time.Time) bool {
 	b[i] = byte(b2u(ok))
 	r.cur = r.cur[:i+1]
 	r.steps++
-	p.rec = r
-	return ok
 }
 
 func (p *Pool[T]) recDrop(item T, now time.Time) bool {
