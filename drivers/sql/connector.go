@@ -254,10 +254,11 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 		Check:     c.check,
 		CheckIdle: -1, // every borrow: check decides, as database/sql would
 		// With every borrow checked, the lock-free lane could never lend
-		// (a lane loan skips Check), and a return parked there would only
-		// be folded back by the next borrow's lock: send both through the
-		// lock. It moves BenchmarkSQLStmtOverhead's instructions per query
-		// (bench/README.md); every test of this package runs with it.
+		// (it lends only what needs no Check), and a return parked there
+		// would only be folded back by the next borrow's lock: send both
+		// through the lock. It moves BenchmarkSQLStmtOverhead's
+		// instructions per query (bench/README.md); every test of this
+		// package runs with it.
 		LockEveryLoan: true,
 		BeforeReuse:   c.reset,
 		MinIdle:       cfg.MinIdle,
