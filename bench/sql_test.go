@@ -42,7 +42,11 @@ type sqlBenchStmt struct {
 // rounds, second in even ones), and each one's ops/s and latency
 // percentiles come from its own rounds only. b.N queries go to each.
 // Metrics: database/sql-ops/s, sqlward-ops/s, ratio (sqlward over
-// database/sql), and the p50 and p99 of each in µs.
+// database/sql), and the p50 and p99 of each in µs; and round-ratio, the
+// median over rounds of the ratio within one round of each (the two run
+// back to back, so a swing of the machine's load that lasts longer than a
+// round moves both sides of it alike: on a shared machine it scatters less
+// than ratio).
 //
 //	WARDPOOL_TEST_PKGS=./bench/ ./scripts/test -run '^$' -bench SQLStmtQueryRowPaired
 func BenchmarkSQLStmtQueryRowPaired(b *testing.B) {
@@ -51,17 +55,21 @@ func BenchmarkSQLStmtQueryRowPaired(b *testing.B) {
 		b.Run(fmt.Sprintf("g=%d", g), func(b *testing.B) {
 			lat := [2][]time.Duration{make([]time.Duration, b.N), make([]time.Duration, b.N)}
 			var spent [2]time.Duration
+			var rounds []float64 // database/sql's time over sqlward's, per round
 			b.ReportAllocs()
 			b.ResetTimer()
 			for done, round := 0, 0; done < b.N; round++ {
 				n := min(pgxPairRound, b.N-done)
+				var took [2]time.Duration
 				for k := range 2 {
 					i := k
 					if round%2 == 1 {
 						i = 1 - k
 					}
-					spent[i] += stmtRound(b, stmts[i].stmt, g, lat[i][done:done+n])
+					took[i] = stmtRound(b, stmts[i].stmt, g, lat[i][done:done+n])
+					spent[i] += took[i]
 				}
+				rounds = append(rounds, took[0].Seconds()/took[1].Seconds())
 				done += n
 			}
 			b.StopTimer()
@@ -74,6 +82,8 @@ func BenchmarkSQLStmtQueryRowPaired(b *testing.B) {
 				b.ReportMetric(float64(lat[i][(len(lat[i])*99)/100].Nanoseconds())/1e3, s.name+"-p99-µs")
 			}
 			b.ReportMetric(ops[1]/ops[0], "ratio")
+			slices.Sort(rounds)
+			b.ReportMetric(rounds[len(rounds)/2], "round-ratio")
 		})
 	}
 }

@@ -101,6 +101,11 @@ type Recorder struct {
 	epoch    time.Time
 	epochOff int64
 
+	// The now of the last step, when the pool's clock had taken it as its
+	// latest reading: the instant prev (see Pool.recSince).
+	at   time.Time
+	atOK bool
+
 	// The pool's limits when each half's checkpoint was written: a
 	// recording's header carries those of its first checkpoint, and its
 	// SetLimits steps the changes since.
@@ -150,6 +155,7 @@ func (p *Pool[T]) Record(r *Recorder) error {
 		p.rec.attached = false
 	}
 	r.attached = true
+	r.atOK = false
 	if p.started {
 		r.origin, r.hasOrigin = p.epoch, true
 	}

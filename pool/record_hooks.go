@@ -4,7 +4,10 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
+
+	"github.com/wardpool/wardpool/ward"
 )
 
 // This file holds the recorder's hooks, one per recorded method of Pool
@@ -12,7 +15,8 @@ import (
 // the top of record.go, and the encoding they write with.
 
 // The hooks. Each recorded method of Pool starts with one line, "if p.rec
-// != nil { return p.recX(…) }". recX takes the recorder off the pool for
+// != nil { return p.recX(…) }" (Take and Give write their commonest step
+// in line, and call their hook for the others: see recTook). recX takes the recorder off the pool for
 // the length of the call (so that a method calling another, Made calling
 // MadeJitter, is recorded once), rolls the ring if the current half is full
 // (the checkpoint is the state before the step), makes the call, writes the
@@ -44,26 +48,51 @@ func (p *Pool[T]) recEnd(r *Recorder, b []byte) {
 }
 
 // recAt appends instant now, given to the call just made, as the
-// difference from the previous step's. When the pool's clock took now as
-// its latest reading (the common case), now is the pool's instant plus its
-// epoch's offset from the origin: two loads instead of a subtraction of
-// times, and exactly the instant the pool used.
+// difference from the previous step's (see recSince for r.at).
 func (p *Pool[T]) recAt(r *Recorder, b []byte, now time.Time) []byte {
-	var d int64
-	if now == p.lastAt && p.started && r.hasOrigin {
-		if p.epoch != r.epoch {
-			r.epoch, r.epochOff = p.epoch, int64(p.epoch.Sub(r.origin))
-		}
-		d = p.last + r.epochOff
-	} else {
-		if !r.hasOrigin {
-			r.origin, r.hasOrigin = now, true
-		}
-		d = int64(now.Sub(r.origin))
+	d := r.prev
+	if !r.atOK || now != r.at {
+		d = p.recSince(r, now)
 	}
 	b = appendI(b, d-r.prev)
 	r.prev = d
 	return b
+}
+
+// recSince returns instant now, given to the call just made, in
+// nanoseconds since the recording's origin. When the pool's clock took now
+// as its latest reading (the common case), that is the pool's instant plus
+// its epoch's offset from the origin: a load and an addition instead of a
+// subtraction of times, and exactly the instant the pool used. Then now is
+// also kept as r.at: until a step at another instant, the pool's clock
+// stays where it is (a call at the same reading does not move it, and a
+// step with no instant does not read it), so a hook given r.at again
+// writes r.prev, the same instant, with no call (a runtime's cached clock
+// gives the same reading to the many calls of a millisecond).
+func (p *Pool[T]) recSince(r *Recorder, now time.Time) int64 {
+	if now == p.lastAt && p.started && r.hasOrigin {
+		if p.epoch != r.epoch {
+			r.epoch, r.epochOff = p.epoch, int64(p.epoch.Sub(r.origin))
+		}
+		r.at, r.atOK = now, true
+		return p.last + r.epochOff
+	}
+	r.atOK = false
+	if !r.hasOrigin {
+		r.origin, r.hasOrigin = now, true
+	}
+	return int64(now.Sub(r.origin))
+}
+
+// room makes room in r.cur for n more bytes, growing it if need be, and
+// returns it at its capacity with its length: a hook writes its step into
+// b[i:] and ends with r.cur = r.cur[:end], which stores the length alone.
+func (r *Recorder) room(n int) (b []byte, i int) {
+	i = len(r.cur)
+	if cap(r.cur)-i < n {
+		r.cur = slices.Grow(r.cur, n)
+	}
+	return r.cur[:cap(r.cur)], i
 }
 
 // ref names item as the format does: its seat plus one, or 0 when p does
@@ -88,26 +117,73 @@ func (p *Pool[T]) appendRetired(b []byte, n int) []byte {
 	return b
 }
 
+// recTake and recGive are the hooks of the steps every loan makes, and
+// they are written for speed (and the commonest of those steps, a reuse
+// and its return, is written by Take and Give in line: see recTook): in a generic type's code a call to another of
+// its methods is not inlined, so they open the recorder (recBegin) and take
+// the instant (recAt's common case) in line, reserve room for their longest
+// step once and write into it with no capacity test per field.
+
+// maxTakeStep and maxGiveStep are the longest Take and Give steps: the op,
+// one varint (up to binary.MaxVarintLen64 bytes) per number, a byte per
+// kind, guard and report.
+const (
+	maxTakeStep = 1 + 5*binary.MaxVarintLen64 + 2
+	maxGiveStep = 1 + 2*binary.MaxVarintLen64 + 1
+)
+
 func (p *Pool[T]) recTake(now time.Time, roll float64, cpu int) Taken[T] {
-	r := p.recBegin()
+	r := p.rec
+	p.rec = nil
+	if len(r.cur)-r.mark >= r.half {
+		p.recRoll(r)
+	}
 	top := p.z.top
 	a := p.Take(now, roll, cpu)
-	b := append(r.cur, byte(OpTake))
-	b = p.recAt(r, b, now)
-	b = appendF(b, roll)
-	b = appendI(b, int64(cpu))
-	b = append(b, byte(a.Kind), byte(a.Guard))
+	var seat int32
+	n := int64(a.Delay)
 	switch a.Kind {
 	case Ready:
-		b = appendU(b, uint64(p.hint)+1)
-		b = appendI(b, int64(a.Idle))
+		seat, n = p.hint, int64(a.Idle)
 	case Stale:
-		b = appendU(b, uint64(top)+1)
-	case Later:
-		b = appendI(b, int64(a.Delay))
+		seat = top
 	}
-	p.recEnd(r, b)
+	p.recTook(r, now, roll, cpu, a.Kind, a.Guard, seat, n)
+	p.rec = r
 	return a
+}
+
+// recTook writes the Take step of an answer of kind k (and guard g) given
+// at now: for Ready, seat is the seat lent and n how long it sat idle; for
+// Stale, seat is the one retired; for Later, n is the delay. recTake calls
+// it after the call, and Take itself, in line, for the answers of its fast
+// path (see Take).
+func (p *Pool[T]) recTook(r *Recorder, now time.Time, roll float64, cpu int, k Kind, g ward.Guard, seat int32, n int64) {
+	d := r.prev
+	if !r.atOK || now != r.at {
+		d = p.recSince(r, now)
+	}
+	b, i := r.room(maxTakeStep)
+	b[i] = byte(OpTake)
+	i++
+	i = putI(b, i, d-r.prev)
+	r.prev = d
+	i = putU(b, i, bits.ReverseBytes64(math.Float64bits(roll)))
+	i = putI(b, i, int64(cpu))
+	b[i] = byte(k)
+	b[i+1] = byte(g)
+	i += 2
+	switch k {
+	case Ready:
+		i = putU(b, i, uint64(seat)+1)
+		i = putI(b, i, n)
+	case Stale:
+		i = putU(b, i, uint64(seat)+1)
+	case Later:
+		i = putI(b, i, n)
+	}
+	r.cur = r.cur[:i]
+	r.steps++
 }
 
 func (p *Pool[T]) recMade(item T, now time.Time, extra time.Duration) bool {
@@ -133,15 +209,40 @@ func (p *Pool[T]) recUnmade(now time.Time, roll float64) {
 }
 
 func (p *Pool[T]) recGive(item T, now time.Time) bool {
-	r := p.recBegin()
-	ref := p.ref(item, p.hint)
+	r := p.rec
+	p.rec = nil
+	if len(r.cur)-r.mark >= r.half {
+		p.recRoll(r)
+	}
+	var ref uint64
+	if h := p.hint; h >= 0 && int(h) < len(p.z.s) && p.z.s[h].st() != free && p.z.s[h].item == item {
+		ref = uint64(h) + 1
+	} else {
+		ref = p.ref(item, none)
+	}
 	ok := p.Give(item, now)
-	b := append(r.cur, byte(OpGive))
-	b = appendU(b, ref)
-	b = p.recAt(r, b, now)
-	b = append(b, byte(b2u(ok)))
-	p.recEnd(r, b)
+	p.recGave(r, now, ref, ok)
+	p.rec = r
 	return ok
+}
+
+// recGave writes the Give step of the resource named ref (see ref), given
+// back at now, whose Give answered ok. recGive calls it after the call, and
+// Give itself, in line, on its fast path (see Give).
+func (p *Pool[T]) recGave(r *Recorder, now time.Time, ref uint64, ok bool) {
+	d := r.prev
+	if !r.atOK || now != r.at {
+		d = p.recSince(r, now)
+	}
+	b, i := r.room(maxGiveStep)
+	b[i] = byte(OpGive)
+	i++
+	i = putU(b, i, ref)
+	i = putI(b, i, d-r.prev)
+	r.prev = d
+	b[i] = byte(b2u(ok))
+	r.cur = r.cur[:i+1]
+	r.steps++
 }
 
 func (p *Pool[T]) recDrop(item T, now time.Time) bool {
@@ -281,6 +382,29 @@ func appendI(b []byte, x int64) []byte { return binary.AppendVarint(b, x) }
 
 func appendF(b []byte, f float64) []byte {
 	return appendU(b, bits.ReverseBytes64(math.Float64bits(f)))
+}
+
+// putU and putI write x at b[i:], which has room for it, as appendU and
+// appendI would append it, and return the index past it. They are
+// encoding/binary's PutUvarint and PutVarint with the index passed in:
+// without the b[i:] of each call they cost the hot hooks half as many
+// instructions.
+func putU(b []byte, i int, x uint64) int {
+	for x >= 0x80 {
+		b[i] = byte(x) | 0x80
+		x >>= 7
+		i++
+	}
+	b[i] = byte(x)
+	return i + 1
+}
+
+func putI(b []byte, i int, x int64) int {
+	ux := uint64(x) << 1
+	if x < 0 {
+		ux = ^ux
+	}
+	return putU(b, i, ux)
 }
 
 func b2u(v bool) uint64 {

@@ -392,3 +392,91 @@ func TestRecordingOfABigPool(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRecordedInstantsAreTheCalls: whichever way a hook takes the instant
+// (the same reading as the step before, the pool's latest reading, a
+// reading behind it, the same instant in another location, a jump far
+// enough to move the pool's epoch), each step holds the instant its call
+// was given, and the recording replays.
+func TestRecordedInstantsAreTheCalls(t *testing.T) {
+	p, _ := New[*int](Limits{Size: 2}, ward.Ward{})
+	if err := p.Record(NewRecorder(0)); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(100, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	far := t0.Add(40 * 365 * 24 * time.Hour) // past reanchor: the epoch moves
+	v := new(int)
+	var ats []time.Time
+	take := func(now time.Time) Taken[*int] { ats = append(ats, now); return p.Take(now, 0, 0) }
+	give := func(now time.Time) { ats = append(ats, now); p.Give(v, now) }
+
+	if a := take(t0); a.Kind != Make {
+		t.Fatalf("first Take: %v", a.Kind)
+	}
+	ats = append(ats, t0)
+	p.Made(v, t0)
+	give(t0)                 // the same reading again
+	take(ms(1))              // a later one
+	give(ms(1))              // and again
+	take(ms(1).In(time.UTC)) // the same instant, another location
+	give(ms(1))              // back to the first representation
+	take(ms(0).Add(500 * time.Microsecond))
+	give(ms(0).Add(500 * time.Microsecond)) // behind the clock, twice
+	give(ms(1))                             // the latest reading again, after those
+	take(ms(2))
+	give(ms(2))
+	take(far)
+	give(far) // the same reading just after the epoch moved
+	take(far.Add(time.Millisecond))
+	give(far.Add(time.Millisecond))
+
+	data := p.Recording(nil)
+	rc, err := ReadRecording(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rc.Steps) != len(ats) {
+		t.Fatalf("%d steps, want %d", len(rc.Steps), len(ats))
+	}
+	for i, s := range rc.Steps {
+		if want := ats[i].Sub(t0); s.At != want {
+			t.Errorf("step %d (%s): at %v, want %v", i, s, s.At, want)
+		}
+	}
+	if err := Replay(data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecorderMovedToAnotherPool: a Recorder taken off one pool and put on
+// another, which started at another instant, writes the next step's
+// instant from the new pool's origin, even at the same reading as its last
+// step on the old one.
+func TestRecorderMovedToAnotherPool(t *testing.T) {
+	r := NewRecorder(0)
+	p, _ := New[*int](Limits{Size: 2}, ward.Ward{})
+	q, _ := New[*int](Limits{Size: 2}, ward.Ward{})
+	t0 := time.Unix(100, 0)
+	x := t0.Add(time.Second)
+	q.Take(t0, 0, 0) // q starts at t0
+	if err := p.Record(r); err != nil {
+		t.Fatal(err)
+	}
+	p.Take(x, 0, 0)
+	p.Take(x, 0, 0)
+	if err := p.Record(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Record(r); err != nil {
+		t.Fatal(err)
+	}
+	q.Take(x, 0, 0)
+	rc, err := ReadRecording(q.Recording(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rc.Steps); n != 1 || rc.Steps[0].At != time.Second {
+		t.Fatalf("steps %v, want one at 1s", rc.Steps)
+	}
+}

@@ -3,7 +3,6 @@ package redisward
 import (
 	"context"
 	"errors"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
+	"github.com/wardpool/wardpool/internal/servers"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -635,17 +635,8 @@ func TestLeakWatch(t *testing.T) {
 // connection) so that goleak does not see it.
 func waitGoroutines(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		buf := make([]byte, 1<<20)
-		buf = buf[:runtime.Stack(buf, true)]
-		if !strings.Contains(string(buf), "tryDial") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("go-redis prober still running after 3s:\n%s", buf)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !servers.WaitRedisProbers(3 * time.Second) {
+		t.Fatal("go-redis prober still running after 3s")
 	}
 }
 

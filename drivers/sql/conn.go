@@ -38,6 +38,12 @@ type conn struct {
 	// the cache had no room for (or that failed): closed when the loan
 	// ends, when database/sql has closed every Rows of it.
 	loanStmts map[string]driver.Stmt
+	// gen counts the times statements were closed (endLoan, closeStmts):
+	// a stmt's remembered driver statement for this connection is good
+	// while gen has not moved (see stmt.remembered). forget moves a
+	// statement to loanStmts, where the lookup would find it until the
+	// loan ends, so it need not count.
+	gen uint64
 }
 
 func newConn(dc driver.Conn, stmtCache int) *conn {
@@ -112,6 +118,10 @@ func (c *conn) forget(query string) {
 
 // endLoan closes the statements of the loan that ends.
 func (c *conn) endLoan() {
+	if len(c.loanStmts) == 0 {
+		return
+	}
+	c.gen++
 	for q, s := range c.loanStmts {
 		_ = s.Close() // as database/sql ignores a statement's Close error
 		delete(c.loanStmts, q)
@@ -121,6 +131,7 @@ func (c *conn) endLoan() {
 // closeStmts closes every statement, as the connection closes.
 func (c *conn) closeStmts() {
 	c.endLoan()
+	c.gen++
 	for q, s := range c.stmts {
 		_ = s.Close()
 		delete(c.stmts, q)
@@ -357,6 +368,17 @@ type stmt struct {
 	h        *handle
 	query    string
 	numInput int
+
+	// The driver's statement for query on connection cn, as of cn.gen
+	// being gen: what the last use found, so that the next use on the
+	// same connection skips the lookup by query (a hash of its text, for
+	// the statement and again for each argument's CheckNamedValue). It
+	// moves BenchmarkSQLStmtOverhead's instructions per query (see
+	// bench/README.md); TestStmtCacheBounds covers statements that left
+	// the connection (no room, failed, StmtCache -1).
+	cn  *conn
+	ds  driver.Stmt
+	gen uint64
 }
 
 var (
@@ -377,8 +399,25 @@ func (s *stmt) base(ctx context.Context) (driver.Stmt, error) {
 	if err := s.h.ready(ctx); err != nil {
 		return nil, err
 	}
-	ds, err := s.h.cn.stmt(ctx, s.query)
-	return ds, s.h.watch(err)
+	cn := s.h.cn
+	if ds := s.remembered(cn); ds != nil {
+		return ds, nil
+	}
+	ds, err := cn.stmt(ctx, s.query)
+	if err != nil {
+		return nil, s.h.watch(err)
+	}
+	s.cn, s.ds, s.gen = cn, ds, cn.gen
+	return ds, nil
+}
+
+// remembered returns the driver's statement the last use found on cn,
+// when it is still there; nil otherwise.
+func (s *stmt) remembered(cn *conn) driver.Stmt {
+	if s.cn == cn && s.gen == cn.gen {
+		return s.ds
+	}
+	return nil
 }
 
 // watch notes a driver.ErrBadConn in err and, after any error, has the
@@ -457,11 +496,14 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 // database/sql apply its default.
 func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
 	if cn := s.h.cn; cn != nil {
-		ds, ok := cn.stmts[s.query]
-		if !ok {
-			ds, ok = cn.loanStmts[s.query]
+		ds := s.remembered(cn)
+		if ds == nil {
+			ds = cn.stmts[s.query]
 		}
-		if ch, is := ds.(driver.NamedValueChecker); ok && is {
+		if ds == nil {
+			ds = cn.loanStmts[s.query]
+		}
+		if ch, ok := ds.(driver.NamedValueChecker); ok {
 			return ch.CheckNamedValue(nv)
 		}
 	}

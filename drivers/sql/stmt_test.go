@@ -202,7 +202,8 @@ func TestStmtCacheBounds(t *testing.T) {
 	cn.mu.Lock()
 	cn.fail["A"] = errors.New("prepared statement \"A\" does not exist")
 	cn.mu.Unlock()
-	if err := exec(prep("A")); err == nil {
+	fa := prep("A")
+	if err := exec(fa); err == nil {
 		t.Fatal("want the statement's error")
 	}
 	if cn.prepared["A"] != 0 {
@@ -212,8 +213,8 @@ func TestStmtCacheBounds(t *testing.T) {
 	delete(cn.fail, "A")
 	cn.mu.Unlock()
 	before = cn.prepares
-	if err := exec(prep("A")); err != nil || cn.prepares != before+1 || cn.prepared["A"] != 1 {
-		t.Errorf("after a failure: %v, %d prepares, %v; want A prepared afresh and kept", err, cn.prepares-before, cn.prepared)
+	if err := exec(fa); err != nil || cn.prepares != before+1 || cn.prepared["A"] != 1 {
+		t.Errorf("the same statement after a failure: %v, %d prepares, %v; want A prepared afresh and kept", err, cn.prepares-before, cn.prepared)
 	}
 
 	// Closing the connection closes what the cache kept.

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"go.uber.org/goleak"
 
+	"github.com/wardpool/wardpool/internal/servers"
 	"github.com/wardpool/wardpool/internal/testenv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { servers.VerifyTestMain(m) }
 
 // needFull skips a scenario that takes more than a few seconds unless the
 // full run was asked for.

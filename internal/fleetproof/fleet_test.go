@@ -12,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/wardpool/wardpool"
 	redisward "github.com/wardpool/wardpool/drivers/redis"
@@ -26,7 +25,7 @@ func TestMain(m *testing.M) {
 	// go-redis logs every refused dial; an outage is what these tests
 	// stage, and their tables say what happened.
 	redis.SetLogger(quiet{})
-	goleak.VerifyTestMain(m)
+	servers.VerifyTestMain(m)
 }
 
 // quiet is a go-redis logger that prints nothing.

@@ -4,11 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { VerifyTestMain(m) }
 
 // TestRedisStopStartKill holds the life cycle a failover test relies on:
 // the address is kept across a restart, a stopped or killed server refuses,
