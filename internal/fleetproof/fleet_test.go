@@ -54,10 +54,11 @@ const (
 // TestFleetBudgetOnPostgres is the proof. Phases, each under load from 200
 // goroutines (ten per replica, each acquiring with a 2 s ctx, running a
 // query, holding the connection 2 ms): a dead replica's 20 slots are held
-// at the start and come back within the TTL; a steady second; Redis killed
-// for 3 s; Redis started again, empty. (Between the first two, a second
-// for the borrowers of the start to give back.) Throughout, the backends of the
-// fleet in pg_stat_activity, sampled every 10 ms, never exceed 40.
+// at the start and come back within two TTLs (the lease, then its
+// grace); a steady second; Redis killed for 3 s; Redis started again,
+// empty. (Between the first two, a second for the borrowers of the start
+// to give back.) Throughout, the backends of the fleet in
+// pg_stat_activity, sampled every 10 ms, never exceed 40.
 func TestFleetBudgetOnPostgres(t *testing.T) {
 	dsn := testenv.PostgresDSN(t)
 	testenv.RedisAddr(t)
@@ -239,7 +240,9 @@ func TestFleetBudgetOnPostgres(t *testing.T) {
 		})
 	}
 
-	// Phase 1: the dead replica's slots come back within the TTL.
+	// Phase 1: the dead replica's slots come back within two TTLs: its
+	// lease, then the grace during which a lapsed member's slots stay
+	// counted.
 	fleetHeld := func() int {
 		n := 0
 		for _, r := range rs {
