@@ -54,6 +54,15 @@ func TestClusterFailover(t *testing.T) {
 	if err := cc.Set(ctx, "{k}x", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// Replication is asynchronous: wait until the replica has the key, or
+	// the kill may lose it and the new master answer nil for good.
+	m0, err := c.MasterOf("{k}x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := m0.Client(t).Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n < 1 {
+		t.Fatalf("WAIT on the slot's master: %d replicas acknowledged (%v), want 1", n, err)
+	}
 	old, err := c.KillMasterOf("{k}x")
 	if err != nil {
 		t.Fatal(err)
