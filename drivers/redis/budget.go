@@ -19,7 +19,8 @@ import (
 // the store relearns the counts after meeting a member it did not know
 // holding slots), room (a hash: member → the Room its last reply gave it).
 // ARGV: step, replica, budget, ttl in ms, the replica's own count,
-// overwrite (1/0), borrow (1/0), unsure (1/0). It returns {granted, held, share, live,
+// overwrite (1/0), borrow (1/0), unsure (1/0), the Room the replica
+// brings back (BudgetOp.Room). It returns {granted, held, share, live,
 // total, owed, room}.
 //
 // The clock is the server's (TIME), so that leases do not depend on the
@@ -29,6 +30,7 @@ var budgetScript = newScript(`local members, heldk, wantk, rebuild, roomk = KEYS
 local step, me = ARGV[1], ARGV[2]
 local budget, ttl, mine = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local overwrite, borrow, unsure = ARGV[6] == '1', ARGV[7] == '1', ARGV[8] == '1'
+local brought = tonumber(ARGV[9])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local late = redis.call('ZRANGEBYSCORE', members, '-inf', now, 'WITHSCORES')
@@ -42,13 +44,14 @@ for i = 1, #late, 2 do
   redis.call('ZREM', wantk, r)
 end
 redis.call('ZREMRANGEBYSCORE', wantk, '-inf', now)
+local known = false
 if step == 'leave' then
   redis.call('ZREM', members, me)
   redis.call('HDEL', heldk, me)
   redis.call('HDEL', roomk, me)
   redis.call('ZREM', wantk, me)
 else
-  local known = redis.call('ZSCORE', members, me)
+  known = redis.call('ZSCORE', members, me)
   local lapsed = known and tonumber(known) <= now
   redis.call('ZADD', members, now + ttl, me)
   if (not known) and mine > 0 then
@@ -87,6 +90,10 @@ for _, r in ipairs(wants) do
     reserved = reserved + math.max(share - (held[r] or 0), 0)
     if (held[r] or 0) < share then wanting = true end
   end
+end
+if step ~= 'leave' and (not known) and brought > 0 then
+  rooms[me] = math.max(math.min(brought, share, budget - others), 0)
+  redis.call('HSET', roomk, me, rooms[me])
 end
 local rebuilding = redis.call('EXISTS', rebuild) == 1
 local granted = 0
@@ -138,7 +145,7 @@ func (s *Store) Budget(ctx context.Context, op shared.BudgetOp) (shared.BudgetRe
 	keys := []string{base + ":members", base + ":held", base + ":want", base + ":rebuild", base + ":room"}
 	ttl := millis(max(op.TTL, time.Millisecond))
 	cmd, err := run(ctx, s.p, budgetScript, redis.NewIntSliceCmd, keys,
-		op.Step.String(), op.Replica, op.Budget, ttl, op.Held, flag(op.Overwrite), flag(op.Borrow), flag(op.Unsure))
+		op.Step.String(), op.Replica, op.Budget, ttl, op.Held, flag(op.Overwrite), flag(op.Borrow), flag(op.Unsure), max(op.Room, 0))
 	if err != nil {
 		return shared.BudgetReply{}, err
 	}

@@ -66,8 +66,11 @@ var DefaultBudget = BudgetConfig{TTL: 5 * time.Second, Borrow: true}
 // granted; a replica may only take back, within its share, what the store
 // had set aside for it (its Room, below), so that a connection closed for
 // its age is dialled again and a fleet whose connections churn does not
-// drain. A fleet's first start, whose replicas hold nothing, has no such
-// wait.
+// drain. A replica whose steps failed brings the Room of its last reply
+// with it (BudgetOp.Room), and a store that has no record of it sets that
+// much aside again, within its share and what the others' set-asides leave
+// free: so a store that came back empty serves through its rebuild too. A
+// fleet's first start, whose replicas hold nothing, has no such wait.
 //
 // The share of each live member is Slots ÷ live members, rounded down. A
 // lease is granted when the fleet holds fewer than Slots, what the store
@@ -259,12 +262,18 @@ func (b *Budget) send(ctx context.Context, step BudgetStep, held int, overwrite 
 	b.mu.Lock()
 	b.sent++
 	n, unsure := b.sent, b.dirty && !overwrite
+	room := 0
+	if b.dirty && b.known {
+		// The store may have lost this replica's record (see
+		// BudgetOp.Room): it brings back what it was allowed alone.
+		room = b.last.Room
+	}
 	b.mu.Unlock()
 	tctx, cancel := b.trip(ctx, b.link)
 	defer cancel()
 	r, err := b.link.store().Budget(tctx, BudgetOp{
 		Step: step, Key: b.key, Replica: b.replica, Budget: b.cfg.Slots,
-		TTL: b.cfg.TTL, Held: held, Overwrite: overwrite, Borrow: b.cfg.Borrow, Unsure: unsure,
+		TTL: b.cfg.TTL, Held: held, Overwrite: overwrite, Borrow: b.cfg.Borrow, Unsure: unsure, Room: room,
 	})
 	if b.failed(err) {
 		b.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -195,4 +196,138 @@ func TestBudgetRebuildKeepsWhatWasSetAside(t *testing.T) {
 	lease(t, r[1], false) // nothing new: 1 held, 1 set aside
 	clock.Add(cfg.TTL)
 	lease(t, r[1], true) // the rebuild is over
+}
+
+// swapStore is a Store that can be taken down (every call fails) and
+// brought back as another store: a Redis without persistence restarting.
+type swapStore struct {
+	mu   sync.Mutex
+	s    Store
+	down bool
+}
+
+var errStoreDown = errors.New("store down")
+
+func (w *swapStore) cur() (Store, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.down {
+		return nil, errStoreDown
+	}
+	return w.s, nil
+}
+
+func (w *swapStore) Incr(ctx context.Context, key string, ttl time.Duration) (int64, error) {
+	s, err := w.cur()
+	if err != nil {
+		return 0, err
+	}
+	return s.Incr(ctx, key, ttl)
+}
+
+func (w *swapStore) IncrUnder(ctx context.Context, key, prev string, weight float64, limit int64, ttl time.Duration) (int64, bool, error) {
+	s, err := w.cur()
+	if err != nil {
+		return 0, false, err
+	}
+	return s.IncrUnder(ctx, key, prev, weight, limit, ttl)
+}
+
+func (w *swapStore) SetIfAbsent(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	s, err := w.cur()
+	if err != nil {
+		return false, err
+	}
+	return s.SetIfAbsent(ctx, key, value, ttl)
+}
+
+func (w *swapStore) Get(ctx context.Context, key string) (string, bool, error) {
+	s, err := w.cur()
+	if err != nil {
+		return "", false, err
+	}
+	return s.Get(ctx, key)
+}
+
+func (w *swapStore) Del(ctx context.Context, keys ...string) error {
+	s, err := w.cur()
+	if err != nil {
+		return err
+	}
+	return s.Del(ctx, keys...)
+}
+
+func (w *swapStore) Budget(ctx context.Context, op BudgetOp) (BudgetReply, error) {
+	s, err := w.cur()
+	if err != nil {
+		return BudgetReply{}, err
+	}
+	return s.Budget(ctx, op)
+}
+
+// TestBudgetStoreBackEmptyKeepsServing: a store that restarts empty while
+// the fleet's connections churn (each closed and dialled again) must not
+// drain the fleet through the rebuild that follows: each replica brings
+// back the Room its last reply gave it (BudgetOp.Room) and the store sets
+// that much aside for it again, so every closed connection is dialled
+// again within it, and the fleet never holds more than Slots. Without the
+// Room brought back, the store has nothing set aside for anyone and
+// grants nothing for one TTL, and the fleet drains to zero.
+func TestBudgetStoreBackEmptyKeepsServing(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: t0}
+	w := &swapStore{s: NewMemStore(clock.Now)}
+	cfg := BudgetConfig{Slots: 6, TTL: time.Second, Borrow: true}
+	r := fleet(w, 3, cfg)
+	renew(t, r...)
+	for _, b := range r {
+		lease(t, b, true)
+		lease(t, b, true)
+	}
+	renew(t, r...) // each learns its Room: its share, 2
+	total := func() int {
+		n := 0
+		for _, b := range r {
+			n += b.Held()
+		}
+		return n
+	}
+	churn := func() {
+		t.Helper()
+		for _, b := range r {
+			if err := b.Return(ctx); err != nil && !errors.Is(err, errStoreDown) {
+				t.Fatal(err)
+			}
+			if ok, err := b.Lease(ctx); !ok {
+				t.Fatalf("%s: the slot it closed was not granted again (err %v, stats %+v)", b.replica, err, b.Stats())
+			}
+			if n := total(); n > cfg.Slots {
+				t.Fatalf("the fleet holds %d, over %d", n, cfg.Slots)
+			}
+		}
+	}
+	// Down for a while: each keeps its Room alone.
+	w.mu.Lock()
+	w.down = true
+	w.mu.Unlock()
+	for range 3 {
+		churn()
+		clock.Add(cfg.TTL / 4)
+	}
+	// Back, empty: a rebuild of one TTL, through which the churn goes on.
+	w.mu.Lock()
+	w.s, w.down = NewMemStore(clock.Now), false
+	w.mu.Unlock()
+	for range 6 {
+		churn()
+		clock.Add(cfg.TTL / 4)
+	}
+	if n := total(); n != cfg.Slots {
+		t.Fatalf("after the rebuild the fleet holds %d, want %d", n, cfg.Slots)
+	}
+	// A newcomer during all this got nothing new beyond the budget.
+	late := NewBudget(Link{Store: w, Timeout: time.Minute}, "db", "late", cfg)
+	if ok, _ := late.Lease(ctx); ok && total()+late.Held() > cfg.Slots {
+		t.Fatalf("a newcomer was granted past the budget: %d + %d", total(), late.Held())
+	}
 }

@@ -232,14 +232,15 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 		}
 	}
 	me := op.Replica
-	var granted bool
+	var granted, known bool
 	if op.Step == StepLeave {
 		delete(b.members, me)
 		delete(b.held, me)
 		delete(b.room, me)
 		delete(b.want, me)
 	} else {
-		t, known := b.members[me]
+		var t time.Time
+		t, known = b.members[me]
 		lapsed := known && expire && !now.Before(t)
 		b.members[me] = now.Add(ttl)
 		if !known && op.Held > 0 {
@@ -275,6 +276,13 @@ func (b *memBudget) step(op BudgetOp, now time.Time, expire bool) BudgetReply {
 		if r != me {
 			others += max(h, b.room[r])
 		}
+	}
+	if op.Step != StepLeave && !known && op.Room > 0 {
+		// A replica the store has no record of, coming back from a
+		// failed step with the Room its last reply gave it: that much is
+		// set aside for it again, within its share and what the others'
+		// set-asides leave free (so never past Budget).
+		b.room[me] = max(min(op.Room, share, op.Budget-others), 0)
 	}
 	rebuilding := expire && now.Before(b.rebuild)
 	if op.Step == StepLease {

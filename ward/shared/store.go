@@ -109,6 +109,14 @@ type BudgetOp struct {
 	// (Not always: with steps in flight, Held may be ahead of the store's
 	// order, and an over-count lasts until the next Overwrite.)
 	Unsure bool
+	// Room is the Room of the replica's last reply, sent while a step of
+	// it failed since (see Unsure); zero otherwise. When the store has no
+	// record of the replica (it lost its data, or the replica lapsed and
+	// was dropped), it sets aside for it up to Room, within its share and
+	// what the others' set-asides leave free, as its last reply did: so
+	// that a fleet whose store came back empty keeps serving through the
+	// rebuild instead of draining, and never past Budget.
+	Room int
 }
 
 // BudgetReply is where a budget stands after one step.

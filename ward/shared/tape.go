@@ -184,11 +184,16 @@ func budgetArgs(op BudgetOp) []byte {
 	b = appendS(appendS(b, op.Key), op.Replica)
 	b = appendI(appendI(appendI(b, int64(op.Budget)), int64(op.TTL)), int64(op.Held))
 	b = appendB(b, op.Overwrite)
+	// Unsure and Room share Borrow's byte (bits 1 and 2; Room follows
+	// when set), so that tapes made before them match.
+	v := flag(op.Borrow)
 	if op.Unsure {
-		// Unsure shares Borrow's byte, so that tapes made before it match.
-		return append(b, flag(op.Borrow)|2)
+		v |= 2
 	}
-	return appendB(b, op.Borrow)
+	if op.Room != 0 {
+		return appendI(append(b, v|4), int64(op.Room))
+	}
+	return append(b, v)
 }
 
 func flag(v bool) byte {
@@ -554,8 +559,10 @@ func (r *tapeReader) args() {
 		r.i()
 		r.i()
 		r.flag()
-		if v := r.byte(); v > 3 {
-			r.fail("a borrow flag of %d", v) // bit 0 Borrow, bit 1 Unsure
+		if v := r.byte(); v > 7 {
+			r.fail("a borrow flag of %d", v) // bit 0 Borrow, bit 1 Unsure, bit 2 Room
+		} else if v&4 != 0 {
+			r.i()
 		}
 	default:
 		r.fail("unknown call %d", op)
