@@ -243,7 +243,7 @@ func TestBudgetOnRedisRestart(t *testing.T) {
 			t.Fatalf("lease before the outage: %v %v", ok, err)
 		}
 	}
-	srv.Stop()
+	srv.Kill() // as a crash would
 	down := time.Now()
 	var slowest time.Duration
 	for time.Since(down) < 3*time.Second {
@@ -278,7 +278,9 @@ func TestBudgetOnRedisRestart(t *testing.T) {
 		}
 	}
 	t.Logf("during a 3 s outage the slowest Lease took %v (store timeout 50ms)", slowest.Round(time.Millisecond))
-	srv.Start()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
 	// The server came back empty; the replicas' next steps rebuild it.
 	for _, b := range bs {
 		clocktest.Eventually(t, "the condition", func() bool { return b.Renew(ctx) == nil })

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/servers"
 )
 
 func TestDefaultClassify(t *testing.T) {
@@ -76,7 +77,7 @@ func TestFailedJudges(t *testing.T) {
 
 // demote makes the server s a replica of a primary that is not there: it
 // answers READONLY to every write, as a primary a failover demoted does.
-func demote(t *testing.T, s *server) {
+func demote(t *testing.T, s *servers.Redis) {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: s.Addr})
 	defer c.Close()
