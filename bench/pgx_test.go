@@ -170,6 +170,16 @@ const pgxPairRound = 256
 // runRound runs len(lat) QueryRow+Scan calls on q over g goroutines,
 // recording each one's latency in lat, and returns the round's wall time.
 func runRound(b *testing.B, q pgxward.Querier, g int, lat []time.Duration) time.Duration {
+	return timedRound(b, g, lat, func(ctx context.Context, _ int, n *int) error {
+		return q.QueryRow(ctx, "SELECT 1").Scan(n)
+	})
+}
+
+// timedRound runs call len(lat) times, the i-th with i, over g
+// goroutines, recording each call's latency in lat, and returns the
+// round's wall time; the first error fails the benchmark. n is a scan
+// target of the calling goroutine's own, so that no call allocates one.
+func timedRound(b *testing.B, g int, lat []time.Duration, call func(ctx context.Context, i int, n *int) error) time.Duration {
 	ctx := context.Background()
 	var next atomic.Int64
 	var failed atomic.Pointer[error]
@@ -184,7 +194,7 @@ func runRound(b *testing.B, q pgxward.Querier, g int, lat []time.Duration) time.
 					return
 				}
 				t0 := time.Now()
-				if err := q.QueryRow(ctx, "SELECT 1").Scan(&n); err != nil {
+				if err := call(ctx, int(i), &n); err != nil {
 					e := err // only this copy escapes, not every query's err
 					failed.CompareAndSwap(nil, &e)
 					return

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,35 +129,9 @@ func sqlBenchStmts(b *testing.B) []sqlBenchStmt {
 // stmtRound runs len(lat) stmt.QueryRow+Scan calls over g goroutines,
 // recording each one's latency in lat, and returns the round's wall time.
 func stmtRound(b *testing.B, stmt *sql.Stmt, g int, lat []time.Duration) time.Duration {
-	ctx := context.Background()
-	var next atomic.Int64
-	var failed atomic.Pointer[error]
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range min(g, len(lat)) {
-		wg.Go(func() {
-			var n int
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(len(lat)) {
-					return
-				}
-				t0 := time.Now()
-				if err := stmt.QueryRowContext(ctx, int(i)).Scan(&n); err != nil {
-					e := err // only this copy escapes, not every query's err
-					failed.CompareAndSwap(nil, &e)
-					return
-				}
-				lat[i] = time.Since(t0)
-			}
-		})
-	}
-	wg.Wait()
-	d := time.Since(start)
-	if e := failed.Load(); e != nil {
-		b.Fatal(*e)
-	}
-	return d
+	return timedRound(b, g, lat, func(ctx context.Context, i int, n *int) error {
+		return stmt.QueryRowContext(ctx, i).Scan(n)
+	})
 }
 
 // BenchmarkSQLStmtOverhead is stmt.QueryRow(...).Scan on a statement
