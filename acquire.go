@@ -12,7 +12,7 @@ import (
 type decision[T comparable] struct {
 	kind  pool.Kind     // Ready, Make, Wait, Later, Shed or Closed; never Stale
 	loan  Loan[T]       // Ready: the loan, begun
-	idle  time.Duration // Ready: how long the resource sat idle, for Check
+	check bool          // Ready: Config.Check is due before the caller has it
 	delay time.Duration // Later: how long to hold back
 	err   error         // Shed and Closed: the taker's error
 }
@@ -31,13 +31,16 @@ func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decisi
 		if idleOnly && k.p.Idle() == 0 {
 			return decision[T]{kind: pool.Wait}
 		}
+		if k.shedder && k.cpuTimer == nil {
+			k.wakeCPULocked()
+		}
 		t := k.p.Take(now, k.roll(), k.cpuNow())
 		switch t.Kind {
 		case pool.Stale:
 			k.closeLocked(t.Item)
 			continue
 		case pool.Ready:
-			return decision[T]{kind: pool.Ready, loan: k.lendLocked(t.Seat, t.Item, now, st), idle: t.Idle}
+			return decision[T]{kind: pool.Ready, loan: k.lendLocked(t.Seat, t.Item, now, st), check: k.due(t.Idle)}
 		case pool.Later:
 			return decision[T]{kind: pool.Later, delay: t.Delay}
 		case pool.Shed:
@@ -49,24 +52,20 @@ func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decisi
 	}
 }
 
+// due reports whether a resource the pool lends after it sat idle for idle
+// is checked first (Config.Check, Config.CheckIdle).
+func (k *Keeper[T]) due(idle time.Duration) bool {
+	return k.check != nil && (k.checkIdle < 0 || idle > k.checkIdle)
+}
+
 // lendLocked records a new loan of the resource at seat, lent at now.
 func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loan[T] {
 	e := k.ents[seat]
-	at := k.ns(now)
-	if k.laneOn || k.leakAfter > 0 {
-		// Only the lane (Loans, Relent) and the leak watch read it; the
-		// pool knows every other loan's start.
-		e.at.Store(at)
-	}
-	if k.leakAfter > 0 {
-		e.lw.stack.n = 0
-		if st != nil {
-			e.lw.stack.n = copy(e.lw.stack.pcs[:], st.pcs[:st.n])
-		}
-		e.lentWatch(at, e.loan.Load())
+	if e.lw != nil {
+		e.lw.lent(st, now)
 		k.armLocked(now, now.Add(k.leakAfter))
 	}
-	return Loan[T]{e: e, item: item, gen: e.loan.Load(), at: at}
+	return Loan[T]{e: e, item: item, gen: e.loan.Load(), at: now}
 }
 
 // shedErrorLocked builds the error of a Shed answer.
@@ -74,7 +73,7 @@ func (k *Keeper[T]) shedErrorLocked(t pool.Taken[T], now time.Time) error {
 	e := &ShedError{Pool: k.name, Guard: t.Guard}
 	if t.Guard == ward.GuardBreaker {
 		e.Ratio = k.p.Refusal(now)
-		e.Cause = k.lastDial
+		e.Cause = k.stats.lastDial
 	}
 	return e
 }
@@ -92,11 +91,6 @@ func (k *Keeper[T]) shedErrorLocked(t pool.Taken[T], now time.Time) error {
 //
 // In steady state (a resource idle and fresh) Acquire allocates nothing.
 func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
-	if k.laneOn && ctx.Err() == nil {
-		if l, ok := k.takeLane(); ok {
-			return l, nil
-		}
-	}
 	if k.leakAfter > 0 {
 		return k.acquireWatched(ctx)
 	}
@@ -111,85 +105,86 @@ func (k *Keeper[T]) acquireWatched(ctx context.Context) (Loan[T], error) {
 	return k.acquire(ctx, &st)
 }
 
-// acquire is Acquire through the lock; st is the caller's stack, with the
-// leak watch on.
+// acquire is Acquire; st is the caller's stack, with the leak watch on.
+//
+// While others wait, a new caller joins the back of the queue and the pool
+// is asked for those ahead of it first, in order (serveLocked): whether it
+// waits is the pool's answer to the caller at the front, not a rule of the
+// Keeper's. A caller whose grant fell through (a failed check) asks again
+// at the front.
 func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 	if err := k.enter(ctx); err != nil {
 		return Loan[T]{}, err
 	}
 	start := k.now()
-	front := false  // re-queue at the front: this caller was already served once
+	now := start
+	front := false  // this caller was served once: it asks at the front
 	waited := false // it had to wait or dial: counted in EmptyAcquires
 	for tries := 0; ; tries++ {
-		k.lock()
-		now := start // the first time: read a moment ago
 		if tries > 0 {
 			now = k.now()
 		}
-		var s decision[T]
-		if k.q.live > 0 && !front {
-			s.kind = pool.Wait // others are waiting: queue behind them, whatever Take would say
-		} else {
-			s = k.decideLocked(now, st, false)
-		}
 		var fx effects[T]
-		switch s.kind {
-		case pool.Ready:
-			if k.minIdle > 0 {
-				k.topUpLocked(now, &fx)
-			}
-			checking := k.check != nil && k.due(s.idle)
-			if !checking && !waited {
-				k.stats.acquired++ // final already: counted under the lock
-			}
-			k.unlockDo(&fx)
-			if checking {
-				if ok, err := k.checkLoan(ctx, s.loan); !ok {
-					if err != nil {
-						return Loan[T]{}, k.giveUp(err, start)
-					}
-					continue
+		var w *waiter[T]
+		k.mu.Lock()
+		if k.q.live > 0 && !front {
+			w = k.attachLocked(ctx, start, st)
+			k.q.push(w)
+			k.serveLocked(now, &fx)
+		} else {
+			s := k.decideLocked(now, st, false)
+			switch s.kind {
+			case pool.Ready:
+				if k.minIdle > 0 {
+					k.topUpLocked(now, &fx)
 				}
-			}
-			if checking || waited {
-				k.counted(start, s.loan, waited)
-			}
-			return s.loan, nil
-
-		case pool.Make, pool.Wait:
-			w := k.attachLocked(ctx, start, st)
-			if s.kind == pool.Make {
+				if !s.check && !waited {
+					k.stats.acquired++ // final already: counted under the lock
+				}
+				k.unlockDo(&fx)
+				if s.check {
+					if ok, err := k.checkLoan(ctx, s.loan); !ok {
+						if err != nil {
+							return Loan[T]{}, k.giveUp(err, start)
+						}
+						continue
+					}
+				}
+				if s.check || waited {
+					k.counted(start, s.loan, waited)
+				}
+				return s.loan, nil
+			case pool.Make:
+				w = k.attachLocked(ctx, start, st)
 				k.startDialLocked(w)
 				fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: ctx})
-			} else {
+			case pool.Wait:
+				w = k.attachLocked(ctx, start, st)
 				if front {
 					k.q.pushFront(w)
 				} else {
 					k.q.push(w)
 				}
+			case pool.Later:
+				k.mu.Unlock()
+				waited = true
+				if err := k.sleep(ctx, s.delay); err != nil {
+					k.countCanceled()
+					return Loan[T]{}, k.giveUp(err, start)
+				}
+				continue
+			default: // Shed, Closed
+				k.mu.Unlock()
+				return Loan[T]{}, s.err
 			}
-			k.unlockDo(&fx)
-			waited = true
-			l, again, err := k.await(ctx, w)
-			if !again {
-				return l, err
-			}
-			front = true
-			continue
-
-		case pool.Later:
-			k.unlock()
-			waited = true
-			if err := k.sleep(ctx, s.delay); err != nil {
-				k.countCanceled()
-				return Loan[T]{}, k.giveUp(err, start)
-			}
-			continue
-
-		default: // Shed, Closed
-			k.unlock()
-			return Loan[T]{}, s.err
 		}
+		k.unlockDo(&fx)
+		waited = true
+		l, again, err := k.await(ctx, w)
+		if !again {
+			return l, err
+		}
+		front = true
 	}
 }
 
@@ -206,36 +201,18 @@ func (k *Keeper[T]) enter(ctx context.Context) error {
 func (k *Keeper[T]) countCanceled() {
 	k.mu.Lock()
 	k.stats.canceled++
-	k.unlockMu()
+	k.mu.Unlock()
 }
 
 // counted records a successful acquire that began at start and ended with
 // the loan l: once, when it is final. waited says it found nothing ready.
 func (k *Keeper[T]) counted(start time.Time, l Loan[T], waited bool) {
-	k.acquired.Add(1)
+	k.tally.acquired.Add(1)
 	if waited {
-		k.empty.Add(1)
+		k.tally.empty.Add(1)
 	}
-	if w := l.at - k.ns(start); w > 0 {
-		k.waitNs.Add(w)
-	}
-}
-
-// due reports whether a resource idle for idle is checked before lending.
-func (k *Keeper[T]) due(idle time.Duration) bool {
-	return k.checkIdle < 0 || idle > k.checkIdle
-}
-
-// sleep waits d, or until ctx ends (its error then).
-func (k *Keeper[T]) sleep(ctx context.Context, d time.Duration) error {
-	ch := make(chan struct{})
-	t := k.clock.AfterFunc(d, func() { close(ch) })
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		t.Stop()
-		return ctx.Err()
+	if w := l.at.Sub(start); w > 0 {
+		k.tally.waitNs.Add(int64(w))
 	}
 }
 
@@ -244,13 +221,9 @@ func (k *Keeper[T]) sleep(ctx context.Context, d time.Duration) error {
 // ErrWouldWait, and, if there is room, starts a dial in the background whose
 // resource joins the pool (or goes to a waiter) when it is ready: a later
 // TryAcquire may find it. It returns ErrClosed after Close and a *ShedError
-// when the ward refuses.
+// when the ward refuses. While callers wait, the pool is asked for them
+// first: TryAcquire lends only what is left once they are served.
 func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
-	if k.laneOn && ctx.Err() == nil {
-		if l, ok := k.takeLane(); ok {
-			return l, nil
-		}
-	}
 	if err := k.enter(ctx); err != nil {
 		return Loan[T]{}, err
 	}
@@ -261,25 +234,27 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 		st = &rec
 	}
 	for {
-		k.lock()
-		now := k.clock.Now()
-		if k.q.live > 0 && !k.closed {
-			k.unlock()
-			return Loan[T]{}, ErrWouldWait
+		now := k.now()
+		var fx effects[T]
+		k.mu.Lock()
+		if k.q.live > 0 {
+			k.serveLocked(now, &fx)
+			if k.q.live > 0 {
+				k.unlockDo(&fx)
+				return Loan[T]{}, ErrWouldWait
+			}
 		}
 		s := k.decideLocked(now, st, false)
-		var fx effects[T]
 		switch s.kind {
 		case pool.Ready:
 			if k.minIdle > 0 {
 				k.topUpLocked(now, &fx)
 			}
-			checking := k.check != nil && k.due(s.idle)
-			if !checking {
+			if !s.check {
 				k.stats.acquired++ // final already: counted under the lock
 			}
 			k.unlockDo(&fx)
-			if checking {
+			if s.check {
 				if ok, err := k.checkLoan(ctx, s.loan); !ok {
 					if err != nil {
 						return Loan[T]{}, err
@@ -295,10 +270,10 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 			k.unlockDo(&fx)
 			return Loan[T]{}, ErrWouldWait
 		case pool.Wait, pool.Later:
-			k.unlock()
+			k.unlockDo(&fx)
 			return Loan[T]{}, ErrWouldWait
 		default: // Shed, Closed
-			k.unlock()
+			k.unlockDo(&fx)
 			return Loan[T]{}, s.err
 		}
 	}
@@ -326,15 +301,20 @@ func (k *Keeper[T]) AcquireFunc(ctx context.Context, f func(T) error) error {
 
 // AcquireAllIdle lends every idle resource at once, without Check, and
 // returns the loans (nil when none is idle): for a caller that wants to work
-// on each idle resource in turn, such as a keep-alive ping. It does not wait,
-// and lends nothing while callers are queued.
+// on each idle resource in turn, such as a keep-alive ping. It does not wait.
+// The callers waiting are served first: it lends only what is idle once
+// they are.
 func (k *Keeper[T]) AcquireAllIdle(ctx context.Context) []Loan[T] {
 	if ctx.Err() != nil {
 		return nil
 	}
 	var loans []Loan[T]
-	k.lock()
-	now := k.clock.Now()
+	var fx effects[T]
+	now := k.now()
+	k.mu.Lock()
+	if k.q.live > 0 {
+		k.serveLocked(now, &fx)
+	}
 	for k.q.live == 0 {
 		s := k.decideLocked(now, nil, true)
 		if s.kind != pool.Ready {
@@ -343,6 +323,6 @@ func (k *Keeper[T]) AcquireAllIdle(ctx context.Context) []Loan[T] {
 		loans = append(loans, s.loan)
 		k.stats.acquired++
 	}
-	k.unlock()
+	k.unlockDo(&fx)
 	return loans
 }

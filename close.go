@@ -10,8 +10,8 @@ import "context"
 // word of a failed resource is Loan.Reset.
 func (k *Keeper[T]) Reset() {
 	var fx effects[T]
-	k.lock() // folds the lane: what was parked is retired with the rest
-	now := k.clock.Now()
+	now := k.now()
+	k.mu.Lock()
 	if retired := k.p.Reset(now); !k.closed {
 		k.retireLocked(retired, CauseManual)
 	}
@@ -28,26 +28,29 @@ func (k *Keeper[T]) Reset() {
 // waits again.
 func (k *Keeper[T]) Close(ctx context.Context) error {
 	var fx effects[T]
-	k.lock() // folds the lane; unlock leaves it shut for good
-	first := !k.closed
-	if first {
+	now := k.now()
+	k.mu.Lock()
+	if !k.closed {
 		k.closeAllLocked(k.p.Close())
 		k.closed = true
-		now := k.clock.Now()
 		k.serveLocked(now, &fx) // every waiter gets ErrClosed
-		if k.timer != nil && k.timer.Stop() {
-			k.armed = false
+		if k.alarm.t != nil && k.alarm.t.Stop() {
+			k.alarm.armed = false
 		}
 		if k.cpuTimer != nil && k.cpuTimer.Stop() {
+			k.cpuTimer = nil
 			k.bg-- // the sampler will not run again
+		}
+		if k.sh != nil && k.sh.Budget != nil {
+			if k.sh.renew != nil {
+				k.sh.renew.Stop()
+			}
+			go k.leave() // once every slot is back: see leave
 		}
 		k.cancel()
 	}
 	k.drainedLocked()
 	k.unlockDo(&fx)
-	if first && k.cached != nil {
-		defer k.cached.release()
-	}
 	select {
 	case <-k.drained:
 		return nil

@@ -101,33 +101,27 @@ type Config[T comparable] struct {
 	// counting the pools of the process from 1, as HikariCP names its
 	// pools HikariPool-1.
 	Name string
-	// Clock is where the Keeper reads the time and sets its timer; nil means
-	// a cached monotonic clock, accurate to about a millisecond (see
-	// cachedClock in the source).
+	// Clock is where the Keeper reads the time and sets its timers; nil
+	// means the system's (time.Now, time.AfterFunc). The Keeper reads it
+	// once per call and runs no goroutine of its own for it.
 	Clock Clock
 	// Rand draws numbers in [0, 1) for the breaker, the backoff's jitter and
 	// LifeJitter; nil means math/rand/v2. It is called under the lock.
 	Rand func() float64
 	// CPU returns the host's CPU use in thousandths (0 to 1000). It is read
-	// when the Keeper is built and every 250 ms after, and only when
-	// Ward.Shedder is set; nil means a reader of the cgroup v2, cgroup v1 or
+	// when the Keeper is built and every 250 ms after while the pool is in
+	// use (a loan out or a caller waiting; an idle pool does not read it),
+	// and only when Ward.Shedder is set; nil means a reader of the cgroup v2, cgroup v1 or
 	// /proc/stat figures, which reads 0 (not hot) wherever they are missing
 	// or make no sense.
 	CPU func() int
 	// Recorder, when set, records every call the Keeper makes into its
 	// Pool, for a replay to check (see Recorder and Replay); Keeper.Recording
-	// writes it out. The lane's loans are recorded as the Relent calls that
-	// report them. NewKeeper fails, with ErrConfig, for a ward the recorder
-	// cannot rebuild (see Pool.Record). Nil records nothing, at no cost.
+	// writes it out. Every loan is a Take and every return a Give, so the
+	// recording holds each at its instant. NewKeeper fails, with ErrConfig,
+	// for a ward the recorder cannot rebuild (see Pool.Record). Nil records
+	// nothing, at no cost.
 	Recorder *pool.Recorder
-	// LockEveryLoan sends every loan through the lock and the Pool, shutting
-	// the lock-free lane (see the package documentation). The lane's loans
-	// reach the Pool as a count (Relent) when the resource next passes
-	// through the lock, so a recording holds each of them only as a count;
-	// with LockEveryLoan it holds every loan's Take and Give at their
-	// instants, at the cost of the lock twice a loan. With a shedder or a
-	// limiter in the ward every loan takes the lock whatever this says.
-	LockEveryLoan bool
 	// Shared holds the guards shared with other replicas through a store:
 	// a fleet-wide connection budget, a shared breaker and a shared rate on
 	// dials (see Shared).
@@ -179,7 +173,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	if err := p.Record(cfg.Recorder); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	k := &Keeper[T]{
+	set := settings[T]{
 		dial:        cfg.Dial,
 		close:       cfg.Close,
 		closers:     cfg.Closers,
@@ -193,68 +187,57 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		leakAfter:   cfg.LeakAfter,
 		onLeak:      cfg.OnLeak,
 		log:         cfg.Logger,
+		name:        cfg.Name,
 		clock:       cfg.Clock,
 		rand:        cfg.Rand,
 		cpuRead:     cfg.CPU,
 		needRoll:    cfg.Ward.Breaker != nil || cfg.Ward.Backoff != nil,
 		shedder:     cfg.Ward.Shedder != nil,
-		p:           p,
-		ceiling:     -1,
-		drained:     make(chan struct{}),
 	}
-	k.limits.Store(&l)
-	if k.checkIdle == 0 {
-		k.checkIdle = defaultCheckIdle
+	if set.checkIdle == 0 {
+		set.checkIdle = defaultCheckIdle
 	}
-	if k.dialTimeout == 0 {
-		k.dialTimeout = defaultDialTimeout
+	if set.dialTimeout == 0 {
+		set.dialTimeout = defaultDialTimeout
 	}
-	if k.closers == 0 {
-		k.closers = defaultClosers
+	if set.closers == 0 {
+		set.closers = defaultClosers
 	}
-	if k.log == nil {
-		k.log = slog.Default()
+	if set.log == nil {
+		set.log = slog.Default()
 	}
-	k.name = cfg.Name
-	if k.name == "" {
-		k.name = poolname.Default("wardpool", "")
+	if set.name == "" {
+		set.name = poolname.Default("wardpool", "")
 	}
-	if k.clock == nil {
-		k.cached = defaultClock
-		k.cached.acquire()
-		k.clock = k.cached
+	if set.clock == nil {
+		set.clock = systemClock{}
 	}
-	if k.rand == nil {
-		k.rand = rand.Float64
+	if set.rand == nil {
+		set.rand = rand.Float64
 	}
-	if k.shedder && k.cpuRead == nil {
-		k.cpuRead = newCPUReader().read
+	if set.shedder && set.cpuRead == nil {
+		set.cpuRead = newCPUReader().read
 	}
-	// The lane is set up only if the Pool lets it open at all: asked once,
-	// of the fresh pool; with a shedder or a limiter it never does.
-	k.initLane(!cfg.LockEveryLoan && p.Lane())
+	k := &Keeper[T]{
+		settings: set,
+		p:        p,
+		limits:   l,
+		ceiling:  -1,
+		quiet:    make(chan struct{}),
+		drained:  make(chan struct{}),
+	}
 	k.spare.New = func() any { return &waiter[T]{ch: make(chan grant[T], 1)} }
 	k.ctx, k.cancel = context.WithCancel(context.Background())
-	k.base = k.clock.Now()
 	k.startShared(cfg.Shared)
-	if k.cached != nil {
-		k.baseMono = int64(k.base.Sub(clockOrigin))
-	}
-
 	if k.shedder {
-		// A first reading now: the shedder and the lane see the CPU
-		// from the start (the built-in reader's first reading is its
-		// baseline, 0), not from the first tick.
+		// A first reading now: the shedder sees the CPU from the start
+		// (the built-in reader's first reading is its baseline, 0).
 		k.setCPU(k.safeCPU())
 	}
 	var fx effects[T]
+	now := k.now()
 	k.mu.Lock()
-	if k.shedder {
-		k.bg++ // the sampler; ended by Close
-		k.cpuTimer = k.clock.AfterFunc(cpuEvery, k.sampleCPU)
-	}
-	k.topUpLocked(k.base, &fx)
-	k.unlockMu()
-	k.do(&fx)
+	k.topUpLocked(now, &fx)
+	k.unlockDo(&fx)
 	return k, nil
 }

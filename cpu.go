@@ -12,23 +12,36 @@ import (
 const cpuEvery = 250 * time.Millisecond
 
 // sampleCPU is the CPU sampler's timer callback: read (outside the lock),
-// store, and set itself again until the Keeper closes.
+// store, and set itself again while the pool is in use. An idle pool (no
+// loan out, nobody waiting) stops it, and the next take starts it again
+// (wakeCPULocked): a shedder sheds only a pool that is full, so an idle
+// pool needs no reading, and nothing ticks while it sits idle.
 func (k *Keeper[T]) sampleCPU() {
 	v := k.safeCPU()
-	// Stored under the lock, where the pool is asked with it.
-	k.lock()
-	defer k.unlock()
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	k.setCPU(v)
-	if k.closed {
-		k.bg--
-		k.drainedLocked()
+	if k.closed || (k.p.Busy() == 0 && k.q.live == 0) {
+		k.cpuTimer = nil
+		k.bgDoneLocked()
 		return
 	}
 	k.cpuTimer.Reset(cpuEvery)
 }
 
+// wakeCPULocked starts the CPU sampler, with the ward's shedder, if it is
+// not running (at the first take, or the first after the pool sat idle).
+// Until its first reading, cpuEvery later, the last one stands.
+func (k *Keeper[T]) wakeCPULocked() {
+	if !k.shedder || k.cpuTimer != nil || k.closed {
+		return
+	}
+	k.bg++ // the sampler; ended by Close or by an idle pool
+	k.cpuTimer = k.clock.AfterFunc(cpuEvery, k.sampleCPU)
+}
+
 // setCPU stores a reading, held to 0..1000.
-func (k *Keeper[T]) setCPU(v int) { k.cpu.Store(int64(min(max(v, 0), 1000))) }
+func (k *Keeper[T]) setCPU(v int) { k.tally.cpu.Store(int64(min(max(v, 0), 1000))) }
 
 func (k *Keeper[T]) safeCPU() (v int) {
 	defer func() {

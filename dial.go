@@ -22,10 +22,10 @@ type dialJob[T comparable] struct {
 // startDialLocked counts a dial about to start, for a caller or, with a nil
 // w, in the background.
 func (k *Keeper[T]) startDialLocked(w *waiter[T]) {
-	k.dialing++
+	k.stats.dialing++
 	k.bg++
 	if w == nil {
-		k.warming++
+		k.stats.warming++
 	}
 }
 
@@ -47,11 +47,11 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 
 	var fx effects[T]
 	var unseen error
-	k.lock()
-	now := k.clock.Now()
-	k.dialing--
+	now := k.now()
+	k.mu.Lock()
+	k.stats.dialing--
 	if j.w == nil {
-		k.warming--
+		k.stats.warming--
 	}
 	owner := j.w != nil && j.w.attached && j.w.ticket == j.ticket
 	var zero T
@@ -76,7 +76,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		if k.closed {
 			err = ErrClosed // the dial was cancelled by Close
 		}
-		k.lastDial, k.lastDialAt = err, now
+		k.stats.lastDial, k.stats.lastDialAt = err, now
 		if owner {
 			k.grantLocked(j.w, grant[T]{err: err})
 		} else {
@@ -84,7 +84,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		}
 		k.serveLocked(now, &fx)
 		k.armRetryLocked(now)
-	case !k.p.MadeJitter(v, now, jitter):
+	case !k.p.Made(v, now, jitter):
 		// Closed while dialing.
 		k.closeLocked(v)
 		if owner {
@@ -95,10 +95,6 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		k.growLocked(seat)
 		e := k.ents[seat]
 		e.item = v
-		e.gen.Store(k.gen)
-		// Its birth for Life, as the pool counts it: made now, plus the
-		// jitter the pool was given.
-		e.born.Store(k.ns(now) + int64(jitter))
 		if owner {
 			w := j.w
 			l := k.lendLocked(seat, v, now, w.stack)
@@ -113,14 +109,11 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 			k.armIdleLocked(now)
 		}
 	}
+	k.bgDoneLocked()
 	k.unlockDo(&fx)
 	if unseen != nil {
 		k.log.Debug("wardpool: dial failed", "err", unseen)
 	}
-	k.mu.Lock()
-	k.bg--
-	k.drainedLocked()
-	k.unlockMu()
 }
 
 // growLocked makes room in ents for seat, and every seat below it.
@@ -135,8 +128,6 @@ func (k *Keeper[T]) growLocked(seat int32) {
 		}
 		k.ents = append(k.ents, e)
 	}
-	table := k.ents
-	k.table.Store(&table)
 }
 
 func (k *Keeper[T]) drawJitter() time.Duration {
@@ -159,8 +150,8 @@ func (k *Keeper[T]) safeDial(ctx context.Context) (v T, err error) {
 // topUpLocked starts background dials until idle and warming resources
 // reach MinIdle, as far as the pool lets it, at most warmDials at once.
 func (k *Keeper[T]) topUpLocked(now time.Time, fx *effects[T]) {
-	for k.p.Idle()+k.warming < k.minIdle && !k.closed {
-		if k.warming >= warmDials {
+	for k.p.Idle()+k.stats.warming < k.minIdle && !k.closed {
+		if k.stats.warming >= warmDials {
 			return // a dial that ends tops up again (armRetryLocked)
 		}
 		if !k.p.Reserve(now, k.roll(), k.cpuNow()) {
@@ -175,7 +166,7 @@ func (k *Keeper[T]) topUpLocked(now time.Time, fx *effects[T]) {
 // armRetryLocked sets the timer for when MinIdle can be topped up again,
 // if it is short.
 func (k *Keeper[T]) armRetryLocked(now time.Time) {
-	if k.p.Idle()+k.warming >= k.minIdle || k.closed {
+	if k.p.Idle()+k.stats.warming >= k.minIdle || k.closed {
 		return
 	}
 	at := now.Add(time.Second)

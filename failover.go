@@ -147,19 +147,22 @@ func (l Loan[T]) Reset(cause string, err error) bool {
 		return false
 	}
 	k := l.e.k
-	var fx effects[T]
-	k.lock()
-	if !k.endLocked(l, &fx) {
-		k.unlockDo(&fx)
+	if !l.e.loan.CompareAndSwap(l.gen, l.gen+1) {
+		k.tally.doubles.Add(1)
 		return false
 	}
-	now := k.clock.Now()
+	var fx effects[T]
+	now := k.now()
+	k.mu.Lock()
+	k.endedLocked(l.e, l.item, now, &fx)
 	retired, ok := k.p.ResetFor(l.item, now)
 	if ok {
 		cause = k.retireLocked(retired, cause)
 	}
-	k.giveEndedLocked(l.e, l.item, now, &fx) // of an old generation now: closed
-	k.topUpLocked(now, &fx)
+	if !k.p.Give(l.item, now) { // of an old generation now: retired
+		k.closeLocked(l.item)
+	}
+	k.settledLocked(now, &fx)
 	k.unlockDo(&fx)
 	if ok {
 		k.log.Warn("wardpool: reset: every resource made before is retired",
@@ -174,8 +177,6 @@ func (l Loan[T]) Reset(cause string, err error) bool {
 // it returns.
 func (k *Keeper[T]) retireLocked(retired []T, cause string) string {
 	k.closeAllLocked(retired)
-	k.gen++
-	k.laneGen.Store(k.gen)
 	return k.stats.resets.add(cause)
 }
 

@@ -19,40 +19,32 @@ import (
 //	            the one place a Taken becomes an action
 //	serve.go    handing resources to queued callers, Check
 //	loan.go     Loan: Release, Destroy, Hijack
-//	lane.go     the lock-free lane: executing the pool's Ready answers
 //	dial.go     dials, for callers and for MinIdle
-//	timer.go    the one timer: eviction, retries, the leak watch, the sweep
+//	timer.go    the one timer: eviction, retries, the leak watch
 //	stats.go    Stats and Loans
 //	close.go    Reset and Close
 //
+// One path: every loan, return, dial landing and timer run is one call into
+// the Pool under k.mu, and the Keeper carries out what the Pool answered.
 // The lock contract: every method whose name ends in Locked runs with k.mu
-// held and returns with it held; nothing that ends in Locked releases the
-// mutex. Every path that asks or changes the pool takes the mutex with lock
-// and lets it go with unlock (lane.go), which shut and reopen the lane; the
-// few that only count or queue may use k.mu directly.
+// held and returns with it held.
 
 // counters are the runtime's own figures, guarded by Keeper.mu.
 type counters struct {
-	acquired                      uint64 // acquires final under the lock
-	canceled                      uint64
-	checkFailures, leaks, doubles uint64
-	panics, dialTimeouts          uint64
-	closed                        uint64
-	resets                        resetBook
+	acquired             uint64 // acquires final under the lock
+	canceled             uint64
+	checkFailures, leaks uint64
+	panics, dialTimeouts uint64
+	closed               uint64
+	resets               resetBook
+	dialing, warming     int       // dials in flight; of them, for MinIdle (no caller waiting)
+	lastDial             error     // the last dial error, for Stats and errors
+	lastDialAt           time.Time // when it came
 }
 
-// Keeper is a resource pool ready to use: it holds a Pool behind one mutex,
-// dials and closes resources outside that mutex, queues callers in strict
-// arrival order when every resource is out, hands a returned resource straight
-// to the oldest waiter, and runs one timer for eviction, MinIdle and the leak
-// watch. Every decision (which resource to lend, whether it is fresh, whether
-// to dial, wait or refuse) is the Pool's. While nobody waits, a release and
-// the acquire after it may pass through a lock-free lane that carries out the
-// Pool's answer without the mutex (see lane.go).
-//
-// A Keeper is safe for concurrent use. Build one with NewKeeper and end it
-// with Close.
-type Keeper[T comparable] struct {
+// settings are the Keeper's Config, resolved once by NewKeeper and read
+// without the lock ever after.
+type settings[T comparable] struct {
 	dial        func(context.Context) (T, error)
 	close       func(T) error
 	closers     int
@@ -68,139 +60,82 @@ type Keeper[T comparable] struct {
 	log         *slog.Logger
 	name        string // Config.Name, resolved
 	clock       Clock
-	cached      *cachedClock // the default clock, when in use
 	rand        func() float64
 	cpuRead     func() int
-	base        time.Time     // the origin of the Keeper's nanoseconds (ns)
-	baseMono    int64         // base on the cached clock's scale, with the default clock
-	needRoll    bool          // the ward has a breaker or a backoff
-	shedder     bool          // the ward has a shedder
-	laneOn      bool          // the lane may be used (see lane.go)
-	sweep       time.Duration // how often the timer folds the lane; 0: never needed
-	sh          *sharedRun    // the shared guards, if any (keeper_shared.go)
+	needRoll    bool // the ward has a breaker or a backoff
+	shedder     bool // the ward has a shedder
+}
 
-	cpu    atomic.Int64       // latest CPU reading, thousandths
-	ctx    context.Context    // ends at Close: dials watch it
-	cancel context.CancelFunc // ends ctx
-	spare  sync.Pool          // recycled *waiter[T]
-
-	// Keep the mutex, written by every locked Acquire and Release, off the
-	// cache line of the fields above, which every caller reads without it.
-	_ [64]byte
-
-	// The lane (see lane.go), on lines of its own; while it is shut, the
-	// slot holds the head of the inbox of returns (inbox.go).
-	slot    atomic.Uint64
-	_       [56]byte
-	laneGen atomic.Uint32 // the pool's generation, as the lane reads it
-	// table is ents as the lane reads it, without the lock: replaced,
-	// never changed in place, when a seat is added.
-	table atomic.Pointer[[]*entry[T]]
-	// limits is the pool's limits, as the lane reads them without the
-	// lock: replaced, never changed in place, under mu (SetLimits).
-	limits atomic.Pointer[pool.Limits]
-
-	// Acquires and their total wait, counted once an acquire is final (its
-	// caller has the loan, checked): atomics, so that a waiter handed a
-	// resource counts itself without taking the lock again. The lane counts
-	// its own (see lane.go).
+// tally is what callers count without the lock once an acquire is final
+// (its caller has the loan, checked), so that a waiter handed a resource
+// counts itself without taking the lock again.
+type tally struct {
 	acquired atomic.Uint64
 	empty    atomic.Uint64 // of them, those that had to wait or dial
 	waitNs   atomic.Int64
 	checks   atomic.Uint64 // Config.Check calls
+	doubles  atomic.Uint64 // Release, Destroy or Hijack of an ended loan
+	cpu      atomic.Int64  // latest CPU reading, thousandths
+}
 
-	mu         sync.Mutex // guards every field below
-	p          *pool.Pool[T]
-	ents       []*entry[T] // by seat
-	q          waiters[T]
-	dialing    int // dials in flight
-	warming    int // of which for MinIdle (no caller waiting)
-	closed     bool
-	bg         int           // timer callbacks, dials and closers still running
-	drained    chan struct{} // closed once closed, nothing busy, no bg work
-	timer      Timer         // the one timer: eviction, retries, leaks, MinIdle
-	timerAt    time.Time     // when timer fires, if armed
-	armed      bool
-	retry      bool // waiters were held back by a Later: the timer serves them
-	cpuTimer   Timer
-	stats      counters
-	epoch      uint32    // bumped by every unlock: the empty slot's epoch
-	sweepArmed bool      // the timer will fold the lane: it may open
-	laneTakes  uint64    // loans the lane made, as counted at the last fold
-	relent     uint64    // of them, those reported to the pool (Relent)
-	closing    []T       // resources waiting to be closed, oldest first
-	gen        uint32    // Resets so far: the generation of what is made now
-	ceiling    int       // the ceiling last set on the pool (SetCeiling); -1: none
-	closerN    int       // closer goroutines running
-	closingNow int       // closes running now
-	lastDial   error     // the last dial error, for Stats and errors
-	lastDialAt time.Time // when it came
+// Keeper is a resource pool ready to use: it holds a Pool behind one mutex,
+// dials and closes resources outside that mutex, queues callers in strict
+// arrival order when every resource is out, hands a returned resource to
+// the oldest waiter, and runs one timer for eviction, MinIdle and the leak
+// watch. Every decision (which resource to lend, whether it is fresh,
+// whether to dial, wait or refuse) is the Pool's: every Acquire and every
+// Release is one call into it under the mutex.
+//
+// A Keeper is safe for concurrent use. Build one with NewKeeper and end it
+// with Close.
+type Keeper[T comparable] struct {
+	settings[T]
+	sh     *sharedRun         // the shared guards, if any (keeper_shared.go)
+	ctx    context.Context    // ends at Close: dials watch it
+	cancel context.CancelFunc // ends ctx
+	spare  sync.Pool          // recycled *waiter[T]
+	tally  tally
+
+	mu       sync.Mutex // guards every field below
+	p        *pool.Pool[T]
+	limits   pool.Limits // the pool's, as last set
+	ents     []*entry[T] // by seat
+	q        waiters[T]
+	closed   bool
+	bg       int           // timer callbacks, dials and closers still running
+	quiet    chan struct{} // closed once closed, nothing lent, no bg work
+	drained  chan struct{} // closed once quiet and the fleet left (Close waits for it)
+	alarm    alarm         // the one timer: eviction, retries, leaks, MinIdle
+	cpuTimer Timer         // the CPU sampler, while the pool is in use (cpu.go)
+	stats    counters
+	closing  closeq[T]
+	ceiling  int // the ceiling last set on the pool (SetCeiling); -1: none
 }
 
 // entry is the Keeper's record of one of the pool's seats, kept beside it.
-// Entries are allocated once per seat and never move, so a loan and the
-// lane can point at one.
-//
-// Its fields are ordered to pack: 64 bytes with a pointer-sized T, the
-// 64-byte size class (a Keeper's memory per resource is mostly this and
-// the Pool's seat). A Loan points at its entry, and the entry at its
-// Keeper: a Loan is small, and it is copied at every call.
+// Entries are allocated once per seat and never move, so a loan can point
+// at one. A Loan points at its entry, and the entry at its Keeper: a Loan
+// is small, and it is copied at every call.
 type entry[T comparable] struct {
 	k    *Keeper[T]
 	item T     // the resource in the seat; set under the lock when made
 	seat int32 // its index
-
-	gen  atomic.Uint32 // the pool's generation of the resource; set under the lock when made, read by the lane
-	loan atomic.Uint32 // the generation of the seat's current (or next) loan
-
-	// next is, in the inbox, the seat plus one of the return below it
-	// (inbox.go); 0 for none. Only seats that fit the slot's seat bits go
-	// to the inbox. It is written before the compare-and-swap that pushes
-	// the entry, and read after the swap that drains it.
-	next uint16
-
-	// relends is how many loans the lane made of this resource that the
-	// pool has not yet heard of (see Pool.Relent). Only the loan's holder
-	// touches it: the lane when it lends, the lock when the holder comes
-	// back through it.
-	relends int16
-
-	born atomic.Int64 // when it is born for Life, in ns (jitter included); set when made
-	at   atomic.Int64 // when the current loan began, in ns
-	// back is when its last loan ended, in ns: when it was parked in the
-	// slot, or pushed on the inbox. It is written before the compare-and-
-	// swap that parks or pushes it, and read after a load that saw it.
-	back atomic.Int64
-
-	lw *leakRec[T] // with LeakAfter only (leak.go); nil otherwise
+	// loan is the generation of the seat's current (or next) loan: a Loan
+	// ends by moving it on, so a second end of the same Loan finds it moved.
+	loan atomic.Uint32
+	lw   *leakRec[T] // with LeakAfter only (leak.go); nil otherwise
 }
 
 // Limits returns the pool's limits.
-func (k *Keeper[T]) Limits() pool.Limits { return *k.limits.Load() }
-
-// now reads the Keeper's clock; the default clock is called directly, which
-// lets the compiler inline it on the hot paths.
-func (k *Keeper[T]) now() time.Time {
-	if k.cached != nil {
-		return k.cached.Now()
-	}
-	return k.clock.Now()
+func (k *Keeper[T]) Limits() pool.Limits {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.limits
 }
 
-// ns is now on the Keeper's scale: nanoseconds since base.
-func (k *Keeper[T]) ns(now time.Time) int64 { return int64(now.Sub(k.base)) }
-
-// at is the instant of t nanoseconds on the Keeper's scale.
-func (k *Keeper[T]) at(t int64) time.Time { return k.base.Add(time.Duration(t)) }
-
-// nanos reads the Keeper's clock on its own scale; with the default clock
-// that is one load, no time.Time to build and subtract.
-func (k *Keeper[T]) nanos() int64 {
-	if k.cached != nil {
-		return k.cached.mono.Load() - k.baseMono
-	}
-	return k.ns(k.clock.Now())
-}
+// now reads the Keeper's clock: once per call, and that instant is handed
+// through to everything the call asks.
+func (k *Keeper[T]) now() time.Time { return k.clock.Now() }
 
 // roll draws for the ward, only when it has a guard that reads the draw.
 func (k *Keeper[T]) roll() float64 {
@@ -213,7 +148,7 @@ func (k *Keeper[T]) roll() float64 {
 // cpuNow is the latest CPU reading, only when the ward has a shedder.
 func (k *Keeper[T]) cpuNow() int {
 	if k.shedder {
-		return int(k.cpu.Load())
+		return int(k.tally.cpu.Load())
 	}
 	return 0
 }
@@ -228,9 +163,6 @@ type effects[T comparable] struct {
 	leaks []leakNote[T]
 }
 
-// pending reports whether fx has anything to do.
-func (fx *effects[T]) pending() bool { return fx.dials != nil || fx.leaks != nil }
-
 // do carries out fx, outside the lock.
 func (k *Keeper[T]) do(fx *effects[T]) {
 	for _, j := range fx.dials {
@@ -243,10 +175,21 @@ func (k *Keeper[T]) do(fx *effects[T]) {
 
 // unlockDo unlocks and carries out fx.
 func (k *Keeper[T]) unlockDo(fx *effects[T]) {
-	k.unlock()
-	if fx.pending() {
+	if k.sh != nil {
+		k.sharedLocked()
+	}
+	k.mu.Unlock()
+	if fx.dials != nil || fx.leaks != nil {
 		k.do(fx)
 	}
+}
+
+// closeq is the queue of resources waiting to be closed, oldest first, and
+// the closers working through it.
+type closeq[T comparable] struct {
+	queue   []T
+	workers int // closer goroutines running
+	running int // closes running now
 }
 
 // closeLocked queues v to be closed by a closer, starting one if fewer than
@@ -255,9 +198,10 @@ func (k *Keeper[T]) closeLocked(v T) {
 	if k.sh != nil {
 		k.slotGoneLocked()
 	}
-	k.closing = append(k.closing, v)
-	if k.closerN < k.closers && k.closerN < len(k.closing) {
-		k.closerN++
+	c := &k.closing
+	c.queue = append(c.queue, v)
+	if c.workers < k.closers && c.workers < len(c.queue) {
+		c.workers++
 		k.bg++
 		go k.closer()
 	}
@@ -272,26 +216,26 @@ func (k *Keeper[T]) closeAllLocked(vs []T) {
 
 // closer closes queued resources, oldest first, until none is left.
 func (k *Keeper[T]) closer() {
+	c := &k.closing
 	k.mu.Lock()
-	for len(k.closing) > 0 {
-		v := k.closing[0]
+	for len(c.queue) > 0 {
+		v := c.queue[0]
 		var zero T
-		k.closing[0] = zero
-		k.closing = k.closing[1:]
-		if len(k.closing) == 0 {
-			k.closing = nil // let the backing array go
+		c.queue[0] = zero
+		c.queue = c.queue[1:]
+		if len(c.queue) == 0 {
+			c.queue = nil // let the backing array go
 		}
-		k.closingNow++
-		k.unlockMu()
+		c.running++
+		k.mu.Unlock()
 		k.closeOne(v)
 		k.mu.Lock()
-		k.closingNow--
+		c.running--
 		k.stats.closed++
 	}
-	k.closerN--
-	k.bg--
-	k.drainedLocked()
-	k.unlockMu()
+	c.workers--
+	k.bgDoneLocked()
+	k.mu.Unlock()
 }
 
 // closeOne closes v, recovering from a panic in Config.Close.
@@ -309,30 +253,45 @@ func (k *Keeper[T]) closeOne(v T) {
 func (k *Keeper[T]) countPanic(what string, r any) {
 	k.mu.Lock()
 	k.stats.panics++
-	k.unlockMu()
+	k.mu.Unlock()
 	k.log.Error("wardpool: "+what+" panicked", "panic", r)
 }
 
-// drainedLocked closes drained once the Keeper is closed and nothing is out.
+// bgDoneLocked ends one piece of background work (k.bg) and tells a closed
+// Keeper when the last is done.
+func (k *Keeper[T]) bgDoneLocked() {
+	k.bg--
+	k.drainedLocked()
+}
+
+// drainedLocked closes quiet once the Keeper is closed and nothing is out;
+// without a fleet budget to leave, drained with it.
 func (k *Keeper[T]) drainedLocked() {
 	if !k.closed || k.p.Busy() > 0 || k.bg > 0 {
 		return
 	}
 	select {
-	case <-k.drained:
+	case <-k.quiet:
+		return
 	default:
+		close(k.quiet)
+	}
+	if k.sh == nil || k.sh.Budget == nil {
 		close(k.drained)
 	}
 }
 
 // settledLocked follows a resource's coming back to the pool (or its room
-// freed): waiters are served, MinIdle topped up, the timer set for the next
-// expiry, and a closed Keeper told when the last loan is home.
+// freed) at now: waiters are served, MinIdle topped up, the timer set for
+// the next expiry, and a closed Keeper told when the last loan is home.
 func (k *Keeper[T]) settledLocked(now time.Time, fx *effects[T]) {
 	if k.q.live > 0 {
 		k.serveLocked(now, fx)
 	}
-	if k.limits.Load().Life > 0 || (!k.armed && k.limits.Load().Keep > 0) {
+	if k.minIdle > 0 {
+		k.topUpLocked(now, fx)
+	}
+	if k.limits.Life > 0 || (!k.alarm.armed && k.limits.Keep > 0) {
 		k.armIdleLocked(now)
 	}
 	if k.closed {

@@ -142,8 +142,8 @@ func newTestKeeper(t testing.TB, d *dialer, cfg Config[*res]) (*Keeper[*res], *f
 func settled(k *Keeper[*res]) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.shedder && !k.closed {
-		return k.bg == 1 // the CPU sampler runs until Close
+	if k.cpuTimer != nil && !k.closed {
+		return k.bg == 1 // the CPU sampler runs while the pool is in use
 	}
 	return k.bg == 0
 }
@@ -154,7 +154,7 @@ func settled(k *Keeper[*res]) bool {
 func closesDone(k *Keeper[*res]) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return len(k.closing) == 0 && k.closerN == 0
+	return len(k.closing.queue) == 0 && k.closing.workers == 0
 }
 
 // closedSoon reports whether r is closed once k's closers have closed

@@ -37,24 +37,18 @@ func (k *Keeper[T]) SetLimits(l pool.Limits) error {
 		return bad("MinIdle is %d, more than Limits.Idle %d: the pool would close what it warmed", k.minIdle, l.Idle)
 	}
 	var fx effects[T]
-	k.lock() // folds the lane: nothing is lent past the new limits
+	now := k.now()
+	k.mu.Lock()
 	if k.closed {
-		k.unlock()
+		k.mu.Unlock()
 		return ErrClosed
 	}
-	now := k.clock.Now()
 	gone, err := k.p.SetLimits(l, now)
 	if err != nil {
-		k.unlock()
+		k.mu.Unlock()
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	k.limits.Store(&l)
-	if k.laneOn {
-		k.sweep = sweepFor(l, k.leakAfter)
-		if k.sweepArmed {
-			k.armLocked(now, now.Add(k.sweep)) // a shorter Keep or Life
-		}
-	}
+	k.limits = l
 	k.closeAllLocked(gone)
 	k.serveLocked(now, &fx)
 	k.topUpLocked(now, &fx)

@@ -15,14 +15,8 @@ import (
 // SetLimits on a running Keeper: the pool decides, the Keeper carries it out.
 
 func TestSetLimitsLowersSize(t *testing.T) {
-	for _, lock := range []bool{false, true} {
-		t.Run(map[bool]string{false: "lane", true: "lock"}[lock], func(t *testing.T) { testSetLimitsLowersSize(t, lock) })
-	}
-}
-
-func testSetLimitsLowersSize(t *testing.T, lock bool) {
 	d := &dialer{}
-	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 4, Idle: 4}, LockEveryLoan: lock})
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 4, Idle: 4}})
 	var ls []Loan[*res]
 	for range 4 {
 		ls = append(ls, mustAcquire(t, k))

@@ -246,7 +246,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 			return false
 		}
 		delete(m.pending, in.n)
-		kept := p.Made(in.id, now)
+		kept := p.Made(in.id, now, 0)
 		if pend.own && kept == pend.closed {
 			return false
 		}

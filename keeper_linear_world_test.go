@@ -289,7 +289,6 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 	if c.guards.shed {
 		cfg.CPU = func() int { return c.guards.cpu }
 	}
-	cfg.LockEveryLoan = !c.lane
 	if c.resetHook {
 		cfg.BeforeReuse, w.resetHook = w.resetFails, true
 	}
@@ -299,11 +298,6 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 	k, err := NewKeeper(cfg)
 	if err != nil {
 		t.Fatalf("NewKeeper(%s): %v", h.cfg, err)
-	}
-	// With a shedder or a limiter the Pool never lets the lane open, and
-	// the Keeper does not set it up.
-	if want := c.lane && c.guards.limit == nil && !c.guards.shed; k.laneOn != want {
-		t.Fatalf("%s: lane on is %v, want %v", h.cfg, k.laneOn, want)
 	}
 
 	w.k = k
@@ -390,9 +384,6 @@ func (w *linWorld) finish(t testing.TB, h *linHistory, closed bool) {
 	}
 	h.ops = w.rec.ops
 	h.samples = w.rec.samples
-	w.k.mu.Lock()
-	h.laneLoans = int(w.k.laneTakes) // what the lock-free lane lent, folded by Close
-	w.k.mu.Unlock()
 }
 
 // splitChecks turns each Acquire or TryAcquire whose Config.Check failed

@@ -2,12 +2,11 @@ package wardpool
 
 // Recording returns the recording of the Keeper's Config.Recorder as a
 // file (see Pool.Recording and the format in record.go), or nil without
-// one. It folds the lane first, so the loans it made so far are in the
-// recording (as Relent steps). It copies up to the Recorder's limit under
+// one. It copies up to the Recorder's limit under
 // the Keeper's lock; writing the bytes out is the caller's, outside it.
 // Safe for concurrent use.
 func (k *Keeper[T]) Recording() []byte {
-	k.lock()
-	defer k.unlock()
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	return k.p.Recording(nil)
 }

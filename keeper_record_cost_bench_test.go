@@ -9,24 +9,22 @@ import (
 )
 
 // BenchmarkRecordCost measures what recording costs an uncontended Acquire
-// and Release on a machine whose cores are shared: four warm Keepers of 10
-// (the lane and LockEveryLoan, each with recording off and on) take turns
+// and Release on a machine whose cores are shared: two warm Keepers of 10
+// (recording off and on) take turns
 // in chunks of 2000 pairs within one process, and each reports the fastest
 // chunk it ran, so a chunk another process interrupted counts for nothing.
-// One b.N is one round of four chunks; run it with -benchtime 400x. The
-// metrics are ns/op of each Keeper's fastest chunk and the ratios of
-// recording on to off: lane-ratio (goal at most 1.05) and locked-ratio
-// (goal at most 1.2). The B/op are the recorders' halves growing to their
+// One b.N is one round of two chunks; run it with -benchtime 400x. The
+// metrics are ns/op of each Keeper's fastest chunk and the ratio of
+// recording on to off (goal at most 1.2). The B/op are the recorders' halves growing to their
 // full size once, spread over the rounds: the steady state allocates
 // nothing (pool's TestRecordingAllocatesNothing).
 func BenchmarkRecordCost(b *testing.B) {
 	ctx := context.Background()
-	mk := func(locked, rec bool) *Keeper[*benchConn] {
+	mk := func(rec bool) *Keeper[*benchConn] {
 		cfg := Config[*benchConn]{
-			Limits:        pool.Limits{Size: 10, Idle: 10},
-			Dial:          func(context.Context) (*benchConn, error) { return &benchConn{1}, nil },
-			Close:         func(*benchConn) error { return nil },
-			LockEveryLoan: locked,
+			Limits: pool.Limits{Size: 10, Idle: 10},
+			Dial:   func(context.Context) (*benchConn, error) { return &benchConn{1}, nil },
+			Close:  func(*benchConn) error { return nil },
 		}
 		if rec {
 			cfg.Recorder = pool.NewRecorder(recordBenchLimit)
@@ -40,8 +38,8 @@ func BenchmarkRecordCost(b *testing.B) {
 		l.Release()
 		return k
 	}
-	ks := [4]*Keeper[*benchConn]{mk(false, false), mk(false, true), mk(true, false), mk(true, true)}
-	best := [4]float64{1e18, 1e18, 1e18, 1e18}
+	ks := [2]*Keeper[*benchConn]{mk(false), mk(true)}
+	best := [2]float64{1e18, 1e18}
 	const chunk = 2000
 	b.ReportAllocs()
 	for b.Loop() {
@@ -57,10 +55,7 @@ func BenchmarkRecordCost(b *testing.B) {
 			best[i] = min(best[i], float64(time.Since(start).Nanoseconds())/chunk)
 		}
 	}
-	b.ReportMetric(best[0], "lane-off-ns")
-	b.ReportMetric(best[1], "lane-on-ns")
-	b.ReportMetric(best[2], "locked-off-ns")
-	b.ReportMetric(best[3], "locked-on-ns")
-	b.ReportMetric(best[1]/best[0], "lane-ratio")
-	b.ReportMetric(best[3]/best[2], "locked-ratio")
+	b.ReportMetric(best[0], "off-ns")
+	b.ReportMetric(best[1], "on-ns")
+	b.ReportMetric(best[1]/best[0], "ratio")
 }

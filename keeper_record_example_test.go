@@ -93,7 +93,7 @@ func ExamplePool_Record() {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := &session{id: 1}
 	p.Take(t0, 0, 0)
-	p.Made(s, t0)
+	p.Made(s, t0, 0)
 	p.Give(s, t0.Add(time.Second))
 	p.Take(t0.Add(2*time.Minute), 0, 0) // idle past Keep: Stale
 

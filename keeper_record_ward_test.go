@@ -182,6 +182,7 @@ func TestKeeperRecordingFleetMember(t *testing.T) {
 	// The recorded member's store traffic goes through a Tape too.
 	tape := shared.NewTape(store, 0)
 	keepers := make([]*Keeper[*res], 3)
+	clocks := make([]*fakeClock, 3)
 	for i := range keepers {
 		link := shared.Link{Store: store, Timeout: 50 * time.Millisecond}
 		if i == 0 {
@@ -194,6 +195,7 @@ func TestKeeperRecordingFleetMember(t *testing.T) {
 			return nil
 		}}
 		c := newFakeClock()
+		clocks[i] = c
 		cfg := Config[*res]{
 			Limits: pool.Limits{Size: 3},
 			Clock:  c,
@@ -211,6 +213,25 @@ func TestKeeperRecordingFleetMember(t *testing.T) {
 		}
 		keepers[i], _ = newTestKeeper(t, d, cfg)
 	}
+	// Every timer of a member, the budget's retries among them, runs on its
+	// fake clock: move the clocks a millisecond at a time while the callers
+	// run, so that a spent budget is asked again.
+	stop := make(chan struct{})
+	moved := make(chan struct{})
+	go func() {
+		defer close(moved)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, c := range clocks {
+				c.Advance(time.Millisecond)
+			}
+			runtime.Gosched()
+		}
+	}()
 	var wg sync.WaitGroup
 	for g := range 9 {
 		k := keepers[g%3]
@@ -230,6 +251,8 @@ func TestKeeperRecordingFleetMember(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	close(stop)
+	<-moved
 	k := keepers[0]
 	rc, err := pool.ReadRecording(k.Recording())
 	if err != nil {

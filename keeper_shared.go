@@ -99,7 +99,8 @@ type sharedRun struct {
 	// and those the budget says this replica owes. The pool's ceiling is
 	// leased - transit - owe.
 	leased, transit, owe int
-	leasing              bool // the leaser is running
+	leasing              bool  // the leaser is running
+	renew                Timer // the budget's next renewal
 }
 
 // ceilingLocked sets the pool's ceiling from the slots held.
@@ -132,11 +133,11 @@ func (k *Keeper[T]) slotBack() {
 	sh.leased--
 	sh.transit--
 	k.ceilingLocked() // unchanged: both fell by one
-	k.unlockMu()
+	k.mu.Unlock()
 }
 
 // sharedLocked starts the leaser when callers wait at the ceiling, or
-// MinIdle is short because of it. Called by unlock.
+// MinIdle is short because of it. Called by unlockDo.
 func (k *Keeper[T]) sharedLocked() {
 	sh := k.sh
 	if sh.Budget == nil || sh.leasing || k.closed || !k.wantSlotLocked() {
@@ -151,11 +152,11 @@ func (k *Keeper[T]) sharedLocked() {
 // someone: callers wait, or MinIdle is short, and the ceiling (not Size) is
 // what holds the pool back.
 func (k *Keeper[T]) wantSlotLocked() bool {
-	if k.q.live == 0 && k.p.Idle()+k.warming >= k.minIdle {
+	if k.q.live == 0 && k.p.Idle()+k.stats.warming >= k.minIdle {
 		return false
 	}
 	c := k.ceiling
-	return c >= 0 && k.p.Live() >= c && (k.limits.Load().Size == 0 || c < k.limits.Load().Size) && k.sh.owe == 0
+	return c >= 0 && k.p.Live() >= c && (k.limits.Size == 0 || c < k.limits.Size) && k.sh.owe == 0
 }
 
 // leaser leases slots one at a time while they are wanted, raising the
@@ -165,37 +166,34 @@ func (k *Keeper[T]) leaser() {
 	defer func() {
 		k.mu.Lock()
 		sh.leasing = false
-		k.bg--
-		k.drainedLocked()
-		k.unlockMu()
+		k.bgDoneLocked()
+		k.mu.Unlock()
 	}()
 	for {
 		k.mu.Lock()
 		want := !k.closed && k.wantSlotLocked()
-		k.unlockMu()
+		k.mu.Unlock()
 		if !want {
 			return
 		}
 		if ok, _ := sh.Budget.Lease(k.ctx); !ok {
 			sh.budgetWaits.Add(1)
-			select {
-			case <-k.ctx.Done():
+			if k.sleep(k.ctx, sh.RetryEvery) != nil {
 				return
-			case <-time.After(sh.RetryEvery):
 			}
 			continue
 		}
 		var fx effects[T]
-		k.lock()
+		now := k.now()
+		k.mu.Lock()
 		if k.closed {
 			// Closed while the lease was asked: the slot goes straight back.
-			k.unlock()
+			k.mu.Unlock()
 			_ = sh.Budget.Return(context.Background())
 			return
 		}
 		sh.leased++
 		k.ceilingLocked()
-		now := k.clock.Now()
 		k.serveLocked(now, &fx)
 		k.topUpLocked(now, &fx)
 		k.unlockDo(&fx)
@@ -217,7 +215,7 @@ func (k *Keeper[T]) startShared(s Shared) {
 	dial, closeFn := k.dial, k.close
 	k.dial = func(ctx context.Context) (v T, err error) {
 		if sh.Dials != nil {
-			if ok, _ := sh.Dials.Take(ctx, k.clock.Now()); !ok {
+			if ok, _ := sh.Dials.Take(ctx, k.now()); !ok {
 				sh.rateRefused.Add(1)
 				return v, ErrSharedRate
 			}
@@ -225,7 +223,7 @@ func (k *Keeper[T]) startShared(s Shared) {
 		var call shared.Call
 		if sh.Breaker != nil {
 			var ok bool
-			call, ok, _ = sh.Breaker.Allow(ctx, k.clock.Now())
+			call, ok, _ = sh.Breaker.Allow(ctx, k.now())
 			if !ok {
 				sh.refused.Add(1)
 				return v, ErrSharedOpen
@@ -242,7 +240,7 @@ func (k *Keeper[T]) startShared(s Shared) {
 			// The dial failed or panicked: the breaker hears of it. (A
 			// budget's slot stays leased: the pool's reservation is given
 			// back with Unmade, and the next dial uses it.)
-			_ = call.Fail(context.WithoutCancel(ctx), k.clock.Now())
+			_ = call.Fail(context.WithoutCancel(ctx), k.now())
 		}()
 		v, err = dial(ctx)
 		dialed = true
@@ -255,8 +253,7 @@ func (k *Keeper[T]) startShared(s Shared) {
 			return closeFn(v)
 		}
 		k.setCeilingLocked(0) // nothing leased yet
-		k.bg++                // the renewer; ended by Close
-		go k.renewer()
+		go k.renew()          // the first renewal, at once; it arms the next
 	}
 }
 
@@ -264,65 +261,66 @@ func (k *Keeper[T]) startShared(s Shared) {
 // so that it learns within that long that another replica waits.
 const borrowerRenew = 100 * time.Millisecond
 
-// renewer renews the budget every RenewEvery (every borrowerRenew while it
-// holds more than its share), gives back what it owes, and leaves the fleet
-// at Close.
-func (k *Keeper[T]) renewer() {
-	sh := k.sh
-	every := sh.Budget.RenewEvery()
-	tick := time.NewTicker(min(every, borrowerRenew))
-	defer tick.Stop()
-	_ = sh.Budget.Renew(k.ctx)
-	last := time.Now()
-	for {
-		select {
-		case <-k.ctx.Done():
-			k.leave()
-			return
-		case <-tick.C:
-			// A borrower renews often, to hear soon that others ask.
-			if st := sh.Budget.Stats(); time.Since(last) < every && st.Held <= st.Share {
-				continue
-			}
-			_ = sh.Budget.Renew(k.ctx)
-			last = time.Now()
-			k.giveBack()
-		}
+// leaveWait is the longest Close's leaving the fleet waits for the slots of
+// the resources it closes to come back.
+const leaveWait = time.Second
+
+// renewLater arms the renewal on the Keeper's clock: every RenewEvery, or
+// every borrowerRenew while the replica holds more than its share. It is
+// a timer armed for something due (the lease would lapse without it), not
+// a tick: it stops at Close.
+// renew renews the budget (a store round trip, on the timer's goroutine),
+// gives back what it owes, and arms the next renewal on the Keeper's clock:
+// in RenewEvery, or in borrowerRenew while the replica holds more than its
+// share. It is a timer armed for something due (the lease would lapse
+// without it), not a tick, and Close stops it.
+func (k *Keeper[T]) renew() {
+	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		return
 	}
+	k.bg++
+	k.mu.Unlock()
+	_ = k.sh.Budget.Renew(k.ctx)
+	k.giveBack()
+	every := k.sh.Budget.RenewEvery()
+	if st := k.sh.Budget.Stats(); st.Held > st.Share {
+		every = min(every, borrowerRenew)
+	}
+	k.mu.Lock()
+	if !k.closed {
+		k.sh.renew = k.clock.AfterFunc(every, k.renew)
+	}
+	k.bgDoneLocked()
+	k.mu.Unlock()
 }
 
 // giveBack lowers the ceiling by what the budget says is owed: the pool
 // retires idle resources over it now, and busy ones as they come back.
 func (k *Keeper[T]) giveBack() {
 	owed := k.sh.Budget.Owed()
-	var fx effects[T]
-	k.lock()
+	k.mu.Lock()
 	// What is on its way back already pays part of the debt; each resource
 	// Trim retires pays one more (slotGoneLocked).
 	k.sh.owe = max(owed-k.sh.transit, 0)
 	k.ceilingLocked()
-	k.unlockDo(&fx)
+	k.mu.Unlock()
 }
 
-// leave waits (up to a second) for the closes Close started to give their
-// slots back, then leaves the fleet, and ends the renewer.
+// leave leaves the fleet once the Keeper is quiet (closed, every loan home,
+// every close done, so every slot given back), or after leaveWait on the
+// Keeper's clock if it is not by then, and then lets Close return.
 func (k *Keeper[T]) leave() {
-	// A lease in flight when Close came would join the fleet again after
-	// the Leave: wait for the leaser to end too.
-	for range 100 {
-		k.mu.Lock()
-		leasing := k.sh.leasing
-		k.unlockMu()
-		if !leasing && k.sh.Budget.Held() == 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	gone := make(chan struct{})
+	t := k.clock.AfterFunc(leaveWait, func() { close(gone) })
+	select {
+	case <-k.quiet:
+		t.Stop()
+	case <-gone:
 	}
 	_ = k.sh.Budget.Leave(context.Background())
-	k.mu.Lock()
-	k.bg--
-	k.drainedLocked()
-	k.unlockMu()
+	close(k.drained)
 }
 
 // SharedStats returns the Keeper's view of its shared guards; the zero
@@ -360,5 +358,5 @@ func (k *Keeper[T]) budgetStoreLocked(e *AcquireError) {
 // closes the idle resources the pool retires above it.
 func (k *Keeper[T]) setCeilingLocked(n int) {
 	k.ceiling = max(n, -1)
-	k.closeAllLocked(k.p.SetCeiling(n, k.clock.Now()))
+	k.closeAllLocked(k.p.SetCeiling(n, k.now()))
 }

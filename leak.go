@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -81,17 +80,16 @@ func ours(f runtime.Frame) bool {
 		!strings.HasSuffix(f.File, "_test.go")
 }
 
-// leakRec is what the leak watch keeps of a resource: the current loan's
-// Acquire stack, and its watch word, which says whether a loan is out,
-// since when, and whether it was reported. The lender writes the stack
-// before it stores the word; the watch reads the stack only after claiming
-// the report on the word. It is allocated with the resource's entry, and
-// only when the watch is on.
+// leakRec is what the leak watch keeps of a resource, guarded by
+// Keeper.mu: the current loan's Acquire stack and start, whether the watch
+// reported it, and where the reports of its loans stand. It is allocated
+// with the resource's entry, and only when the watch is on.
 type leakRec[T comparable] struct {
-	stack stack
-	watch atomic.Int64
-	told  atomic.Uint32               // where the reports of its loans stand (toldNone…)
-	ret   atomic.Pointer[leakNote[T]] // a return's report waiting for its leak's (toldReturned)
+	stack    stack
+	at       time.Time    // when the current loan began
+	reported bool         // the watch reported the current loan
+	told     uint8        // toldNone, toldClaimed or toldMade
+	ret      *leakNote[T] // a return's report waiting for its leak's (toldClaimed)
 }
 
 // leakNote is a leak report not yet made: the stack is still raw.
@@ -102,66 +100,49 @@ type leakNote[T comparable] struct {
 }
 
 // The order of a loan's two reports. The watch claims a report under the
-// lock and makes it after letting go; the loan's holder may end it outside
-// the lock in between, and its return must not be reported first. An
-// entry's told says where its reports stand:
+// lock and makes it after letting go; the loan's holder may end it in
+// between, and its return must not be reported first. A record's told
+// says where its reports stand:
 const (
-	toldNone     = iota // no report of the entry's in flight
-	toldClaimed         // the watch claimed a report, not yet made
-	toldMade            // made; the loan's return may be reported at once
-	toldReturned        // the loan ended before the report was made: the return's note waits in entry.ret for the watch to make it next
+	toldNone    = iota // no report of the record's in flight
+	toldClaimed        // the watch claimed a report, not yet made: a return's report waits in ret
+	toldMade           // made; the loan's return may be reported at once
 )
 
-// The watch word of an entry (leakRec.watch), with the leak watch on:
-// zero, or watchOut with the low 16 bits of the loan's generation, the
-// loan's start in microseconds since the Keeper's base (modulo 2^45), and
-// watchReported once the watch has reported the loan. DESIGN.md ("The leak
-// watch") says how a report and a loan's end never cross.
-const (
-	watchOut      = 1 << 62
-	watchReported = 1 << 61
-	watchGenShift = 45
-	watchGenMask  = 1<<16 - 1
-	watchUsMask   = 1<<watchGenShift - 1
-)
-
-// lentWatch starts the watch of a loan of e, of generation gen, that began
-// at t (ns); the loan's stack is in the record already.
-func (e *entry[T]) lentWatch(t int64, gen uint32) {
-	e.lw.watch.Store(watchOut | int64(gen&watchGenMask)<<watchGenShift | max(t, 0)/1000&watchUsMask)
+// lent starts the watch of a loan begun at now by the caller whose stack is
+// st (nil: none recorded).
+func (r *leakRec[T]) lent(st *stack, now time.Time) {
+	r.stack.n = 0
+	if st != nil {
+		r.stack.n = copy(r.stack.pcs[:], st.pcs[:st.n])
+	}
+	r.at, r.reported = now, false
 }
 
-// watching reports whether w is the word of e's current loan.
-func (e *entry[T]) watching(w int64) bool {
-	return w&watchOut != 0 && uint32(w>>watchGenShift)&watchGenMask == e.loan.Load()&watchGenMask
-}
-
-// watchHeld is how long the loan of word w has been out at t (ns), to the
-// microsecond.
-func watchHeld(w, t int64) time.Duration {
-	return time.Duration((max(t, 0)/1000-w)&watchUsMask) * time.Microsecond
-}
-
-// endWatch ends the watch of e's loan, which the caller has just ended, and
-// reports back a note of its return when the watch had reported it; with
-// the watch off it does nothing.
-func (k *Keeper[T]) endWatch(e *entry[T], item T) (leakNote[T], bool) {
-	if e.lw == nil {
+// endWatchLocked ends the watch of e's loan, which has just ended at now,
+// and returns a note of its return to report after unlocking, when the
+// watch had reported the loan and that report is made; when the report is
+// still being made, the note waits for it (see report).
+func (k *Keeper[T]) endWatchLocked(e *entry[T], item T, now time.Time) (leakNote[T], bool) {
+	r := e.lw
+	if r == nil || !r.reported {
 		return leakNote[T]{}, false
 	}
-	w := e.lw.watch.Swap(0)
-	if w&watchReported == 0 {
+	r.reported = false
+	n := k.leakNote(e, item, now, true)
+	if r.told == toldClaimed {
+		r.ret = &n
 		return leakNote[T]{}, false
 	}
-	return k.leakNote(e, item, w, k.clock.Now(), true), true
+	r.told = toldNone
+	return n, true
 }
 
-// leakNote builds a report of the loan of item in e whose watch word is w.
-// The caller owns the stack record: it ended the loan, or claimed the
-// report. The stack is copied (the record is reused by the next loan) and
-// formatted by report, outside the lock.
-func (k *Keeper[T]) leakNote(e *entry[T], item T, w int64, now time.Time, returned bool) leakNote[T] {
-	n := leakNote[T]{Leak: Leak[T]{Item: item, Held: watchHeld(w, k.ns(now)), Returned: returned}, e: e}
+// leakNote builds a report of the current loan of item in e at now. The
+// stack is copied (the record is reused by the next loan) and formatted by
+// report, outside the lock.
+func (k *Keeper[T]) leakNote(e *entry[T], item T, now time.Time, returned bool) leakNote[T] {
+	n := leakNote[T]{Leak: Leak[T]{Item: item, Held: now.Sub(e.lw.at), Returned: returned}, e: e}
 	if e.lw.stack.n > 0 {
 		n.pcs = append([]uintptr(nil), e.lw.stack.pcs[:e.lw.stack.n]...)
 	}
@@ -170,10 +151,9 @@ func (k *Keeper[T]) leakNote(e *entry[T], item T, w int64, now time.Time, return
 
 // leakedLocked counts the loans out now for LeakAfter or longer.
 func (k *Keeper[T]) leakedLocked(now time.Time) int {
-	t, n := k.ns(now), 0
+	n := 0
 	for _, l := range k.p.Loans(now) {
-		e := k.ents[k.p.SeatOf(l.Item)]
-		if w := e.lw.watch.Load(); e.watching(w) && watchHeld(w, t) >= k.leakAfter {
+		if l.Held >= k.leakAfter {
 			n++
 		}
 	}
@@ -181,84 +161,57 @@ func (k *Keeper[T]) leakedLocked(now time.Time) int {
 }
 
 // watchLocked reports every loan held past LeakAfter and not yet reported,
-// and sets the timer for the next loan that will be.
+// and sets the timer for the next loan that will be. How long each loan has
+// been out is the Pool's answer (Pool.Loans).
 func (k *Keeper[T]) watchLocked(now time.Time, fx *effects[T]) {
-	limit := int64(k.leakAfter)
-	t := k.ns(now)
-	next, found := int64(0), false
-	// The pool's loans include the lane's, which it has not heard of; the
-	// resources that were parked or in the inbox lock gave it before this.
-	for _, l := range k.p.Loans(now) {
-		e := k.ents[k.p.SeatOf(l.Item)]
-		w := e.lw.watch.Load()
-		if !e.watching(w) {
-			// Lent by the lane an instant ago, its word not yet stored, or
-			// on its way back: look again when a loan begun now would be
-			// due.
-			if at := t + limit; !found || at < next {
-				next, found = at, true
-			}
-			continue
-		}
-		if w&watchReported != 0 {
-			continue
-		}
-		held := int64(watchHeld(w, t))
-		if held >= limit {
-			if !e.lw.told.CompareAndSwap(toldNone, toldClaimed) {
-				// The reports of the resource's last loan are still
-				// being made: look again a little later.
-				if at := t + min(limit, int64(time.Second)); !found || at < next {
-					next, found = at, true
-				}
-				continue
-			}
-			if !e.lw.watch.CompareAndSwap(w, w|watchReported) {
-				e.lw.told.Store(toldNone)
-				continue // the loan ended this instant, outside the lock
-			}
-			k.stats.leaks++
-			fx.leaks = append(fx.leaks, k.leakNote(e, l.Item, w, now, false))
-			continue
-		}
-		if at := t + limit - held; !found || at < next {
+	next, found := time.Time{}, false
+	due := func(at time.Time) {
+		if !found || at.Before(next) {
 			next, found = at, true
 		}
 	}
+	for _, l := range k.p.Loans(now) {
+		e := k.ents[k.p.SeatOf(l.Item)]
+		r := e.lw
+		switch {
+		case r.reported:
+		case l.Held < k.leakAfter:
+			due(now.Add(k.leakAfter - l.Held))
+		case r.told != toldNone:
+			// The reports of the resource's last loan are still being
+			// made: look again a little later.
+			due(now.Add(min(k.leakAfter, time.Second)))
+		default:
+			r.reported, r.told = true, toldClaimed
+			k.stats.leaks++
+			fx.leaks = append(fx.leaks, k.leakNote(e, l.Item, now, false))
+		}
+	}
 	if found {
-		k.armLocked(now, k.base.Add(time.Duration(next)))
+		k.armLocked(now, next)
 	}
 }
 
 // report makes the report n, a loan's leak or its return, keeping the order
 // of the two (see toldClaimed). Never under the lock.
 func (k *Keeper[T]) report(n leakNote[T]) {
-	e := n.e
-	if !n.Returned {
+	if n.Returned {
 		k.tell(n)
-		if !e.lw.told.CompareAndSwap(toldClaimed, toldMade) {
-			// toldReturned: the loan came back while this was made.
-			r := e.lw.ret.Swap(nil)
-			k.tell(*r)
-			e.lw.told.Store(toldNone)
-		}
 		return
 	}
-	for {
-		switch e.lw.told.Load() {
-		case toldMade:
-			k.tell(n)
-			e.lw.told.Store(toldNone)
-			return
-		case toldClaimed:
-			e.lw.ret.Store(&n)
-			if e.lw.told.CompareAndSwap(toldClaimed, toldReturned) {
-				return // the watch makes it, after the leak's
-			}
-			e.lw.ret.Store(nil) // made meanwhile: make it here
-		default:
-			panic("wardpool: a return reported with no leak report in flight: a bug in the leak watch")
-		}
+	k.tell(n)
+	r := n.e.lw
+	k.mu.Lock()
+	ret := r.ret
+	r.ret = nil
+	if ret != nil {
+		r.told = toldNone // the loan came back while this was made
+	} else {
+		r.told = toldMade
+	}
+	k.mu.Unlock()
+	if ret != nil {
+		k.tell(*ret)
 	}
 }
 

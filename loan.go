@@ -22,7 +22,7 @@ type Loan[T comparable] struct {
 	e    *entry[T] // the seat's record; nil: no loan
 	item T
 	gen  uint32
-	at   int64 // when lent, ns since k.base
+	at   time.Time // when lent, on the Keeper's clock
 }
 
 // Value returns the resource lent.
@@ -33,8 +33,7 @@ func (l Loan[T]) Held() time.Duration {
 	if l.e == nil {
 		return 0
 	}
-	k := l.e.k
-	return k.clock.Now().Sub(k.base) - time.Duration(l.at)
+	return l.e.k.now().Sub(l.at)
 }
 
 // Valid reports whether the loan is still out: not yet released, destroyed
@@ -60,71 +59,49 @@ func (l Loan[T]) Release() {
 	k.release(l)
 }
 
-// release is Release: the loan ends without the mutex, and the resource
-// goes back through the lane (parked in the slot), the mutex or the inbox
-// (inbox.go). A loan that had ended already is counted as a double release.
+// release is Release, by one route: the loan ends, BeforeReuse runs (outside
+// the lock), and the pool is given the resource back under the lock, which
+// serves the waiters with it as the pool answers. A loan that had ended
+// already is counted as a double release.
 func (k *Keeper[T]) release(l Loan[T]) {
 	e := l.e
 	if !e.loan.CompareAndSwap(l.gen, l.gen+1) {
-		k.mu.Lock()
-		k.stats.doubles++
-		k.unlockMu()
+		k.tally.doubles.Add(1)
 		return
 	}
 	if k.reuse != nil {
 		if err := k.safeReuse(l.item); err != nil {
-			k.ended(e, l.item)
-			k.destroyEnded(e, l.item)
+			var fx effects[T]
+			now := k.now()
+			k.mu.Lock()
+			k.endedLocked(e, l.item, now, &fx)
+			k.dropLocked(e, l.item, true, now, &fx)
+			k.unlockDo(&fx)
 			return
 		}
 	}
-	// Parked, the resource keeps the watch word its loan left (tryPark).
-	if k.laneOn && k.tryPark(e, k.slot.Load()) {
-		return
+	now := k.now()
+	var fx effects[T]
+	k.mu.Lock()
+	k.endedLocked(e, l.item, now, &fx)
+	if !k.p.Give(l.item, now) {
+		k.closeLocked(l.item) // made before a Reset, past the Idle ceiling, or closed
 	}
-	k.ended(e, l.item)
-	k.giveEnded(e, l.item)
+	k.settledLocked(now, &fx)
+	k.unlockDo(&fx)
 }
 
-// ended is the leak watch's part of a loan of item, in e, that its holder
-// has just ended outside the lock: the watch forgets the loan, and a loan it
-// had reported as a leak is reported again, as returned, on the releaser's
-// goroutine, before the resource goes back.
-func (k *Keeper[T]) ended(e *entry[T], item T) {
+// endedLocked is the leak watch's part of a loan of item, in e, that has
+// just ended: the watch forgets the loan, and a loan it had reported as a
+// leak is reported again, as returned, once the lock is let go (never
+// before its leak's report).
+func (k *Keeper[T]) endedLocked(e *entry[T], item T, now time.Time, fx *effects[T]) {
 	if e.lw == nil {
 		return // the leak watch is off
 	}
-	if n, ok := k.endWatch(e, item); ok {
-		k.report(n)
+	if n, ok := k.endWatchLocked(e, item, now); ok {
+		fx.leaks = append(fx.leaks, n)
 	}
-}
-
-// giveEndedLocked gives back item, in e's seat, whose loan has ended, at now:
-// to the oldest waiter, to idle, or to be closed, as the pool answers (made
-// before a Reset, past the Idle ceiling, or the Keeper closed).
-func (k *Keeper[T]) giveEndedLocked(e *entry[T], item T, now time.Time, fx *effects[T]) {
-	k.giveBackLocked(e, item, now)
-	k.armSweepLocked(now)
-	k.settledLocked(now, fx)
-}
-
-// giveBackLocked gives the pool item, in e's seat, back at the instant at,
-// after the loans the lane made of it (Relent), and closes it when the pool
-// retires it (made before a Reset, past the Idle ceiling, or the Keeper
-// closed). Every way back ends here: the mutex, the inbox and the slot.
-func (k *Keeper[T]) giveBackLocked(e *entry[T], item T, at time.Time) {
-	k.relentLocked(e, item)
-	if !k.p.Give(item, at) {
-		k.closeLocked(item)
-	}
-}
-
-// destroyEnded drops and closes the resource of a loan ended already.
-func (k *Keeper[T]) destroyEnded(e *entry[T], item T) {
-	var fx effects[T]
-	k.lock()
-	k.dropLocked(e, item, true, &fx)
-	k.unlockDo(&fx)
 }
 
 // Destroy ends the loan of a broken resource: it is taken off the books and
@@ -135,11 +112,15 @@ func (l Loan[T]) Destroy() {
 		return
 	}
 	k := l.e.k
-	var fx effects[T]
-	k.lock()
-	if k.endLocked(l, &fx) {
-		k.dropLocked(l.e, l.item, true, &fx)
+	if !l.e.loan.CompareAndSwap(l.gen, l.gen+1) {
+		k.tally.doubles.Add(1)
+		return
 	}
+	var fx effects[T]
+	now := k.now()
+	k.mu.Lock()
+	k.endedLocked(l.e, l.item, now, &fx)
+	k.dropLocked(l.e, l.item, true, now, &fx)
 	k.unlockDo(&fx)
 }
 
@@ -153,42 +134,23 @@ func (l Loan[T]) Hijack() T {
 		return zero
 	}
 	k := l.e.k
-	var fx effects[T]
-	k.lock()
-	ok := k.endLocked(l, &fx)
-	if ok {
-		k.dropLocked(l.e, l.item, false, &fx) // not closed: the caller's now
-	}
-	k.unlockDo(&fx)
-	if !ok {
+	if !l.e.loan.CompareAndSwap(l.gen, l.gen+1) {
+		k.tally.doubles.Add(1)
 		return zero
 	}
+	var fx effects[T]
+	now := k.now()
+	k.mu.Lock()
+	k.endedLocked(l.e, l.item, now, &fx)
+	k.dropLocked(l.e, l.item, false, now, &fx) // not closed: the caller's now
+	k.unlockDo(&fx)
 	return l.item
 }
 
-// endLocked ends loan l, and reports whether it was still out; a loan that
-// had ended already is counted as a double release.
-func (k *Keeper[T]) endLocked(l Loan[T], fx *effects[T]) bool {
-	e := l.e
-	if !e.loan.CompareAndSwap(l.gen, l.gen+1) {
-		k.stats.doubles++
-		return false
-	}
-	if e.lw == nil {
-		return true // the leak watch is off
-	}
-	if n, ok := k.endWatch(e, l.item); ok {
-		fx.leaks = append(fx.leaks, n)
-	}
-	return true
-}
-
-// dropLocked takes item, in e's seat, off the books (its loan already
-// ended), to be closed when closeIt, and lets waiters and MinIdle use the
-// room.
-func (k *Keeper[T]) dropLocked(e *entry[T], item T, closeIt bool, fx *effects[T]) {
-	now := k.clock.Now()
-	k.relentLocked(e, item)
+// dropLocked takes item, in e's seat, off the books at now (its loan
+// already ended), to be closed when closeIt, and lets waiters and MinIdle
+// use the room.
+func (k *Keeper[T]) dropLocked(e *entry[T], item T, closeIt bool, now time.Time, fx *effects[T]) {
 	k.p.Drop(item, now)
 	if closeIt {
 		k.closeLocked(item)
@@ -199,9 +161,8 @@ func (k *Keeper[T]) dropLocked(e *entry[T], item T, closeIt bool, fx *effects[T]
 		go func() {
 			k.slotBack()
 			k.mu.Lock()
-			k.bg--
-			k.drainedLocked()
-			k.unlockMu()
+			k.bgDoneLocked()
+			k.mu.Unlock()
 		}()
 	}
 	k.serveLocked(now, fx)

@@ -25,8 +25,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 		switch s.kind {
 		case pool.Ready:
 			k.q.pop()
-			w.checked = true
-			k.grantLocked(w, grant[T]{loan: s.loan, idle: s.idle})
+			k.grantLocked(w, grant[T]{loan: s.loan, check: s.check})
 		case pool.Make:
 			k.q.pop()
 			k.startDialLocked(w)
@@ -34,7 +33,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 		case pool.Wait:
 			return
 		case pool.Later:
-			k.retry = true
+			k.alarm.retry = true
 			k.armLocked(now, now.Add(s.delay))
 			return
 		default: // Shed, Closed
@@ -93,11 +92,11 @@ func (k *Keeper[T]) await(ctx context.Context, w *waiter[T]) (l Loan[T], again b
 			w.attached = false
 			w.ticket++
 			k.stats.canceled++
-			k.unlockMu()
+			k.mu.Unlock()
 			k.recycle(w)
 			return Loan[T]{}, false, err
 		}
-		k.unlockMu()
+		k.mu.Unlock()
 		// A grant raced the cancellation and is in the channel: pass a
 		// resource on rather than lose it.
 		start := w.start
@@ -111,12 +110,12 @@ func (k *Keeper[T]) await(ctx context.Context, w *waiter[T]) (l Loan[T], again b
 		return Loan[T]{}, false, k.giveUp(ctx.Err(), start)
 	}
 granted:
-	check, start := w.checked, w.start
+	start := w.start
 	k.recycle(w)
 	if g.err != nil {
 		return Loan[T]{}, false, g.err
 	}
-	if check && k.check != nil && k.due(g.idle) {
+	if g.check {
 		ok, err := k.checkLoan(ctx, g.loan)
 		if !ok {
 			if err != nil {
@@ -132,19 +131,19 @@ granted:
 // giveUpLocked builds the error of an acquire that began at start and whose
 // context ended with err: err, with what the pool was doing (AcquireError).
 func (k *Keeper[T]) giveUpLocked(err error, start time.Time) error {
-	now := k.clock.Now()
+	now := k.now()
 	e := &AcquireError{
 		Pool:    k.name,
 		Err:     err,
 		Waited:  now.Sub(start),
-		Size:    k.limits.Load().Size,
+		Size:    k.limits.Size,
 		Busy:    k.p.Busy(),
 		Waiting: k.q.live,
 		Ceiling: k.ceiling,
 	}
 	k.budgetStoreLocked(e)
-	if k.lastDial != nil {
-		e.LastDialError, e.LastDialAgo = k.lastDial, now.Sub(k.lastDialAt)
+	if k.stats.lastDial != nil {
+		e.LastDialError, e.LastDialAgo = k.stats.lastDial, now.Sub(k.stats.lastDialAt)
 	}
 	if until, ok := k.p.HeldUntil(); ok && until.After(now) {
 		e.HeldBack = until.Sub(now)
@@ -158,13 +157,13 @@ func (k *Keeper[T]) giveUpLocked(err error, start time.Time) error {
 // giveUp is giveUpLocked, taking the lock.
 func (k *Keeper[T]) giveUp(err error, start time.Time) error {
 	k.mu.Lock()
-	defer k.unlockMu()
+	defer k.mu.Unlock()
 	return k.giveUpLocked(err, start)
 }
 
 // recycle returns a detached waiter to the spare pool.
 func (k *Keeper[T]) recycle(w *waiter[T]) {
-	w.ctx, w.checked = nil, false
+	w.ctx = nil
 	if w.stack != nil {
 		w.stack.n = 0
 	}
@@ -179,7 +178,7 @@ func (k *Keeper[T]) recycle(w *waiter[T]) {
 // context of its own, to decide whether the resource is kept.
 func (k *Keeper[T]) checkLoan(ctx context.Context, l Loan[T]) (ok bool, err error) {
 	cerr := k.safeCheck(ctx, l.item)
-	k.checks.Add(1) // an atomic: a check that passes takes no lock
+	k.tally.checks.Add(1) // an atomic: a check that passes takes no lock
 	if cerr == nil {
 		return true, nil
 	}
@@ -187,13 +186,13 @@ func (k *Keeper[T]) checkLoan(ctx context.Context, l Loan[T]) (ok bool, err erro
 		k.mu.Lock()
 		k.stats.canceled++
 		k.bg++
-		k.unlockMu()
+		k.mu.Unlock()
 		go k.recheck(l)
 		return false, ctxErr
 	}
 	k.mu.Lock()
 	k.stats.checkFailures++
-	k.unlockMu()
+	k.mu.Unlock()
 	l.Destroy()
 	return false, nil
 }
@@ -204,19 +203,18 @@ func (k *Keeper[T]) recheck(l Loan[T]) {
 	ctx, cancel := context.WithTimeout(k.ctx, max(k.checkIdle, time.Second))
 	err := k.safeCheck(ctx, l.item)
 	cancel()
-	k.checks.Add(1)
+	k.tally.checks.Add(1)
 	if err == nil {
 		l.Release()
 	} else {
 		k.mu.Lock()
 		k.stats.checkFailures++
-		k.unlockMu()
+		k.mu.Unlock()
 		l.Destroy()
 	}
 	k.mu.Lock()
-	k.bg--
-	k.drainedLocked()
-	k.unlockMu()
+	k.bgDoneLocked()
+	k.mu.Unlock()
 }
 
 func (k *Keeper[T]) safeCheck(ctx context.Context, v T) (err error) {

@@ -1,8 +1,6 @@
 package wardpool
 
 import (
-	"cmp"
-	"slices"
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
@@ -70,40 +68,35 @@ type Stats struct {
 func (k *Keeper[T]) Stats() Stats {
 	// counted adds to acquired before empty: read empty first, so that a
 	// reading never shows more empty acquires than acquires.
-	empty := k.empty.Load()
+	empty := k.tally.empty.Load()
 	shared := k.SharedStats() // the guards' own locks, not the Keeper's
-	k.lock()                  // folds the lane: what is parked reads as idle
+	now := k.now()
+	k.mu.Lock()
 	s := k.stats
 	resets, causes := s.resets.read()
-	b := k.p.Books()
-	// Loans the lane made that the pool has not heard of yet (see lane.go):
-	// exact, as both counts only rise and relent moves under the lock.
-	owed := k.laneTakes - k.relent
-	b.Loans += owed
-	b.Reused += owed
 	out := Stats{
-		Books:          b,
+		Books:          k.p.Books(),
 		Waiting:        k.q.live,
-		Dialing:        k.dialing,
-		Closing:        len(k.closing) + k.closingNow,
+		Dialing:        s.dialing,
+		Closing:        len(k.closing.queue) + k.closing.running,
 		Closed:         s.closed,
-		Acquires:       k.acquired.Load() + s.acquired + k.laneTakes,
-		AcquireWait:    time.Duration(k.waitNs.Load()),
+		Acquires:       k.tally.acquired.Load() + s.acquired,
+		AcquireWait:    time.Duration(k.tally.waitNs.Load()),
 		EmptyAcquires:  empty,
 		Canceled:       s.canceled,
-		Checks:         k.checks.Load(),
+		Checks:         k.tally.checks.Load(),
 		CheckFailures:  s.checkFailures,
 		DialTimeouts:   s.dialTimeouts,
-		LastDialError:  k.lastDial,
+		LastDialError:  s.lastDial,
 		Leaks:          s.leaks,
-		DoubleReleases: s.doubles,
+		DoubleReleases: k.tally.doubles.Load(),
 		Panics:         s.panics,
 		Resets:         resets,
 		ResetCauses:    causes,
-		Refusal:        k.p.Refusal(k.clock.Now()),
+		Refusal:        k.p.Refusal(now),
 		Shared:         shared,
 	}
-	k.unlock()
+	k.mu.Unlock()
 	return out
 }
 
@@ -113,9 +106,10 @@ func (k *Keeper[T]) Leaked() int {
 	if k.leakAfter <= 0 {
 		return 0
 	}
+	now := k.now()
 	k.mu.Lock()
-	defer k.unlockMu()
-	return k.leakedLocked(k.clock.Now())
+	defer k.mu.Unlock()
+	return k.leakedLocked(now)
 }
 
 // Sharing reports whether the Keeper has guards shared with other replicas
@@ -123,24 +117,10 @@ func (k *Keeper[T]) Leaked() int {
 func (k *Keeper[T]) Sharing() bool { return k.sh != nil }
 
 // Loans returns every resource out on loan and how long it has been out,
-// the longest first. A resource lent again by the lane within a millisecond
-// of its previous loan's start may read up to that millisecond long (see
-// atSlack); Loan.Held is exact.
+// the longest first: the Pool's answer (Pool.Loans).
 func (k *Keeper[T]) Loans() []pool.Lent[T] {
-	k.lock()
-	now := k.clock.Now()
-	// The pool knows which resources are lent; the Keeper knows when each
-	// loan began (the lane's loans began without the pool).
-	out := k.p.Loans(now)
-	if k.laneOn {
-		t := k.ns(now)
-		for i := range out {
-			if s := k.p.SeatOf(out[i].Item); s >= 0 && int(s) < len(k.ents) {
-				out[i].Held = time.Duration(t - k.ents[s].at.Load())
-			}
-		}
-	}
-	k.unlock()
-	slices.SortStableFunc(out, func(a, b pool.Lent[T]) int { return cmp.Compare(b.Held, a.Held) })
-	return out
+	now := k.now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.p.Loans(now)
 }

@@ -1,9 +1,23 @@
 package wardpool
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
-// armIdleLocked sets the timer for the next idle expiry, if that is before
-// it would fire anyway.
+// alarm is the Keeper's one timer: it fires at the earliest instant
+// something is due (an idle resource past Keep or Life, a MinIdle retry, a
+// loan due for the leak watch, waiters held back by a Later), and never
+// otherwise. Guarded by Keeper.mu.
+type alarm struct {
+	t     Timer
+	at    time.Time // when t fires, if armed
+	armed bool
+	retry bool // waiters were held back by a Later: the timer serves them
+}
+
+// armIdleLocked sets the timer for the next idle expiry the Pool names, if
+// that is before it would fire anyway.
 func (k *Keeper[T]) armIdleLocked(now time.Time) {
 	if at, ok := k.p.Next(); ok {
 		k.armLocked(now, at)
@@ -12,42 +26,39 @@ func (k *Keeper[T]) armIdleLocked(now time.Time) {
 
 // armLocked makes the one timer fire at or before at.
 func (k *Keeper[T]) armLocked(now, at time.Time) {
-	if k.closed || (k.armed && !at.Before(k.timerAt)) {
+	a := &k.alarm
+	if k.closed || (a.armed && !at.Before(a.at)) {
 		return
 	}
 	d := max(at.Sub(now), time.Nanosecond)
-	k.timerAt, k.armed = at, true
-	if k.timer == nil {
-		k.timer = k.clock.AfterFunc(d, k.tick)
+	a.at, a.armed = at, true
+	if a.t == nil {
+		a.t = k.clock.AfterFunc(d, k.tick)
 		return
 	}
-	k.timer.Reset(d)
+	a.t.Reset(d)
 }
 
-// tick is the one timer's work: fold the lane, evict what expired, serve
-// waiters held back by a Later, report leaks, top up MinIdle, and set the
-// timer again.
+// tick is the one timer's work: evict what expired, serve waiters held back
+// by a Later, report leaks, top up MinIdle, and set the timer again for
+// whatever is due next.
 func (k *Keeper[T]) tick() {
 	var fx effects[T]
-	k.lock() // folds the lane: nothing stays parked past a sweep
+	k.mu.Lock()
 	if k.closed {
-		k.unlock()
+		k.mu.Unlock()
 		return
 	}
-	// The lane stays shut until a release through the mutex arms the next
-	// sweep: an idle Keeper runs no timer for it.
-	k.sweepArmed = false
 	k.bg++
-	k.armed = false
-	now := k.clock.Now()
+	k.alarm.armed = false
+	now := k.now()
 	gone := k.p.Evict(now)
-	evicted := len(gone)
 	k.closeAllLocked(gone)
-	if k.retry || evicted > 0 {
+	if k.alarm.retry || len(gone) > 0 {
 		// Only ask for the waiters when something changed for them: a Later
 		// ran out, or eviction made room. Asking for nothing would count a
 		// Wait answer in the books each time.
-		k.retry = false
+		k.alarm.retry = false
 		k.serveLocked(now, &fx)
 	}
 	if k.leakAfter > 0 {
@@ -57,7 +68,19 @@ func (k *Keeper[T]) tick() {
 	k.armIdleLocked(now)
 	k.unlockDo(&fx)
 	k.mu.Lock()
-	k.bg--
-	k.drainedLocked()
-	k.unlockMu()
+	k.bgDoneLocked()
+	k.mu.Unlock()
+}
+
+// sleep waits d on the Keeper's clock, or until ctx ends (its error then).
+func (k *Keeper[T]) sleep(ctx context.Context, d time.Duration) error {
+	ch := make(chan struct{})
+	t := k.clock.AfterFunc(d, func() { close(ch) })
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
 }

@@ -25,14 +25,13 @@ type waiter[T comparable] struct {
 	ticket   uint64
 	attached bool // queued, or owed a dial's result
 	queued   bool // in the FIFO (attached too)
-	checked  bool // its grant is due a Check (set with the grant)
 }
 
 // grant is what a waiter receives: a loan, or the error that ends its wait.
 type grant[T comparable] struct {
-	loan Loan[T]
-	idle time.Duration // how long the resource sat idle, for Check
-	err  error
+	loan  Loan[T]
+	check bool // Config.Check is due before the caller has it
+	err   error
 }
 
 // waiters is a FIFO queue of waiters: a ring buffer of (waiter, ticket)

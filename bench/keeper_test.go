@@ -67,15 +67,9 @@ type keeperVariant struct {
 //     at n (Initial = Max = n, only failures counted as overload), so it
 //     never makes a caller wait that the pool alone would not: again its
 //     cost;
-//   - wardpool-now:    the default configuration on a clock that calls
-//     time.Now at every reading, rather than the default cached clock:
-//     what the cache buys;
 //   - wardpool-record: a Recorder (pool.NewRecorder(0)) on the default
-//     configuration: the lane's loans reach it as Relent counts;
-//   - wardpool-locked: LockEveryLoan, every loan through the mutex and the
-//     Pool (what the lane buys); wardpool-locked-record the same with a
-//     Recorder, two steps a loan: the price of recording through the mutex
-//     is the ratio of the two rows.
+//     configuration, two steps a loan: the price of recording is the
+//     ratio of its row to wardpool's.
 var keepers = []keeperVariant{
 	{"wardpool", func(n int) (wardpool.Config[*thing], bool) {
 		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}}, true
@@ -94,17 +88,8 @@ var keepers = []keeperVariant{
 			CPU:    func() int { return 0 },
 		}, true
 	}},
-	{"wardpool-now", func(n int) (wardpool.Config[*thing], bool) {
-		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, Clock: sysClock{}}, true
-	}},
 	{"wardpool-record", func(n int) (wardpool.Config[*thing], bool) {
 		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, Recorder: pool.NewRecorder(0)}, true
-	}},
-	{"wardpool-locked", func(n int) (wardpool.Config[*thing], bool) {
-		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, LockEveryLoan: true}, true
-	}},
-	{"wardpool-locked-record", func(n int) (wardpool.Config[*thing], bool) {
-		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, LockEveryLoan: true, Recorder: pool.NewRecorder(0)}, true
 	}},
 	{"wardpool-limit", func(n int) (wardpool.Config[*thing], bool) {
 		a := ward.DefaultAimd
@@ -418,10 +403,3 @@ var errNop = errors.New("nop driver: not supported")
 func (nopConn) Prepare(string) (driver.Stmt, error) { return nil, errNop }
 func (nopConn) Close() error                        { return nil }
 func (nopConn) Begin() (driver.Tx, error)           { return nil, errNop }
-
-// sysClock is a wardpool.Clock that reads time.Now every time.
-type sysClock struct{}
-
-func (sysClock) Now() time.Time { return time.Now() }
-
-func (sysClock) AfterFunc(d time.Duration, f func()) wardpool.Timer { return time.AfterFunc(d, f) }

@@ -69,11 +69,9 @@ func fillKeeper[T comparable](b testing.TB, k *wardpool.Keeper[T], n int) {
 // BenchmarkScaleSize is one goroutine's Acquire and Release on a Keeper of
 // Size n: with all n idle ("idle=n"), and with n-1 of them lent for the
 // whole run so that one resource goes round ("lent=n-1"). Each for the
-// Keeper as configured by default, for one whose every loan goes through
-// the mutex and the Pool ("wardpool-lockevery": Config.LockEveryLoan; the
-// sets before 2026-11-30 13:30 UTC took that path with a Limiter whose
-// limit was n, named "wardpool-limit", before the lane served a limiter),
-// and for puddle.
+// Keeper as configured by default (every loan through the mutex and the
+// Pool; sets before 2026-12-03 had a lock-free lane, and measured this
+// path as "wardpool-lockevery"), and for puddle.
 func BenchmarkScaleSize(b *testing.B) {
 	ctx := context.Background()
 	for _, n := range scaleSizes {
@@ -83,17 +81,12 @@ func BenchmarkScaleSize(b *testing.B) {
 				shape = "lent"
 			}
 			name := fmt.Sprintf("%s/size=%d", shape, n)
-			for _, locked := range []bool{false, true} {
-				pname := "wardpool"
-				if locked {
-					pname = "wardpool-lockevery"
-				}
+			for _, pname := range []string{"wardpool"} {
 				b.Run(name+"/pool="+pname, func(b *testing.B) {
 					k, err := wardpool.NewKeeper(wardpool.Config[int]{
-						Limits:        pool.Limits{Size: n, Idle: n},
-						LockEveryLoan: locked,
-						Dial:          intDial(),
-						Close:         intClose,
+						Limits: pool.Limits{Size: n, Idle: n},
+						Dial:   intDial(),
+						Close:  intClose,
 					})
 					if err != nil {
 						b.Fatal(err)
@@ -288,7 +281,7 @@ func BenchmarkScaleEvict(b *testing.B) {
 					b.Fatal(err)
 				}
 				for i := range n {
-					if !p.Made(i+1, t0) {
+					if !p.Made(i+1, t0, 0) {
 						b.Fatal("Made refused")
 					}
 				}
@@ -316,7 +309,7 @@ func BenchmarkScaleEvict(b *testing.B) {
 					gone = p.Evict(now)
 					evicted += len(gone)
 					for range gone {
-						p.Made(item, now)
+						p.Made(item, now, 0)
 						p.Give(item, now)
 						item++
 					}
@@ -369,7 +362,7 @@ func BenchmarkScaleMemory(b *testing.B) {
 					b.Fatal(err)
 				}
 				for i := range n {
-					p.Made(i+1, time.Unix(0, 0))
+					p.Made(i+1, time.Unix(0, 0), 0)
 				}
 				for i := range n {
 					p.Give(i+1, time.Unix(0, 0))

@@ -75,7 +75,7 @@ func Replay(t Trace) (Recording, error) {
 					}
 				case pool.Make:
 					made++
-					if !p.Made(made, now) {
+					if !p.Made(made, now, 0) {
 						return fail("Made(%d) answered false", made)
 					}
 					e.Got = made

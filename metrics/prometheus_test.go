@@ -261,7 +261,7 @@ func TestCollectorFromBooks(t *testing.T) {
 		if k := p.Take(now, 0, 0).Kind; k != pool.Make {
 			t.Fatalf("Take %d: %v", i, k)
 		}
-		p.Made(i, now)
+		p.Made(i, now, 0)
 	}
 	if k := p.Take(now, 0, 0).Kind; k != pool.Wait {
 		t.Fatalf("full pool answered %v", k)

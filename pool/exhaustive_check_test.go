@@ -65,9 +65,9 @@ func (r *xRun) apply(c xCall, now time.Time) xAnswer {
 		a.taken = seatless(p, p.Take(now.Add(-1), 0, 0))
 	case opMade:
 		if c.extra == 0 {
-			a.ok = p.Made(c.id, now)
+			a.ok = p.Made(c.id, now, 0)
 		} else {
-			a.ok = p.MadeJitter(c.id, now, c.extra)
+			a.ok = p.Made(c.id, now, c.extra)
 		}
 	case opUnmade:
 		p.Unmade(now, 0.5)
@@ -87,8 +87,6 @@ func (r *xRun) apply(c xCall, now time.Time) xAnswer {
 		a.items = p.Reset(now)
 	case opReserve:
 		a.ok = p.Reserve(now, 0, 0)
-	case opRelent:
-		a.ok = p.Relent(p.SeatOf(c.id), c.id, c.cpu, now)
 	case opStep:
 	}
 	r.buf = p.Loans(now)
@@ -127,8 +125,6 @@ func (r *xRun) check(w *xWorld, c xCall, want, got xAnswer, prev pool.Books) str
 			c, p.Live(), p.Idle(), p.Busy(), b.Live, b.Idle, b.Busy)
 	case p.Making() != m.making || p.IsClosed() != m.closed:
 		return fmt.Sprintf("after %v Making %d closed %v, want %d %v", c, p.Making(), p.IsClosed(), m.making, m.closed)
-	case p.Lane() != m.lane():
-		return fmt.Sprintf("after %v Lane = %v, want %v", c, p.Lane(), m.lane())
 	}
 	if r.lim != nil && r.lim.Inflight() != m.busy() {
 		return fmt.Sprintf("after %v the limiter holds %d leases for %d busy", c, r.lim.Inflight(), m.busy())

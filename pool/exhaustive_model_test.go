@@ -290,29 +290,6 @@ func (m *xModel) reset() []int {
 	return out
 }
 
-// relent is Relent: n Give/Take pairs a runtime made itself with lent
-// resource id, reported now. Refused (false, nothing changed) with a
-// limiter in the ward, n not positive, or id not lent.
-func (m *xModel) relent(id, n int) bool {
-	idle, i := m.find(id)
-	if m.leases > 0 || n <= 0 || i < 0 || idle {
-		return false
-	}
-	m.lent[i].since = 0
-	m.books.Loans += uint64(n)
-	m.books.Reused += uint64(n)
-	return true
-}
-
-// lane is Lane: whether a Give and a Take of the same resource at once
-// would change nothing but that loan and the books.
-func (m *xModel) lane() bool {
-	// With Idle at or above Size the Idle ceiling cannot bind a Give (one
-	// resource is lent, so fewer than Size are idle).
-	idleOK := m.lim.Idle == 0 || (m.lim.Size > 0 && m.lim.Idle >= m.lim.Size) || len(m.idle) < m.lim.Idle
-	return m.leases == 0 && !m.closed && idleOK
-}
-
 // reserve is Reserve: a Make reservation without a caller, answered as
 // Take would answer a Make (the idle ones are not looked at), a refusal
 // counted nowhere.

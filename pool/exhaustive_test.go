@@ -21,8 +21,7 @@ import (
 // each class of draws, Unmade, Made of a fresh handle (with and without a
 // life extra, extreme ones included) and of each held one, Give and Drop of
 // each held resource and of a foreign one (never seen, and one the pool has
-// let go of), Evict, Close, Reset, Reserve, Relent of each held one (Lane is
-// checked at every state), a reading earlier than the
+// let go of), Evict, Close, Reset, Reserve, a reading earlier than the
 // latest, and clock steps that land one before, on and one after each
 // resource's Keep and Life edge (and the edge of a backoff's hold), plus a
 // step of one nanosecond and a step of decades. The walk may
@@ -187,7 +186,7 @@ func TestExhaustivePool(t *testing.T) {
 		"Give held true closed=false", "Give held false closed=false", "Give held false closed=true",
 		"Give foreign false closed=false", "Give foreign true closed=false", "Give let go of false closed=false",
 		"Drop held true closed=false", "Drop foreign false closed=false",
-		"Evict 0", "Evict 1", "Close 1", "Reset 1", "Reserve true", "Reserve false", "Relent true", "Relent false", "Give of one lent before a Reset false", "clock decades", "far first reading",
+		"Evict 0", "Evict 1", "Close 1", "Reset 1", "Reserve true", "Reserve false", "Give of one lent before a Reset false", "clock decades", "far first reading",
 		"MadeJitter -9223372036854775808", "MadeJitter 9223372036854775807",
 	}
 	if depth >= 5 {

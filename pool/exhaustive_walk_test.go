@@ -95,7 +95,6 @@ const (
 	opFarFirst
 	opReset
 	opReserve
-	opRelent
 )
 
 // xCall is one concrete call: the op with its arguments resolved.
@@ -140,8 +139,6 @@ func (c xCall) String() string {
 		return "Reset"
 	case opReserve:
 		return "Reserve"
-	case opRelent:
-		return fmt.Sprintf("Relent(%d %s, n %d)", c.id, c.what, c.cpu)
 	}
 	return "?"
 }
@@ -200,19 +197,12 @@ func (w *xWorld) calls(depth int) []xCall {
 		}
 		held = append(held, xCall{id: r.id, what: what})
 	}
-	for i, h := range held {
-		for _, op := range []xOp{opMade, opGive, opGiveEarlier, opDrop, opRelent} {
+	for _, h := range held {
+		for _, op := range []xOp{opMade, opGive, opGiveEarlier, opDrop} {
 			c := h
 			c.op = op
 			c.what = "held, " + h.what
-			if op == opRelent {
-				c.cpu = 2 // n, the pairs reported
-			}
 			out = append(out, c)
-		}
-		if i == len(held)-1 {
-			// n of zero: refused.
-			out = append(out, xCall{op: opRelent, id: h.id, what: "held, " + h.what})
 		}
 	}
 	out = append(out,
@@ -294,8 +284,6 @@ func (w *xWorld) apply(c xCall) xAnswer {
 		a.items = m.reset()
 	case opReserve:
 		a.ok = m.reserve()
-	case opRelent:
-		a.ok = m.relent(c.id, c.cpu)
 	case opFarFirst:
 		w.far = true
 	case opStep:
@@ -411,8 +399,6 @@ func (st *xStats) note(c xCall, want xAnswer, w *xWorld) {
 		st.reached[fmt.Sprintf("%v %d", c, min(len(want.items), 2))]++
 	case opReserve:
 		st.reached[fmt.Sprintf("Reserve %v", want.ok)]++
-	case opRelent:
-		st.reached[fmt.Sprintf("Relent %v", want.ok)]++
 	case opStep:
 		if c.step == int64(xDecades) {
 			st.reached["clock decades"]++

@@ -64,7 +64,7 @@ func TestPoolNeverRecognisesANaN(t *testing.T) {
 	if tk := p.Take(at(0), 0.5, 0); tk.Kind != Make {
 		t.Fatalf("Take = %+v, want Make", tk)
 	}
-	if !p.Made(nan, at(0)) {
+	if !p.Made(nan, at(0), 0) {
 		t.Fatal("Made(NaN) refused")
 	}
 	if p.Give(nan, at(1)) || p.Drop(nan, at(1)) || (p.SeatOf(nan) >= 0) {

@@ -54,16 +54,10 @@ func (l Limits) Validate() error {
 	return nil
 }
 
-// Past reports whether a resource that has sat idle for idle, and has lived
-// for age, is past Keep or Life. Both bounds are strict: a resource exactly
-// Keep idle is still fresh. It is the one definition of fresh: Pool.Take
-// and Pool.Evict use it, and so does a runtime that lends without asking the
-// pool (see Pool.Relent).
-func (l Limits) Past(idle, age time.Duration) bool {
-	return l.why(int64(idle), int64(age)) != fresh
-}
-
-// why is Past saying which bound was passed: fresh, pastKeep or pastLife.
+// why says which bound a resource that has sat idle for idle, and has lived
+// for age, is past: fresh, pastKeep or pastLife. Both bounds are strict: a
+// resource exactly Keep idle is still fresh. It is the one definition of
+// fresh: Take and Evict use it.
 func (l Limits) why(idle, age int64) int {
 	if k := l.Keep; k > 0 && idle > int64(k) {
 		return pastKeep

@@ -8,8 +8,7 @@ import "time"
 // longest ago first, those above a lowered Idle, and those that keep more
 // live than a lowered Size (counted retired). Resources lent stay lent: a
 // Give while more are live than Size retires the one given back (false: the
-// caller closes it), so the pool shrinks as loans come home, and Lane
-// reports false meanwhile. Reservations open stay open. A raised Size lets
+// caller closes it), so the pool shrinks as loans come home. Reservations open stay open. A raised Size lets
 // the next Take answer Make; a runtime asks again for the callers it has
 // waiting. SetLimits fails, with an error wrapping ErrLimits and changing
 // nothing, when l has a negative field (see Limits.Validate).

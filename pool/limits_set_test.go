@@ -17,7 +17,7 @@ func TestSetLimitsRetires(t *testing.T) {
 		if a := p.Take(now, 0, 0); a.Kind != Make {
 			t.Fatalf("Take %d = %v, want Make", i, a.Kind)
 		}
-		p.Made(i, now)
+		p.Made(i, now, 0)
 	}
 	for i := 1; i <= 4; i++ { // 1..4 idle, 1 longest; 5 and 6 lent
 		now = now.Add(time.Millisecond)
@@ -35,9 +35,6 @@ func TestSetLimitsRetires(t *testing.T) {
 	if len(got) != 1 || got[0] != 4 || p.Live() != 2 {
 		t.Fatalf("SetLimits(Size 1) = %v, live %d; want [4], live 2", got, p.Live())
 	}
-	if p.Lane() {
-		t.Fatal("Lane() = true while loans keep the pool over Size")
-	}
 	if p.Give(5, now) || p.Live() != 1 {
 		t.Fatalf("Give above a lowered Size kept it (live %d)", p.Live())
 	}
@@ -54,7 +51,7 @@ func TestSetLimitsRetires(t *testing.T) {
 	if a := p.Take(now, 0, 0); a.Kind != Make {
 		t.Fatalf("Take after Size rose = %v, want Make", a.Kind)
 	}
-	p.Made(7, now)
+	p.Made(7, now, 0)
 	p.Give(7, now)
 	p.Give(6, now.Add(time.Second))
 	got, _ = p.SetLimits(Limits{Size: 2, Keep: 500 * time.Millisecond, Life: time.Hour}, now.Add(time.Second))
@@ -79,7 +76,7 @@ func TestReplayOldCeiling(t *testing.T) {
 	now := time.Unix(100, 0)
 	for i := 1; i <= 3; i++ {
 		p.Take(now, 0, 0)
-		p.Made(i, now)
+		p.Made(i, now, 0)
 	}
 	for i := 1; i <= 3; i++ {
 		p.Give(i, now)

@@ -234,6 +234,13 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 // now, and settles that reservation. It reports whether the pool holds item
 // afterwards; when false the caller closes it.
 //
+// extra lengthens item's Life, so that resources made together do not all
+// retire together: a runtime draws it for each (Keeper does, from
+// Config.LifeJitter); zero for none. A negative extra shortens the life.
+// Without a Life limit extra has no effect. Births are held within about 73
+// years of the pool's first instant, so an extreme extra saturates (stale at
+// once, or never) instead of wrapping around.
+//
 //   - A handle the pool already holds is not lent twice: the reservation is
 //     settled and the existing seat stands (true), before or after Close.
 //     One handle lent twice would be two loans to close with one give: a
@@ -243,17 +250,7 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 //   - With no reservation open (Made without Make), item is taken on as lent
 //     if there is room under Size and the ward's limiter has a lease for it;
 //     otherwise it is refused (false) and nothing is counted.
-func (p *Pool[T]) Made(item T, now time.Time) bool {
-	return p.MadeJitter(item, now, 0)
-}
-
-// MadeJitter is Made for a resource whose Life is longer by extra, so that
-// resources made together do not all retire together: a runtime draws extra
-// for each (Keeper does, from Config.LifeJitter). A negative extra shortens
-// the life. Without a Life limit extra has no effect. Births are held within
-// about 73 years of the pool's first instant, so an extreme extra saturates
-// (stale at once, or never) instead of wrapping around.
-func (p *Pool[T]) MadeJitter(item T, now time.Time, extra time.Duration) bool {
+func (p *Pool[T]) Made(item T, now time.Time, extra time.Duration) bool {
 	if p.rec != nil {
 		return p.recMade(item, now, extra)
 	}

@@ -23,8 +23,8 @@ func TestModel(t *testing.T) {
 	})
 }
 
-// TestModelRuntimeCalls runs the model with Reset and Relent among the
-// calls, bare and behind each kind of ward.
+// TestModelRuntimeCalls runs the model with Reset, SetCeiling and
+// SetLimits among the calls, bare and behind each kind of ward.
 func TestModelRuntimeCalls(t *testing.T) {
 	for _, wk := range []wardKind{noWard, permissive, refusing} {
 		rapid.Check(t, func(rt *rapid.T) {
@@ -93,9 +93,9 @@ func TestModelLimits(t *testing.T) {
 // the caller to close while it stays on the books.
 func TestModelMadeAfterCloseHeld(t *testing.T) {
 	p, _ := pool.New[int](pool.Limits{}, ward.Ward{})
-	p.Made(1, base)
+	p.Made(1, base, 0)
 	p.Close()
-	if got := p.Made(1, base); got != p.Holds(1) {
+	if got := p.Made(1, base, 0); got != p.Holds(1) {
 		t.Errorf("Made(1) after Close = %v while Holds(1) = %v; the caller would close a handle the pool still lends", got, p.Holds(1))
 	}
 }
@@ -106,7 +106,7 @@ func TestModelMadeAfterCloseHeld(t *testing.T) {
 func TestModelMadeUnreservedLease(t *testing.T) {
 	lim := ward.NewLimiter(ward.Aimd{Initial: 1, Min: 1, Max: 1})
 	p, _ := pool.New[int](pool.Limits{}, ward.Ward{Limiter: lim})
-	p.Made(1, base)
+	p.Made(1, base, 0)
 	first := p.Take(base, 0, 0)
 	p.Give(1, base)
 	second := p.Take(base, 0, 0)
@@ -166,7 +166,7 @@ func TestModelJitterExtremes(t *testing.T) {
 	} {
 		p, _ := pool.New[int](pool.Limits{Life: time.Minute}, ward.Ward{})
 		p.Take(base, 0, 0)
-		p.MadeJitter(1, base.Add(time.Second), c.extra)
+		p.Made(1, base.Add(time.Second), c.extra)
 		p.Give(1, base.Add(2*time.Second))
 		if got := p.Take(base.Add(3*time.Second), 0, 0); got.Kind != c.want {
 			t.Errorf("MadeJitter(extra %v), Give, Take = %v, want %v", c.extra, got.Kind, c.want)
@@ -307,7 +307,7 @@ func TestModelFarFirstInstant(t *testing.T) {
 		p, _ := pool.New[int](pool.Limits{Keep: time.Minute, Life: time.Minute}, ward.Ward{})
 		p.Evict(first)
 		p.Take(base, 0, 0)
-		p.Made(1, base)
+		p.Made(1, base, 0)
 		p.Give(1, base.Add(time.Second))
 		if got := p.Take(base.Add(2*time.Second), 0, 0); got.Kind != pool.Ready {
 			t.Errorf("first instant %v: Take after 1s idle = %v, want Ready", first, got.Kind)

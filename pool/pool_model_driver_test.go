@@ -208,9 +208,9 @@ func (d *driver) pickItem(s source, label string, freshOK bool) (int, string) {
 const opTable = "tttttgtmtgjmgutgmdtcgeltmgjrdugtktmegtgt"
 
 // opTableRuntime adds the calls a runtime makes beyond taking and giving: R
-// Reset, L Relent, C SetCeiling, S SetLimits. The fuzz corpus decodes its bytes with opTable, which is
+// Reset, C SetCeiling, S SetLimits. The fuzz corpus decodes its bytes with opTable, which is
 // left as it was.
-const opTableRuntime = opTable + "RLLgLtCSCgtSg"
+const opTableRuntime = opTable + "RgtCSCgtSg"
 
 func draw(s source) float64 {
 	switch s.intn(8, "roll") {
@@ -252,7 +252,7 @@ func runOps(t tb, s source, steps int, wk wardKind, ops string) {
 	if err != nil {
 		t.Fatalf("New(%+v): %v", lim, err)
 	}
-	d := &driver{t: t, p: p, m: &model{lim: lim, ceil: -1, pairs: w.Shedder == nil && w.Limiter == nil}, w: w, wk: wk, lim: lim, now: start, foreign: 1, ops: ops}
+	d := &driver{t: t, p: p, m: &model{lim: lim, ceil: -1}, w: w, wk: wk, lim: lim, now: start, foreign: 1, ops: ops}
 	// With the runtime's calls and a ward a recording can rebuild, the run
 	// is recorded (in a small ring, so that it rolls) and must replay.
 	recorded := ops == opTableRuntime && pool.Recordable(w)
@@ -347,7 +347,7 @@ func (d *driver) warmMake(s source) int {
 	item := d.fresh
 	d.see(item)
 	extra := time.Duration(s.intn(201, "warm extra")-100) * time.Millisecond
-	g, w := d.p.MadeJitter(item, d.now, extra), d.m.made(item, d.now, extra)
+	g, w := d.p.Made(item, d.now, extra), d.m.made(item, d.now, extra)
 	d.logf("MadeJitter(%d, %v, %v) = %v", item, d.now.Sub(base), extra, g)
 	if g != w || !g {
 		d.fail("MadeJitter: got %v, want %v", g, w)
@@ -402,7 +402,7 @@ func (d *driver) step(s source) {
 		arg, hasArg = item, true
 		d.see(item)
 		mayRefuse := d.mayRefuseMade(item)
-		got := d.p.Made(item, now)
+		got := d.p.Made(item, now, 0)
 		var want bool
 		if mayRefuse && !got {
 			d.m.clock(now) // the ward's shedder or limiter said no: nothing changes
@@ -424,7 +424,7 @@ func (d *driver) step(s source) {
 		d.see(item)
 		extra := time.Duration(s.intn(201, "extra")-100) * time.Millisecond
 		mayRefuse := d.mayRefuseMade(item)
-		got := d.p.MadeJitter(item, now, extra)
+		got := d.p.Made(item, now, extra)
 		var want bool
 		if mayRefuse && !got {
 			d.m.clock(now) // the ward's shedder or limiter said no: nothing changes
@@ -536,17 +536,6 @@ func (d *driver) step(s source) {
 			d.fail("SetLimits(%+v, %v): got %v, want %v (in any order)", l, at, got, want)
 		}
 		handed = append(handed, got...)
-	case op == 'L':
-		item, kind := d.pickItem(s, "relent", false)
-		arg, hasArg = item, true
-		n := s.intn(4, "relends")
-		seat := d.p.SeatOf(item)
-		got, want := d.p.Relent(seat, item, n, now), d.m.relent(item, n, now)
-		d.logf("Relent(%d %s, %d, %v) = %v", item, kind, n, at, got)
-		d.reach(fmt.Sprint("Relent ", kind, " ", got))
-		if got != want {
-			d.fail("Relent(%d, %d, %v): got %v, want %v", item, n, at, got, want)
-		}
 	case op == 'c' && s.intn(5, "really close") == 2:
 		got, want := d.p.Close(), d.m.close()
 		d.logf("Close() = %v", got)

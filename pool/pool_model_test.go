@@ -30,7 +30,6 @@ type model struct {
 	making int     // open Make reservations
 	gen    int     // Resets so far
 	ceil   int     // SetCeiling's ceiling, or -1 (set by the driver)
-	pairs  bool    // the ward lets Give/Take pairs pass unseen (Relent)
 
 	books pool.Books // counters only; gauges are computed
 }
@@ -293,19 +292,6 @@ func (m *model) setLimits(l pool.Limits, now time.Time) []int {
 		m.books.Retired++
 	}
 	return out
-}
-
-// relent is n Give/Take pairs of a lent item, the last at now, as a
-// runtime reports them: the loan restarts at now, Loans and Reused rise.
-func (m *model) relent(item, n int, now time.Time) bool {
-	where, i := m.find(item)
-	if n <= 0 || !m.pairs || where != "lent" {
-		return false
-	}
-	m.lent[i].since = m.clock(now)
-	m.books.Loans += uint64(n)
-	m.books.Reused += uint64(n)
-	return true
 }
 
 func (m *model) drop(item int, now time.Time) bool {

@@ -25,7 +25,7 @@ func TestResetRetiresIdleNowAndLentOnReturn(t *testing.T) {
 	p, _ := New[string](Limits{Size: 4}, ward.Ward{})
 	t0 := time.Unix(100, 0)
 	for _, s := range []string{"a", "b", "c"} {
-		if p.Take(t0, 0, 0).Kind != Make || !p.Made(s, t0) {
+		if p.Take(t0, 0, 0).Kind != Make || !p.Made(s, t0, 0) {
 			t.Fatal("make")
 		}
 	}
@@ -37,7 +37,7 @@ func TestResetRetiresIdleNowAndLentOnReturn(t *testing.T) {
 	if p.gen != gen+1 {
 		t.Fatal("Reset did not move the generation on")
 	}
-	if p.Take(t0, 0, 0).Kind != Make || !p.Made("d", t0) {
+	if p.Take(t0, 0, 0).Kind != Make || !p.Made("d", t0, 0) {
 		t.Fatal("make after Reset")
 	}
 	if p.Give("b", t0) {
@@ -58,69 +58,6 @@ func TestResetRetiresIdleNowAndLentOnReturn(t *testing.T) {
 	}
 }
 
-func TestRelentIsTheGiveTakePairs(t *testing.T) {
-	t0 := time.Unix(100, 0)
-	// Two pools: one told of three Give/Take pairs, one told with Relent.
-	pairs, _ := New[string](Limits{Size: 2, Keep: time.Minute}, ward.Ward{})
-	relent, _ := New[string](Limits{Size: 2, Keep: time.Minute}, ward.Ward{})
-	for _, p := range []*Pool[string]{pairs, relent} {
-		p.Take(t0, 0, 0)
-		p.Made("x", t0)
-	}
-	for i := 1; i <= 3; i++ {
-		at := t0.Add(time.Duration(i) * time.Second)
-		pairs.Give("x", at)
-		if tk := pairs.Take(at, 0, 0); tk.Kind != Ready || tk.Item != "x" {
-			t.Fatal("pair")
-		}
-	}
-	if !relent.Lane() || !relent.Relent(relent.SeatOf("x"), "x", 3, t0.Add(3*time.Second)) {
-		t.Fatal("Relent refused a lent resource")
-	}
-	if a, b := pairs.Books(), relent.Books(); a != b {
-		t.Fatalf("books differ: pairs %+v, Relent %+v", a, b)
-	}
-	now := t0.Add(10 * time.Second)
-	if a, b := pairs.Loans(now), relent.Loans(now); len(a) != 1 || a[0] != b[0] {
-		t.Fatalf("loans differ: %v, %v", a, b)
-	}
-	// What Relent refuses, changing nothing.
-	before := relent.Books()
-	relent.Give("x", now)
-	for _, bad := range []struct {
-		name string
-		seat int32
-		item string
-		n    int
-	}{
-		{"idle", relent.SeatOf("x"), "x", 1},
-		{"foreign", 0, "y", 1},
-		{"no seat", -1, "x", 1},
-		{"past the seats", 99, "x", 1},
-		{"zero", relent.SeatOf("x"), "x", 0},
-	} {
-		if relent.Relent(bad.seat, bad.item, bad.n, now) {
-			t.Errorf("Relent accepted %s", bad.name)
-		}
-	}
-	if after := relent.Books(); after.Loans != before.Loans || after.Reused != before.Reused {
-		t.Fatalf("a refused Relent changed the books: %+v → %+v", before, after)
-	}
-	idle, _ := New[string](Limits{Size: 4, Idle: 1}, ward.Ward{})
-	idle.Take(t0, 0, 0)
-	idle.Made("a", t0)
-	if !idle.Lane() {
-		t.Fatal("no Lane below the Idle ceiling")
-	}
-	idle.Give("a", t0)
-	if idle.Lane() {
-		t.Fatal("Lane at the Idle ceiling: a Give there retires")
-	}
-	if idle.Close(); idle.Lane() {
-		t.Fatal("Lane on a closed pool")
-	}
-}
-
 func TestLimitsPastIsStrict(t *testing.T) {
 	l := Limits{Keep: time.Second, Life: time.Minute}
 	for _, c := range []struct {
@@ -132,11 +69,11 @@ func TestLimitsPastIsStrict(t *testing.T) {
 		{0, time.Minute, false},
 		{0, time.Minute + 1, true},
 	} {
-		if got := l.Past(c.idle, c.age); got != c.want {
+		if got := l.why(int64(c.idle), int64(c.age)) != fresh; got != c.want {
 			t.Errorf("Past(%v, %v) = %v, want %v", c.idle, c.age, got, c.want)
 		}
 	}
-	if (Limits{}).Past(time.Hour*1e4, time.Hour*1e4) {
+	if (Limits{}).why(int64(time.Hour*1e4), int64(time.Hour*1e4)) != fresh {
 		t.Error("zero Limits hold no age")
 	}
 }
@@ -149,7 +86,7 @@ func TestResetForOncePerGeneration(t *testing.T) {
 	p, _ := New[int](Limits{Size: 8}, ward.Ward{})
 	t0 := time.Unix(100, 0)
 	for i := range 6 {
-		if p.Take(t0, 0, 0).Kind != Make || !p.Made(i, t0) {
+		if p.Take(t0, 0, 0).Kind != Make || !p.Made(i, t0, 0) {
 			t.Fatal("make")
 		}
 	}
@@ -162,7 +99,7 @@ func TestResetForOncePerGeneration(t *testing.T) {
 		t.Fatal("the failing resource was kept after its reset")
 	}
 	// The reset's room is dialled at once, with the new generation.
-	if p.Take(t0, 0, 0).Kind != Make || !p.Made(10, t0) {
+	if p.Take(t0, 0, 0).Kind != Make || !p.Made(10, t0, 0) {
 		t.Fatal("make after reset")
 	}
 	resets := 0
@@ -204,7 +141,7 @@ func TestResetForIsRecordedAsReset(t *testing.T) {
 	a, b, c := new(int), new(int), new(int)
 	for _, r := range []*int{a, b, c} {
 		p.Take(now, 0, 0)
-		p.Made(r, now)
+		p.Made(r, now, 0)
 	}
 	p.Give(c, now)
 	if _, ok := p.ResetFor(a, now); !ok {

@@ -22,7 +22,7 @@ func BenchmarkRecordTakeGive(b *testing.B) {
 			}
 			c := &conn{1}
 			p.Take(at(0), 0, 0)
-			p.Made(c, at(0))
+			p.Made(c, at(0), 0)
 			p.Give(c, at(0))
 			b.ReportAllocs()
 			i := 0
@@ -45,7 +45,7 @@ func TestRecordingAllocatesNothing(t *testing.T) {
 	}
 	c := &conn{1}
 	p.Take(at(0), 0, 0)
-	p.Made(c, at(0))
+	p.Made(c, at(0), 0)
 	p.Give(c, at(0))
 	i := 0
 	step := func() {

@@ -189,7 +189,7 @@ func (p *Pool[T]) recTook(r *Recorder, now time.Time, roll float64, cpu int, k K
 func (p *Pool[T]) recMade(item T, now time.Time, extra time.Duration) bool {
 	r := p.recBegin()
 	ref := p.ref(item, none)
-	ok := p.MadeJitter(item, now, extra)
+	ok := p.Made(item, now, extra)
 	b := append(r.cur, byte(OpMade))
 	b = appendU(b, ref)
 	b = p.recAt(r, b, now)
@@ -320,20 +320,6 @@ func (p *Pool[T]) recClose() []T {
 }
 
 func (p *Pool[T]) recReset(now time.Time) []T { return p.recRetiring(OpReset, now, p.Reset) }
-
-func (p *Pool[T]) recRelent(seat int32, item T, n int, now time.Time) bool {
-	r := p.recBegin()
-	ref := p.ref(item, seat)
-	ok := p.Relent(seat, item, n, now)
-	b := append(r.cur, byte(OpRelent))
-	b = appendI(b, int64(seat))
-	b = appendU(b, ref)
-	b = appendI(b, int64(n))
-	b = p.recAt(r, b, now)
-	b = append(b, byte(b2u(ok)))
-	p.recEnd(r, b)
-	return ok
-}
 
 func (p *Pool[T]) recReserve(now time.Time, roll float64, cpu int) bool {
 	r := p.recBegin()

@@ -39,7 +39,7 @@ func drivePool(t *rapid.T, p *Pool[*int], steps int) {
 			case Make:
 				if rapid.IntRange(0, 4).Draw(t, "fail") == 0 {
 					p.Unmade(now, rapid.Float64Range(0, 0.999).Draw(t, "roll"))
-				} else if v := fresh(); p.MadeJitter(v, now, time.Duration(rapid.IntRange(-5, 5).Draw(t, "jitter"))*time.Millisecond) {
+				} else if v := fresh(); p.Made(v, now, time.Duration(rapid.IntRange(-5, 5).Draw(t, "jitter"))*time.Millisecond) {
 					lent = append(lent, v)
 				}
 			}
@@ -74,11 +74,12 @@ func drivePool(t *rapid.T, p *Pool[*int], steps int) {
 			}
 		case 9:
 			if i, ok := pick(); ok {
-				p.Relent(p.SeatOf(lent[i]), lent[i], rapid.IntRange(0, 3).Draw(t, "n"), now)
+				p.Give(lent[i], now)
+				lent = append(lent[:i], lent[i+1:]...)
 			}
 		case 10:
 			if p.Reserve(now, 0.5, 0) {
-				if v := fresh(); p.Made(v, now) {
+				if v := fresh(); p.Made(v, now, 0) {
 					lent = append(lent, v)
 				}
 			}
@@ -166,7 +167,7 @@ func TestRecordingRollsAndKeepsTheLatest(t *testing.T) {
 		switch a.Kind {
 		case Make:
 			v := i
-			p.Made(&v, now)
+			p.Made(&v, now, 0)
 			p.Give(&v, now)
 		case Ready:
 			p.Give(a.Item, now)
@@ -197,9 +198,9 @@ func TestReplayNamesTheAlteredStep(t *testing.T) {
 	now := time.Unix(50, 0)
 	a, b := new(int), new(int)
 	p.Take(now, 0, 0) // 0: Make
-	p.Made(a, now)    // 1
+	p.Made(a, now, 0) // 1
 	p.Take(now, 0, 0) // 2: Make
-	p.Made(b, now)    // 3
+	p.Made(b, now, 0) // 3
 	p.Give(a, now)    // 4: true
 	p.Give(b, now)    // 5: true
 	p.Take(now, 0, 0) // 6: Ready b
@@ -298,13 +299,13 @@ func TestRecordAttachesToARunningPool(t *testing.T) {
 	now := time.Unix(7, 0)
 	x, y := new(int), new(int)
 	p.Take(now, 0, 0)
-	p.Made(x, now)
+	p.Made(x, now, 0)
 	p.Take(now, 0, 0)
 	p.Unmade(now, 0.3) // backoff holds makes back
 	p.Take(now, 0, 0)  // Later
 	now = now.Add(time.Second)
 	p.Take(now, 0, 0)
-	p.MadeJitter(y, now, time.Millisecond)
+	p.Made(y, now, time.Millisecond)
 	p.Give(x, now)
 	if err := p.Record(NewRecorder(0)); err != nil {
 		t.Fatal(err)
@@ -331,7 +332,7 @@ func TestRecordingStepsRead(t *testing.T) {
 	t0 := time.Unix(100, 0)
 	v := new(int)
 	p.Take(t0, 0.25, 0)
-	p.Made(v, t0.Add(time.Millisecond))
+	p.Made(v, t0.Add(time.Millisecond), 0)
 	p.Take(t0.Add(2*time.Millisecond), 0, 0)
 	p.Give(v, t0.Add(time.Second))
 	p.Take(t0.Add(1500*time.Millisecond), 0, 0)
@@ -368,7 +369,7 @@ func TestRecordingOfABigPool(t *testing.T) {
 	for i := range items {
 		items[i] = new(int)
 		p.Take(now, 0, 0)
-		p.Made(items[i], now)
+		p.Made(items[i], now, 0)
 	}
 	for _, v := range items {
 		p.Give(v, now)
@@ -415,7 +416,7 @@ func TestRecordedInstantsAreTheCalls(t *testing.T) {
 		t.Fatalf("first Take: %v", a.Kind)
 	}
 	ats = append(ats, t0)
-	p.Made(v, t0)
+	p.Made(v, t0, 0)
 	give(t0)                 // the same reading again
 	take(ms(1))              // a later one
 	give(ms(1))              // and again

@@ -112,7 +112,7 @@ func wardRecording() []byte {
 				continue
 			}
 			v := i
-			p.Made(&v, now)
+			p.Made(&v, now, 0)
 			lent = append(lent, &v)
 		case Ready:
 			lent = append(lent, a.Item)

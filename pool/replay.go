@@ -210,7 +210,7 @@ func (rc *Recording) Replay() (err error) {
 			p.Take(now, s.Roll, s.CPU)
 		case OpMade:
 			if v, ok = item(); ok {
-				p.MadeJitter(v, now, s.Extra)
+				p.Made(v, now, s.Extra)
 			}
 		case OpUnmade:
 			p.Unmade(now, s.Roll)
@@ -244,7 +244,7 @@ func (rc *Recording) Replay() (err error) {
 			p.Reset(now)
 		case OpRelent:
 			if v, ok = item(); ok {
-				p.Relent(s.Seat, v, s.N, now)
+				p.relent(s.Seat, v, s.N, now)
 			}
 		case OpReserve:
 			p.Reserve(now, s.Roll, s.CPU)

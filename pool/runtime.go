@@ -8,10 +8,9 @@ import (
 
 // This file is the part of Pool's API that a runtime needs beyond taking and
 // giving: seats (so a runtime can keep its own per-resource records in a
-// slice), warming without a caller, the backoff's horizon, Reset, and the
-// two questions behind a lock-free lane (Lane and Relent). Keeper uses
-// nothing else of Pool; a runtime of one's own (an event loop, a simulator)
-// can be built on the same calls.
+// slice), warming without a caller, the backoff's horizon, Reset and the
+// ceiling. Keeper uses nothing else of Pool; a runtime of one's own (an
+// event loop, a simulator) can be built on the same calls.
 
 // A seat is a resource's place in the pool: an index below Seats that stays
 // the resource's own from Made until it leaves, so a runtime can keep its
@@ -115,66 +114,24 @@ func (p *Pool[T]) ResetFor(item T, now time.Time) ([]T, bool) {
 	return p.Reset(now), true
 }
 
-// Lane reports whether, in the pool's present state, a Give followed at once
-// by a Take that lends the same resource changes nothing but that
-// resource's loan and the books: no guard of the ward watches loans begin or
-// end (a shedder or a limiter does), the Idle ceiling is not reached (the
-// Give would not retire), and the pool is not closed. A pair leaves that
-// state as it found it, so while the pool is asked nothing else, a runtime
-// may carry out any number of such pairs itself, without the pool, and
-// report them afterwards with Relent.
-func (p *Pool[T]) Lane() bool { return p.pairs() && p.passes() }
-
-// passes reports whether a Give followed by a Take of the same resource
-// would keep it and lend it again, leaving the pool's lists as they were:
-// the Idle ceiling is not reached (the Give would not retire), and the
-// pool is open.
-func (p *Pool[T]) passes() bool {
-	l := p.limits
-	// With Idle at or above Size the Idle ceiling never binds a Give: a
-	// Give needs a resource lent, so fewer than Size are idle.
-	idleOK := l.Idle == 0 || (l.Size > 0 && l.Idle >= l.Size) || p.z.idle < l.Idle
-	return !p.closed && idleOK && (p.ceiling < 0 || p.Live() <= p.ceiling) &&
-		(l.Size == 0 || p.Live() <= l.Size) // a lowered Size: Give retires
-}
-
-// relend is the rest of n pairs of seat (Relent), the last
-// Take at t: the Give and the Take leave the idle list and the birth heap
-// as they were (pushed on top, pulled from the top), so only the loan's
-// start and the books move.
-func (p *Pool[T]) relend(seat int32, t int64, n int) {
-	p.z.s[seat].since = t
-	p.hint = seat
-	p.books.Loans += uint64(n)
-	p.books.Reused += uint64(n)
-}
-
-// pairs reports whether the ward lets Give/Take pairs pass unseen at all.
-func (p *Pool[T]) pairs() bool { return p.ward.Shedder == nil && p.ward.Limiter == nil }
-
-// Relent reports n loans that a runtime made itself, as the pool would
-// have: the resource lent from seat was given back and taken again n times,
-// each time by a Take that Lane and Limits.Past say would have answered
-// Ready with it, the last of them at now. It has the effect of those n
-// Give/Take pairs: the loan's start moves to now, and Loans and Reused rise
-// by n. The pairs were made while Lane reported true, but may be reported
-// after later calls (a Reset, a Close, other Gives): a runtime reports them
-// when the resource next passes through its lock. It reports false, and
-// changes nothing, when the ward has a shedder or a limiter, n is not
-// positive, or seat does not hold item lent: those pairs could not have
-// been answered so.
-func (p *Pool[T]) Relent(seat int32, item T, n int, now time.Time) bool {
-	if p.rec != nil {
-		return p.recRelent(seat, item, n, now)
-	}
-	if n <= 0 || !p.pairs() || seat < 0 || int(seat) >= len(p.z.s) {
+// relent replays the Relent step of a recording made while the Keeper had
+// a lock-free lane (format 1): n loans of the resource lent from seat, made
+// without the pool, reported at now. The loan's start moves to now, and
+// Loans and Reused rise by n. It reports false, changing nothing, when n is
+// not positive or seat does not hold item lent. No runtime calls it: every
+// loan is a Take now.
+func (p *Pool[T]) relent(seat int32, item T, n int, now time.Time) bool {
+	if n <= 0 || seat < 0 || int(seat) >= len(p.z.s) {
 		return false
 	}
 	s := &p.z.s[seat]
 	if s.st() != lent || s.item != item {
 		return false
 	}
-	p.relend(seat, p.clock(now), n)
+	s.since = p.clock(now)
+	p.hint = seat
+	p.books.Loans += uint64(n)
+	p.books.Reused += uint64(n)
 	return true
 }
 
@@ -200,7 +157,7 @@ func (p *Pool[T]) full() (ward.Guard, bool) {
 // caller to close (counted retired); nil when nothing is over it. From then
 // on Take answers Wait, with Guard ward.GuardCeiling, when the ceiling is
 // reached; a Give while more are live than the ceiling retires the resource
-// (false: the caller closes it); Lane reports false meanwhile. A negative n
+// (false: the caller closes it). A negative n
 // removes the ceiling, which is the default.
 func (p *Pool[T]) SetCeiling(n int, now time.Time) []T {
 	if p.rec != nil {

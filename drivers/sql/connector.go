@@ -246,27 +246,20 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	}
 	clock := cfg.Clock
 	kc := wardpool.Config[*conn]{
-		Name:      c.name,
-		Limits:    cfg.Limits,
-		Ward:      cfg.Ward,
-		Dial:      c.dial,
-		Close:     closeConn,
-		Check:     c.check,
-		CheckIdle: -1, // every borrow: check decides, as database/sql would
-		// With every borrow checked, the lock-free lane could never lend
-		// (it lends only what needs no Check), and a return parked there
-		// would only be folded back by the next borrow's lock: send both
-		// through the lock. It moves BenchmarkSQLStmtOverhead's
-		// instructions per query (bench/README.md); every test of this
-		// package runs with it.
-		LockEveryLoan: true,
-		BeforeReuse:   c.reset,
-		MinIdle:       cfg.MinIdle,
-		LifeJitter:    cfg.LifeJitter,
-		LeakAfter:     cfg.LeakAfter,
-		Logger:        cfg.Logger,
-		Clock:         clock,
-		Classify:      cfg.Classify,
+		Name:        c.name,
+		Limits:      cfg.Limits,
+		Ward:        cfg.Ward,
+		Dial:        c.dial,
+		Close:       closeConn,
+		Check:       c.check,
+		CheckIdle:   -1, // every borrow: check decides, as database/sql would
+		BeforeReuse: c.reset,
+		MinIdle:     cfg.MinIdle,
+		LifeJitter:  cfg.LifeJitter,
+		LeakAfter:   cfg.LeakAfter,
+		Logger:      cfg.Logger,
+		Clock:       clock,
+		Classify:    cfg.Classify,
 	}
 	if kc.Classify == nil {
 		kc.Classify = DefaultClassify

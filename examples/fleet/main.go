@@ -347,7 +347,7 @@ func run(c config) ([]row, summary) {
 					}
 					r.nextID++
 					id = r.nextID
-					r.p.Made(id, now)
+					r.p.Made(id, now, 0)
 				} else {
 					break
 				}

@@ -431,7 +431,7 @@ func poolRun(t *testing.T, n int, gap, hold, dial time.Duration) []byte {
 				t.Fatalf("Take at %v: %v", e.at, a.Kind)
 			}
 		case -1:
-			p.Made(next, now)
+			p.Made(next, now, 0)
 			evs = append(evs, ev{at: e.at + hold, item: next})
 			next++
 		default:
@@ -472,32 +472,5 @@ func TestReplayOfAKeeperRecording(t *testing.T) {
 	os.WriteFile(cut, data[:len(data)-3], 0o644)
 	if err := cli([]string{"-replay", cut}, &bytes.Buffer{}); !errors.Is(err, pool.ErrRecording) || !strings.Contains(err.Error(), "cut.rec: wardpool: bad recording") {
 		t.Errorf("a cut recording: %v", err)
-	}
-}
-
-// The lane's loans never asked the pool: a replay that asks for each of
-// them makes no claim about the recorded decisions.
-func TestReplayOfALaneRecordingMakesNoClaim(t *testing.T) {
-	p, err := pool.New[int](pool.Limits{Size: 4, Idle: 4, Keep: time.Minute}, ward.Ward{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Record(pool.NewRecorder(0)); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
-	p.Take(now, 0, 0)
-	p.Made(1, now.Add(time.Millisecond))
-	p.Relent(p.SeatOf(1), 1, 5, now.Add(40*time.Millisecond))
-	p.Give(1, now.Add(45*time.Millisecond))
-	file := filepath.Join(t.TempDir(), "lane.rec")
-	if err := os.WriteFile(file, p.Recording(nil), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := sim(t, "-replay", file, "-table=false")
-	for _, want := range []string{"estimated      6 lane loans", "decisions      not compared: the Keeper's lane lent 6 times", "callers        6: 6 served"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("no %q in:\n%s", want, out)
-		}
 	}
 }

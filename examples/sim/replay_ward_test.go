@@ -47,7 +47,7 @@ func wardedRun(t *testing.T, n int, gap, hold time.Duration) []byte {
 				p.Unmade(now, 0.5)
 				continue
 			}
-			p.Made(next, now)
+			p.Made(next, now, 0)
 			out = append(out, loan{next, now.Add(hold)})
 			next++
 		}
@@ -117,7 +117,7 @@ func hotRun(t *testing.T, n int, gap, hold time.Duration) ([]byte, int) {
 		case pool.Ready:
 			out = append(out, loan{a.Item, now.Add(hold)})
 		case pool.Make:
-			p.Made(next, now)
+			p.Made(next, now, 0)
 			out = append(out, loan{next, now.Add(hold)})
 			next++
 		case pool.Shed:
@@ -166,11 +166,11 @@ func TestRecordedDialsAndCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Take(base, 0, 100)
-	p.Made(1, base.Add(10*time.Millisecond))      // ok at 10ms
+	p.Made(1, base.Add(10*time.Millisecond), 0)   // ok at 10ms
 	p.Take(base.Add(20*time.Millisecond), 0, 950) // cpu 950 from 20ms
 	p.Unmade(base.Add(30*time.Millisecond), 0)    // failed at 30ms
 	p.Take(base.Add(40*time.Millisecond), 0, 300) // cpu 300 from 40ms
-	p.Made(2, base.Add(50*time.Millisecond))      // ok at 50ms
+	p.Made(2, base.Add(50*time.Millisecond), 0)   // ok at 50ms
 	rc, err := pool.ReadRecording(p.Recording(nil))
 	if err != nil {
 		t.Fatal(err)

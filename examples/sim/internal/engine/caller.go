@@ -47,13 +47,15 @@ func (r *run) newCaller() *caller {
 	return c
 }
 
-// acquire is a caller asking, as Keeper.Acquire does.
+// acquire is a caller asking, as Keeper.Acquire does: behind others, it
+// joins the back of the queue and the pool is asked for those ahead first.
 func (r *run) acquire(c *caller, t int64) {
 	if r.qlive > 0 {
 		if c.nans == 0 {
 			c.queued0 = true
 		}
 		r.enqueue(c, t)
+		r.serve(t)
 		return
 	}
 	now := r.now(t)
@@ -187,7 +189,7 @@ func (r *run) dialed(e *event, t int64) {
 	}
 	id := r.nextRes
 	r.nextRes++
-	if !r.p.Made(id, now) {
+	if !r.p.Made(id, now, 0) {
 		r.cur.Retired++ // closed: never, the simulator does not close
 		return
 	}

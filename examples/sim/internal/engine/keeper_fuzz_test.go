@@ -41,7 +41,7 @@ func poolRecordingIn(t testing.TB, ops []byte, limit int) []byte {
 		case 2:
 			if making > 0 {
 				making--
-				if p.Made(next, now) {
+				if p.Made(next, now, 0) {
 					lent = append(lent, next)
 				}
 				next++
@@ -67,8 +67,9 @@ func poolRecordingIn(t testing.TB, ops []byte, limit int) []byte {
 			p.Evict(now)
 		case 8:
 			if len(lent) > 0 {
-				v := lent[arg%len(lent)]
-				p.Relent(p.SeatOf(v), v, arg+1, now)
+				i := arg % len(lent)
+				p.Give(lent[i], now)
+				lent = slices.Delete(lent, i, i+1)
 			}
 		case 9:
 			if p.Reserve(now, 0.5, 0) {

@@ -18,12 +18,11 @@ func TestKeeperRecordingWithSetLimits(t *testing.T) {
 	clock := clocktest.New(base)
 	n := 0
 	k, err := wardpool.NewKeeper(wardpool.Config[*int]{
-		Limits:        pool.Limits{Size: 3, Idle: 3, Keep: time.Minute},
-		Dial:          func(context.Context) (*int, error) { n++; v := n; return &v, nil },
-		Close:         func(*int) error { return nil },
-		Clock:         clock,
-		Recorder:      pool.NewRecorder(1 << 20),
-		LockEveryLoan: true,
+		Limits:   pool.Limits{Size: 3, Idle: 3, Keep: time.Minute},
+		Dial:     func(context.Context) (*int, error) { n++; v := n; return &v, nil },
+		Close:    func(*int) error { return nil },
+		Clock:    clock,
+		Recorder: pool.NewRecorder(1 << 20),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -104,14 +104,19 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 					c = &kcaller{asked: t, how: "atreturn", last: true}
 				}
 			default:
-				// A new caller, or one waking from Later. The Keeper asks
-				// for a new caller only when nobody is queued: the callers
-				// still queued here gave up.
-				for _, q := range kr.queue {
-					q.how = "gaveup"
-					kr.fail(q, line)
+				// A new caller, or one waking from Later. A caller that
+				// arrives behind others joins the queue, and the Keeper
+				// asks for the head on its behalf: a Wait then is the
+				// newcomer queued behind them. Any other answer says the
+				// callers still queued here gave up (the one asked for
+				// would have been the head).
+				if kind != pool.Wait || len(kr.queue) == 0 {
+					for _, q := range kr.queue {
+						q.how = "gaveup"
+						kr.fail(q, line)
+					}
+					kr.queue = kr.queue[:0]
 				}
-				kr.queue = kr.queue[:0]
 				c = kr.wake(t)
 				if c == nil {
 					c = &kcaller{asked: t, how: "lock", last: room && roomAt == t}

@@ -59,13 +59,13 @@ type truth struct {
 
 // drive runs load (arrivals with holds) against a recorded Keeper with
 // limits l, on a fake clock, every dial taking dial, and returns the
-// recording and what each caller saw. With lock, every loan goes through
-// the Keeper's lock (Config.LockEveryLoan); otherwise the lane may lend. Events of the load must fall on distinct instants (the test fails
+// recording and what each caller saw. Every loan goes through the
+// Keeper's lock and the Pool. Events of the load must fall on distinct instants (the test fails
 // otherwise): two at one instant would leave their order to the scheduler.
 //
 // giveUp names callers that give up (their context is canceled) at an
 // instant, if not served by then.
-func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock bool, giveUp map[int]time.Duration) ([]byte, []truth) {
+func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, giveUp map[int]time.Duration) ([]byte, []truth) {
 	t.Helper()
 	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
 	clock := clocktest.New(base)
@@ -77,7 +77,6 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, lock
 		Clock:    clock,
 		Recorder: pool.NewRecorder(8 << 20),
 	}
-	cfg.LockEveryLoan = lock
 	k, err := wardpool.NewKeeper(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -264,7 +263,7 @@ func replayed(t *testing.T, kl *KeeperLoad, dial time.Duration) Match {
 }
 
 // TestKeeperRecordingThroughTheLock records Keeper runs whose every loan
-// goes through the lock (Config.LockEveryLoan), a light load and
+// goes through the lock and the Pool, a light load and
 // a heavy one, and checks every caller ReadKeeper rebuilds against the run:
 // exact, except callers who queued behind others, who are first seen when
 // asked for. The sim replaying the load with the recorded limits and dial
@@ -280,7 +279,7 @@ func TestKeeperRecordingThroughTheLock(t *testing.T) {
 	}{{"light", 2, 15 * time.Millisecond, false}, {"heavy", 1, 9 * time.Millisecond, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			load := steadyLoad(c.seed, 150, c.gap, 20*time.Millisecond)
-			data, seen := drive(t, load, limits, dial, true, nil)
+			data, seen := drive(t, load, limits, dial, nil)
 			kl, err := ReadKeeper(data)
 			if err != nil {
 				t.Fatal(err)
@@ -302,8 +301,10 @@ func TestKeeperRecordingThroughTheLock(t *testing.T) {
 			if n.Lane != 0 || n.Before != 0 || n.Guessed != 0 || n.Failed+n.GaveUp+n.Waiting != 0 {
 				t.Fatalf("counts %v", n)
 			}
-			if n.AtReturn != behind {
-				t.Errorf("%d callers read as first seen at a return, %d arrived behind others", n.AtReturn, behind)
+			// A caller behind others is read at its arrival: the Keeper
+			// asked for the head on its behalf, and the Wait is recorded.
+			if n.AtReturn != 0 {
+				t.Errorf("%d callers read as first seen at a return, want each read at its arrival", n.AtReturn)
 			}
 			checkRows(t, kl.Rows, seen)
 			if kl.Dial != dial {
@@ -318,84 +319,13 @@ func TestKeeperRecordingThroughTheLock(t *testing.T) {
 	}
 }
 
-// TestKeeperRecordingOfTheLane records one caller at a time through the
-// Keeper's lane, which reaches the pool only as Relent counts when the
-// sweep folds it: ReadKeeper gives back every loan, the ones that went
-// through the lock at their instants, the lane's spread between them.
-func TestKeeperRecordingOfTheLane(t *testing.T) {
-	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
-	clock := clocktest.New(base)
-	n := 0
-	k, err := wardpool.NewKeeper(wardpool.Config[*int]{
-		Limits:   pool.Limits{Size: 2, Idle: 2, Keep: time.Minute},
-		Dial:     func(context.Context) (*int, error) { n++; v := n; return &v, nil },
-		Close:    func(*int) error { return nil },
-		Clock:    clock,
-		Recorder: pool.NewRecorder(1 << 20),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	var seen []truth
-	at := time.Duration(0)
-	for range 400 {
-		clockTo(clock, base.Add(at))
-		l, err := k.Acquire(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		hold := 2*time.Millisecond + time.Duration(rng.IntN(20_000))*time.Microsecond
-		clockTo(clock, base.Add(at+hold))
-		l.Release()
-		seen = append(seen, truth{asked: int64(at), got: int64(at), released: int64(at + hold)})
-		at += hold + 2*time.Millisecond + time.Duration(rng.IntN(30_000))*time.Microsecond
-	}
-	data := k.Recording()
-	if err := k.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	kl, err := ReadKeeper(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := kl.Counts
-	t.Logf("%v", c)
-	if c.Lane == 0 || c.Lane+c.Lock+c.Dialed != len(seen) || c.Open+c.Before+c.AtReturn+c.Failed+c.GaveUp+c.Waiting != 0 {
-		t.Fatalf("%d loans read as: %v", len(seen), c)
-	}
-	if len(kl.Rows) != len(seen) {
-		t.Fatalf("%d rows for %d loans", len(kl.Rows), len(seen))
-	}
-	exact := map[int64]bool{}
-	for _, s := range seen {
-		exact[s.asked] = true
-	}
-	for i, r := range kl.Rows {
-		if r.Acquired != r.Asked || r.Release < r.Acquired {
-			t.Fatalf("row %d: %+v: a lane loan waits for nothing and ends after it begins", i, r)
-		}
-		// A loan read as exact began when one did; the first of a lane run
-		// too, and the last lane loan before a fold (its start is
-		// recorded, to the lane's millisecond).
-		if r.Answers != "lane" && !exact[r.Asked] {
-			t.Errorf("row %d read as %s at %v: no loan began then", i, r.Answers, time.Duration(r.Asked))
-		}
-	}
-	first, last := kl.Rows[0], kl.Rows[len(kl.Rows)-1]
-	if first.Asked != seen[0].asked || last.Asked > seen[len(seen)-1].asked || kl.End() != time.Duration(seen[len(seen)-1].released) {
-		t.Errorf("first %+v, last %+v, end %v; the run went from %v to %v", first, last, kl.End(),
-			time.Duration(seen[0].asked), time.Duration(seen[len(seen)-1].released))
-	}
-}
-
 // A caller that gives up while queued is not in the recording as such: its
 // Wait is, and the next return serves nobody, so it reads as having given
 // up, never served.
 func TestKeeperRecordingOfACallerWhoGaveUp(t *testing.T) {
 	ms := time.Millisecond
 	load := []Arrival{{At: 0, Hold: 50 * ms}, {At: 10 * ms, Hold: 5 * ms}, {At: 60 * ms, Hold: 5 * ms}}
-	data, seen := drive(t, load, pool.Limits{Size: 1, Idle: 1, Keep: time.Minute}, 3*ms, true, map[int]time.Duration{1: 20 * ms})
+	data, seen := drive(t, load, pool.Limits{Size: 1, Idle: 1, Keep: time.Minute}, 3*ms, map[int]time.Duration{1: 20 * ms})
 	kl, err := ReadKeeper(data)
 	if err != nil {
 		t.Fatal(err)
@@ -427,7 +357,7 @@ func TestKeeperRecordingReplaysItsDecisions(t *testing.T) {
 		gap := time.Duration(3+seed*2) * time.Millisecond
 		dial := time.Duration(1+seed%5) * time.Millisecond
 		load := steadyLoad(seed+100, 80, gap, 15*time.Millisecond)
-		data, seen := drive(t, load, pool.Limits{Size: size, Idle: size, Keep: time.Minute}, dial, true, nil)
+		data, seen := drive(t, load, pool.Limits{Size: size, Idle: size, Keep: time.Minute}, dial, nil)
 		kl, err := ReadKeeper(data)
 		if err != nil {
 			t.Fatal(err)
@@ -442,7 +372,7 @@ func TestKeeperRecordingReplaysItsDecisions(t *testing.T) {
 		all.AtReturn += kl.Counts.AtReturn
 	}
 	t.Logf("%v", all)
-	if all.Lock == 0 || all.Queued == 0 || all.Dialed == 0 || all.AtReturn == 0 {
+	if all.Lock == 0 || all.Queued == 0 || all.Dialed == 0 {
 		t.Fatalf("the loads did not queue, dial and queue behind: %v", all)
 	}
 }

@@ -11,14 +11,14 @@ import (
 	"github.com/wardpool/wardpool/pool"
 )
 
-// The leak watch on the lane (leak.go): loans the lane makes are watched
-// as loans through the lock are, and a loan's end and its report agree.
+// The leak watch (leak.go): a loan of a resource reused from idle is
+// watched as a loan of a fresh one is, and a loan's end and its report
+// agree.
 
-func TestLaneLeakWatchSeesLaneLoans(t *testing.T) {
-	// With the leak watch on, the lane still lends; a loan it made is
-	// watched as one through the lock is: reported once past LeakAfter with
-	// the stack of the Acquire that took it, counted by Leaked and
-	// Stats.Leaks, and reported again when it comes back.
+func TestLeakWatchSeesReusedLoans(t *testing.T) {
+	// A loan of a resource given back a moment ago is reported once past
+	// LeakAfter with the stack of the Acquire that took it, counted by
+	// Leaked and Stats.Leaks, and reported again when it comes back.
 	var (
 		mu    sync.Mutex
 		leaks []Leak[*res]
@@ -29,14 +29,11 @@ func TestLaneLeakWatchSeesLaneLoans(t *testing.T) {
 		LeakAfter: time.Minute,
 		OnLeak:    func(l Leak[*res]) { mu.Lock(); leaks = append(leaks, l); mu.Unlock() },
 	})
-	if !k.laneOn {
-		t.Fatal("the leak watch shut the lane")
-	}
-	makeParked(t, k)
-	before := k.laneTakes + k.slot.Load()>>cntShift
+	mustAcquire(t, k).Release()
+	before := k.Stats().Reused
 	l := acquireFromLane(t, k)
-	if after := k.laneTakes + k.slot.Load()>>cntShift; after != before+1 {
-		t.Fatalf("the loan did not come from the lane (lane loans %d, then %d)", before, after)
+	if after := k.Stats().Reused; after != before+1 {
+		t.Fatalf("the loan did not reuse the idle resource (reused %d, then %d)", before, after)
 	}
 	c.Advance(59 * time.Second)
 	if n := k.Leaked(); n != 0 {
@@ -73,12 +70,12 @@ func TestLaneLeakWatchSeesLaneLoans(t *testing.T) {
 
 func acquireFromLane(t *testing.T, k *Keeper[*res]) Loan[*res] { return mustAcquire(t, k) }
 
-func TestLaneLeakWatchRacesLoansEndingAsTheyAreReported(t *testing.T) {
-	// Loans through the lane and the lock end while the watch reports them
+func TestLeakWatchRacesLoansEndingAsTheyAreReported(t *testing.T) {
+	// Loans end while the watch reports them
 	// (LeakAfter a nanosecond: every loan is a leak by the next tick): each
-	// report claims its loan on the watch word, so a return is reported
-	// only after a leak report of the same loan, and never twice. -race
-	// checks the stack record's hand-over.
+	// report is claimed under the lock, so a return is reported only after
+	// a leak report of the same loan, and never twice. -race checks the
+	// stack record's hand-over.
 	var (
 		mu               sync.Mutex
 		leaked, returned int
@@ -119,11 +116,11 @@ func TestLaneLeakWatchRacesLoansEndingAsTheyAreReported(t *testing.T) {
 					// Hold this one until the watch has reported it, so
 					// that reports are certain to race the others.
 					deadline := time.Now().Add(10 * time.Second)
-					for l.e.lw.watch.Load()&watchReported == 0 {
+					for !reported(k, l) {
 						if time.Now().After(deadline) {
 							k.mu.Lock()
-							t.Errorf("a loan held past LeakAfter was not reported in 10s: watch %#x told %d armed %v at %v sweepArmed %v slot %#x",
-								l.e.lw.watch.Load(), l.e.lw.told.Load(), k.armed, k.timerAt, k.sweepArmed, k.slot.Load())
+							t.Errorf("a loan held past LeakAfter was not reported in 10s: told %d armed %v at %v",
+								l.e.lw.told, k.alarm.armed, k.alarm.at)
 							k.mu.Unlock()
 							break
 						}
@@ -146,4 +143,11 @@ func TestLaneLeakWatchRacesLoansEndingAsTheyAreReported(t *testing.T) {
 	if leaked < 10 {
 		t.Fatalf("%d leaks reported, want at least the 10 held until reported", leaked)
 	}
+}
+
+// reported reports whether the leak watch has reported l's loan.
+func reported(k *Keeper[*res], l Loan[*res]) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return l.e.lw.reported
 }

@@ -8,38 +8,38 @@ import (
 
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
-	"github.com/wardpool/wardpool/ward"
 )
 
-// The lane (lane.go): a release with nobody waiting parks its resource
-// without the lock, and an acquire takes it back without the lock. These
-// tests pin down that the lane changes nothing anyone can see but speed:
-// the books, Keep, Life, Check, Reset, Close, FIFO and Loans all read as
-// if the lane did not exist.
+// One path (keeper.go): every loan is a Take and every return a Give,
+// under the lock. These tests pin down the hot loop of a release followed
+// by an acquire: the books, Keep, Life, Check, Reset, Close, FIFO and Loans
+// read as the Pool says. (Until 2026-12 a lock-free lane lent a resource
+// given back a moment before without asking the Pool; these tests held it
+// to the Pool, and now hold the one path.)
 
-// makeParked acquires and releases until a resource sits in the lane (the
-// first release after the Keeper starts, or after a sweep, goes through the
-// lock to arm the sweep), and returns it.
+// makeParked acquires and releases twice, leaving a resource idle on top
+// that was lent and given back a moment ago, and returns it.
 func makeParked(t *testing.T, k *Keeper[*res]) *res {
 	t.Helper()
-	for range 3 {
+	var r *res
+	for range 2 {
 		l := mustAcquire(t, k)
 		l.Release()
-		if k.laneCount() == 1 {
-			return l.Value()
-		}
+		r = l.Value()
 	}
-	t.Fatalf("no resource in the lane (slot %#x)", k.slot.Load())
-	return nil
+	if s := k.Stats(); s.Idle < 1 {
+		t.Fatalf("nothing idle after a release: %+v", s.Books)
+	}
+	return r
 }
 
-func TestLaneBooksStayHonest(t *testing.T) {
+func TestPathBooksStayHonest(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 4}})
-	r := makeParked(t, k) // dialed, given back (arming the sweep), lent again, parked
-	s := k.Stats()        // cools: the hot resource is idle on the books
-	if s.Live != 1 || s.Idle != 1 || s.Busy != 0 || k.laneCount() != 0 {
-		t.Fatalf("books with a hot resource: %+v (hot %d)", s.Books, k.laneCount())
+	r := makeParked(t, k) // dialed, given back, lent again, given back
+	s := k.Stats()
+	if s.Live != 1 || s.Idle != 1 || s.Busy != 0 {
+		t.Fatalf("books with a resource given back: %+v", s.Books)
 	}
 	for range 3 {
 		l := mustAcquire(t, k)
@@ -55,14 +55,13 @@ func TestLaneBooksStayHonest(t *testing.T) {
 	checkBalanced(t, k, d)
 }
 
-func TestLaneKeepIsExact(t *testing.T) {
+func TestPathKeepIsExact(t *testing.T) {
 	d := &dialer{}
 	keep := 10 * time.Second
 	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2, Keep: keep}})
 	r := makeParked(t, k)
 	parked := c.Now()
-	// Nobody asks for it: the sweep cools it into the pool with the instant
-	// it came back, and the eviction timer retires it at Keep, not later.
+	// Nobody asks for it: the eviction timer retires it at Keep, not later.
 	c.Advance(keep)
 	if closedSoon(t, k, r) {
 		t.Fatal("retired at exactly Keep idle; Keep is strict")
@@ -77,7 +76,7 @@ func TestLaneKeepIsExact(t *testing.T) {
 	checkBalanced(t, k, d)
 }
 
-func TestLanePastKeepOrLifeIsNotLent(t *testing.T) {
+func TestPathPastKeepOrLifeIsNotLent(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		limits pool.Limits
@@ -90,10 +89,10 @@ func TestLanePastKeepOrLifeIsNotLent(t *testing.T) {
 			d := &dialer{}
 			k, c := newTestKeeper(t, d, Config[*res]{Limits: tc.limits})
 			r := makeParked(t, k)
-			c.Step(2 * time.Minute) // no timer runs: it is still hot
+			c.Step(2 * time.Minute) // no timer runs: it is still idle
 			l := mustAcquire(t, k)
 			if l.Value() == r || !closedSoon(t, k, r) {
-				t.Fatal("a hot resource past its age was lent")
+				t.Fatal("a resource past its age was lent")
 			}
 			l.Release()
 			if s := k.Stats(); tc.field(s) != 1 {
@@ -104,7 +103,7 @@ func TestLanePastKeepOrLifeIsNotLent(t *testing.T) {
 	}
 }
 
-func TestLaneReleaseGoesToAWaiterNotToTheSlots(t *testing.T) {
+func TestPathReleaseGoesToAWaiterNotToTheSlots(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}})
 	a := mustAcquire(t, k)
@@ -115,44 +114,20 @@ func TestLaneReleaseGoesToAWaiterNotToTheSlots(t *testing.T) {
 		l.Release()
 	}()
 	clocktest.Eventually(t, "the waiter to queue", func() bool { return k.Stats().Waiting == 1 })
-	if k.laneOpen() {
-		t.Fatal("the lane is open with a caller waiting")
-	}
 	a.Release()
 	if r := <-got; r != a.Value() {
 		t.Fatal("the waiter was not handed the released resource")
 	}
-	clocktest.Eventually(t, "the lane to open", func() bool { return k.laneOpen() })
 	checkBalanced(t, k, d)
 }
 
-func TestLaneResourceParkedInAShutSlotIsLent(t *testing.T) {
-	// A resource parked in a slot that is shut (as a release can leave it
-	// when the lane is shut for another reason: waiters, the sweep) is not
-	// taken by the lane: an acquire through the mutex must still find it,
-	// as lock folds the slot before the pool is asked.
-	d := &dialer{}
-	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}})
-	a := mustAcquire(t, k)
-	a.e.loan.Add(1) // end the loan as release does, and park by hand
-	a.e.back.Store(k.nanos())
-	a.e.next = 0
-	k.slot.Store(shut | uint64(a.e.seat+1)) // the inbox's one return
-	l := mustAcquire(t, k)
-	if l.Value() != a.Value() {
-		t.Fatal("the parked resource was not lent; Size 1 would have made the caller wait for ever")
-	}
-	l.Release()
-	checkBalanced(t, k, d)
-}
-
-func TestLaneResetAndCloseRetireParkedResources(t *testing.T) {
+func TestPathResetAndCloseRetireParkedResources(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
 	r := makeParked(t, k)
 	k.Reset()
-	if !closedSoon(t, k, r) || k.laneCount() != 0 {
-		t.Fatal("Reset left a hot resource open")
+	if !closedSoon(t, k, r) {
+		t.Fatal("Reset left an idle resource open")
 	}
 	l := mustAcquire(t, k)
 	if l.Value() == r {
@@ -163,29 +138,29 @@ func TestLaneResetAndCloseRetireParkedResources(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 5*time.Second)
 	defer cancel()
 	if err := k.Close(ctx); err != nil {
-		t.Fatalf("Close waited on a hot resource as if it were lent: %v", err)
+		t.Fatalf("Close waited on an idle resource as if it were lent: %v", err)
 	}
 	if !closedSoon(t, k, r2) {
-		t.Fatal("Close left a hot resource open")
+		t.Fatal("Close left an idle resource open")
 	}
 	if s := k.Stats(); s.Live != 0 {
 		t.Fatalf("stats after Close %+v", s)
 	}
 }
 
-func TestLaneDoubleReleaseIsANoOp(t *testing.T) {
+func TestPathDoubleReleaseIsANoOp(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
 	makeParked(t, k)
-	a := mustAcquire(t, k) // from the lane
+	a := mustAcquire(t, k) // reused from idle
 	a.Release()
-	a.Release() // double: a no-op, even on the lock-free path
+	a.Release() // double: a no-op
 	b := mustAcquire(t, k)
 	if b.Value() != a.Value() {
 		t.Fatal("want the same resource back")
 	}
 	a.Release() // late, while b holds it
-	if !b.Valid() || k.laneCount() != 0 {
+	if !b.Valid() || k.Stats().Idle != 0 {
 		t.Fatal("a stale loan gave back a resource lent to someone else")
 	}
 	b.Release()
@@ -195,7 +170,7 @@ func TestLaneDoubleReleaseIsANoOp(t *testing.T) {
 	checkBalanced(t, k, d)
 }
 
-func TestLaneCheckRunsAfterCheckIdle(t *testing.T) {
+func TestPathCheckRunsAfterCheckIdle(t *testing.T) {
 	d := &dialer{}
 	checks := 0
 	k, c := newTestKeeper(t, d, Config[*res]{
@@ -210,77 +185,46 @@ func TestLaneCheckRunsAfterCheckIdle(t *testing.T) {
 	c.Step(6 * time.Second)
 	l := mustAcquire(t, k)
 	if checks != 1 || l.Value() == r || !closedSoon(t, k, r) {
-		t.Fatalf("checks %d; the failed hot resource was lent or left open", checks)
+		t.Fatalf("checks %d; the failed idle resource was lent or left open", checks)
 	}
 	l.Release()
 	if s := k.Stats(); s.CheckFailures != 1 || s.Acquires != 3 || s.Loans != 4 {
-		// makeParked's two acquires, then this one, which met the failed hot
-		// resource (a loan on the books, not an acquire) and a new one.
+		// makeParked's two acquires, then this one, which met the failed
+		// idle resource (a loan on the books, not an acquire) and a new one.
 		t.Fatalf("stats %+v", s)
 	}
 	checkBalanced(t, k, d)
 }
 
-func TestLaneLoansHeldFromTheirOwnStart(t *testing.T) {
+func TestPathLoansHeldFromTheirOwnStart(t *testing.T) {
 	d := &dialer{}
 	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
 	makeParked(t, k)
 	c.Step(5 * time.Second)
-	l := mustAcquire(t, k) // from the lane, without the pool seeing it
+	l := mustAcquire(t, k) // reused: its loan starts now, not at its first
 	c.Step(2 * time.Second)
 	loans := k.Loans()
-	if len(loans) != 1 || loans[0].Item != l.Value() || loans[0].Held != 2*time.Second {
-		t.Fatalf("loans %+v, want one held 2s", loans)
-	}
-	if k.laneCount() != 0 {
-		t.Fatal("a lent resource reads as hot")
+	if len(loans) != 1 || loans[0].Item != l.Value() || loans[0].Held != 2*time.Second || l.Held() != 2*time.Second {
+		t.Fatalf("loans %+v (Held %v), want one held 2s", loans, l.Held())
 	}
 	l.Release()
 	if len(k.Loans()) != 0 {
-		t.Fatal("a parked resource listed as a loan")
+		t.Fatal("an idle resource listed as a loan")
 	}
 }
 
-func TestLaneSlotsStayShutWhereEveryLoanNeedsTheLock(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		cfg  Config[*res]
-	}{
-		{"LockEveryLoan", Config[*res]{Limits: pool.Limits{Size: 2}, LockEveryLoan: true}},
-		// A hot CPU reading: the shedder weighs every loan.
-		{"hot shedder", Config[*res]{Limits: pool.Limits{Size: 2}, CPU: func() int { return 950 },
-			Ward: ward.Ward{Shedder: ward.NewShedder(ward.DefaultShed, time.Time{})}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d := &dialer{}
-			k, _ := newTestKeeper(t, d, tc.cfg)
-			for range 3 {
-				mustAcquire(t, k).Release()
-				if k.laneCount() != 0 {
-					t.Fatal("a resource was parked hot")
-				}
-			}
-			checkBalanced(t, k, d)
-		})
-	}
-}
-
-func TestLaneKeepsTheIdleCeiling(t *testing.T) {
-	// With Idle below Size the lane is open while the pool is below its Idle
-	// ceiling, and what the pool says at the ceiling stands: of two
-	// releases, the second is retired, whichever way each went.
+func TestPathKeepsTheIdleCeiling(t *testing.T) {
+	// With Idle below Size what the pool says at the ceiling stands: of
+	// two releases, the second is retired.
 	for _, l := range []pool.Limits{{Size: 4, Idle: 1}, {Idle: 1}} {
 		d := &dialer{}
 		k, _ := newTestKeeper(t, d, Config[*res]{Limits: l})
-		mustAcquire(t, k).Release() // through the mutex: arms the sweep
+		mustAcquire(t, k).Release()
 		a, b := mustAcquire(t, k), mustAcquire(t, k)
-		// b's dial finishes its bookkeeping after b has the loan, under
-		// the lock: a release meanwhile goes through the inbox, not the
-		// lane.
 		clocktest.Eventually(t, "the dial to finish", func() bool { return settled(k) })
 		a.Release()
-		if k.laneCount() != 1 {
-			t.Fatalf("%+v: below the Idle ceiling, the release did not park", l)
+		if k.Stats().Idle != 1 {
+			t.Fatalf("%+v: below the Idle ceiling, the release was not kept", l)
 		}
 		b.Release()
 		if !closedSoon(t, k, b.Value()) || closedSoon(t, k, a.Value()) {
@@ -298,39 +242,39 @@ func TestLaneKeepsTheIdleCeiling(t *testing.T) {
 	}
 }
 
-func TestLaneMinIdleIsKept(t *testing.T) {
+func TestPathMinIdleIsKept(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 3}, MinIdle: 1})
-	dialing := func() int { k.mu.Lock(); defer k.mu.Unlock(); return k.dialing }
+	dialing := func() int { k.mu.Lock(); defer k.mu.Unlock(); return k.stats.dialing }
 	opened := func() int { n, _, _ := d.counts(); return n }
 	clocktest.Eventually(t, "MinIdle warm", func() bool { return opened() == 1 && dialing() == 0 })
 	x := mustAcquire(t, k) // the warm one; one more is dialed to stay at one idle
 	clocktest.Eventually(t, "top-up", func() bool { return opened() == 2 && dialing() == 0 })
-	x.Release()            // through the lock: it arms the sweep
+	x.Release()
 	a := mustAcquire(t, k) // x again: one idle left, nothing dialed
 	b := mustAcquire(t, k) // none idle: one dialed
 	clocktest.Eventually(t, "top-up", func() bool { return opened() == 3 && dialing() == 0 })
 	c := mustAcquire(t, k) // Size reached: nothing dialed
 	a.Release()
-	if k.laneCount() != 1 {
-		t.Fatal("want a parked")
+	if k.Stats().Idle != 1 {
+		t.Fatal("want a idle")
 	}
-	b.Destroy() // room for one more, but the parked one is idle: no dial
+	b.Destroy() // room for one more, but a is idle: no dial
 	if n := dialing(); n != 0 {
-		t.Fatalf("%d dials with a resource idle in the lane and MinIdle 1", n)
+		t.Fatalf("%d dials with a resource idle and MinIdle 1", n)
 	}
-	l := mustAcquire(t, k) // from the lane: none idle now, so one is dialed
+	l := mustAcquire(t, k) // a: none idle now, so one is dialed
 	if l.Value() != a.Value() {
-		t.Fatal("want the parked resource")
+		t.Fatal("want the idle resource")
 	}
-	clocktest.Eventually(t, "top-up after an acquire from the lane", func() bool { return opened() == 4 })
+	clocktest.Eventually(t, "top-up after an acquire of the last idle one", func() bool { return opened() == 4 })
 	l.Release()
 	c.Release()
 	clocktest.Eventually(t, "dials to settle", func() bool { return dialing() == 0 })
 	checkBalanced(t, k, d)
 }
 
-func TestLaneReleaseRunsTheResetHook(t *testing.T) {
+func TestPathReleaseRunsTheResetHook(t *testing.T) {
 	d := &dialer{}
 	resets := 0
 	fail := false
@@ -348,8 +292,8 @@ func TestLaneReleaseRunsTheResetHook(t *testing.T) {
 	fail = true
 	l := mustAcquire(t, k)
 	l.Release()
-	if resets < 2 || !closedSoon(t, k, r) || k.laneCount() != 0 {
-		t.Fatalf("resets %d; a resource that failed Reset was parked or left open", resets)
+	if resets < 2 || !closedSoon(t, k, r) || k.Stats().Idle != 0 {
+		t.Fatalf("resets %d; a resource that failed Reset was kept or left open", resets)
 	}
 	if s := k.Stats(); s.Dropped != 1 || s.Live != 0 {
 		t.Fatalf("stats %+v", s)
@@ -357,7 +301,7 @@ func TestLaneReleaseRunsTheResetHook(t *testing.T) {
 	checkBalanced(t, k, d)
 }
 
-func TestLaneZeroAllocs(t *testing.T) {
+func TestPathZeroAllocs(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.DefaultLimits})
 	makeParked(t, k)
@@ -369,39 +313,14 @@ func TestLaneZeroAllocs(t *testing.T) {
 		l.Release()
 	})
 	if allocs != 0 {
-		t.Fatalf("Acquire+Release through the lane allocates %v times", allocs)
+		t.Fatalf("Acquire+Release of an idle resource allocates %v times", allocs)
 	}
 }
 
-func TestLaneLoansWithinAtSlackOfARelend(t *testing.T) {
-	// A resource lent again within atSlack of its previous loan's start
-	// keeps that start for Loans: read long by less than atSlack.
-	d := &dialer{}
-	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
-	makeParked(t, k)
-	c.Step(time.Second)
-	l := mustAcquire(t, k) // a second after: the start is recorded
-	l.Release()
-	c.Step(atSlack / 2)
-	l = mustAcquire(t, k) // within the slack: the earlier start stands
-	c.Step(3 * time.Second)
-	loans := k.Loans()
-	if len(loans) != 1 {
-		t.Fatalf("loans %+v", loans)
-	}
-	if held, want := loans[0].Held, 3*time.Second; held < want || held >= want+atSlack {
-		t.Fatalf("held %v, want %v to %v", held, want, want+atSlack)
-	}
-	if l.Held() != 3*time.Second {
-		t.Fatalf("the loan's own Held %v, want exactly 3s", l.Held())
-	}
-	l.Release()
-}
-
-func TestLaneLendsMostRecentlyReturnedFirst(t *testing.T) {
+func TestPathLendsMostRecentlyReturnedFirst(t *testing.T) {
 	// Release c1, c2, c3 in that order, then acquire three times: the seeds'
-	// rule (and the pool's) lends c3, c2, c1, whichever of them passed
-	// through the lane and whoever read the books in between.
+	// rule (and the pool's) lends c3, c2, c1, whoever read the books in
+	// between.
 	for _, stats := range []bool{false, true} {
 		d := &dialer{}
 		k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 3}})
@@ -426,14 +345,14 @@ func TestLaneLendsMostRecentlyReturnedFirst(t *testing.T) {
 	}
 }
 
-func TestLaneStaleResourceIsNeverInLimbo(t *testing.T) {
-	// A resource past Keep in the slot is not taken by the lane: the pool
-	// answers Stale for it, and a TryAcquire with room dials at once, as
-	// the pool would, instead of answering ErrWouldWait beside it.
+func TestPathStaleResourceIsNeverInLimbo(t *testing.T) {
+	// A resource past Keep is not lent: the pool answers Stale for it, and
+	// a TryAcquire with room dials at once, as the pool would, instead of
+	// answering ErrWouldWait beside it.
 	d := &dialer{}
 	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1, Keep: time.Second}})
 	r := makeParked(t, k)
-	c.Step(2 * time.Second) // no timer runs: it stays parked
+	c.Step(2 * time.Second) // no timer runs: it stays idle
 	if _, err := k.TryAcquire(bg); !errors.Is(err, ErrWouldWait) {
 		t.Fatalf("TryAcquire beside a stale resource = %v, want ErrWouldWait and a dial", err)
 	}

@@ -13,18 +13,16 @@ import (
 	"github.com/wardpool/wardpool/pool"
 )
 
-// The lane beside the Keeper's lock: stress from every side at once, the
-// lane shut while the mutex is held, racing releases of one loan, and
-// counters that agree on either side of a lane loan's move into the pool's
-// books.
+// The one path under stress: from every side at once, racing releases of
+// one loan, and counters that never go down.
 
-// TestLaneStressNeverLendsOneResourceTwice hammers the lane and the
-// gate from every side at once: acquires and try-acquires, releases (some
+// TestPathStressNeverLendsOneResourceTwice hammers the Keeper from every
+// side at once: acquires and try-acquires, releases (some
 // twice, from two goroutines at once), destroys, cancellations, and, beside
-// them, Stats, Loans, Reset and the sweep. Each resource carries a flag that
+// them, Stats, Loans, Reset and the timer. Each resource carries a flag that
 // its borrower sets and clears: finding it set means it was lent twice. At
 // the end nothing is lost and Close closes everything once.
-func TestLaneStressNeverLendsOneResourceTwice(t *testing.T) {
+func TestPathStressNeverLendsOneResourceTwice(t *testing.T) {
 	d := &dialer{}
 	k, err := NewKeeper(Config[*res]{Limits: pool.Limits{Size: 3, Keep: time.Millisecond}, Dial: d.Dial, Close: d.Close})
 	if err != nil {
@@ -134,30 +132,7 @@ func TestLaneStressNeverLendsOneResourceTwice(t *testing.T) {
 	t.Logf("%d acquires, %d made, %d double releases", s.Acquires, s.Made, s.DoubleReleases)
 }
 
-func TestLaneIsShutWhileTheMutexIsHeld(t *testing.T) {
-	// The lane never runs beside a decision of the pool's: lock shuts the
-	// slot, and a release or acquire that finds it shut goes to the mutex.
-	d := &dialer{}
-	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
-	makeParked(t, k)
-	if !k.laneOpen() || k.laneCount() != 1 {
-		t.Fatal("want a resource parked in an open lane")
-	}
-	k.lock()
-	shutNow, parked := !k.laneOpen(), k.laneCount()
-	if _, ok := k.takeLane(); ok {
-		t.Error("the lane lent while the mutex was held")
-	}
-	k.unlock()
-	if !shutNow || parked != 0 {
-		t.Fatalf("under the mutex: shut %v, parked %d; want shut and folded", shutNow, parked)
-	}
-	if s := k.Stats(); s.Idle != 1 || s.Live != 1 {
-		t.Fatalf("the folded resource is not idle on the books: %+v", s.Books)
-	}
-}
-
-func TestLaneRacingReleasesOfOneLoanLendItOnce(t *testing.T) {
+func TestPathRacingReleasesOfOneLoanLendItOnce(t *testing.T) {
 	// Two goroutines release the same loan at once, many times over: on one
 	// resource, two try-acquires after each race must not both succeed.
 	d := &dialer{}
@@ -188,16 +163,15 @@ func TestLaneRacingReleasesOfOneLoanLendItOnce(t *testing.T) {
 	}
 }
 
-func TestLaneCountersNeverGoDown(t *testing.T) {
-	// A loan the lane made is counted as it is made (laneTakes), and moves
-	// into the pool's books when the resource next passes the lock
-	// (Relent): readings on either side of that move agree.
+func TestPathCountersNeverGoDown(t *testing.T) {
+	// A loan is counted as it is made, and a Destroy after it moves
+	// neither Loans, Reused nor Acquires.
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
 	makeParked(t, k)
-	l := mustAcquire(t, k) // from the lane: owed to the pool
+	l := mustAcquire(t, k)
 	s1 := k.Stats()
-	l.Destroy() // through the lock: the pool hears of the loan, then the drop
+	l.Destroy()
 	s2 := k.Stats()
 	if s2.Loans != s1.Loans || s2.Reused != s1.Reused || s2.Acquires != s1.Acquires {
 		t.Fatalf("counters moved: loans %d → %d, reused %d → %d, acquires %d → %d",
