@@ -29,11 +29,22 @@ type Timer = interface {
 	Reset(d time.Duration) bool
 }
 
-// systemClock is the default Clock: time.Now and time.AfterFunc. It runs
-// nothing of its own: an idle Keeper on it wakes only for a timer armed for
-// something due.
-type systemClock struct{}
+// systemClock is the default Clock: the system's monotonic clock, read
+// as base plus the time since base, and time.AfterFunc. It runs nothing of
+// its own: an idle Keeper on it wakes only for a timer armed for something
+// due.
+//
+// time.Since reads only the monotonic clock, where time.Now reads the wall
+// clock too: on the machine of bench/README.md that is about 30 ns against
+// 57 ns, and a loan reads the clock twice (at Acquire and at Release). The
+// readings carry base's wall time moved on by the monotonic time since:
+// they never jump with a step of the wall clock, and the pool uses only
+// their differences.
+type systemClock struct{ base time.Time }
 
-func (systemClock) Now() time.Time { return time.Now() }
+// newSystemClock returns the default Clock, its base read now.
+func newSystemClock() *systemClock { return &systemClock{base: time.Now()} }
 
-func (systemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+func (c *systemClock) Now() time.Time { return c.base.Add(time.Since(c.base)) }
+
+func (c *systemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }

@@ -210,7 +210,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		set.name = poolname.Default("wardpool", "")
 	}
 	if set.clock == nil {
-		set.clock = systemClock{}
+		set.clock = newSystemClock()
 	}
 	if set.rand == nil {
 		set.rand = rand.Float64

@@ -26,7 +26,7 @@ func sharedKeeper(t *testing.T, d *dialer, store shared.Store, name string, slot
 	k, _ := newTestKeeper(t, d, Config[*res]{
 		Limits: pool.Limits{Size: 5},
 		Shared: Shared{Budget: b, RetryEvery: 2 * time.Millisecond},
-		Clock:  systemClock{}, // the budget's retries and renewals in real time
+		Clock:  newSystemClock(), // the budget's retries and renewals in real time
 	})
 	return k, b
 }
@@ -156,7 +156,7 @@ func TestKeeperSharedCosts(t *testing.T) {
 	b := shared.NewBudget(shared.Link{Store: store, Timeout: time.Minute}, "db", "one", cfg)
 	br := shared.NewBreaker(shared.Link{Store: store, Timeout: time.Minute}, "db", shared.DefaultBreaker)
 	d := &dialer{}
-	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}, Shared: Shared{Budget: b, Breaker: br}, Clock: systemClock{}})
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}, Shared: Shared{Budget: b, Breaker: br}, Clock: newSystemClock()})
 	clocktest.Eventually(t, "the first renewal", func() bool { s := b.Stats(); return s.Renewals > 0 && s.Trips >= s.Renewals })
 	// One reading of the budget's figures: a renewal running in the
 	// background between two readings would be miscounted.
@@ -305,7 +305,7 @@ func TestKeeperSharedStoreOutage(t *testing.T) {
 		Limits: pool.Limits{Size: 5},
 		Shared: Shared{Budget: b, RetryEvery: 2 * time.Millisecond},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		Clock:  systemClock{}, // the budget's retries in real time
+		Clock:  newSystemClock(), // the budget's retries in real time
 	})
 	a, c := mustAcquire(t, k), mustAcquire(t, k) // its share: 2 of 4
 	store.down.Store(true)
