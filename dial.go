@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/wardpool/wardpool/ward"
 )
 
 // errZeroDial is the error of a dial that returned the zero T and no error.
@@ -68,7 +70,15 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		}
 		fallthrough
 	case err != nil:
-		k.p.Unmade(now, k.roll())
+		refused := errors.Is(err, ErrSharedOpen) || errors.Is(err, ErrSharedRate)
+		if refused {
+			// A shared guard refused the dial before it was made: the
+			// pool counts a refusal, and its own breaker and backoff hear
+			// nothing (the fleet's breaker speaks for the backend).
+			k.p.Unreserve(now, ward.GuardShared)
+		} else {
+			k.p.Unmade(now, k.roll())
+		}
 		if timedOut {
 			k.stats.dialTimeouts++
 			err = fmt.Errorf("wardpool: dial timed out after %v: %w", k.dialTimeout, err)
@@ -76,7 +86,9 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		if k.closed {
 			err = ErrClosed // the dial was cancelled by Close
 		}
-		k.stats.lastDial, k.stats.lastDialAt = err, now
+		if !refused {
+			k.stats.lastDial, k.stats.lastDialAt = err, now
+		}
 		if owner {
 			k.grantLocked(j.w, grant[T]{err: err})
 		} else {

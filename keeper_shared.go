@@ -44,15 +44,17 @@ import (
 // Before each dial the Keeper asks, in order, Dials.Take (a fleet-wide rate
 // on dials; over it the dial fails with ErrSharedRate) and Breaker.Allow (a
 // refusal fails the dial, without dialing, with ErrSharedOpen; the dial's
-// outcome is reported after). Both count as failed dials, so the ward's own
-// backoff and breaker see them. A closed breaker costs one round trip per
-// dial and none per loan.
+// outcome is reported after). Either refusal gives the pool's reservation
+// back as a refusal (Pool.Unreserve: counted in Books.Shed), not as a failed
+// dial: the ward's own breaker and backoff do not hear of it, so one outage
+// does not trip the shared breaker and the local one both. A closed breaker
+// costs one round trip per dial and none per loan.
 type Shared struct {
 	Budget  *shared.Budget
 	Breaker *shared.Breaker
 	// Dials is a fleet-wide rate on dials (a shared two-window counter):
 	// a dial over it fails at once with an error wrapping ErrSharedRate,
-	// counted as a failed dial, so the ward's backoff spaces the next.
+	// counted as a refusal (Books.Shed), not as a failed dial.
 	Dials *shared.Counter
 	// RetryEvery is how often callers waiting on a spent budget ask it
 	// again; zero means 20ms.

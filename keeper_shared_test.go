@@ -13,6 +13,7 @@ import (
 
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 	"github.com/wardpool/wardpool/ward/shared"
 )
 
@@ -184,7 +185,9 @@ func TestKeeperSharedCosts(t *testing.T) {
 	l = mustAcquire(t, k)
 	before = trips()
 	l.Destroy()
-	clocktest.Eventually(t, "the close to give its slot back", func() bool { return b.Held() == 0 })
+	// The budget counts the Return's round trip as the call ends, after
+	// Held has fallen: wait for both.
+	clocktest.Eventually(t, "the close to give its slot back", func() bool { return b.Held() == 0 && trips() > before })
 	if got := trips() - before; got != 1 {
 		t.Fatalf("a close cost %d round trips, want 1 (return)", got)
 	}
@@ -363,4 +366,42 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestKeeperSharedRefusalIsNotAFailedDial: a dial the shared breaker
+// refuses is given back to the pool as a refusal (Pool.Unreserve), so the
+// ward's own breaker, fed by failed dials, does not open on the same
+// outage, and the books count it as shed, not failed.
+func TestKeeperSharedRefusalIsNotAFailedDial(t *testing.T) {
+	store := shared.NewMemStore(nil)
+	pol := shared.DefaultBreaker
+	pol.Failures = 1
+	br := shared.NewBreaker(shared.Link{Store: store, Timeout: time.Minute}, "db", pol)
+	d := &dialer{}
+	c := newFakeClock()
+	local := ward.NewBreaker(ward.DefaultSre, c.Now())
+	k, clock := newTestKeeper(t, d, Config[*res]{
+		Limits: pool.Limits{Size: 2},
+		Ward:   ward.Ward{Breaker: local},
+		Clock:  c,
+		Shared: Shared{Breaker: br},
+	})
+	if err := br.Fail(context.Background(), clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, err := k.Acquire(context.Background()); !errors.Is(err, ErrSharedOpen) {
+			t.Fatalf("acquire with the shared breaker open: %v, want ErrSharedOpen", err)
+		}
+	}
+	s := k.Stats()
+	if s.Failed != 0 || s.Shed != 20 || s.LastDialError != nil {
+		t.Fatalf("books %+v, last dial error %v: want 20 shed, none failed", s.Books, s.LastDialError)
+	}
+	if r := local.Ratio(clock.Now()); r != 0 {
+		t.Fatalf("the local breaker refuses %.2f of dials after refusals by the shared one", r)
+	}
+	if opened, _, _ := d.counts(); opened != 0 {
+		t.Fatalf("%d dials made past an open shared breaker", opened)
+	}
 }

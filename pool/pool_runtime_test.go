@@ -170,3 +170,49 @@ func TestResetForIsRecordedAsReset(t *testing.T) {
 		t.Fatalf("%d Reset steps, want 1", resets)
 	}
 }
+
+func TestUnreserveIsARefusalNotAFailure(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	br := ward.NewBreaker(ward.DefaultSre, t0)
+	var b ward.Backoff = ward.DefaultBackoff
+	p, _ := New[string](Limits{Size: 1}, ward.Ward{Breaker: br, Backoff: &b})
+	if err := p.Record(NewRecorder(0)); err != nil {
+		t.Fatal(err)
+	}
+	if a := p.Take(t0, 0.5, 0); a.Kind != Make {
+		t.Fatalf("Take = %v, want Make", a.Kind)
+	}
+	p.Unreserve(t0, ward.GuardShared)
+	bk := p.Books()
+	if bk.Live != 0 || bk.Failed != 0 || bk.Shed != 1 {
+		t.Fatalf("books after Unreserve %+v: want the room back, one shed, none failed", bk)
+	}
+	if _, held := p.HeldUntil(); held || br.Ratio(t0) != 0 {
+		t.Fatal("Unreserve told the backoff or the breaker of a failure")
+	}
+	if a := p.Take(t0, 0.5, 0); a.Kind != Make {
+		t.Fatalf("Take after Unreserve = %v, want Make: the room is free", a.Kind)
+	}
+	p.Unreserve(t0, ward.GuardShared)
+	p.Unreserve(t0, ward.GuardShared) // none open: nothing
+	if bk := p.Books(); bk.Shed != 2 || bk.Live != 0 {
+		t.Fatalf("books %+v", bk)
+	}
+	// Recorded with the guard, and replayed to the same answers.
+	rc, err := ReadRecording(p.Recording(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Replay(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range rc.Steps {
+		if s.Op == OpUnreserve && s.Guard == ward.GuardShared {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d Unreserve steps recorded, want 3", n)
+	}
+}

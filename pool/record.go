@@ -37,13 +37,14 @@ const (
 	OpTrim
 	OpCeilingAt
 	OpLimits
+	OpUnreserve
 
 	opCheckpoint Op = 0x40
 	opEnd        Op = 0x41
 )
 
 var opNames = [...]string{"Op(0)", "Take", "Made", "Unmade", "Give", "GiveSeat", "Drop",
-	"Evict", "Close", "Reset", "Relent", "Reserve", "Refusal", "Loans", "Ceiling", "Trim", "CeilingAt", "Limits"}
+	"Evict", "Close", "Reset", "Relent", "Reserve", "Refusal", "Loans", "Ceiling", "Trim", "CeilingAt", "Limits", "Unreserve"}
 
 // String returns the operation's name, such as "Take".
 func (o Op) String() string {

@@ -208,6 +208,15 @@ func (p *Pool[T]) recUnmade(now time.Time, roll float64) {
 	p.recEnd(r, b)
 }
 
+func (p *Pool[T]) recUnreserve(now time.Time, by ward.Guard) {
+	r := p.recBegin()
+	p.Unreserve(now, by)
+	b := append(r.cur, byte(OpUnreserve))
+	b = p.recAt(r, b, now)
+	b = append(b, byte(by))
+	p.recEnd(r, b)
+}
+
 func (p *Pool[T]) recGive(item T, now time.Time) bool {
 	r := p.rec
 	p.rec = nil

@@ -214,6 +214,8 @@ func (rc *Recording) Replay() (err error) {
 			}
 		case OpUnmade:
 			p.Unmade(now, s.Roll)
+		case OpUnreserve:
+			p.Unreserve(now, s.Guard)
 		case OpGive:
 			if v, ok = item(); ok {
 				p.Give(v, now)

@@ -56,6 +56,7 @@ type Step struct {
 	Seat  int32         // GiveSeat, Relent: the seat argument
 	Ref   uint64        // Made, Give, GiveSeat, Drop, Relent: the resource
 	N     int           // Relent: the loans reported
+	Guard ward.Guard    // Unreserve: the guard that refused
 	Extra time.Duration // Made: the life's jitter
 	// Limits is a Limits step's new limits (Pool.SetLimits).
 	Limits Limits
@@ -104,6 +105,8 @@ func (s Step) String() string {
 		fmt.Fprintf(&b, " roll=%v cpu=%d", s.Roll, s.CPU)
 	case OpUnmade:
 		fmt.Fprintf(&b, " roll=%v", s.Roll)
+	case OpUnreserve:
+		fmt.Fprintf(&b, " guard=%v", s.Guard)
 	case OpMade:
 		fmt.Fprintf(&b, " extra=%v", s.Extra)
 	}
@@ -240,6 +243,8 @@ func readStep(r *reader) Step {
 		s.Ref, s.At, s.Extra = r.u(), time.Duration(r.i()), time.Duration(r.i())
 	case OpUnmade:
 		s.At, s.Roll = time.Duration(r.i()), r.f()
+	case OpUnreserve:
+		s.At, s.Guard = time.Duration(r.i()), ward.Guard(r.byte())
 	case OpGive, OpDrop:
 		s.Ref, s.At = r.u(), time.Duration(r.i())
 	case OpGiveSeat:

@@ -63,6 +63,28 @@ func (p *Pool[T]) Reserve(now time.Time, roll float64, cpu int) bool {
 	return true
 }
 
+// Unreserve gives back a Make reservation that a guard outside the pool
+// refused before the make was tried: a guard the runtime asks on its own,
+// named by by, such as a fleet's shared breaker or shared rate on dials
+// (ward.GuardShared). It is counted as Shed, not as a failed make: the
+// ward's breaker and backoff hear nothing (the shared guard speaks for the
+// backend already, and one outage must not trip two breakers), and the
+// limiter's lease and the shedder's flight go back without a sample. With
+// no reservation open it does nothing.
+func (p *Pool[T]) Unreserve(now time.Time, by ward.Guard) {
+	if p.rec != nil {
+		p.recUnreserve(now, by)
+		return
+	}
+	t := p.clock(now)
+	if p.making == 0 {
+		return
+	}
+	p.making--
+	p.books.Shed++
+	p.unlease(t)
+}
+
 // HeldUntil returns when the ward's backoff lets makes start again, and
 // false when it holds nothing back.
 func (p *Pool[T]) HeldUntil() (time.Time, bool) {

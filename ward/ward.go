@@ -41,10 +41,15 @@ const (
 	// GuardCeiling is not a guard of a Ward: it names a ceiling set on a
 	// pool from outside (a fleet's connection budget, see pool.SetCeiling).
 	GuardCeiling
+	// GuardShared is not a guard of a Ward either: it names a guard the
+	// runtime asks on its own, shared with other replicas through a store
+	// (a fleet's breaker or rate on dials, package ward/shared), that
+	// refused a make before it was tried (see pool.Unreserve).
+	GuardShared
 )
 
 // String returns the guard's name in lower case: "breaker", "shedder",
-// "bucket", "backoff", "limiter", "ceiling", or "none".
+// "bucket", "backoff", "limiter", "ceiling", "shared", or "none".
 func (g Guard) String() string {
 	switch g {
 	case GuardBreaker:
@@ -59,6 +64,8 @@ func (g Guard) String() string {
 		return "limiter"
 	case GuardCeiling:
 		return "ceiling"
+	case GuardShared:
+		return "shared"
 	case GuardNone:
 		return "none"
 	}
