@@ -74,8 +74,6 @@ type linHistory struct {
 	start  time.Time
 	limits pool.Limits
 	guards linGuards // the ward's shedder and limiter, if any
-	// laneLoans is how many of the loans the Keeper's lock-free lane made.
-	laneLoans int
 	// samples is how many times the CPU sampler ran: timers, but no
 	// operations.
 	samples int
@@ -465,7 +463,6 @@ func describeLin(in linIn, out linOut) string {
 // tally counts h's operations by what they did, to show what a run
 // covered.
 func (h *linHistory) tally(into map[string]int) {
-	into["loans from the lane"] += h.laneLoans
 	into["CPU samples (no operation)"] += h.samples
 	for _, o := range h.ops {
 		in, out := o.Input.(linIn), o.Output.(linOut)

@@ -2,6 +2,7 @@ package wardpool
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,32 +75,17 @@ import (
 // records the histories in keeper_linear_world_test.go and its fake clock in
 // keeper_linear_clock_test.go.
 
-// TestKeeperLinearizableLockPath checks histories of a Keeper whose lane is
-// shut for good (Config.LockEveryLoan), so that every loan
-// goes through the lock and the Pool, and every return through the lock or
-// the inbox.
-func TestKeeperLinearizableLockPath(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	runLinear(t, linearRuns(t, 200), false)
-}
-
-// TestKeeperLinearizable checks histories of a Keeper in its default
-// configuration, with the lock-free lane open. (Before issue 10's fix, the
-// hot slots it replaced lent the lowest-numbered occupied slot rather than
-// the most recently returned resource, and this test failed on about a
-// quarter of its histories. WARDPOOL_LINEAR_SKIP_LANE skips it, and the
-// LIFO case below, should a change to the lane need it.)
+// TestKeeperLinearizable checks histories of the general class
+// (drawLinConfig) on a Keeper in its default configuration.
 func TestKeeperLinearizable(t *testing.T) {
-	if os.Getenv("WARDPOOL_LINEAR_SKIP_LANE") != "" {
-		t.Skip("WARDPOOL_LINEAR_SKIP_LANE is set: the lock-free lane is not held to the Pool")
-	}
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	runLinear(t, linearRuns(t, 200), true)
+	runLinear(t, linearRuns(t, 200, 2000), drawLinConfig)
 }
 
-// linearRuns is how many histories a test records: n, ten times n in the
-// full run (testenv.Full), a tenth with -short, or WARDPOOL_LINEAR_RUNS.
-func linearRuns(t *testing.T, n int) int {
+// linearRuns is how many histories a test records: quick, full in the full
+// run (testenv.Full), a tenth of quick with -short, or WARDPOOL_LINEAR_RUNS.
+func linearRuns(t *testing.T, quick, full int) int {
+	n := quick
 	if s := os.Getenv("WARDPOOL_LINEAR_RUNS"); s != "" {
 		if _, err := fmt.Sscan(s, &n); err != nil || n < 1 {
 			t.Fatalf("WARDPOOL_LINEAR_RUNS=%q: want a positive count", s)
@@ -110,18 +96,18 @@ func linearRuns(t *testing.T, n int) int {
 		return n / 10
 	}
 	if testenv.Full() {
-		return 10 * n
+		return full
 	}
 	return n
 }
 
-// runLinear records runs histories (lane: with the lock-free lane open) and
+// runLinear records runs histories of the configurations draw draws, and
 // checks each. It fails if any is not linearizable, reporting how many
 // passed and printing the smallest that failed. WARDPOOL_LINEAR_SEED sets
 // the first history's seed, WARDPOOL_LINEAR_HTML where the visualization
 // goes (a temporary directory otherwise), WARDPOOL_LINEAR_DUMP a file that
 // receives every failing history.
-func runLinear(t *testing.T, runs int, lane bool) {
+func runLinear(t *testing.T, runs int, draw func(*rand.Rand) linConfig) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("WARDPOOL_LINEAR_SEED"); s != "" {
 		// The same configurations and scripts again; the interleavings
@@ -138,7 +124,7 @@ func runLinear(t *testing.T, runs int, lane bool) {
 		tally       = map[string]int{}
 	)
 	for i := range runs {
-		h := recordLinear(t, seed+uint64(i), lane)
+		h := recordLinear(t, seed+uint64(i), draw)
 		if t.Failed() {
 			return
 		}
@@ -331,11 +317,8 @@ func TestLinearSpec(t *testing.T) {
 // Keeper in its default configuration: with Size 3, release c1, c2, c3,
 // then acquire three times. The Pool lends c3, c2, c1.
 func TestKeeperLinearizableLIFO(t *testing.T) {
-	if os.Getenv("WARDPOOL_LINEAR_SKIP_LANE") != "" {
-		t.Skip("WARDPOOL_LINEAR_SKIP_LANE is set: the lock-free lane is not held to the Pool")
-	}
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	c := linConfig{limits: pool.Limits{Size: 3}, workers: 1, lane: true}
+	c := linConfig{limits: pool.Limits{Size: 3}, workers: 1}
 	w, h := newLinWorld(t, c, 0)
 	var loans []Loan[*res]
 	for range 3 {

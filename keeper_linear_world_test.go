@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
@@ -140,15 +141,13 @@ type linConfig struct {
 	resetHook  bool          // Config.Reset set, failing when the releaser says so
 	checkHook  bool          // Config.Check set on every borrow, failing a quarter of the time
 	leakWatch  time.Duration // LeakAfter: 0, a second (leaks reported mid-history) or an hour
-	lane       bool          // the lock-free lane is open
 	checkFails *rand.Rand
 	guards     linGuards
 }
 
 // linGuards is the ward of a history: none, a limiter, or a limiter and a
 // shedder asked with a CPU reading that stays the same all along (cold, so
-// the lane reports its pairs to both; or hot, so it stays shut and the
-// shedder weighs every loan).
+// that it never refuses; or hot, so that it weighs every loan).
 type linGuards struct {
 	limit *ward.Aimd
 	shed  bool
@@ -194,9 +193,8 @@ func (c linConfig) String() string {
 		c.limits.Size, c.limits.Idle, c.limits.Keep, c.limits.Life, c.step, c.workers, c.resetHook, c.checkHook, c.leakWatch, c.guards) + map[bool]string{true: " edges", false: ""}[c.edges]
 }
 
-// drawLinConfig draws a configuration from r; lane says whether the
-// lock-free lane is to be open.
-func drawLinConfig(r *rand.Rand, lane bool) linConfig {
+// drawLinConfig draws a configuration of the general class from r.
+func drawLinConfig(r *rand.Rand) linConfig {
 	size := 1 + r.IntN(4)
 	c := linConfig{
 		limits: pool.Limits{
@@ -210,7 +208,6 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 		closeIn:   -1,
 		resetHook: r.IntN(2) == 0,
 		checkHook: r.IntN(3) == 0,
-		lane:      lane,
 	}
 	if r.IntN(4) == 0 {
 		c.closeIn = r.IntN(c.rounds)
@@ -241,13 +238,13 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 		ages = false
 	case 3:
 		// A cold shedder alone: it never refuses, so ages may be drawn
-		// (see below), and the lane's pairs meet stale resources.
+		// (see below).
 		c.guards.shed = true
 	case 4:
 		// A limiter held at Size, with or without a cold shedder: it
 		// never answers Wait where the pool itself would not (while a
 		// resource is idle, fewer than Size are out), so ages may be
-		// drawn, and the lane's parks still meet its Slow.
+		// drawn.
 		c.guards.limit = &ward.Aimd{Initial: size, Min: size, Max: size,
 			Slow: []time.Duration{0, time.Second, 3 * time.Second}[r.IntN(3)], Backoff: 0.5}
 		c.guards.shed = r.IntN(2) == 0
@@ -289,7 +286,7 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 	if c.guards.shed {
 		cfg.CPU = func() int { return c.guards.cpu }
 	}
-	cfg.LockEveryLoan = !c.lane
+	linLockEveryLoan(&cfg) // branch lin only: see keeper_linear_lin_test.go
 	if c.resetHook {
 		cfg.BeforeReuse, w.resetHook = w.resetFails, true
 	}
@@ -300,20 +297,15 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 	if err != nil {
 		t.Fatalf("NewKeeper(%s): %v", h.cfg, err)
 	}
-	// With a shedder or a limiter the Pool never lets the lane open, and
-	// the Keeper does not set it up.
-	if want := c.lane && c.guards.limit == nil && !c.guards.shed; k.laneOn != want {
-		t.Fatalf("%s: lane on is %v, want %v", h.cfg, k.laneOn, want)
-	}
-
 	w.k = k
 	return w, h
 }
 
-// recordLinear runs one random history.
-func recordLinear(t *testing.T, seed uint64, lane bool) *linHistory {
+// recordLinear runs one random history of the configuration draw draws
+// from its seed.
+func recordLinear(t *testing.T, seed uint64, draw func(*rand.Rand) linConfig) *linHistory {
 	r := rand.New(rand.NewPCG(seed, 0x11ea))
-	c := drawLinConfig(r, lane)
+	c := draw(r)
 	w, h := newLinWorld(t, c, seed)
 	loans := make([][]Loan[*res], c.workers)
 	closed := false
@@ -383,16 +375,18 @@ func (w *linWorld) finish(t testing.TB, h *linHistory, closed bool) {
 	if err := w.k.Close(ctx); err != nil {
 		t.Fatalf("%s: Close: %v", h.cfg, err)
 	}
-	opened, shut := int(w.nextID.Load()), 0
-	w.closes.Range(func(any, any) bool { shut++; return true })
-	if opened != shut || w.twice.Load() != 0 {
-		t.Fatalf("%s: %d resources dialed, %d closed, %d closed twice", h.cfg, opened, shut, w.twice.Load())
+	// Every resource dialed was closed, once.
+	var dialed, shut []int
+	for id := 1; id <= int(w.nextID.Load()); id++ {
+		dialed = append(dialed, id)
+	}
+	w.closes.Range(func(v, _ any) bool { shut = append(shut, v.(*res).id); return true })
+	slices.Sort(shut)
+	if diff := cmp.Diff(dialed, shut); diff != "" || w.twice.Load() != 0 {
+		t.Fatalf("%s: resources dialed and closed differ (-dialed +closed):\n%s%d closed twice", h.cfg, diff, w.twice.Load())
 	}
 	h.ops = w.rec.ops
 	h.samples = w.rec.samples
-	w.k.mu.Lock()
-	h.laneLoans = int(w.k.laneTakes) // what the lock-free lane lent, folded by Close
-	w.k.mu.Unlock()
 }
 
 // splitChecks turns each Acquire or TryAcquire whose Config.Check failed
@@ -488,24 +482,12 @@ func (w *linWorld) work(g int, r *rand.Rand, loans *[]Loan[*res], ops int, close
 			w.destroyOp(g, r, loans)
 		case x < 88:
 			if held < 3 {
-				n, ctx := rec.next()
-				call := rec.tick()
-				l, err := w.k.TryAcquire(ctx)
-				ret := rec.tick()
-				out := linOut{err: errKind(err), dialed: rec.dialed(n)}
-				if err == nil {
-					out.id = l.Value().id
-					*loans = append(*loans, l)
-				}
-				rec.add(g, linIn{kind: linTry, n: n}, call, ret, out)
+				w.tryOp(g, loans)
 			}
 		case x < 91:
 			w.clock.fire(g)
 		case x < 95:
-			n, _ := rec.next()
-			call := rec.tick()
-			s := w.k.Stats()
-			rec.add(g, linIn{kind: linStats, n: n}, call, rec.tick(), linOut{books: linBooks(s.Books)})
+			w.statsOp(g)
 		case x < 98:
 			n, _ := rec.next()
 			call := rec.tick()
@@ -531,6 +513,30 @@ func (w *linWorld) work(g int, r *rand.Rand, loans *[]Loan[*res], ops int, close
 		w.cond.Wait()
 	}
 	w.mu.Unlock()
+}
+
+// tryOp is a TryAcquire.
+func (w *linWorld) tryOp(g int, loans *[]Loan[*res]) {
+	rec := w.rec
+	n, ctx := rec.next()
+	call := rec.tick()
+	l, err := w.k.TryAcquire(ctx)
+	ret := rec.tick()
+	out := linOut{err: errKind(err), dialed: rec.dialed(n)}
+	if err == nil {
+		out.id = l.Value().id
+		*loans = append(*loans, l)
+	}
+	rec.add(g, linIn{kind: linTry, n: n}, call, ret, out)
+}
+
+// statsOp reads the Keeper's books.
+func (w *linWorld) statsOp(g int) {
+	rec := w.rec
+	n, _ := rec.next()
+	call := rec.tick()
+	s := w.k.Stats()
+	rec.add(g, linIn{kind: linStats, n: n}, call, rec.tick(), linOut{books: linBooks(s.Books)})
 }
 
 // setLimitsOp applies limits drawn from r to the running Keeper.
