@@ -1,17 +1,22 @@
 package wardpool
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"go.uber.org/goleak"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
 
 // Issue 32: the lane lent a resource that had sat idle 25 s with Keep
 // 10 s, and the linearizability check missed it. These tests hold the
-// specification's own rule of freshness to hand-written histories.
+// specification's own rule of freshness to hand-written histories, and
+// drive a Keeper through the schedule that lent it.
 
 // linIssue32 is the smallest history the issue reports (Size 2, Keep 10 s,
 // Idle 0), with its instants, the clock moved by move at [21, 22]: the
@@ -107,5 +112,55 @@ func TestLinearSpecFreshOwnBook(t *testing.T) {
 		if got := m.apply(linIn{kind: linAcquire, n: 9}, linOut{id: 1}); got != c.want {
 			t.Errorf("c1 given back %v ago by the specification's book, fresh by the Pool's: lent %v, want %v", c.ago, got, c.want)
 		}
+	}
+}
+
+// TestKeeperLinearizableStraddle drives a Keeper through the issue's
+// schedule, one call at a time: c1 lent, given back and lent again (by
+// the lane, where there is one); a TryAcquire's background dial of c2,
+// held; then c2's landing under way while c1 is given back and the clock
+// moves 25 s (linWorld.straddle); then an Acquire. With Idle 0 the issue's
+// lane lent c1, idle 25 s with Keep 10 s; with Idle 1, a return through
+// the inbox reached the Pool after c2's landing, and the Idle ceiling
+// retired c1 where it should have retired c2 (each in about 24 runs of
+// 25; the schedule is the scheduler's to keep). The history must be
+// linearizable.
+func TestKeeperLinearizableStraddle(t *testing.T) {
+	linSkipWhileLane(t) // branch lin only: see keeper_linear_lin_test.go
+	for _, idle := range []int{0, 1} {
+		t.Run(map[int]string{0: "idle0", 1: "idle1"}[idle], func(t *testing.T) {
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			c := linConfig{limits: pool.Limits{Size: 2, Idle: idle, Keep: 10 * time.Second}, workers: 1, fresh: true, edges: true}
+			w, h := newLinWorld(t, c, 0)
+			r := rand.New(rand.NewPCG(32, 5))
+			loans := make([][]Loan[*res], 1)
+			w.acquireOp(0, &loans[0]) // c1, dialed
+			w.releaseOp(0, r, &loans[0])
+			w.tryOp(0, &loans[0]) // c1
+			w.releaseOp(0, r, &loans[0])
+			w.tryOp(0, &loans[0]) // c1 again
+			w.tryOp(0, &loans[0]) // ErrWouldWait: c2's dial, held
+			clocktest.Eventually(t, "c2's dial to wait at its gate", func() bool {
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				return slices.ContainsFunc(w.gates, func(g *linGate) bool { return g.waiting })
+			})
+			if !w.straddle(t, r, loans, 25*time.Second) {
+				t.Fatalf("no straddle: loans %v", loans)
+			}
+			w.endRound(t)
+			w.acquireOp(0, &loans[0])
+			for len(loans[0]) > 0 {
+				w.releaseOp(0, r, &loans[0])
+			}
+			w.statsOp(0)
+			w.endRound(t)
+			w.finish(t, h, false)
+			res, info := porcupine.CheckOperationsVerbose(h.model(), h.ops, 10*time.Second)
+			if res != porcupine.Ok {
+				h.info = info
+				t.Errorf("not linearizable:\n%s", h.describe())
+			}
+		})
 	}
 }

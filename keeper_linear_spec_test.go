@@ -79,8 +79,11 @@ type linHistory struct {
 	// samples is how many times the CPU sampler ran: timers, but no
 	// operations.
 	samples int
-	ops     []porcupine.Operation
-	info    porcupine.LinearizationInfo
+	// straddles is how many dial landings were under way as the clock
+	// moved (linWorld.straddle).
+	straddles int
+	ops       []porcupine.Operation
+	info      porcupine.LinearizationInfo
 	// stale says the history was refused, and lent a resource past Keep
 	// or Life in every order (staleLends).
 	stale bool
@@ -536,6 +539,7 @@ func describeLin(in linIn, out linOut) string {
 // covered.
 func (h *linHistory) tally(into map[string]int) {
 	into["CPU samples (no operation)"] += h.samples
+	into["landings under way as the clock moved"] += h.straddles
 	for _, o := range h.ops {
 		in, out := o.Input.(linIn), o.Output.(linOut)
 		key := ""
