@@ -92,7 +92,7 @@ import (
 //
 //	WARDPOOL_LINEAR_RUNS=100000 go test -run 'TestKeeperLinearizableFresh$' -timeout 0 -v .
 //
-// (about 5 minutes on two cores, about 18 with -race); it logs its
+// (about 5 minutes on two cores, about 20 with -race); it logs its
 // progress every 10,000 histories.
 
 // TestKeeperLinearizable checks histories of the general class
