@@ -2,6 +2,7 @@ package wardpool
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wardpool/wardpool/internal/clocktest"
@@ -9,7 +10,9 @@ import (
 
 // The clock of the linearizability check (see keeper_linear_test.go): the
 // tests' fake clock, whose time moves only between rounds, and whose due
-// timers run when the check says, each run an operation of the history.
+// timers run when the check says, each run an operation of the history;
+// and whose next reading the check can hold, to move the time while a
+// landing waits to read it (holdNext).
 
 // linClock is clocktest's Clock with the check's recorder: fire and
 // fireEach run the timers due, as late as a starved process's timers run,
@@ -23,6 +26,37 @@ type linClock struct {
 	// specification a timer's run is an Evict). No other timer of the
 	// check's configurations is ever set for exactly cpuEvery.
 	sampler bool
+	// hold, when set, is taken by the next reading of the clock, which
+	// waits until the check lets it go (see hold).
+	hold atomic.Pointer[linHold]
+}
+
+// linHold is one held reading of the clock: held is closed when a reader
+// took it and waits, release lets the reader go on.
+type linHold struct {
+	held, release chan struct{}
+}
+
+// hold makes the next reading of the clock, by whoever makes it, wait
+// until release is closed: a reader descheduled just before it reads the
+// time, which may move meanwhile. The check holds a dial's landing so
+// (see linWorld.straddle): the runtime reads the time once it holds its
+// lock, to register what the dial made.
+func (c *linClock) holdNext() *linHold {
+	h := &linHold{held: make(chan struct{}), release: make(chan struct{})}
+	c.hold.Store(h)
+	return h
+}
+
+// Now is the clock's reading, after the hold, if one is set.
+func (c *linClock) Now() time.Time {
+	if c.hold.Load() != nil {
+		if h := c.hold.Swap(nil); h != nil {
+			close(h.held)
+			<-h.release
+		}
+	}
+	return c.Clock.Now()
 }
 
 func newLinClock(rec *linRecorder) *linClock {

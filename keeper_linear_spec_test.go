@@ -3,11 +3,13 @@ package wardpool
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
@@ -74,13 +76,17 @@ type linHistory struct {
 	start  time.Time
 	limits pool.Limits
 	guards linGuards // the ward's shedder and limiter, if any
-	// laneLoans is how many of the loans the Keeper's lock-free lane made.
-	laneLoans int
 	// samples is how many times the CPU sampler ran: timers, but no
 	// operations.
 	samples int
-	ops     []porcupine.Operation
-	info    porcupine.LinearizationInfo
+	// straddles is how many dial landings were under way as the clock
+	// moved (linWorld.straddle).
+	straddles int
+	ops       []porcupine.Operation
+	info      porcupine.LinearizationInfo
+	// stale says the history was refused, and lent a resource past Keep
+	// or Life in every order (staleLends).
+	stale bool
 }
 
 // linMachine is the specification: a Pool, driven as the Keeper should
@@ -95,13 +101,14 @@ type linMachine struct {
 	pending map[int]linPend // operation -> its dial not yet landed
 	closed  bool
 
-	// The specification's own record of each resource, kept apart from
-	// the Pool's so that freshness is held to the seeds' definition and
-	// not only to the Pool that also answers: when it was made, when it
-	// was last given back, and the generation (Resets) it was made in.
-	born, given map[int]time.Time
-	gen         map[int]int
-	resets      int
+	// own is the specification's own book of each resource the Keeper
+	// holds, kept apart from the Pool's (issue 32): when it was made,
+	// when it was last given back, whether it is idle, and the
+	// generation (Resets) it was made in. Freshness is held to it (lend),
+	// whatever the Pool answers; the Pool's answers only take resources
+	// off it (retired, dropped), which can refuse a loan, never allow one.
+	own    map[int]linOwn
+	resets int
 
 	// The Keeper's queue of waiters, as the specification keeps it: an
 	// Acquire that finds callers queued, or that the Pool answers Wait,
@@ -111,6 +118,14 @@ type linMachine struct {
 	// waiter served must have got what its call returned.
 	queue  []linWaiter
 	served map[int]bool // operations served from the queue: a failed check sends them back to its front
+}
+
+// linOwn is the specification's own record of one resource (linMachine.own).
+type linOwn struct {
+	born time.Time // made: when its dial landed
+	back time.Time // last given back (while idle)
+	idle bool      // given back since its last loan, and not retired since
+	gen  int       // the generation (count of Resets) it was made in
 }
 
 // linWaiter is an Acquire (or the attempt of one whose check then failed)
@@ -143,22 +158,7 @@ type linStep struct {
 
 // model is the specification for h, for porcupine.
 func (h *linHistory) model() porcupine.Model {
-	limits := h.limits
-	build := func(steps []linStep) *linMachine {
-		w := h.guards.ward(h.start)
-		p, err := pool.New[int](limits, w)
-		if err != nil {
-			panic(err)
-		}
-		m := &linMachine{p: p, w: w, limits: limits, start: h.start, now: h.start,
-			born: map[int]time.Time{}, given: map[int]time.Time{}, gen: map[int]int{}, served: map[int]bool{}, pending: map[int]linPend{}, cpu: h.guards.cpu}
-		for _, s := range steps {
-			if !m.apply(s.in, s.out) {
-				panic("replay of an accepted step refused")
-			}
-		}
-		return m
-	}
+	build := h.machine
 	return porcupine.Model{
 		Init: func() any { return &linState{sum: build(nil).summary()} },
 		Step: func(state, input, output any) (bool, any) {
@@ -180,6 +180,24 @@ func (h *linHistory) model() porcupine.Model {
 		DescribeOperation: func(input, output any) string { return describeLin(input.(linIn), output.(linOut)) },
 		DescribeState:     func(s any) string { return s.(*linState).sum },
 	}
+}
+
+// machine is a fresh specification for h with steps, each accepted
+// before, taken again.
+func (h *linHistory) machine(steps []linStep) *linMachine {
+	w := h.guards.ward(h.start)
+	p, err := pool.New[int](h.limits, w)
+	if err != nil {
+		panic(err)
+	}
+	m := &linMachine{p: p, w: w, limits: h.limits, start: h.start, now: h.start,
+		own: map[int]linOwn{}, served: map[int]bool{}, pending: map[int]linPend{}, cpu: h.guards.cpu}
+	for _, s := range steps {
+		if !m.apply(s.in, s.out) {
+			panic("replay of an accepted step refused")
+		}
+	}
+	return m
 }
 
 // apply takes one operation with its output on the machine, and reports
@@ -205,12 +223,15 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 			t := p.Take(now, 0, m.cpu)
 			switch t.Kind {
 			case pool.Stale:
+				delete(m.own, t.Item)
 				continue
 			case pool.Ready:
+				// Lent from idle: fresh by the specification's own book
+				// first, then the one the Pool would lend.
 				if in.kind == linAttempt {
-					return t.Item == out.id && m.fresh(t.Item)
+					return m.lend(out.id) && t.Item == out.id
 				}
-				return out.err == linNone && out.id == t.Item && out.dialed == 0 && m.fresh(t.Item)
+				return out.err == linNone && out.dialed == 0 && m.lend(out.id) && out.id == t.Item
 			case pool.Make:
 				if out.dialed == 0 {
 					return false
@@ -239,6 +260,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 			}
 		}
 	case linCheckFail:
+		delete(m.own, in.id)
 		return p.Drop(in.id, now) && m.serve()
 	case linLand:
 		pend, ok := m.pending[in.n]
@@ -246,36 +268,41 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 			return false
 		}
 		delete(m.pending, in.n)
-		kept := p.Made(in.id, now, 0)
+		kept := linMade(p, in.id, now)
 		if pend.own && kept == pend.closed {
 			return false
 		}
 		if kept {
-			m.born[in.id], m.gen[in.id] = now, m.resets
+			m.own[in.id] = linOwn{born: now, gen: m.resets}
 		}
 		if !pend.own {
 			// A background dial's resource goes idle, like a return.
-			if kept && p.Give(in.id, now) {
-				m.given[in.id] = now
+			if kept {
+				m.giveBack(in.id, p.Give(in.id, now))
 			}
 			return m.serve()
 		}
 		return true
 	case linRelease:
+		if o, ok := m.own[in.id]; !ok || o.idle {
+			return false // not out on loan, by the specification's own book
+		}
 		if in.fail {
+			delete(m.own, in.id)
 			return p.Drop(in.id, now) && m.serve() // the Reset hook failed: destroyed
 		}
 		if p.SeatOf(in.id) < 0 {
 			return false
 		}
-		if p.Give(in.id, now) { // false (closed, or made before a Reset): closed
-			m.given[in.id] = now
-		}
+		// false (closed, made before a Reset, or over the Idle ceiling):
+		// retired and closed.
+		m.giveBack(in.id, p.Give(in.id, now))
 		return m.serve()
 	case linDestroy, linHijack:
+		delete(m.own, in.id)
 		return p.Drop(in.id, now) && m.serve()
 	case linReset:
-		p.Reset(now)
+		m.retired(p.Reset(now))
 		m.resets++
 		return m.serve()
 	case linSetLimits:
@@ -285,13 +312,15 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		if out.err != linNone {
 			return false
 		}
-		if _, err := p.SetLimits(in.lim, now); err != nil {
+		gone, err := p.SetLimits(in.lim, now)
+		if err != nil {
 			return false
 		}
+		m.retired(gone)
 		m.limits = in.lim // what is retired is closed; fresh reads the new ages
 		return m.serve()  // a raised ceiling serves the queue
 	case linClose:
-		p.Close()
+		m.retired(p.Close())
 		m.closed = true
 		// Every caller queued is told the Keeper closed.
 		for _, w := range m.queue {
@@ -309,7 +338,8 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 	case linTimer:
 		// The Keeper's timer evicts what is past its age now, and serves
 		// the queue when that made room.
-		if len(p.Evict(now)) > 0 {
+		if gone := p.Evict(now); len(gone) > 0 {
+			m.retired(gone)
 			return m.serve()
 		}
 		return true
@@ -329,7 +359,7 @@ func (m *linMachine) summary() string {
 	slices.SortFunc(lent, func(x, y pool.Lent[int]) int { return x.Item - y.Item })
 	b.WriteString(" lent[")
 	for _, l := range lent {
-		fmt.Fprintf(&b, " c%d%s", l.Item, m.age(l.Item))
+		fmt.Fprintf(&b, " c%d", l.Item)
 	}
 	pend := make([]int, 0, len(m.pending))
 	for n := range m.pending {
@@ -359,34 +389,77 @@ func (m *linMachine) summary() string {
 	if sh := m.w.Shedder; sh != nil {
 		fmt.Fprintf(&b, " flying=%d %x", sh.Flying(), sh.AppendState(nil, m.start))
 	}
-	// The idle ones, top first (Close hands them out so, whatever the
-	// guards would answer; this is what spends the machine), each with
-	// how long it has been idle and its age.
-	b.WriteString(" idle top first[")
+	// The specification's own book, each resource with its age, how
+	// long it has been idle (if it is), and how many Resets ago it was
+	// made.
+	ids := slices.Sorted(maps.Keys(m.own))
+	b.WriteString(" own[")
+	for _, id := range ids {
+		o := m.own[id]
+		fmt.Fprintf(&b, " c%d:age=%v,g-%d", id, now.Sub(o.born), m.resets-o.gen)
+		if o.idle {
+			fmt.Fprintf(&b, ",idle=%v", now.Sub(o.back))
+		}
+	}
+	// The Pool's idle ones, top first (Close hands them out so, whatever
+	// the guards would answer; this is what spends the machine).
+	b.WriteString(" ] idle top first[")
 	for _, id := range p.Close() {
-		fmt.Fprintf(&b, " c%d:%v%s", id, now.Sub(m.given[id]), m.age(id))
+		fmt.Fprintf(&b, " c%d", id)
 	}
 	b.WriteString(" ]")
 	return b.String()
 }
 
-// age is a resource's age and how many Resets ago it was made, for the
-// summary.
-func (m *linMachine) age(id int) string {
-	return fmt.Sprintf("(%v,g-%d)", m.now.Sub(m.born[id]), m.resets-m.gen[id])
-}
-
-// fresh reports whether resource id, which the Pool has just lent from
-// idle, may be lent by the seeds' definition: idle no longer than Keep
-// since its own last return, alive no longer than Life since it was made
-// (both strict: exactly Keep or Life is still fresh).
-func (m *linMachine) fresh(id int) bool {
-	l := m.limits
-	if l.Keep > 0 && m.now.Sub(m.given[id]) > l.Keep {
+// lend holds a loan of resource id from idle, at the machine's instant, to
+// the specification's own rule of freshness (issue 32), on its own book
+// and not the Pool's: id must have been given back since its last loan
+// (and not retired or dropped since), and must not have been idle longer
+// than Keep nor have lived longer than Life. Both bounds are strict: a
+// resource exactly Keep idle, or exactly Life old, is fresh. It marks id
+// lent.
+func (m *linMachine) lend(id int) bool {
+	o, ok := m.own[id]
+	if !ok || !o.idle || !linFresh(m.limits, m.now.Sub(o.back), m.now.Sub(o.born)) {
 		return false
 	}
-	return l.Life == 0 || m.now.Sub(m.born[id]) <= l.Life
+	o.idle = false
+	m.own[id] = o
+	return true
 }
+
+// linFresh is the definition of fresh the specification holds the Keeper
+// to, written out here rather than taken from the pool package: idle no
+// longer than Keep, alive no longer than Life; a zero bound is no bound.
+func linFresh(l pool.Limits, idle, age time.Duration) bool {
+	return (l.Keep == 0 || idle <= l.Keep) && (l.Life == 0 || age <= l.Life)
+}
+
+// giveBack notes in the specification's own book that id came back at the
+// machine's instant, kept idle when the Pool kept it (the Idle ceiling, a
+// Reset and Close retire a return), off the book otherwise.
+func (m *linMachine) giveBack(id int, kept bool) {
+	o, ok := m.own[id]
+	if !ok || !kept {
+		delete(m.own, id)
+		return
+	}
+	o.idle, o.back = true, m.now
+	m.own[id] = o
+}
+
+// retired takes resources the Pool retired off the specification's own
+// book.
+func (m *linMachine) retired(gone []int) {
+	for _, id := range gone {
+		delete(m.own, id)
+	}
+}
+
+// linMade is Pool.Made for the specification: the check's Keepers draw no
+// Life jitter (Config.LifeJitter is zero), so no resource lives longer than
+// Life. The one place the specification calls Made.
+func linMade(p *pool.Pool[int], id int, now time.Time) bool { return p.Made(id, now, 0) }
 
 // linBooks is the part of a Keeper's books the specification holds it to:
 // the gauges, and the counters whose every step is a call of the
@@ -465,8 +538,8 @@ func describeLin(in linIn, out linOut) string {
 // tally counts h's operations by what they did, to show what a run
 // covered.
 func (h *linHistory) tally(into map[string]int) {
-	into["loans from the lane"] += h.laneLoans
 	into["CPU samples (no operation)"] += h.samples
+	into["landings under way as the clock moved"] += h.straddles
 	for _, o := range h.ops {
 		in, out := o.Input.(linIn), o.Output.(linOut)
 		key := ""
@@ -571,8 +644,117 @@ func (h *linHistory) describe() string {
 			steps = append(steps, h.ops[i])
 		}
 		fmt.Fprintf(&b, "  the specification after it: %s\n", h.stateAfter(steps))
+		b.WriteString(h.nextRefused(longest))
+	}
+	for _, s := range h.staleLends() {
+		fmt.Fprintf(&b, "  in every order: %s\n", s)
 	}
 	return b.String()
+}
+
+// nextRefused describes the operations that could have come next after
+// the order (those that began before any left had ended), each refused by
+// the specification; for a Stats, with how its books differ from the
+// specification's.
+func (h *linHistory) nextRefused(order []int) string {
+	done := map[int]bool{}
+	var steps []linStep
+	for _, i := range order {
+		done[i] = true
+		steps = append(steps, linStep{h.ops[i].Input.(linIn), h.ops[i].Output.(linOut)})
+	}
+	first := int64(-1)
+	for i, o := range h.ops {
+		if !done[i] && (first < 0 || o.Return < first) {
+			first = o.Return
+		}
+	}
+	var b strings.Builder
+	for i, o := range h.ops {
+		if done[i] || o.Call > first {
+			continue
+		}
+		in, out := o.Input.(linIn), o.Output.(linOut)
+		fmt.Fprintf(&b, "  refused next: #%d %s\n", in.n, describeLin(in, out))
+		if in.kind == linStats {
+			want := linBooks(h.machine(steps).p.Books())
+			fmt.Fprintf(&b, "    books (-specification +Stats):\n%s", cmp.Diff(want, out.books))
+		}
+	}
+	return b.String()
+}
+
+// staleLends finds, in h alone and without trying any order, the loans
+// from idle that were past Keep or Life in every order: the clock at the
+// loan was at least the sum of the moves that ended before the loan began,
+// and at the resource's last return (or its making) at most the sum of
+// those that began before that return ended. Each is described in a line.
+// It says nothing of a history with SetLimits, whose ages change.
+func (h *linHistory) staleLends() []string {
+	var moves []porcupine.Operation
+	for _, o := range h.ops {
+		switch o.Input.(linIn).kind {
+		case linSetLimits:
+			return nil
+		case linAdvance:
+			moves = append(moves, o)
+		}
+	}
+	// atLeast and atMost bound the clock (since the start) at instant x.
+	atLeast := func(x int64) (t time.Duration) {
+		for _, o := range moves {
+			if o.Return < x {
+				t += o.Input.(linIn).d
+			}
+		}
+		return t
+	}
+	atMost := func(x int64) (t time.Duration) {
+		for _, o := range moves {
+			if o.Call < x {
+				t += o.Input.(linIn).d
+			}
+		}
+		return t
+	}
+	l := h.limits
+	var found []string
+	for _, lend := range h.ops {
+		in, out := lend.Input.(linIn), lend.Output.(linOut)
+		fromIdle := (in.kind == linAcquire || in.kind == linTry) && out.err == linNone && out.dialed == 0 ||
+			in.kind == linAttempt
+		if !fromIdle || out.id == 0 {
+			continue
+		}
+		at := atLeast(lend.Call)
+		back, made := time.Duration(-1), time.Duration(-1)
+		for _, g := range h.ops {
+			gin := g.Input.(linIn)
+			if gin.id != out.id || g.Call >= lend.Return {
+				continue
+			}
+			switch {
+			case gin.kind == linLand:
+				made = atMost(g.Return)
+				if !gin.own {
+					back = max(back, made)
+				}
+			case gin.kind == linRelease && !gin.fail:
+				back = max(back, atMost(g.Return))
+			}
+		}
+		switch {
+		case back < 0:
+			found = append(found, fmt.Sprintf("#%d lent c%d, never given back before", in.n, out.id))
+		case l.Keep > 0 && at-back > l.Keep:
+			found = append(found, fmt.Sprintf("#%d lent c%d at %v or later, given back at %v or earlier: idle %v or more, Keep %v",
+				in.n, out.id, at, back, at-back, l.Keep))
+		case l.Life > 0 && made >= 0 && at-made > l.Life:
+			found = append(found, fmt.Sprintf("#%d lent c%d at %v or later, made at %v or earlier: %v old or more, Life %v",
+				in.n, out.id, at, made, at-made, l.Life))
+		}
+	}
+	return found
 }
 
 // stateAfter replays ops, in order, on a fresh specification and describes
@@ -611,9 +793,10 @@ func (m *linMachine) serve() bool {
 		t := m.p.Take(m.now, 0, m.cpu)
 		switch t.Kind {
 		case pool.Stale:
+			delete(m.own, t.Item)
 			continue
 		case pool.Ready:
-			if w.out.id != t.Item || !m.fresh(t.Item) || !w.attempt && (w.out.err != linNone || w.out.dialed != 0) {
+			if !w.attempt && (w.out.err != linNone || w.out.dialed != 0) || !m.lend(w.out.id) || w.out.id != t.Item {
 				return false
 			}
 		case pool.Make:

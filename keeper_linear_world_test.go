@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
@@ -26,6 +28,20 @@ import (
 
 type linCtxKey struct{}
 
+// linGateKey carries, in a TryAcquire's context, the gate its background
+// dial waits at: opened by the driver (between, straddle, openGates), so
+// that the dial lands while the calls of a later phase run, or as the
+// clock moves.
+type linGateKey struct{}
+
+// linGate is where a held dial waits: open is closed to let it go; waiting
+// says a dial is there (a TryAcquire that started none leaves its gate
+// empty). Guarded by linWorld.mu.
+type linGate struct {
+	open    chan struct{}
+	waiting bool
+}
+
 // linRecorder collects one history as it runs.
 type linRecorder struct {
 	clock atomic.Int64 // logical instants: begin and end of each call
@@ -38,6 +54,7 @@ type linRecorder struct {
 	resetFails map[int]bool // resources whose next Config.Reset fails
 	checks     []linCheck   // the failed Config.Check calls of the round, in order
 	samples    int          // the CPU sampler's runs, which are no operations
+	straddles  int          // landings under way as the clock moved (linWorld.straddle)
 }
 
 // linCheck is a failed Config.Check call: for which operation, on which
@@ -99,9 +116,15 @@ type linWorld struct {
 	workers int
 	arrived int
 	blocked int
+	holders int // workers arrived that still hold loans
 
 	checkFails *rand.Rand // guarded by rec.mu
 	resetHook  bool       // Config.Reset is set
+
+	// The fresh class (issue 32): its calls, and the gates its
+	// TryAcquires' background dials wait at, oldest first (guarded by mu).
+	fresh bool
+	gates []*linGate
 
 	// What SetLimits may draw: Size up to maxSize (a limiter held at the
 	// configured Size must stay the pool's own bound), ages only where the
@@ -133,22 +156,24 @@ type linConfig struct {
 	// 25 s instead, and runs the timers due after it each on a goroutine
 	// of its own: the class in which a resource idle past Keep was once
 	// lent (a Give that reached the pool late).
-	edges      bool
-	workers    int
-	rounds     int
-	closeIn    int           // the round in which a worker closes the Keeper; -1: none
-	resetHook  bool          // Config.Reset set, failing when the releaser says so
-	checkHook  bool          // Config.Check set on every borrow, failing a quarter of the time
-	leakWatch  time.Duration // LeakAfter: 0, a second (leaks reported mid-history) or an hour
-	lane       bool          // the lock-free lane is open
+	edges     bool
+	workers   int
+	rounds    int
+	closeIn   int           // the round in which a worker closes the Keeper; -1: none
+	resetHook bool          // Config.Reset set, failing when the releaser says so
+	checkHook bool          // Config.Check set on every borrow, failing a quarter of the time
+	leakWatch time.Duration // LeakAfter: 0, a second (leaks reported mid-history) or an hour
+	// fresh is issue 32's class (drawLinFreshConfig): phases of
+	// Acquire, TryAcquire, Release and Destroy, the clock moved between
+	// them by edges' steps while background dials are still on their way.
+	fresh      bool
 	checkFails *rand.Rand
 	guards     linGuards
 }
 
 // linGuards is the ward of a history: none, a limiter, or a limiter and a
 // shedder asked with a CPU reading that stays the same all along (cold, so
-// the lane reports its pairs to both; or hot, so it stays shut and the
-// shedder weighs every loan).
+// that it never refuses; or hot, so that it weighs every loan).
 type linGuards struct {
 	limit *ward.Aimd
 	shed  bool
@@ -191,12 +216,11 @@ func (g linGuards) String() string {
 
 func (c linConfig) String() string {
 	return fmt.Sprintf("size=%d idle=%d keep=%v life=%v step=%v workers=%d resethook=%v checkhook=%v leakwatch=%v%v",
-		c.limits.Size, c.limits.Idle, c.limits.Keep, c.limits.Life, c.step, c.workers, c.resetHook, c.checkHook, c.leakWatch, c.guards) + map[bool]string{true: " edges", false: ""}[c.edges]
+		c.limits.Size, c.limits.Idle, c.limits.Keep, c.limits.Life, c.step, c.workers, c.resetHook, c.checkHook, c.leakWatch, c.guards) + map[bool]string{true: " edges", false: ""}[c.edges] + map[bool]string{true: " fresh", false: ""}[c.fresh]
 }
 
-// drawLinConfig draws a configuration from r; lane says whether the
-// lock-free lane is to be open.
-func drawLinConfig(r *rand.Rand, lane bool) linConfig {
+// drawLinConfig draws a configuration of the general class from r.
+func drawLinConfig(r *rand.Rand) linConfig {
 	size := 1 + r.IntN(4)
 	c := linConfig{
 		limits: pool.Limits{
@@ -210,7 +234,6 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 		closeIn:   -1,
 		resetHook: r.IntN(2) == 0,
 		checkHook: r.IntN(3) == 0,
-		lane:      lane,
 	}
 	if r.IntN(4) == 0 {
 		c.closeIn = r.IntN(c.rounds)
@@ -241,13 +264,13 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 		ages = false
 	case 3:
 		// A cold shedder alone: it never refuses, so ages may be drawn
-		// (see below), and the lane's pairs meet stale resources.
+		// (see below).
 		c.guards.shed = true
 	case 4:
 		// A limiter held at Size, with or without a cold shedder: it
 		// never answers Wait where the pool itself would not (while a
 		// resource is idle, fewer than Size are out), so ages may be
-		// drawn, and the lane's parks still meet its Slow.
+		// drawn.
 		c.guards.limit = &ward.Aimd{Initial: size, Min: size, Max: size,
 			Slow: []time.Duration{0, time.Second, 3 * time.Second}[r.IntN(3)], Backoff: 0.5}
 		c.guards.shed = r.IntN(2) == 0
@@ -263,12 +286,42 @@ func drawLinConfig(r *rand.Rand, lane bool) linConfig {
 	return c
 }
 
+// drawLinFreshConfig draws a configuration of issue 32's class, where the
+// lane once lent a resource that had sat idle 25 s with Keep 10 s: Size 2
+// to 4; Keep 10 s, and Life none, 25 s or 30 s; Idle 0 (no ceiling) half
+// the time, else below Size or at it; two to four workers calling
+// Acquire, TryAcquire, Release and Destroy at once, in four to eight
+// phases, the clock moved between phases by 0, 3 s, Keep, Keep + 1 ns or
+// 25 s. A TryAcquire's background dial is held until a later phase, or
+// the end: it lands after the clock moved, while other calls run.
+func drawLinFreshConfig(r *rand.Rand) linConfig {
+	size := 2 + r.IntN(3)
+	c := linConfig{
+		limits: pool.Limits{
+			Size: size,
+			Keep: 10 * time.Second,
+			Life: []time.Duration{0, 0, 25 * time.Second, 30 * time.Second}[r.IntN(4)],
+		},
+		edges:     true,
+		fresh:     true,
+		workers:   2 + r.IntN(3),
+		rounds:    4 + r.IntN(5),
+		closeIn:   -1,
+		resetHook: r.IntN(4) == 0,
+	}
+	if r.IntN(2) == 1 {
+		c.limits.Idle = 1 + r.IntN(size)
+	}
+	c.checkFails = rand.New(rand.NewPCG(r.Uint64(), 0))
+	return c
+}
+
 // newLinWorld builds a Keeper for c on the fakes, recording into a new
 // history.
 func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory) {
 	rec := &linRecorder{resetFails: map[int]bool{}}
 	w := &linWorld{clock: newLinClock(rec), rec: rec, workers: c.workers, checkFails: c.checkFails,
-		maxSize: 4, ages: c.ages && !c.edges}
+		maxSize: 4, ages: c.ages && !c.edges, fresh: c.fresh}
 	if c.guards.limit != nil {
 		w.maxSize = c.limits.Size
 	}
@@ -299,21 +352,21 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 	if err != nil {
 		t.Fatalf("NewKeeper(%s): %v", h.cfg, err)
 	}
-
 	w.k = k
 	return w, h
 }
 
-// recordLinear runs one random history.
-func recordLinear(t *testing.T, seed uint64, lane bool) *linHistory {
+// recordLinear runs one random history of the configuration draw draws
+// from its seed (drawLinConfig, drawLinFreshConfig).
+func recordLinear(t *testing.T, seed uint64, draw func(*rand.Rand) linConfig) *linHistory {
 	r := rand.New(rand.NewPCG(seed, 0x11ea))
-	c := drawLinConfig(r, lane)
+	c := draw(r)
 	w, h := newLinWorld(t, c, seed)
 	loans := make([][]Loan[*res], c.workers)
 	closed := false
 	for round := range c.rounds {
 		last := round == c.rounds-1 || round == c.closeIn
-		w.arrived = 0
+		w.arrived, w.holders = 0, 0
 		var wg sync.WaitGroup
 		for g := range c.workers {
 			wg.Add(1)
@@ -325,7 +378,13 @@ func recordLinear(t *testing.T, seed uint64, lane bool) *linHistory {
 			}()
 		}
 		wg.Wait()
-		w.endRound(t)
+		// The fresh class waits for its dials only now and then: until
+		// it does, they may land at any point of the phases to come,
+		// before or after the clock moves (see linWorld.between).
+		if !c.fresh || last || r.IntN(3) == 0 {
+			w.openGates()
+			w.endRound(t)
+		}
 		if round == c.closeIn {
 			closed = true
 		}
@@ -336,10 +395,12 @@ func recordLinear(t *testing.T, seed uint64, lane bool) *linHistory {
 		if c.edges {
 			d = []time.Duration{0, 3 * time.Second, c.limits.Keep, c.limits.Keep + 1, 25 * time.Second}[r.IntN(5)]
 		}
-		call := w.rec.tick()
-		w.clock.step(d)
-		w.rec.add(c.workers, linIn{kind: linAdvance, d: d}, call, w.rec.tick(), linOut{})
-		if c.edges {
+		if !c.fresh || r.IntN(2) == 0 || !w.straddle(t, r, loans, d) {
+			w.advance(d)
+		}
+		if c.fresh {
+			w.between(r)
+		} else if c.edges {
 			w.clock.fireEach(c.workers + 1)
 		} else if r.IntN(3) == 0 {
 			// On time; otherwise the timers run late, during the next
@@ -349,6 +410,108 @@ func recordLinear(t *testing.T, seed uint64, lane bool) *linHistory {
 	}
 	w.finish(t, h, closed)
 	return h
+}
+
+// advance moves the clock d on, an operation of its own.
+func (w *linWorld) advance(d time.Duration) {
+	call := w.rec.tick()
+	w.clock.step(d)
+	w.rec.add(w.workers, linIn{kind: linAdvance, d: d}, call, w.rec.tick(), linOut{})
+}
+
+// straddle moves the clock d on while a dial's landing is under way, in
+// the fresh class: it lets one held dial go, holds the next reading of
+// the clock (between rounds, with the timers run, only a landing reads it:
+// this one, once it holds the runtime's lock, in the runtime as it is),
+// has a worker give back a loan meanwhile (a return that finds the lock
+// held), moves the clock, and lets the landing read it. The landing spans the move; so does the Release, unless it returned
+// first, without waiting for the lock (it is given some scheduling rounds
+// to). This is issue 32's schedule: a resource given back at t = 0
+// reached the Pool from the lane's inbox after the landing had shown the
+// Pool t = 25 s, and was lent as if given back then. It reports false,
+// doing nothing, when no dial is held or no loan is out.
+func (w *linWorld) straddle(t testing.TB, r *rand.Rand, loans [][]Loan[*res], d time.Duration) bool {
+	var holders []int
+	for g := range loans {
+		if len(loans[g]) > 0 {
+			holders = append(holders, g)
+		}
+	}
+	w.mu.Lock()
+	i := slices.IndexFunc(w.gates, func(g *linGate) bool { return g.waiting })
+	if i < 0 || len(holders) == 0 {
+		w.mu.Unlock()
+		return false
+	}
+	gate := w.gates[i]
+	w.gates = slices.Delete(w.gates, i, i+1)
+	hold := w.clock.holdNext()
+	close(gate.open)
+	w.mu.Unlock()
+	clocktest.Eventually(t, "a landing to read the clock", func() bool {
+		select {
+		case <-hold.held:
+			return true
+		default:
+			return false
+		}
+	})
+	g := holders[r.IntN(len(holders))]
+	rg := rand.New(rand.NewPCG(r.Uint64(), 0))
+	var done atomic.Bool
+	go func() {
+		w.releaseOp(g, rg, &loans[g])
+		done.Store(true)
+	}()
+	for i := 0; i < 1000 && !done.Load(); i++ {
+		runtime.Gosched()
+	}
+	w.advance(d)
+	close(hold.release)
+	clocktest.Eventually(t, "the Release to return", done.Load)
+	w.rec.mu.Lock()
+	w.rec.straddles++
+	w.rec.mu.Unlock()
+	return true
+}
+
+// between is what the fresh class does once the clock has moved, before
+// the next phase: it lets each held dial go with even odds (it lands
+// while the timers run, or the next phase's calls do), and runs the
+// timers due on time (a third of the time on a goroutine each, a sixth
+// on one), or leaves them for a worker to run late.
+func (w *linWorld) between(r *rand.Rand) {
+	w.mu.Lock()
+	kept := w.gates[:0]
+	for _, g := range w.gates {
+		if r.IntN(2) == 0 {
+			close(g.open)
+		} else {
+			kept = append(kept, g)
+		}
+	}
+	w.gates = kept
+	w.mu.Unlock()
+	switch r.IntN(6) {
+	case 0, 1:
+		w.clock.fireEach(w.workers + 1)
+	case 2:
+		w.clock.fire(w.workers)
+	}
+}
+
+// openGates lets every held dial go.
+func (w *linWorld) openGates() {
+	w.mu.Lock()
+	w.openGatesLocked()
+	w.mu.Unlock()
+}
+
+func (w *linWorld) openGatesLocked() {
+	for _, g := range w.gates {
+		close(g.open)
+	}
+	w.gates = nil
 }
 
 // endRound waits for the background dials to land, and adds their
@@ -377,13 +540,18 @@ func (w *linWorld) finish(t testing.TB, h *linHistory, closed bool) {
 	if err := w.k.Close(ctx); err != nil {
 		t.Fatalf("%s: Close: %v", h.cfg, err)
 	}
-	opened, shut := int(w.nextID.Load()), 0
-	w.closes.Range(func(any, any) bool { shut++; return true })
-	if opened != shut || w.twice.Load() != 0 {
-		t.Fatalf("%s: %d resources dialed, %d closed, %d closed twice", h.cfg, opened, shut, w.twice.Load())
+	// Every resource dialed was closed, once.
+	var dialed, shut []int
+	for id := 1; id <= int(w.nextID.Load()); id++ {
+		dialed = append(dialed, id)
+	}
+	w.closes.Range(func(v, _ any) bool { shut = append(shut, v.(*res).id); return true })
+	slices.Sort(shut)
+	if diff := cmp.Diff(dialed, shut); diff != "" || w.twice.Load() != 0 {
+		t.Fatalf("%s: resources dialed and closed differ (-dialed +closed):\n%s%d closed twice", h.cfg, diff, w.twice.Load())
 	}
 	h.ops = w.rec.ops
-	h.samples = w.rec.samples
+	h.samples, h.straddles = w.rec.samples, w.rec.straddles
 }
 
 // splitChecks turns each Acquire or TryAcquire whose Config.Check failed
@@ -463,6 +631,10 @@ func (w *linWorld) work(g int, r *rand.Rand, loans *[]Loan[*res], ops int, close
 		closeAt = r.IntN(ops)
 	}
 	for i := range ops {
+		if w.fresh {
+			w.freshOp(g, r, loans)
+			continue
+		}
 		held := len(*loans)
 		x := r.IntN(100)
 		switch {
@@ -479,24 +651,12 @@ func (w *linWorld) work(g int, r *rand.Rand, loans *[]Loan[*res], ops int, close
 			w.destroyOp(g, r, loans)
 		case x < 88:
 			if held < 3 {
-				n, ctx := rec.next()
-				call := rec.tick()
-				l, err := w.k.TryAcquire(ctx)
-				ret := rec.tick()
-				out := linOut{err: errKind(err), dialed: rec.dialed(n)}
-				if err == nil {
-					out.id = l.Value().id
-					*loans = append(*loans, l)
-				}
-				rec.add(g, linIn{kind: linTry, n: n}, call, ret, out)
+				w.tryOp(g, loans)
 			}
 		case x < 91:
 			w.clock.fire(g)
 		case x < 95:
-			n, _ := rec.next()
-			call := rec.tick()
-			s := w.k.Stats()
-			rec.add(g, linIn{kind: linStats, n: n}, call, rec.tick(), linOut{books: linBooks(s.Books)})
+			w.statsOp(g)
 		case x < 98:
 			n, _ := rec.next()
 			call := rec.tick()
@@ -508,20 +668,81 @@ func (w *linWorld) work(g int, r *rand.Rand, loans *[]Loan[*res], ops int, close
 	}
 	w.mu.Lock()
 	w.arrived++
+	if len(*loans) > 0 {
+		w.holders++
+	}
 	w.cond.Broadcast()
 	for {
 		if last && len(*loans) > 0 || w.blocked > 0 && len(*loans) > 0 {
 			w.mu.Unlock()
 			w.releaseOp(g, r, loans)
 			w.mu.Lock()
+			if len(*loans) == 0 {
+				w.holders--
+			}
 			continue
 		}
 		if w.arrived == w.workers {
 			break
 		}
+		w.unstickLocked()
 		w.cond.Wait()
 	}
 	w.mu.Unlock()
+}
+
+// freshOp is one call of worker g in the fresh class: Acquire when it
+// holds nothing, TryAcquire (for a first or a second loan), Release or
+// Destroy; or it runs the timers due, late.
+func (w *linWorld) freshOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
+	held := len(*loans)
+	x := r.IntN(100)
+	switch {
+	case held == 0 && x < 45:
+		w.acquireOp(g, loans)
+	case held > 0 && x < 60:
+		w.releaseOp(g, r, loans)
+	case held > 0 && x < 72:
+		w.destroyOp(g, r, loans)
+	case x < 94:
+		if held < 2 {
+			w.tryOp(g, loans)
+		}
+	default:
+		w.clock.fire(g)
+	}
+}
+
+// tryOp is a TryAcquire; in the fresh class its background dial, if it
+// starts one, waits at a gate of its own.
+func (w *linWorld) tryOp(g int, loans *[]Loan[*res]) {
+	rec := w.rec
+	n, ctx := rec.next()
+	if w.fresh {
+		gate := &linGate{open: make(chan struct{})}
+		w.mu.Lock()
+		w.gates = append(w.gates, gate)
+		w.mu.Unlock()
+		ctx = context.WithValue(ctx, linGateKey{}, gate)
+	}
+	call := rec.tick()
+	l, err := w.k.TryAcquire(ctx)
+	ret := rec.tick()
+	out := linOut{err: errKind(err), dialed: rec.dialed(n)}
+	if err == nil {
+		out.id = l.Value().id
+		*loans = append(*loans, l)
+	}
+	rec.add(g, linIn{kind: linTry, n: n}, call, ret, out)
+}
+
+// statsOp reads the Keeper's books.
+func (w *linWorld) statsOp(g int) {
+	rec := w.rec
+	n, _ := rec.next()
+	call := rec.tick()
+	s := w.k.Stats()
+	rec.add(g, linIn{kind: linStats, n: n}, call, rec.tick(), linOut{books: linBooks(s.Books)})
 }
 
 // setLimitsOp applies limits drawn from r to the running Keeper.
@@ -542,8 +763,21 @@ func (w *linWorld) setLimitsOp(g int, r *rand.Rand) {
 func (w *linWorld) block(d int) {
 	w.mu.Lock()
 	w.blocked += d
+	w.unstickLocked()
 	w.cond.Broadcast()
 	w.mu.Unlock()
+}
+
+// unstickLocked lets every held dial go when some worker is blocked and
+// the others have all arrived at the barrier with nothing left to give
+// back: what the blocked wait for may be a held dial. (When it is not, the
+// dials land a little earlier than drawn.) An Acquire is made only by a
+// worker that holds nothing, so a blocked worker has nothing to give
+// either.
+func (w *linWorld) unstickLocked() {
+	if w.blocked > 0 && w.arrived+w.blocked == w.workers && w.holders == 0 {
+		w.openGatesLocked()
+	}
 }
 
 func (w *linWorld) acquireOp(g int, loans *[]Loan[*res]) {
@@ -615,6 +849,12 @@ func (w *linWorld) dial(ctx context.Context) (*res, error) {
 	n, ok := ctx.Value(linCtxKey{}).(int)
 	if !ok {
 		n = -1
+	}
+	if gate, ok := ctx.Value(linGateKey{}).(*linGate); ok {
+		w.mu.Lock()
+		gate.waiting = true
+		w.mu.Unlock()
+		<-gate.open // every gate opens before the Keeper closes
 	}
 	v := &res{id: int(w.nextID.Add(1))}
 	w.rec.mu.Lock()
