@@ -345,7 +345,7 @@ func (f *front) processTx(ctx context.Context, cmds []redis.Cmder) error {
 // connection (a Conn, a Tx, a PubSub): it borrows a connection from the
 // pool for as long as the client keeps it (see lent).
 func (f *front) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	l, err := f.p.k.Acquire(ctx)
+	l, err := f.p.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}

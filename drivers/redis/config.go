@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -32,6 +33,15 @@ type (
 	AcquireError = wardpool.AcquireError
 	ShedError    = wardpool.ShedError
 )
+
+// PoolError is the error of a call the pool refused or could not serve a
+// connection for: it names the pool (Config.Name), as in
+// "redisward-1@127.0.0.1:6379: dial tcp 127.0.0.1:6379: connect: connection
+// refused", and wraps the Keeper's error (an *AcquireError, a *ShedError,
+// ErrClosed, or the dial's, such as a *net.OpError), which errors.Is and
+// errors.As reach. A context's bare error is returned as it is. Every
+// wardpool driver's PoolError is this one type.
+type PoolError = poolname.Error
 
 // DefaultCheckIdle is Config.CheckIdle's default: a connection idle for
 // more than a millisecond is peeked at before it is lent, one used more

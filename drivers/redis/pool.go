@@ -108,7 +108,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			_ = k.Close(cctx)
-			return nil, err
+			return nil, poolname.Wrap(name, err)
 		}
 		l.Release()
 	}
@@ -158,11 +158,13 @@ func (l Loan) Held() time.Duration { return l.l.Held() }
 func (l Loan) Valid() bool { return l.l.Valid() }
 
 // Acquire lends one connection, waiting until one is idle, dialled, or ctx
-// ends. It returns ctx.Err() when ctx ends first, wardpool.ErrClosed after
-// Close, an error wrapping wardpool.ErrShed when the ward refuses, and the dial
-// error when the connection dialled for this caller cannot be opened.
+// ends. It returns ctx.Err() when ctx ends first; otherwise its error names
+// the pool (see PoolError): an *AcquireError when ctx ended while it
+// waited, ErrClosed after Close, an error wrapping ErrShed when the ward
+// refuses, and the dial error when the connection dialled for this caller
+// cannot be opened.
 func (p *Pool) Acquire(ctx context.Context) (Loan, error) {
-	l, err := p.k.Acquire(ctx)
+	l, err := p.acquire(ctx)
 	if err != nil {
 		return Loan{}, err
 	}
@@ -200,7 +202,7 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 		return err
 	}
 	for try := 1; ; try++ {
-		l, err := p.k.Acquire(ctx)
+		l, err := p.acquire(ctx)
 		if err != nil {
 			cmd.SetErr(err)
 			return err
@@ -212,6 +214,16 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 			return err
 		}
 	}
+}
+
+// acquire borrows a connection from the Keeper; its error names the pool
+// (poolname.Wrap), except a context's own.
+func (p *Pool) acquire(ctx context.Context) (wardpool.Loan[*conn], error) {
+	l, err := p.k.Acquire(ctx)
+	if err != nil {
+		return l, poolname.Wrap(p.k.Name(), err)
+	}
+	return l, nil
 }
 
 // settle ends loan l after try number try ended with err, and reports
@@ -277,7 +289,7 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 		return pipe.BatchProcess(ctx, cmds...)
 	}
 	for try := 1; ; try++ {
-		l, err := p.k.Acquire(ctx)
+		l, err := p.acquire(ctx)
 		if err != nil {
 			return setErrs(cmds, err)
 		}
