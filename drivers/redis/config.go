@@ -56,10 +56,14 @@ const DefaultCheckIdle = time.Millisecond
 // driver: cfg.OnLeak = metrics.OnLeak[*redis.Client](logger).
 type Leak = wardpool.Leak[*redis.Client]
 
-// Config is how a Pool is built. Options is required; every other field has
-// a working zero value. FromOptions and ParseURL fill Limits from go-redis's
-// pool fields and defaults. New copies the Config; changing it afterwards
-// changes nothing.
+// Config is how a Pool is built. Options and Limits.Size are required: a
+// Config without a Size is refused with an error wrapping ErrConfig, so
+// that no pool is unbounded by omission. FromOptions and ParseURL fill
+// Limits from go-redis's pool fields and defaults (PoolSize, 10 per
+// GOMAXPROCS when zero), or start from pool.DefaultLimits. Every other
+// field has a working zero value. The same rule holds in every wardpool
+// driver: pgxward refuses MaxConns 0, sqlward Limits.Size 0. New copies
+// the Config; changing it afterwards changes nothing.
 type Config struct {
 	// Options says how each connection is opened and used: Network, Addr,
 	// Dialer, TLSConfig, credentials, DB, Protocol, ClientName, OnConnect,
@@ -72,8 +76,8 @@ type Config struct {
 	// notifications are turned off on pooled connections.
 	Options *redis.Options
 
-	// Limits bound the pool (see pool.Limits); the zero Limits has no bound
-	// at all, so use FromOptions or ParseURL, or set Size.
+	// Limits bound the pool (see pool.Limits). Size must be 1 or more (see
+	// Config); zero Idle, Keep or Life mean no limit.
 	Limits pool.Limits
 	// Ward holds the guards in front of the server; the zero Ward has none.
 	// The pool takes the guards as its own: do not share them.
@@ -188,11 +192,23 @@ func (c *Config) validate() error {
 	if c.Options == nil {
 		return fmt.Errorf("redisward: %w: Options is nil", ErrConfig)
 	}
+	if err := checkSize(c.Limits); err != nil {
+		return err
+	}
 	if c.MinIdle < 0 {
 		return fmt.Errorf("redisward: %w: MinIdle %d is negative", ErrConfig, c.MinIdle)
 	}
 	if c.LeakAfter < 0 {
 		return fmt.Errorf("redisward: %w: LeakAfter %v is negative", ErrConfig, c.LeakAfter)
+	}
+	return nil
+}
+
+// checkSize refuses limits without a Size: no pool is unbounded by
+// omission (see Config).
+func checkSize(l pool.Limits) error {
+	if l.Size < 1 {
+		return fmt.Errorf("redisward: %w: Limits.Size is %d, want 1 or more: use FromOptions or ParseURL, start from pool.DefaultLimits (Size %d), or set it", ErrConfig, l.Size, pool.DefaultLimits.Size)
 	}
 	return nil
 }
