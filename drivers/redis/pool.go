@@ -31,6 +31,7 @@ type Pool struct {
 	dialTimeout time.Duration
 	addr        string
 	leakAfter   time.Duration // Config.LeakAfter, for Leaked
+	minIdle     int           // Config.MinIdle
 
 	frontMu sync.Mutex  // guards front
 	front   *front      // the client Client returns, built on demand
@@ -50,6 +51,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		addr:    cfg.Options.Addr,
 
 		leakAfter: cfg.LeakAfter,
+		minIdle:   cfg.MinIdle,
 	}
 	p.dialTimeout = cfg.Options.DialTimeout
 	if p.dialTimeout == 0 {
@@ -422,3 +424,7 @@ func (p *Pool) Close(ctx context.Context) error {
 // Name returns the pool's name (Config.Name, or the default given it): the
 // start of its errors and its default metrics label.
 func (p *Pool) Name() string { return p.k.Name() }
+
+// MinIdle returns Config.MinIdle: how many idle connections are kept open.
+// metrics.Observe exports it as db.client.connection.idle.min.
+func (p *Pool) MinIdle() int { return p.minIdle }

@@ -221,6 +221,7 @@ type Connector struct {
 	ping      time.Duration // PingIdle, resolved
 	stmtCache int           // StmtCache, resolved: 0 for none
 	leakAfter time.Duration
+	minIdle   int // Config.MinIdle
 	now       func() time.Time
 }
 
@@ -240,7 +241,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	if err := checkSize(cfg.Limits); err != nil {
 		return nil, err
 	}
-	c := &Connector{base: base, name: cfg.Name, ping: cfg.PingIdle, stmtCache: cfg.StmtCache, leakAfter: cfg.LeakAfter}
+	c := &Connector{base: base, name: cfg.Name, ping: cfg.PingIdle, stmtCache: cfg.StmtCache, leakAfter: cfg.LeakAfter, minIdle: cfg.MinIdle}
 	if c.ping == 0 {
 		c.ping = DefaultPingIdle
 	}
@@ -327,6 +328,10 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	return h, nil
 }
+
+// MinIdle returns Config.MinIdle: how many idle connections are kept open.
+// metrics.Observe exports it as db.client.connection.idle.min.
+func (c *Connector) MinIdle() int { return c.minIdle }
 
 // Name returns the pool's name, Config.Name or the default it was given.
 // metrics.NewCollector and metrics.Observe label the series with it

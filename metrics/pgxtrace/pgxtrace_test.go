@@ -10,10 +10,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/semconv/v1.43.0/dbconv"
 
 	pgxward "github.com/wardpool/wardpool/drivers/pgx"
+	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/metrics"
 )
 
@@ -79,5 +84,60 @@ func TestZeroTracer(t *testing.T) {
 	tr.TraceAcquireEnd(ctx, nil, pgxpool.TraceAcquireEndData{})
 	if tr.TraceQueryStart(ctx, nil, pgx.TraceQueryStartData{}) != ctx {
 		t.Error("the zero Tracer changed the query's context")
+	}
+}
+
+// TestTracerFeedsTimings: against PostgreSQL, a Tracer with Timings feeds
+// OpenTelemetry's three pool histograms for a pgxward pool: one connect
+// (create_time), and for each of two queries an acquire (wait_time) and a
+// loan (use_time), each with db.client.connection.pool.name.
+func TestTracerFeedsTimings(t *testing.T) {
+	c, err := pgxward.ParseConfig(testenv.PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.MaxConns = 1
+	c.Name = "orders"
+	reader := sdkmetric.NewManualReader()
+	meter := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test")
+	tr := &Tracer{}
+	c.ConnConfig.Tracer = tr
+	p, err := pgxward.NewWithConfig(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if tr.Timings, err = metrics.NewTimings(meter, p, metrics.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 2 {
+		var n int
+		if err := p.QueryRow(ctx, "SELECT 1").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+			if v, _ := dp.Attributes.Value(semconv.DBClientConnectionPoolNameKey); v.AsString() != "orders" {
+				t.Errorf("%s: attributes %v", m.Name, dp.Attributes)
+			}
+			counts[m.Name] += dp.Count
+		}
+	}
+	want := map[string]uint64{
+		dbconv.ClientConnectionCreateTime{}.Name(): 1,
+		dbconv.ClientConnectionWaitTime{}.Name():   2,
+		dbconv.ClientConnectionUseTime{}.Name():    2,
+	}
+	for name, n := range want {
+		if counts[name] != n {
+			t.Errorf("%s counted %d, want %d (all: %v)", name, counts[name], n, counts)
+		}
 	}
 }
