@@ -7,6 +7,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/wardpool/wardpool"
 )
 
 // Observe creates an observable instrument on meter for every figure of
@@ -125,6 +127,8 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		insts = append(insts, rst)
 	}
 
+	manual := []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(append(kvs[:len(kvs):len(kvs)], attribute.String(causeLabel, wardpool.CauseManual))...))}
+
 	lk, _ := src.(leaky)
 	var leakInst metric.Int64Observable
 	if lk != nil {
@@ -155,7 +159,10 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		if lk != nil {
 			obs.ObserveInt64(leakInst, int64(lk.Leaked()), base...)
 		}
-		if causes, counts := causesOf(&st); rst != nil {
+		if rst != nil && len(st.ResetCauses) == 0 {
+			// cause="manual" at 0 before any reset; no allocation.
+			obs.ObserveInt64(rst, 0, manual...)
+		} else if causes, counts := causesOf(&st); rst != nil {
 			for i, cause := range causes {
 				set := attribute.NewSet(append(kvs[:len(kvs):len(kvs)], attribute.String(causeLabel, cause))...)
 				obs.ObserveInt64(rst, counts[i], metric.WithAttributeSet(set))

@@ -140,6 +140,7 @@ func wantPoints(prefix, attrs string, st wardpool.Stats, runtime bool) []point {
 			p("resources.closing", "{resource}", "updown", st.Closing),
 			p("closed", "{resource}", "counter", st.Closed),
 			p("dial.timeouts", "{dial}", "counter", st.DialTimeouts),
+			point{prefix + ".resets", "{reset}", "counter", with("cause=manual"), "0"}, // known before any reset
 			p("breaker.refusal", "1", "gauge", st.Refusal),
 		)
 	}
@@ -375,8 +376,9 @@ func TestObserveCallbackAllocations(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("the callback allocated %v times per collection, want 0", allocs)
 	}
-	// idle and used, pending_requests and timeouts: four more.
-	if want := 101 * (len(otelChosen(&fixed{})) + len(reasons) + 4); obs.n != want {
+	// idle and used, pending_requests and timeouts, resets{cause=manual}:
+	// five more.
+	if want := 101 * (len(otelChosen(&fixed{})) + len(reasons) + 5); obs.n != want {
 		t.Errorf("the callback made %d observations in 101 runs, want %d", obs.n, want)
 	}
 }

@@ -141,3 +141,59 @@ func TestTracerFeedsTimings(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEServiceScrape: the README's PostgreSQL service, as wired there
+// (one Options, a WaitHistogram fed by this Tracer, both registered): its
+// first scrape has the acquire-wait histogram and
+// wardpool_resets_total{cause="manual"} at 0, and after two queries the
+// histogram has counted both acquires, so the p99 is one query away.
+func TestREADMEServiceScrape(t *testing.T) {
+	cfg, err := pgxward.ParseConfig(testenv.PostgresDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := metrics.Options{Labels: map[string]string{"pool": "main"}}
+	waits := metrics.NewWaitHistogram(opts)
+	cfg.ConnConfig.Tracer = &Tracer{Waits: waits}
+	db, err := pgxward.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(metrics.NewCollector(db, opts), waits)
+	scrape := func() (resets float64, hasResets bool, acquires uint64, hasHist bool) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			switch mf.GetName() {
+			case "wardpool_resets_total":
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "cause" && l.GetValue() == "manual" {
+							resets, hasResets = m.GetCounter().GetValue(), true
+						}
+					}
+				}
+			case "wardpool_acquire_duration_seconds":
+				hasHist = true
+				acquires = mf.GetMetric()[0].GetHistogram().GetSampleCount()
+			}
+		}
+		return
+	}
+	if r, ok, n, h := scrape(); !ok || r != 0 || !h || n != 0 {
+		t.Fatalf("first scrape: resets{cause=manual} %v (present %v), histogram present %v with %d acquires", r, ok, h, n)
+	}
+	for range 2 {
+		var now time.Time
+		if err := db.QueryRow(context.Background(), "SELECT now()").Scan(&now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, n, _ := scrape(); n != 2 {
+		t.Errorf("the histogram counted %d acquires after two queries, want 2", n)
+	}
+}
