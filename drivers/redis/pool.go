@@ -15,6 +15,7 @@ import (
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // maxTries bounds how many connections one command is tried on when each
@@ -25,7 +26,12 @@ const maxTries = 3
 // a go-redis client of its own. It is safe for concurrent use by many
 // goroutines.
 type Pool struct {
-	k           *wardpool.Keeper[*conn]
+	k *wardpool.Keeper[*conn]
+	// subs lends the connections of Pub/Sub subscriptions (Client()'s
+	// Subscribe, PSubscribe, SSubscribe): counted in Stats, not against
+	// Limits.Size, so that subscriptions never starve commands, as on
+	// go-redis, whose PubSub connections are outside its PoolSize too.
+	subs        *wardpool.Keeper[*conn]
 	inner       redis.Options // the template of every connection's client
 	netDial     func(ctx context.Context) (net.Conn, error)
 	dialTimeout time.Duration
@@ -104,12 +110,25 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p.k = k
+	// Subscriptions: no bound (each is a connection of its own for as long
+	// as it lasts, as in go-redis), none kept warm, no leak watch (a
+	// subscription is meant to be held), the same dial and checks.
+	sc := kc
+	sc.Limits = pool.Limits{Keep: time.Minute}
+	sc.MinIdle, sc.LeakAfter, sc.OnLeak, sc.Ward, sc.Recorder = 0, 0, nil, ward.Ward{}, nil
+	if p.subs, err = wardpool.NewKeeper(sc); err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = k.Close(cctx)
+		return nil, err
+	}
 	if !cfg.Lazy {
 		l, err := k.Acquire(ctx)
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			_ = k.Close(cctx)
+			_ = p.subs.Close(cctx)
 			return nil, poolname.Wrap(name, err)
 		}
 		l.Release()
@@ -367,7 +386,26 @@ func (p *Pool) Ping(ctx context.Context) error {
 }
 
 // Stats returns a reading of the pool's books and figures (wardpool.Stats).
-func (p *Pool) Stats() wardpool.Stats { return p.k.Stats() }
+//
+// The connections of Pub/Sub subscriptions are in its books (Live, Busy,
+// Made, Loans, …) though they are not counted against Limits.Size: Busy
+// may then exceed the Size by the subscriptions open.
+func (p *Pool) Stats() wardpool.Stats {
+	s := p.k.Stats()
+	b := p.subs.Stats().Books
+	s.Live += b.Live
+	s.Idle += b.Idle
+	s.Busy += b.Busy
+	s.Made += b.Made
+	s.Failed += b.Failed
+	s.Loans += b.Loans
+	s.Reused += b.Reused
+	s.Retired += b.Retired
+	s.IdleRetired += b.IdleRetired
+	s.LifeRetired += b.LifeRetired
+	s.Dropped += b.Dropped
+	return s
+}
 
 // PoolStats returns the pool's figures as go-redis's redis.PoolStats, for
 // code and dashboards written for (*redis.Client).PoolStats: Hits are loans
@@ -404,7 +442,10 @@ func (p *Pool) Addr() string { return p.addr }
 // Reset closes every idle connection now and every lent one when it comes
 // back: for after a failover, when every connection made before is
 // suspect.
-func (p *Pool) Reset() { p.k.Reset() }
+func (p *Pool) Reset() {
+	p.k.Reset()
+	p.subs.Reset()
+}
 
 // Close shuts the pool: calls from now on fail with wardpool.ErrClosed and so
 // do those waiting; idle connections are closed; then it waits for every
@@ -418,7 +459,11 @@ func (p *Pool) Close(ctx context.Context) error {
 		_ = p.front.cl.Close()
 	}
 	p.frontMu.Unlock()
-	return p.k.Close(ctx)
+	err := p.k.Close(ctx)
+	if serr := p.subs.Close(ctx); err == nil {
+		err = serr
+	}
+	return err
 }
 
 // Name returns the pool's name (Config.Name, or the default given it): the
