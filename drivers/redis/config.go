@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -72,8 +73,13 @@ type Config struct {
 	// ConnMaxIdleTime, ConnMaxLifetime, PoolTimeout) are not used: Limits,
 	// MinIdle and the context of each call replace them. MaxRetries is not
 	// used either: a command is retried only when it provably never reached
-	// the server (see Pool.Process). Client-side caching and maintenance
-	// notifications are turned off on pooled connections.
+	// the server (see Pool.Process). Maintenance notifications are turned
+	// off on pooled connections. Client-side caching (ClientSideCacheConfig,
+	// ClientSideCache, ClientSideCacheStrategy and the other ClientSideCache
+	// fields) is refused: New fails with ErrConfig rather than run without
+	// the cache the options ask for, since the pool does not yet keep each
+	// connection's tracked keys invalidated while it sits idle, nor evicts
+	// them when it closes one.
 	Options *redis.Options
 
 	// Limits bound the pool (see pool.Limits). Size must be 1 or more (see
@@ -195,6 +201,9 @@ func (c *Config) validate() error {
 	if err := checkSize(c.Limits); err != nil {
 		return err
 	}
+	if err := refusedOptions(c.Options); err != nil {
+		return err
+	}
 	if c.MinIdle < 0 {
 		return fmt.Errorf("redisward: %w: MinIdle %d is negative", ErrConfig, c.MinIdle)
 	}
@@ -211,4 +220,36 @@ func checkSize(l pool.Limits) error {
 		return fmt.Errorf("redisward: %w: Limits.Size is %d, want 1 or more: use FromOptions or ParseURL, start from pool.DefaultLimits (Size %d), or set it", ErrConfig, l.Size, pool.DefaultLimits.Size)
 	}
 	return nil
+}
+
+// refusedOptions returns an error wrapping ErrConfig when o asks for what the
+// pool cannot give: client-side caching (RESP3 CLIENT TRACKING, with
+// invalidations pushed on each connection). Silently running without it
+// would send every repeated read to the server.
+func refusedOptions(o *redis.Options) error {
+	var set []string
+	if o.ClientSideCacheConfig != nil {
+		set = append(set, "ClientSideCacheConfig")
+	}
+	if o.ClientSideCache != nil {
+		set = append(set, "ClientSideCache")
+	}
+	if o.ClientSideCacheStrategy != 0 {
+		set = append(set, "ClientSideCacheStrategy")
+	}
+	if o.ClientSideCacheRefreshOnInvalidate {
+		set = append(set, "ClientSideCacheRefreshOnInvalidate")
+	}
+	if o.ClientSideCacheCoalesceMisses {
+		set = append(set, "ClientSideCacheCoalesceMisses")
+	}
+	if o.ClientSideCacheInvalidationBatchWindow != 0 {
+		set = append(set, "ClientSideCacheInvalidationBatchWindow")
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return fmt.Errorf("redisward: %w: client-side caching is not supported through the pool (Options.%s set): "+
+		"a pooled connection would not apply its invalidations while idle nor evict its keys when closed; "+
+		"use a plain go-redis client for cached reads", ErrConfig, strings.Join(set, ", Options."))
 }
