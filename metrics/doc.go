@@ -21,21 +21,24 @@
 //
 // Names below are with the default namespace, wardpool; Options.Namespace
 // and Options.Subsystem replace or extend it. Prometheus names come first,
-// the OpenTelemetry name after the slash. Gauges are counts at the moment of
+// the OpenTelemetry name after the slash: OpenTelemetry's semantic
+// conventions' db.client.connection.* where they name the figure (see
+// Observe; also db.client.connection.idle.min from a Source's MinIdle, and
+// the histograms of NewTimings), wardpool.* otherwise. Gauges are counts at the moment of
 // the reading (OpenTelemetry: up-down counters); counters only rise from the
 // pool's start.
 //
 // Gauges:
 //
-//	wardpool_live_resources / wardpool.resources.live        resources that exist: idle, lent, being made
-//	wardpool_idle_resources / wardpool.resources.idle        resources in the pool, ready to lend
-//	wardpool_busy_resources / wardpool.resources.busy        resources lent or being made
-//	wardpool_waiting_acquires / wardpool.acquires.waiting    callers queued for a resource (Keeper only)
+//	wardpool_live_resources / db.client.connection.count     resources that exist: idle, lent, being made
+//	wardpool_idle_resources / db.client.connection.count{state=idle}  resources in the pool, ready to lend
+//	wardpool_busy_resources / db.client.connection.count{state=used}  resources lent or being made
+//	wardpool_waiting_acquires / db.client.connection.pending_requests  callers queued for a resource (Keeper only)
 //	wardpool_dialing_resources / wardpool.resources.dialing  dials in flight (Keeper only)
 //	wardpool_closing_resources / wardpool.resources.closing  resources waiting to be closed or being closed (Keeper only)
 //	wardpool_breaker_refusal_ratio / wardpool.breaker.refusal  share of new connections the breaker refuses (Keeper only)
-//	wardpool_max_resources / wardpool.resources.max          Limits.Size, for a Source with Limits, when set
-//	wardpool_max_idle_resources / wardpool.resources.idle.max  Limits.Idle, for a Source with Limits, when set
+//	wardpool_max_resources / db.client.connection.max        Limits.Size, for a Source with Limits, when set
+//	wardpool_max_idle_resources / db.client.connection.idle.max  Limits.Idle, for a Source with Limits, when set
 //	wardpool_leaked_loans / wardpool.loans.leaked            loans out past LeakAfter now, for a Source with Leaked
 //
 // Counters:
@@ -53,7 +56,7 @@
 //	wardpool_acquires_total / wardpool.acquires              successful acquires (Keeper only)
 //	wardpool_acquire_wait_seconds_total / wardpool.acquire.wait  their total wait, seconds (Keeper only)
 //	wardpool_empty_acquires_total / wardpool.acquires.empty  successful acquires that had to wait or dial (Keeper only)
-//	wardpool_canceled_acquires_total / wardpool.acquires.canceled  acquires ended by their context (Keeper only)
+//	wardpool_canceled_acquires_total / db.client.connection.timeouts  acquires ended by their context (Keeper only)
 //	wardpool_checks_total / wardpool.checks                  health checks on borrow (Keeper only)
 //	wardpool_check_failures_total / wardpool.check.failures  failed health checks (Keeper only)
 //	wardpool_leaks_total / wardpool.leaks                    loans held past LeakAfter (Keeper only)

@@ -152,14 +152,21 @@ func ExampleObserve() {
 	}
 	for _, m := range rm.ScopeMetrics[0].Metrics {
 		switch m.Name {
-		case "wardpool.made", "wardpool.resources.idle":
+		case "wardpool.made":
 			dp := m.Data.(metricdata.Sum[int64]).DataPoints[0]
 			pool, _ := dp.Attributes.Value("pool")
 			fmt.Printf("%s{pool=%s} = %d %s\n", m.Name, pool.AsString(), dp.Value, m.Unit)
+		case "db.client.connection.count": // OpenTelemetry's conventions
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				pool, _ := dp.Attributes.Value("db.client.connection.pool.name")
+				state, _ := dp.Attributes.Value("db.client.connection.state")
+				fmt.Printf("%s{pool.name=%s,state=%s} = %d %s\n", m.Name, pool.AsString(), state.AsString(), dp.Value, m.Unit)
+			}
 		}
 	}
-	// Output:
-	// wardpool.resources.idle{pool=orders} = 3 {resource}
+	// Unordered output:
+	// db.client.connection.count{pool.name=orders,state=idle} = 3 {connection}
+	// db.client.connection.count{pool.name=orders,state=used} = 0 {connection}
 	// wardpool.made{pool=orders} = 3 {resource}
 }
 

@@ -65,12 +65,14 @@ func (w *WaitHistogram) Collect(ch chan<- prometheus.Metric) { w.h.Collect(ch) }
 
 // AcquireObserver times acquires from Source: with Tracer set, each in an
 // OpenTelemetry span (see StartAcquire); with Waits set, each successful
-// one's wait in the histogram. Either may be nil. The zero AcquireObserver
-// observes nothing. It is safe for concurrent use.
+// one's wait in the Prometheus histogram; with Timings set, in
+// OpenTelemetry's db.client.connection.wait_time. Any may be nil. The zero
+// AcquireObserver observes nothing. It is safe for concurrent use.
 type AcquireObserver struct {
-	Tracer trace.Tracer
-	Waits  *WaitHistogram
-	Source Source
+	Tracer  trace.Tracer
+	Waits   *WaitHistogram
+	Source  Source
+	Timings *Timings
 }
 
 // Start begins timing an acquire and returns the context to acquire with
@@ -80,7 +82,7 @@ type AcquireObserver struct {
 //	c, err := p.Acquire(ctx)
 //	end(err)
 func (o AcquireObserver) Start(ctx context.Context) (context.Context, func(error)) {
-	if o.Tracer == nil && o.Waits == nil {
+	if o.Tracer == nil && o.Waits == nil && o.Timings == nil {
 		return ctx, func(error) {}
 	}
 	start := time.Now()
@@ -89,8 +91,12 @@ func (o AcquireObserver) Start(ctx context.Context) (context.Context, func(error
 		ctx, endSpan = startSpan(ctx, o.Tracer, o.Source, start)
 	}
 	return ctx, func(err error) {
-		if o.Waits != nil && err == nil {
-			o.Waits.Observe(time.Since(start))
+		if err == nil && (o.Waits != nil || o.Timings != nil) {
+			d := time.Since(start)
+			if o.Waits != nil {
+				o.Waits.Observe(d)
+			}
+			o.Timings.Wait(d)
 		}
 		if endSpan != nil {
 			endSpan(err)

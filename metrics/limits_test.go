@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"go.opentelemetry.io/otel/semconv/v1.43.0/dbconv"
+
 	"testing"
 
 	"github.com/wardpool/wardpool/internal/clocktest"
@@ -28,20 +30,22 @@ func TestLimitsChangeShows(t *testing.T) {
 	}
 	prom, otel := read()
 	if prom["wardpool_max_resources"] != 4 || prom["wardpool_max_idle_resources"] != 2 ||
-		otel["wardpool.resources.max"] != "4" || otel["wardpool.resources.idle.max"] != "2" {
+		otel[dbconv.ClientConnectionMaxObservable{}.Name()] != "4" || otel[dbconv.ClientConnectionIdleMaxObservable{}.Name()] != "2" {
 		t.Fatalf("before: prometheus %v, otel %v", prom, otel)
 	}
 	if err := k.SetLimits(pool.Limits{Size: 9}); err != nil {
 		t.Fatal(err)
 	}
 	prom, otel = read()
-	if prom["wardpool_max_resources"] != 9 || otel["wardpool.resources.max"] != "9" {
-		t.Fatalf("after SetLimits(Size 9): prometheus max %v, otel max %v", prom["wardpool_max_resources"], otel["wardpool.resources.max"])
+	if prom["wardpool_max_resources"] != 9 || otel[dbconv.ClientConnectionMaxObservable{}.Name()] != "9" {
+		t.Fatalf("after SetLimits(Size 9): prometheus max %v, otel %v", prom["wardpool_max_resources"], otel)
 	}
 	if _, ok := prom["wardpool_max_idle_resources"]; ok {
 		t.Fatal("prometheus still exports max_idle_resources after Idle was set to none")
 	}
-	if _, ok := otel["wardpool.resources.idle.max"]; ok {
-		t.Fatal("otel still exports resources.idle.max after Idle was set to none")
+	// The conventions' idle.max is how many may sit idle: with no Idle
+	// limit, every one of Size.
+	if v := otel[dbconv.ClientConnectionIdleMaxObservable{}.Name()]; v != "9" {
+		t.Fatalf("otel idle.max = %q after Idle was set to none, want the Size, 9", v)
 	}
 }

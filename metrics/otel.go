@@ -7,20 +7,48 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/wardpool/wardpool"
 )
 
-// Observe creates an observable instrument on meter for every series of
-// src, named after o with "." between the parts (wardpool.resources.idle,
-// wardpool.made, …; see the package documentation), and registers one
-// callback for all of them that takes one reading from src per collection.
+// Observe creates an observable instrument on meter for every figure of
+// src and registers one callback for all of them that takes one reading
+// from src per collection.
 //
-// Gauges become Int64ObservableUpDownCounters (breaker.refusal, a fraction,
-// a Float64ObservableGauge), counters Int64ObservableCounters, and
-// acquire.wait, in seconds, a Float64ObservableCounter. o.Labels become
-// attributes of every measurement (with pool=<src's name> when src has a
-// Name method and o.Labels no pool label); retired also carries a reason
-// attribute (idle, life, other), and resets, once the pool was reset, a
-// cause attribute.
+// What OpenTelemetry's semantic conventions for database client pools name
+// is emitted under the conventions' names, units, kinds and attributes
+// (semconv v1.43.0's dbconv package), each measurement carrying
+// db.client.connection.pool.name:
+//
+//   - db.client.connection.count, {connection}, an UpDownCounter, with
+//     db.client.connection.state idle (Stats.Idle) and used (Stats.Busy:
+//     lent or being made);
+//   - db.client.connection.max (Limits.Size) and
+//     db.client.connection.idle.max (Limits.Idle, or Size when Idle is 0),
+//     when src has a Limits method and the limit is set;
+//   - db.client.connection.idle.min, when src has a MinIdle method (every
+//     driver's pool; a bare Keeper has none) and it is set;
+//   - db.client.connection.pending_requests (Stats.Waiting), {request};
+//   - db.client.connection.timeouts (Stats.Canceled: acquires whose
+//     context ended first), {timeout}, a Counter.
+//
+// The conventions' histograms (create_time, wait_time, use_time) need one
+// measurement per dial, acquire and loan, which a reading of Stats cannot
+// give: NewTimings makes them, for the callers that time those events.
+//
+// Everything the conventions have no name for (dials and their failures,
+// loans, retirements, the ward's sheds and breaker, resets, the fleet's
+// budget, leaks, …) stays under wardpool.*: named after o with "." between
+// the parts (wardpool.made, wardpool.breaker.refusal, …; see the package
+// documentation). Gauges become Int64ObservableUpDownCounters
+// (breaker.refusal, a fraction, a Float64ObservableGauge), counters
+// Int64ObservableCounters, and acquire.wait, in seconds, a
+// Float64ObservableCounter. o.Labels become attributes of every
+// measurement (with pool=<src's name> when src has a Name method and
+// o.Labels no pool label; on the conventions' instruments the pool label
+// is db.client.connection.pool.name, "wardpool" when there is none);
+// retired also carries a reason attribute (idle, life, other), and
+// resets, once the pool was reset, a cause attribute.
 //
 // Unregister the returned Registration to stop observing, for example when
 // the pool is closed. Observe fails, registering no callback, when o.Labels
@@ -47,13 +75,9 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		byReason[i] = []metric.ObserveOption{metric.WithAttributeSet(set)}
 	}
 
-	list := chosen(src)
+	list := otelChosen(src)
 	lsrc := limitsOf(src)
-	var ls []series
-	if lsrc != nil {
-		ls = limitSeries[:]
-	}
-	insts := make([]metric.Observable, 0, len(list)+1+len(ls))
+	insts := make([]metric.Observable, 0, len(list)+8)
 	ints := make([]metric.Int64Observable, len(list)) // nil for float series
 	floats := make([]metric.Float64Observable, len(list))
 	wrap := func(s *series, err error) error {
@@ -87,16 +111,11 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		return nil, wrap(&retired, err)
 	}
 	insts = append(insts, ret)
-	limits := make([]metric.Int64Observable, len(ls))
-	for i := range ls {
-		s := &ls[i]
-		limits[i], err = meter.Int64ObservableUpDownCounter(prefix+"."+s.otel,
-			metric.WithDescription(s.help), metric.WithUnit(s.unit))
-		if err != nil {
-			return nil, wrap(s, err)
-		}
-		insts = append(insts, limits[i])
+	conv, err := newConvInstruments(meter, src, o)
+	if err != nil {
+		return nil, err
 	}
+	insts = append(insts, conv.insts...)
 
 	var rst metric.Int64Observable
 	if _, booksOnly := src.(booksSource); !booksOnly {
@@ -107,6 +126,8 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		}
 		insts = append(insts, rst)
 	}
+
+	manual := []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(append(kvs[:len(kvs):len(kvs)], attribute.String(causeLabel, wardpool.CauseManual))...))}
 
 	lk, _ := src.(leaky)
 	var leakInst metric.Int64Observable
@@ -134,17 +155,14 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		for i := range reasons {
 			obs.ObserveInt64(ret, by[i], byReason[i]...)
 		}
-		if lsrc != nil {
-			for i, v := range limitValues(lsrc.Limits()) {
-				if v > 0 {
-					obs.ObserveInt64(limits[i], v, base...)
-				}
-			}
-		}
+		conv.observe(obs, &st, lsrc)
 		if lk != nil {
 			obs.ObserveInt64(leakInst, int64(lk.Leaked()), base...)
 		}
-		if causes, counts := causesOf(&st); rst != nil {
+		if rst != nil && len(st.ResetCauses) == 0 {
+			// cause="manual" at 0 before any reset; no allocation.
+			obs.ObserveInt64(rst, 0, manual...)
+		} else if causes, counts := causesOf(&st); rst != nil {
 			for i, cause := range causes {
 				set := attribute.NewSet(append(kvs[:len(kvs):len(kvs)], attribute.String(causeLabel, cause))...)
 				obs.ObserveInt64(rst, counts[i], metric.WithAttributeSet(set))

@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	sdk "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/semconv/v1.43.0/dbconv"
 
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
@@ -80,7 +82,9 @@ func attrString(s attribute.Set) string {
 }
 
 // wantPoints lists what Observe must report for st, written out here
-// rather than derived from the package's table. attrs are the labels
+// rather than derived from the package's table, and the conventions'
+// instruments named, united and attributed after OpenTelemetry's
+// semantic-conventions package, not strings of ours. attrs are the labels
 // (sorted "k=v" joined by ","); runtime false leaves out the Keeper's own
 // series.
 func wantPoints(prefix, attrs string, st wardpool.Stats, runtime bool) []point {
@@ -102,10 +106,11 @@ func wantPoints(prefix, attrs string, st wardpool.Stats, runtime bool) []point {
 	r := func(reason string, v uint64) point {
 		return point{prefix + ".retired", "{resource}", "counter", with("reason=" + reason), fmt.Sprint(v)}
 	}
+	count := dbconv.ClientConnectionCountObservable{}
+	state := string(semconv.DBClientConnectionStateKey) + "="
 	w := []point{
-		p("resources.live", "{resource}", "updown", st.Live),
-		p("resources.idle", "{resource}", "updown", st.Idle),
-		p("resources.busy", "{resource}", "updown", st.Busy),
+		convPoint(prefix, attrs, count.Name(), count.Unit(), "updown", state+string(dbconv.ClientConnectionStateIdle), st.Idle),
+		convPoint(prefix, attrs, count.Name(), count.Unit(), "updown", state+string(dbconv.ClientConnectionStateUsed), st.Busy),
 		p("made", "{resource}", "counter", st.Made),
 		p("make.failures", "{resource}", "counter", st.Failed),
 		p("loans", "{loan}", "counter", st.Loans),
@@ -119,13 +124,14 @@ func wantPoints(prefix, attrs string, st wardpool.Stats, runtime bool) []point {
 		r("other", st.Retired-st.IdleRetired-st.LifeRetired),
 	}
 	if runtime {
+		pending, timeouts := dbconv.ClientConnectionPendingRequestsObservable{}, dbconv.ClientConnectionTimeoutsObservable{}
 		w = append(w,
-			p("acquires.waiting", "{acquire}", "updown", st.Waiting),
+			convPoint(prefix, attrs, pending.Name(), pending.Unit(), "updown", "", st.Waiting),
+			convPoint(prefix, attrs, timeouts.Name(), timeouts.Unit(), "counter", "", st.Canceled),
 			p("resources.dialing", "{resource}", "updown", st.Dialing),
 			p("acquires", "{acquire}", "counter", st.Acquires),
 			p("acquire.wait", "s", "counter", st.AcquireWait.Seconds()),
 			p("acquires.empty", "{acquire}", "counter", st.EmptyAcquires),
-			p("acquires.canceled", "{acquire}", "counter", st.Canceled),
 			p("checks", "{check}", "counter", st.Checks),
 			p("check.failures", "{check}", "counter", st.CheckFailures),
 			p("leaks", "{loan}", "counter", st.Leaks),
@@ -134,11 +140,36 @@ func wantPoints(prefix, attrs string, st wardpool.Stats, runtime bool) []point {
 			p("resources.closing", "{resource}", "updown", st.Closing),
 			p("closed", "{resource}", "counter", st.Closed),
 			p("dial.timeouts", "{dial}", "counter", st.DialTimeouts),
+			point{prefix + ".resets", "{reset}", "counter", with("cause=manual"), "0"}, // known before any reset
 			p("breaker.refusal", "1", "gauge", st.Refusal),
 		)
 	}
 	sort.Slice(w, func(i, j int) bool { return w[i].String() < w[j].String() })
 	return w
+}
+
+// convPoint is a point of one of the conventions' instruments for a pool
+// exported under prefix with labels attrs: the pool label becomes
+// db.client.connection.pool.name (the prefix without one), the rest stay,
+// and extra ("k=v") is added.
+func convPoint(prefix, attrs, name, unit, kind, extra string, v any) point {
+	poolName := prefix
+	var all []string
+	for _, kv := range strings.Split(attrs, ",") {
+		switch {
+		case kv == "":
+		case strings.HasPrefix(kv, PoolLabel+"="):
+			poolName = strings.TrimPrefix(kv, PoolLabel+"=")
+		default:
+			all = append(all, kv)
+		}
+	}
+	all = append(all, string(semconv.DBClientConnectionPoolNameKey)+"="+poolName)
+	if extra != "" {
+		all = append(all, extra)
+	}
+	sort.Strings(all)
+	return point{name, unit, kind, strings.Join(all, ","), fmt.Sprint(v)}
 }
 
 func diffPoints(t *testing.T, got, want []point) {
@@ -197,9 +228,10 @@ func TestObserveLimits(t *testing.T) {
 	if _, err := Observe(m, src, Options{Labels: map[string]string{"pool": "a"}}); err != nil {
 		t.Fatal(err)
 	}
+	mx, idleMax := dbconv.ClientConnectionMaxObservable{}, dbconv.ClientConnectionIdleMaxObservable{}
 	want := append(wantPoints("wardpool", "pool=a", st, true),
-		point{"wardpool.resources.max", "{resource}", "updown", "pool=a", "8"},
-		point{"wardpool.resources.idle.max", "{resource}", "updown", "pool=a", "3"})
+		convPoint("wardpool", "pool=a", mx.Name(), mx.Unit(), "updown", "", 8),
+		convPoint("wardpool", "pool=a", idleMax.Name(), idleMax.Unit(), "updown", "", 3))
 	sort.Slice(want, func(i, j int) bool { return want[i].String() < want[j].String() })
 	diffPoints(t, collect(t, r), want)
 }
@@ -253,8 +285,13 @@ func TestObserveKeeper(t *testing.T) {
 	// A bare Keeper is named too (Config.Name, "wardpool-N" by default),
 	// and that is its default pool label.
 	label := "pool=" + k.Name()
+	// Limits{Size: 2}: idle.max is the Size, as Idle 0 lets every
+	// connection sit idle; a bare Keeper has no MinIdle method, so no
+	// idle.min.
+	mx, idleMax := dbconv.ClientConnectionMaxObservable{}, dbconv.ClientConnectionIdleMaxObservable{}
 	want := append(wantPoints("wardpool", label, st, true),
-		point{"wardpool.resources.max", "{resource}", "updown", label, "2"},
+		convPoint("wardpool", label, mx.Name(), mx.Unit(), "updown", "", 2),
+		convPoint("wardpool", label, idleMax.Name(), idleMax.Unit(), "updown", "", 2),
 		point{"wardpool.loans.leaked", "{loan}", "updown", label, "0"})
 	sort.Slice(want, func(i, j int) bool { return want[i].String() < want[j].String() })
 	diffPoints(t, collect(t, r), want)
@@ -299,7 +336,8 @@ func (m refusing) RegisterCallback(f metric.Callback, insts ...metric.Observable
 
 func TestObserveErrors(t *testing.T) {
 	src := fixedLimits{&fixed{}, pool.Limits{Size: 1}}
-	for _, bad := range []string{"wardpool.made", "wardpool.acquire.wait", "wardpool.resources.idle", "wardpool.retired", "wardpool.resources.max", "callback"} {
+	for _, bad := range []string{"wardpool.made", "wardpool.acquire.wait", dbconv.ClientConnectionCountObservable{}.Name(), "wardpool.retired",
+		dbconv.ClientConnectionMaxObservable{}.Name(), dbconv.ClientConnectionTimeoutsObservable{}.Name(), "callback"} {
 		reg, err := Observe(refusing{bad: bad}, src, Options{})
 		if !errors.Is(err, errRefused) || reg != nil {
 			t.Errorf("refusing %s: Observe = %v, %v; want nil and the meter's error", bad, reg, err)
@@ -338,7 +376,9 @@ func TestObserveCallbackAllocations(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("the callback allocated %v times per collection, want 0", allocs)
 	}
-	if want := 101 * (len(chosen(&fixed{})) + len(reasons)); obs.n != want {
+	// idle and used, pending_requests and timeouts, resets{cause=manual}:
+	// five more.
+	if want := 101 * (len(otelChosen(&fixed{})) + len(reasons) + 5); obs.n != want {
 		t.Errorf("the callback made %d observations in 101 runs, want %d", obs.n, want)
 	}
 }

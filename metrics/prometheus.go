@@ -3,6 +3,8 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/wardpool/wardpool"
 )
 
 // Collector is a prometheus.Collector for one pool. Each Collect takes one
@@ -28,6 +30,9 @@ type Collector struct {
 	ret    *prometheus.Desc // retired_total
 	retLab [len(reasons)][]*dto.LabelPair
 	rst    *prometheus.Desc // resets_total, for a Source with the runtime's figures
+	// rstManual labels resets_total's cause="manual" sample, sent at 0
+	// before the first reset.
+	rstManual []*dto.LabelPair
 }
 
 // NewCollector returns a Collector reading src, naming its series after o
@@ -71,6 +76,7 @@ func NewCollector(src Source, o Options) *Collector {
 	}
 	if _, booksOnly := src.(booksSource); !booksOnly {
 		c.rst = desc(&resets, causeLabel)
+		c.rstManual = prometheus.MakeLabelPairs(c.rst, []string{wardpool.CauseManual})
 	}
 	if lk, ok := src.(leaky); ok {
 		c.leaks, c.leak = lk, desc(&leaked)
@@ -109,7 +115,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.src.Stats()
 	n := len(c.series)
-	buf := make([]sample, n+len(reasons)+1+len(limitSeries))
+	buf := make([]sample, n+len(reasons)+1+len(limitSeries)+1)
 	for i := range c.series {
 		s := &c.series[i]
 		buf[i].set(c.descs[i], c.labels[i], s.float(s.field.of(&st)), s.kind == counter)
@@ -134,7 +140,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		last.set(c.leak, c.leakL, float64(c.leaks.Leaked()), false)
 		ch <- last
 	}
-	if causes, counts := causesOf(&st); c.rst != nil && causes != nil {
+	if c.rst != nil && len(st.ResetCauses) == 0 {
+		// cause="manual" at 0 before any reset, in the scrape's one block.
+		last := &buf[len(buf)-2]
+		last.set(c.rst, c.rstManual, 0, true)
+		ch <- last
+	} else if causes, counts := causesOf(&st); c.rst != nil {
 		rs := make([]sample, len(causes)) // only once a reset happened
 		for i, cause := range causes {
 			rs[i].set(c.rst, prometheus.MakeLabelPairs(c.rst, []string{cause}), float64(counts[i]), true)

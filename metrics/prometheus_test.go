@@ -68,6 +68,8 @@ func wantAll(st wardpool.Stats, runtime bool) []want {
 			want{"closing_resources", "gauge", n(st.Closing)},
 			want{"closed_total", "counter", n(st.Closed)},
 			want{"dial_timeouts_total", "counter", n(st.DialTimeouts)},
+			// A known label value starts at 0: no reset yet in these readings.
+			want{"resets_total", "counter", [][2]string{{`cause="manual"`, "0"}}},
 			want{"breaker_refusal_ratio", "gauge", n(st.Refusal)},
 		)
 	}
@@ -99,7 +101,10 @@ func exposition(t *testing.T, prefix, labels string, ws []want) (text string, na
 			ls := s[0]
 			if labels != "" {
 				if ls != "" {
-					ls = labels + "," + ls
+					// In the order the exposition gives them: by name.
+					all := append(strings.Split(labels, ","), ls)
+					sort.Strings(all)
+					ls = strings.Join(all, ",")
 				} else {
 					ls = labels
 				}

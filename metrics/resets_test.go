@@ -12,14 +12,19 @@ import (
 )
 
 // TestResetsByCause: the resets series has one sample per cause, in both
-// exporters, none before the first reset, and none for a books-only
+// exporters; before the first reset only cause="manual", at 0 (a known
+// label value is in the scrape from the start); none for a books-only
 // Source.
 func TestResetsByCause(t *testing.T) {
 	st := sampleStats()
 	src := &fixed{st: st}
 	c := NewCollector(src, Options{Labels: map[string]string{"pool": "a"}})
-	if n := testutil.CollectAndCount(c, "wardpool_resets_total"); n != 0 {
-		t.Fatalf("%d resets samples before any reset, want 0", n)
+	before := `# HELP wardpool_resets_total ` + resets.help + `
+# TYPE wardpool_resets_total counter
+wardpool_resets_total{cause="manual",pool="a"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(before), "wardpool_resets_total"); err != nil {
+		t.Fatalf("before any reset: %v", err)
 	}
 	st.Resets = 3
 	st.ResetCauses = map[string]uint64{"25006": 2, wardpool.CauseManual: 1}

@@ -307,7 +307,9 @@ var retired = series{
 
 // resets describes the resets series: one sample per cause the Keeper has
 // counted a reset under (Stats.ResetCauses: at most wardpool.MaxCauses of
-// them), so it has none until the first reset.
+// them), and cause="manual" (wardpool.CauseManual, Keeper.Reset's) from
+// the start, at 0 until the first manual reset, so that a query or an
+// alert on it has a series to read before anything happened.
 var resets = series{
 	prom: "resets_total", otel: "resets", unit: "{reset}", kind: counter, runtime: true,
 	help: "Resets of the pool, by cause: every resource made before one was retired, after an error its driver's classifier judged a failover (cause: the SQLSTATE or reply, e.g. 25006, READONLY) or a Reset called by hand (cause manual).",
@@ -316,14 +318,15 @@ var resets = series{
 // causeLabel is the label of the resets series.
 const causeLabel = "cause"
 
-// causesOf returns the causes of s's resets, sorted, and their counts.
+// causesOf returns the causes of s's resets, sorted, and their counts;
+// wardpool.CauseManual is always among them, at 0 when there was none.
 func causesOf(s *wardpool.Stats) ([]string, []int64) {
-	if len(s.ResetCauses) == 0 {
-		return nil, nil
-	}
-	keys := make([]string, 0, len(s.ResetCauses))
+	keys := make([]string, 0, len(s.ResetCauses)+1)
 	for k := range s.ResetCauses {
 		keys = append(keys, k)
+	}
+	if _, ok := s.ResetCauses[wardpool.CauseManual]; !ok {
+		keys = append(keys, wardpool.CauseManual)
 	}
 	sort.Strings(keys)
 	vals := make([]int64, len(keys))

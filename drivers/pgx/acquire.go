@@ -18,7 +18,8 @@ var errTooManyTries = errors.New("pgxward: PrepareConn refused every connection 
 // unwraps to ctx's error and says what the pool was doing, with ErrClosed
 // after Close, with a *ShedError (errors.Is ErrShed) when the Ward
 // refuses, or with the dial's error (wrapping pgx's) when a new connection
-// could not be opened. An idle connection that fails its liveness ping is
+// could not be opened; each of these in a *PoolError that names the pool.
+// PrepareConn's own errors and ctx's bare error are returned as they are. An idle connection that fails its liveness ping is
 // replaced without the caller seeing the failure.
 //
 // When ConnConfig.Tracer is a pgxpool.AcquireTracer, its TraceAcquireStart
@@ -63,7 +64,7 @@ func (p *Pool) acquire(ctx context.Context) (*Conn, error) {
 			l.Destroy()
 		}
 	}
-	return nil, errTooManyTries
+	return nil, poolname.Wrap(p.name, errTooManyTries)
 }
 
 // AcquireFunc acquires a connection, calls f with it and releases it. ctx

@@ -56,8 +56,11 @@ type ShouldPingParams = pgxpool.ShouldPingParams
 type Leak = wardpool.Leak[*pgx.Conn]
 
 // Config is how a Pool is built. Make it with ParseConfig, which fills in
-// pgxpool's defaults, then change fields before NewWithConfig; a Config built
-// by hand is refused. Every field means what the field of the same name in
+// pgxpool's defaults (MaxConns is DefaultMaxConns()), then change fields
+// before NewWithConfig; a Config built by hand (the zero Config included)
+// is refused with an error wrapping ErrConfig, and so is MaxConns 0: no
+// pool is unbounded by omission. The same rule holds in every wardpool
+// driver: redisward and sqlward refuse a Limits.Size of 0. Every field means what the field of the same name in
 // pgxpool.Config means, except where its comment says otherwise. A Config is
 // not safe for concurrent modification; Pool.Config returns a copy.
 type Config struct {
@@ -130,7 +133,7 @@ type Config struct {
 	DialTimeout time.Duration
 
 	// MaxConns is how many connections may be open at once: idle, lent and
-	// being dialled. At least 1.
+	// being dialled. At least 1: 0 is refused, as in pgxpool.
 	MaxConns int32
 	// MinConns and MinIdleConns ask for connections kept open in the
 	// background. The Keeper keeps a number of idle connections warm, so

@@ -64,3 +64,10 @@ func (p *Pool) Leaked() int {
 	}
 	return n
 }
+
+// MinIdle returns how many idle connections the pool keeps open:
+// max(MinConns, MinIdleConns), at most MaxConns. metrics.Observe exports
+// it as db.client.connection.idle.min.
+func (p *Pool) MinIdle() int {
+	return min(int(max(p.config.MinConns, p.config.MinIdleConns)), int(p.config.MaxConns))
+}

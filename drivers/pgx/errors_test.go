@@ -8,6 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestAcquireErrorOnAHangingServer: against a server that accepts and never
@@ -129,5 +132,66 @@ func TestErrorsNameThePool(t *testing.T) {
 	var pe *PoolError
 	if !errors.Is(err, ErrClosed) || !errors.As(err, &pe) || pe.Pool != "orders" || err.Error() != "orders: wardpool: pool closed" {
 		t.Errorf("Acquire after Close = %q (%T)", err, err)
+	}
+}
+
+// TestDialErrorsNameThePool: with nothing listening at the address, every
+// method that acquires fails with a *PoolError naming the pool, through
+// which errors.As still finds pgx's *pgconn.ConnectError. No PostgreSQL is
+// needed.
+func TestDialErrorsNameThePool(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // connection refused from now on
+	c, err := ParseConfig("postgres://app@" + addr + "/app?sslmode=disable&connect_timeout=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Name = "orders"
+	p, err := NewWithConfig(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	check := func(what string, err error) {
+		t.Helper()
+		var pe *PoolError
+		var ce *pgconn.ConnectError
+		if !errors.As(err, &pe) || pe.Pool != "orders" || !strings.HasPrefix(err.Error(), "orders: pgxward: connect: ") {
+			t.Errorf("%s = %v (%T), want a *PoolError naming orders", what, err, err)
+		}
+		if !errors.As(err, &ce) {
+			t.Errorf("%s = %v does not reach pgx's *pgconn.ConnectError", what, err)
+		}
+	}
+	_, err = p.Acquire(ctx)
+	check("Acquire", err)
+	_, err = p.Exec(ctx, "SELECT 1")
+	check("Exec", err)
+	_, err = p.Query(ctx, "SELECT 1")
+	check("Query", err)
+	var n int
+	check("QueryRow", p.QueryRow(ctx, "SELECT 1").Scan(&n))
+	_, err = p.Begin(ctx)
+	check("Begin", err)
+	check("Ping", p.Ping(ctx))
+}
+
+// TestPrepareConnRefusalsNameThePool: when PrepareConn refuses every
+// connection it is offered, the acquire's error names the pool.
+func TestPrepareConnRefusalsNameThePool(t *testing.T) {
+	p := newPool(t, func(c *Config) {
+		c.Name = "orders"
+		c.MaxConns = 1
+		c.PrepareConn = func(context.Context, *pgx.Conn) (bool, error) { return false, nil }
+	})
+	_, err := p.Acquire(context.Background())
+	var pe *PoolError
+	if !errors.Is(err, errTooManyTries) || !errors.As(err, &pe) || pe.Pool != "orders" {
+		t.Fatalf("Acquire = %v (%T), want errTooManyTries named orders", err, err)
 	}
 }

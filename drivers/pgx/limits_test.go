@@ -1,7 +1,9 @@
 package pgxward
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,5 +42,37 @@ func TestSetLimits(t *testing.T) {
 	}
 	if err := p.SetLimits(pool.Limits{}); !errors.Is(err, ErrConfig) {
 		t.Fatalf("SetLimits(Size 0) = %v, want ErrConfig", err)
+	}
+}
+
+// TestZeroSizeIsRefused: no pool is unbounded by omission, as in pgxpool. A
+// Config built by hand (the zero Config) and one whose MaxConns is 0 are
+// refused with a clear error wrapping ErrConfig, as SetLimits without a
+// Size is; ParseConfig's default, DefaultMaxConns, is taken. (redisward
+// and sqlward hold the same rule.) No PostgreSQL is needed.
+func TestZeroSizeIsRefused(t *testing.T) {
+	ctx := context.Background()
+	if _, err := NewWithConfig(ctx, &Config{}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "ParseConfig") {
+		t.Errorf("NewWithConfig(&Config{}) = %v, want ErrConfig naming ParseConfig", err)
+	}
+	c, err := ParseConfig("postgres://app@127.0.0.1:1/app?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := c.Copy()
+	zero.MaxConns = 0
+	if _, err := NewWithConfig(ctx, zero); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "MaxConns is 0") {
+		t.Errorf("NewWithConfig(MaxConns 0) = %v, want ErrConfig saying MaxConns is required", err)
+	}
+	p, err := NewWithConfig(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if got := p.Limits().Size; got != int(DefaultMaxConns()) {
+		t.Errorf("Size %d, want DefaultMaxConns %d", got, DefaultMaxConns())
+	}
+	if err := p.SetLimits(pool.Limits{Idle: 2}); !errors.Is(err, ErrConfig) || p.Limits().Size != int(DefaultMaxConns()) {
+		t.Errorf("SetLimits(Size 0) = %v, Size now %d", err, p.Limits().Size)
 	}
 }

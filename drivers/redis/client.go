@@ -11,6 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/wardpool/wardpool/internal/poolname"
 )
 
 // Client returns a *redis.Client that runs on the pool, for code written
@@ -24,7 +26,9 @@ import (
 // What needs one connection for several commands borrows one for as long
 // as it needs it: Conn holds a loan until the *redis.Conn is closed, Watch
 // for the length of its function, and Subscribe, PSubscribe and SSubscribe
-// for the life of the PubSub; those connections are destroyed afterwards
+// for the life of the PubSub (a subscription's connection is counted in
+// Stats but not against Limits.Size, so subscriptions never starve
+// commands, as on go-redis); those connections are destroyed afterwards
 // when they were left in a state the next borrower would inherit (a
 // subscription, SELECT, CLIENT TRACKING, …). A command that would leave
 // such state on a connection shared command by command (SELECT through
@@ -102,10 +106,10 @@ const (
 func (p *Pool) newFront() *front {
 	f := &front{p: p}
 	in := p.inner
+	// go-redis's PubSub connections are outside its PoolSize (its PubSub
+	// pool has no bound), as subscriptions are outside Size here (see
+	// Pool.subs): the Size bounds the rest.
 	size := p.k.Limits().Size
-	if size <= 0 {
-		size = 1 << 16
-	}
 	f.cl = redis.NewClient(&redis.Options{
 		Addr:     p.addr,
 		Protocol: in.Protocol,
@@ -126,8 +130,9 @@ func (p *Pool) newFront() *front {
 		ReadBufferSize:        in.ReadBufferSize,
 		WriteBufferSize:       in.WriteBufferSize,
 		// Its own pool holds only the connections borrowed for a Conn, a Tx
-		// or a PubSub, never more than the pool's Size, and keeps none
-		// idle: each goes back to the Keeper.
+		// or a PubSub, and keeps none idle: each goes back to the Keeper
+		// it came from. The Keeper bounds the first two; subscriptions
+		// have their own, unbounded as on go-redis.
 		PoolSize:         size,
 		MaxIdleConns:     -1,
 		ConnMaxIdleTime:  -1,
@@ -344,10 +349,34 @@ func (f *front) processTx(ctx context.Context, cmds []redis.Cmder) error {
 // dial is the client's own dialer, used for what must stay on one
 // connection (a Conn, a Tx, a PubSub): it borrows a connection from the
 // pool for as long as the client keeps it (see lent).
+//
+// A subscription's connection comes from the pool's subscription Keeper
+// (Pool.subs), not against Limits.Size.
 func (f *front) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	l, err := f.p.k.Acquire(ctx)
+	k := f.p.k
+	if calledByPubSub() {
+		k = f.p.subs
+	}
+	l, err := k.Acquire(ctx)
 	if err != nil {
-		return nil, err
+		return nil, poolname.Wrap(f.p.k.Name(), err)
 	}
 	return newLent(f, l), nil
+}
+
+// calledByPubSub reports whether a method of a go-redis PubSub is on the
+// caller's stack: whether the connection dialled is a subscription's.
+// Called once per borrowed connection, not per command.
+func calledByPubSub() bool {
+	var pcs [64]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs[:])])
+	for {
+		fr, more := frames.Next()
+		if strings.HasPrefix(fr.Function, "github.com/redis/go-redis/v9.(*PubSub)") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }

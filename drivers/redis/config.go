@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -33,6 +35,15 @@ type (
 	ShedError    = wardpool.ShedError
 )
 
+// PoolError is the error of a call the pool refused or could not serve a
+// connection for: it names the pool (Config.Name), as in
+// "redisward-1@127.0.0.1:6379: dial tcp 127.0.0.1:6379: connect: connection
+// refused", and wraps the Keeper's error (an *AcquireError, a *ShedError,
+// ErrClosed, or the dial's, such as a *net.OpError), which errors.Is and
+// errors.As reach. A context's bare error is returned as it is. Every
+// wardpool driver's PoolError is this one type.
+type PoolError = poolname.Error
+
 // DefaultCheckIdle is Config.CheckIdle's default: a connection idle for
 // more than a millisecond is peeked at before it is lent, one used more
 // recently is lent as it is (see Config.CheckIdle).
@@ -46,10 +57,14 @@ const DefaultCheckIdle = time.Millisecond
 // driver: cfg.OnLeak = metrics.OnLeak[*redis.Client](logger).
 type Leak = wardpool.Leak[*redis.Client]
 
-// Config is how a Pool is built. Options is required; every other field has
-// a working zero value. FromOptions and ParseURL fill Limits from go-redis's
-// pool fields and defaults. New copies the Config; changing it afterwards
-// changes nothing.
+// Config is how a Pool is built. Options and Limits.Size are required: a
+// Config without a Size is refused with an error wrapping ErrConfig, so
+// that no pool is unbounded by omission. FromOptions and ParseURL fill
+// Limits from go-redis's pool fields and defaults (PoolSize, 10 per
+// GOMAXPROCS when zero), or start from pool.DefaultLimits. Every other
+// field has a working zero value. The same rule holds in every wardpool
+// driver: pgxward refuses MaxConns 0, sqlward Limits.Size 0. New copies
+// the Config; changing it afterwards changes nothing.
 type Config struct {
 	// Options says how each connection is opened and used: Network, Addr,
 	// Dialer, TLSConfig, credentials, DB, Protocol, ClientName, OnConnect,
@@ -58,12 +73,17 @@ type Config struct {
 	// ConnMaxIdleTime, ConnMaxLifetime, PoolTimeout) are not used: Limits,
 	// MinIdle and the context of each call replace them. MaxRetries is not
 	// used either: a command is retried only when it provably never reached
-	// the server (see Pool.Process). Client-side caching and maintenance
-	// notifications are turned off on pooled connections.
+	// the server (see Pool.Process). Maintenance notifications are turned
+	// off on pooled connections. Client-side caching (ClientSideCacheConfig,
+	// ClientSideCache, ClientSideCacheStrategy and the other ClientSideCache
+	// fields) is refused: New fails with ErrConfig rather than run without
+	// the cache the options ask for, since the pool does not yet keep each
+	// connection's tracked keys invalidated while it sits idle, nor evicts
+	// them when it closes one.
 	Options *redis.Options
 
-	// Limits bound the pool (see pool.Limits); the zero Limits has no bound
-	// at all, so use FromOptions or ParseURL, or set Size.
+	// Limits bound the pool (see pool.Limits). Size must be 1 or more (see
+	// Config); zero Idle, Keep or Life mean no limit.
 	Limits pool.Limits
 	// Ward holds the guards in front of the server; the zero Ward has none.
 	// The pool takes the guards as its own: do not share them.
@@ -178,6 +198,12 @@ func (c *Config) validate() error {
 	if c.Options == nil {
 		return fmt.Errorf("redisward: %w: Options is nil", ErrConfig)
 	}
+	if err := checkSize(c.Limits); err != nil {
+		return err
+	}
+	if err := refusedOptions(c.Options); err != nil {
+		return err
+	}
 	if c.MinIdle < 0 {
 		return fmt.Errorf("redisward: %w: MinIdle %d is negative", ErrConfig, c.MinIdle)
 	}
@@ -185,4 +211,45 @@ func (c *Config) validate() error {
 		return fmt.Errorf("redisward: %w: LeakAfter %v is negative", ErrConfig, c.LeakAfter)
 	}
 	return nil
+}
+
+// checkSize refuses limits without a Size: no pool is unbounded by
+// omission (see Config).
+func checkSize(l pool.Limits) error {
+	if l.Size < 1 {
+		return fmt.Errorf("redisward: %w: Limits.Size is %d, want 1 or more: use FromOptions or ParseURL, start from pool.DefaultLimits (Size %d), or set it", ErrConfig, l.Size, pool.DefaultLimits.Size)
+	}
+	return nil
+}
+
+// refusedOptions returns an error wrapping ErrConfig when o asks for what the
+// pool cannot give: client-side caching (RESP3 CLIENT TRACKING, with
+// invalidations pushed on each connection). Silently running without it
+// would send every repeated read to the server.
+func refusedOptions(o *redis.Options) error {
+	var set []string
+	if o.ClientSideCacheConfig != nil {
+		set = append(set, "ClientSideCacheConfig")
+	}
+	if o.ClientSideCache != nil {
+		set = append(set, "ClientSideCache")
+	}
+	if o.ClientSideCacheStrategy != 0 {
+		set = append(set, "ClientSideCacheStrategy")
+	}
+	if o.ClientSideCacheRefreshOnInvalidate {
+		set = append(set, "ClientSideCacheRefreshOnInvalidate")
+	}
+	if o.ClientSideCacheCoalesceMisses {
+		set = append(set, "ClientSideCacheCoalesceMisses")
+	}
+	if o.ClientSideCacheInvalidationBatchWindow != 0 {
+		set = append(set, "ClientSideCacheInvalidationBatchWindow")
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return fmt.Errorf("redisward: %w: client-side caching is not supported through the pool (Options.%s set): "+
+		"a pooled connection would not apply its invalidations while idle nor evict its keys when closed; "+
+		"use a plain go-redis client for cached reads", ErrConfig, strings.Join(set, ", Options."))
 }

@@ -61,10 +61,13 @@
 //     may have reached the server is never sent twice. go-redis by default
 //     retries a command up to three times on network errors, writes
 //     included.
-//   - A PubSub of Client() holds a loan for its life, counted in the
-//     books and in Limits.Size, and its connection is destroyed when it
-//     closes. Client-side caching and maintenance notifications are not
-//     pooled: use a separate *redis.Client for them.
+//   - A PubSub of Client() holds a connection for its life, counted in
+//     the books (Stats) but not against Limits.Size, as go-redis keeps its
+//     PubSub connections outside PoolSize, and its connection is
+//     destroyed when it closes. Maintenance notifications are not pooled.
+//     Client-side caching (Options.ClientSideCacheConfig and the other
+//     ClientSideCache fields) is refused by New with ErrConfig: use a
+//     separate *redis.Client for cached reads.
 //   - A *redis.Conn or a Watch of Client() says HELLO again on the
 //     connection it borrows (one round trip; hooks see it, as they see a
 //     new connection's handshake on go-redis). Client().PoolStats counts

@@ -7,6 +7,11 @@ import "github.com/wardpool/wardpool/pool"
 // (see wardpool.Keeper.SetLimits): idle ones over a lowered limit are
 // closed at once, lent ones over a lowered Size are closed when released,
 // and callers waiting are served at once when Size rises. It fails, with
-// an error wrapping ErrConfig and changing nothing, for limits the Keeper
-// would refuse.
-func (p *Pool) SetLimits(l pool.Limits) error { return p.k.SetLimits(l) }
+// an error wrapping ErrConfig and changing nothing, when l.Size is under 1
+// (see Config) and for limits the Keeper would refuse.
+func (p *Pool) SetLimits(l pool.Limits) error {
+	if err := checkSize(l); err != nil {
+		return err
+	}
+	return p.k.SetLimits(l)
+}

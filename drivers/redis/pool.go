@@ -15,6 +15,7 @@ import (
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // maxTries bounds how many connections one command is tried on when each
@@ -25,12 +26,18 @@ const maxTries = 3
 // a go-redis client of its own. It is safe for concurrent use by many
 // goroutines.
 type Pool struct {
-	k           *wardpool.Keeper[*conn]
+	k *wardpool.Keeper[*conn]
+	// subs lends the connections of Pub/Sub subscriptions (Client()'s
+	// Subscribe, PSubscribe, SSubscribe): counted in Stats, not against
+	// Limits.Size, so that subscriptions never starve commands, as on
+	// go-redis, whose PubSub connections are outside its PoolSize too.
+	subs        *wardpool.Keeper[*conn]
 	inner       redis.Options // the template of every connection's client
 	netDial     func(ctx context.Context) (net.Conn, error)
 	dialTimeout time.Duration
 	addr        string
 	leakAfter   time.Duration // Config.LeakAfter, for Leaked
+	minIdle     int           // Config.MinIdle
 
 	frontMu sync.Mutex  // guards front
 	front   *front      // the client Client returns, built on demand
@@ -50,6 +57,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		addr:    cfg.Options.Addr,
 
 		leakAfter: cfg.LeakAfter,
+		minIdle:   cfg.MinIdle,
 	}
 	p.dialTimeout = cfg.Options.DialTimeout
 	if p.dialTimeout == 0 {
@@ -102,13 +110,26 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		return nil, err
 	}
 	p.k = k
+	// Subscriptions: no bound (each is a connection of its own for as long
+	// as it lasts, as in go-redis), none kept warm, no leak watch (a
+	// subscription is meant to be held), the same dial and checks.
+	sc := kc
+	sc.Limits = pool.Limits{Keep: time.Minute}
+	sc.MinIdle, sc.LeakAfter, sc.OnLeak, sc.Ward, sc.Recorder = 0, 0, nil, ward.Ward{}, nil
+	if p.subs, err = wardpool.NewKeeper(sc); err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = k.Close(cctx)
+		return nil, err
+	}
 	if !cfg.Lazy {
 		l, err := k.Acquire(ctx)
 		if err != nil {
 			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			_ = k.Close(cctx)
-			return nil, err
+			_ = p.subs.Close(cctx)
+			return nil, poolname.Wrap(name, err)
 		}
 		l.Release()
 	}
@@ -158,11 +179,13 @@ func (l Loan) Held() time.Duration { return l.l.Held() }
 func (l Loan) Valid() bool { return l.l.Valid() }
 
 // Acquire lends one connection, waiting until one is idle, dialled, or ctx
-// ends. It returns ctx.Err() when ctx ends first, wardpool.ErrClosed after
-// Close, an error wrapping wardpool.ErrShed when the ward refuses, and the dial
-// error when the connection dialled for this caller cannot be opened.
+// ends. It returns ctx.Err() when ctx ends first; otherwise its error names
+// the pool (see PoolError): an *AcquireError when ctx ended while it
+// waited, ErrClosed after Close, an error wrapping ErrShed when the ward
+// refuses, and the dial error when the connection dialled for this caller
+// cannot be opened.
 func (p *Pool) Acquire(ctx context.Context) (Loan, error) {
-	l, err := p.k.Acquire(ctx)
+	l, err := p.acquire(ctx)
 	if err != nil {
 		return Loan{}, err
 	}
@@ -200,7 +223,7 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 		return err
 	}
 	for try := 1; ; try++ {
-		l, err := p.k.Acquire(ctx)
+		l, err := p.acquire(ctx)
 		if err != nil {
 			cmd.SetErr(err)
 			return err
@@ -212,6 +235,16 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 			return err
 		}
 	}
+}
+
+// acquire borrows a connection from the Keeper; its error names the pool
+// (poolname.Wrap), except a context's own.
+func (p *Pool) acquire(ctx context.Context) (wardpool.Loan[*conn], error) {
+	l, err := p.k.Acquire(ctx)
+	if err != nil {
+		return l, poolname.Wrap(p.k.Name(), err)
+	}
+	return l, nil
 }
 
 // settle ends loan l after try number try ended with err, and reports
@@ -277,7 +310,7 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 		return pipe.BatchProcess(ctx, cmds...)
 	}
 	for try := 1; ; try++ {
-		l, err := p.k.Acquire(ctx)
+		l, err := p.acquire(ctx)
 		if err != nil {
 			return setErrs(cmds, err)
 		}
@@ -353,7 +386,26 @@ func (p *Pool) Ping(ctx context.Context) error {
 }
 
 // Stats returns a reading of the pool's books and figures (wardpool.Stats).
-func (p *Pool) Stats() wardpool.Stats { return p.k.Stats() }
+//
+// The connections of Pub/Sub subscriptions are in its books (Live, Busy,
+// Made, Loans, …) though they are not counted against Limits.Size: Busy
+// may then exceed the Size by the subscriptions open.
+func (p *Pool) Stats() wardpool.Stats {
+	s := p.k.Stats()
+	b := p.subs.Stats().Books
+	s.Live += b.Live
+	s.Idle += b.Idle
+	s.Busy += b.Busy
+	s.Made += b.Made
+	s.Failed += b.Failed
+	s.Loans += b.Loans
+	s.Reused += b.Reused
+	s.Retired += b.Retired
+	s.IdleRetired += b.IdleRetired
+	s.LifeRetired += b.LifeRetired
+	s.Dropped += b.Dropped
+	return s
+}
 
 // PoolStats returns the pool's figures as go-redis's redis.PoolStats, for
 // code and dashboards written for (*redis.Client).PoolStats: Hits are loans
@@ -390,7 +442,10 @@ func (p *Pool) Addr() string { return p.addr }
 // Reset closes every idle connection now and every lent one when it comes
 // back: for after a failover, when every connection made before is
 // suspect.
-func (p *Pool) Reset() { p.k.Reset() }
+func (p *Pool) Reset() {
+	p.k.Reset()
+	p.subs.Reset()
+}
 
 // Close shuts the pool: calls from now on fail with wardpool.ErrClosed and so
 // do those waiting; idle connections are closed; then it waits for every
@@ -404,9 +459,17 @@ func (p *Pool) Close(ctx context.Context) error {
 		_ = p.front.cl.Close()
 	}
 	p.frontMu.Unlock()
-	return p.k.Close(ctx)
+	err := p.k.Close(ctx)
+	if serr := p.subs.Close(ctx); err == nil {
+		err = serr
+	}
+	return err
 }
 
 // Name returns the pool's name (Config.Name, or the default given it): the
 // start of its errors and its default metrics label.
 func (p *Pool) Name() string { return p.k.Name() }
+
+// MinIdle returns Config.MinIdle: how many idle connections are kept open.
+// metrics.Observe exports it as db.client.connection.idle.min.
+func (p *Pool) MinIdle() int { return p.minIdle }

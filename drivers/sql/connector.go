@@ -121,8 +121,13 @@ const DefaultStmtCache = 128
 // the same second).
 const DefaultPingIdle = time.Second
 
-// Config is how a Connector pools. The zero Config has no limits at all:
-// start from pool.DefaultLimits, or set Limits.Size.
+// Config is how a Connector pools. Limits.Size is required: a Config
+// without it (the zero Config included) is refused with an error wrapping
+// ErrConfig, so that no pool is unbounded by omission. Start from
+// pool.DefaultLimits (cfg.Limits = pool.DefaultLimits: 10 connections, 10
+// idle, retired after 30 minutes idle) and change what you need. Every
+// other field has a working zero value. The same rule holds in every
+// wardpool driver: pgxward refuses MaxConns 0, redisward Limits.Size 0.
 type Config struct {
 	// Name names the pool in its errors ("orders: wardpool: pool closed")
 	// and is the pool label the metrics package gives its series by
@@ -131,7 +136,8 @@ type Config struct {
 	// driver.Connector tells no address to name it by).
 	Name string
 	// Limits bounds the pool: Size connections at once, Idle of them idle,
-	// retired after Keep idle or Life alive. Zero fields mean no limit.
+	// retired after Keep idle or Life alive. Size must be 1 or more (see
+	// Config); zero Idle, Keep or Life mean no limit, as in pool.Limits.
 	Limits pool.Limits
 	// Ward holds the guards in front of the server (see ward.Ward). They
 	// become this pool's own: do not share them. The zero Ward has none.
@@ -215,6 +221,7 @@ type Connector struct {
 	ping      time.Duration // PingIdle, resolved
 	stmtCache int           // StmtCache, resolved: 0 for none
 	leakAfter time.Duration
+	minIdle   int // Config.MinIdle
 	now       func() time.Time
 }
 
@@ -231,7 +238,10 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	if base == nil {
 		return nil, fmt.Errorf("sqlward: %w: nil driver.Connector", ErrConfig)
 	}
-	c := &Connector{base: base, name: cfg.Name, ping: cfg.PingIdle, stmtCache: cfg.StmtCache, leakAfter: cfg.LeakAfter}
+	if err := checkSize(cfg.Limits); err != nil {
+		return nil, err
+	}
+	c := &Connector{base: base, name: cfg.Name, ping: cfg.PingIdle, stmtCache: cfg.StmtCache, leakAfter: cfg.LeakAfter, minIdle: cfg.MinIdle}
 	if c.ping == 0 {
 		c.ping = DefaultPingIdle
 	}
@@ -283,27 +293,18 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 }
 
 // OpenDB is NewConnector followed by sql.OpenDB, with database/sql's own
-// idle pool sized to keep every handle (db.SetMaxIdleConns(Limits.Size),
-// or maxIdleHandles without a Size; see the package doc for why). It
-// returns the Connector too, for its Stats. db.Close closes the Connector.
+// idle pool sized to keep every handle (db.SetMaxIdleConns(Limits.Size);
+// see the package doc for why). It returns the Connector too, for its
+// Stats. db.Close closes the Connector.
 func OpenDB(base driver.Connector, cfg Config) (*sql.DB, *Connector, error) {
 	c, err := NewConnector(base, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	db := sql.OpenDB(c)
-	idle := cfg.Limits.Size
-	if idle <= 0 {
-		idle = maxIdleHandles
-	}
-	db.SetMaxIdleConns(idle)
+	db.SetMaxIdleConns(cfg.Limits.Size)
 	return db, c, nil
 }
-
-// maxIdleHandles is database/sql's idle limit that OpenDB sets without a
-// Limits.Size. An idle handle holds no connection; database/sql keeps no
-// more of them than were in use at once.
-const maxIdleHandles = 1 << 16
 
 // Connect makes a handle for database/sql and borrows a connection from
 // the Keeper for it: an idle one (checked as the package doc says) or a
@@ -320,6 +321,10 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	}
 	return h, nil
 }
+
+// MinIdle returns Config.MinIdle: how many idle connections are kept open.
+// metrics.Observe exports it as db.client.connection.idle.min.
+func (c *Connector) MinIdle() int { return c.minIdle }
 
 // Name returns the pool's name, Config.Name or the default it was given.
 // metrics.NewCollector and metrics.Observe label the series with it

@@ -84,3 +84,41 @@ func (f *failingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	return nil, ctx.Err()
 }
 func (f *failingConnector) Driver() driver.Driver { return fakeDriver{} }
+
+// TestDialErrorsNameThePool: a base connector that cannot connect fails
+// Connect, and the queries of a *sql.DB on it, with a *PoolError naming
+// the pool (Config.Name), through which errors.Is still finds the base
+// connector's error.
+func TestDialErrorsNameThePool(t *testing.T) {
+	refused := errors.New("connection refused")
+	base := &refusingConnector{err: refused}
+	cfg := one()
+	cfg.Name = "orders"
+	db, c, err := OpenDB(base, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := ctxT(t)
+	check := func(what string, err error) {
+		t.Helper()
+		var pe *PoolError
+		if !errors.As(err, &pe) || pe.Pool != "orders" || !errors.Is(err, refused) ||
+			err.Error() != "orders: sqlward: connect: connection refused" {
+			t.Errorf("%s = %q (%T), want a *PoolError naming orders around the dial's error", what, err, err)
+		}
+	}
+	_, err = c.Connect(ctx)
+	check("Connect", err)
+	check("PingContext", db.PingContext(ctx))
+	_, err = db.QueryContext(ctx, "SELECT 1")
+	check("QueryContext", err)
+	_, err = db.ExecContext(ctx, "DELETE FROM t")
+	check("ExecContext", err)
+}
+
+// refusingConnector is a base connector whose every Connect fails with err.
+type refusingConnector struct{ err error }
+
+func (r *refusingConnector) Connect(context.Context) (driver.Conn, error) { return nil, r.err }
+func (r *refusingConnector) Driver() driver.Driver                        { return fakeDriver{} }

@@ -20,8 +20,9 @@ import (
 // opened. stdlib.OpenDB(config, opts…), sql.Open("pgx", dsn) and
 // stdlib.OpenDBFromPool(pool, opts…) become sqlward.OpenDB over the
 // connector each would have used (stdlib.GetConnector, the driver's
-// OpenConnector, stdlib.GetPoolConnector), with a Config whose Limits are
-// zero (no limits, as database/sql's own pool). Every test body is as
+// OpenConnector, stdlib.GetPoolConnector), with a Config whose Size is
+// 1<<16, more than any test opens (database/sql's own pool has no limit;
+// sqlward refuses a Config without a Size). Every test body is as
 // pgx wrote it. It runs them on the server in WARDPOOL_PG_DSN and holds
 // the outcome against testdata/stdlib_differences.txt, each difference
 // with its reason: a test that fails, hangs or does not build and is not
@@ -117,7 +118,9 @@ import (
 )
 
 func wardOpen(c driver.Connector) *sql.DB {
-	db, _, err := sqlward.OpenDB(c, sqlward.Config{})
+	var cfg sqlward.Config
+	cfg.Limits.Size = 1 << 16
+	db, _, err := sqlward.OpenDB(c, cfg)
 	if err != nil {
 		panic(err)
 	}

@@ -409,6 +409,9 @@ type Outcome struct {
 	Counts map[string]int
 	// Unexpected are the messages for each failure not on the list.
 	Unexpected []string
+	// Stale are the entries of the list whose test ran and passed: the
+	// list no longer says what is true of them.
+	Stale []string
 }
 
 // Report holds the results and the dropped declarations against the list
@@ -444,6 +447,9 @@ func Report(results, dropped, diffs map[string]string, against, listName string)
 			}
 		case r == "pass" && ok:
 			fmt.Fprintf(&b, "  pass (listed: the entry may go) %s\n", n)
+			if _, entry := diffs[n]; entry {
+				o.Stale = append(o.Stale, n)
+			}
 		case r == "skip":
 			fmt.Fprintf(&b, "  skip %s\n", n)
 		}

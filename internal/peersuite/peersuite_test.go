@@ -117,6 +117,9 @@ func TestReport(t *testing.T) {
 	if o.Counts["pass"] != 2 || o.Counts["not built"] != 2 {
 		t.Errorf("counts %v", o.Counts)
 	}
+	if !slices.Equal(o.Stale, []string{"TestListedPasses"}) {
+		t.Errorf("stale = %v, want [TestListedPasses]", o.Stale)
+	}
 	// Without a list (a peer's suite run as written), nothing is unexpected.
 	if o := Report(results, dropped, nil, "the peer", ""); len(o.Unexpected) != 0 {
 		t.Errorf("unexpected without a list: %v", o.Unexpected)

@@ -5,6 +5,8 @@ package poolname
 
 import (
 	"context"
+	"errors"
+	"net"
 	"strconv"
 	"sync/atomic"
 )
@@ -34,7 +36,43 @@ func Wrap(pool string, err error) error {
 	if n, ok := err.(interface{ PoolName() string }); ok && n.PoolName() == pool {
 		return err // it names the pool already
 	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return &netError{&Error{Pool: pool, Err: err}, ne}
+	}
 	return &Error{Pool: pool, Err: err}
+}
+
+// netError is an *Error around a network error (a dial's *net.OpError, a
+// timeout) that is a net.Error itself, as the bare error was: code written
+// for the driver's peer that asserts err.(net.Error) to ask Timeout keeps
+// working. errors.As finds the *Error in it.
+type netError struct {
+	e  *Error
+	ne net.Error // the net.Error in e.Err's chain
+}
+
+func (e *netError) Error() string    { return e.e.Error() }
+func (e *netError) Unwrap() error    { return e.e.Err }
+func (e *netError) PoolName() string { return e.e.Pool }
+
+// Timeout reports whether the network error is a timeout.
+func (e *netError) Timeout() bool { return e.ne.Timeout() }
+
+// Temporary reports what the network error's Temporary does: it is in
+// net.Error's method set.
+func (e *netError) Temporary() bool {
+	//lint:ignore SA1019 net.Error's method set has it; we pass it on
+	return e.ne.Temporary()
+}
+
+// As sets target to the *Error when it is an **Error.
+func (e *netError) As(target any) bool {
+	if t, ok := target.(**Error); ok {
+		*t = e.e
+		return true
+	}
+	return false
 }
 
 // pools counts the pools named by default in this process, across drivers.

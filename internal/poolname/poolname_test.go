@@ -1,0 +1,39 @@
+package poolname
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"testing"
+)
+
+// A network error keeps being a net.Error through the name, so code that
+// asserts err.(net.Error) to ask Timeout (go-redis's suite does) still
+// can, and errors.As finds both the *Error and the *net.OpError.
+func TestWrapKeepsANetErrorOne(t *testing.T) {
+	op := &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	err := Wrap("sessions", op)
+	ne, ok := err.(net.Error)
+	if !ok || !ne.Timeout() {
+		t.Fatalf("Wrap(%v) = %T, want a net.Error that is a timeout", op, err)
+	}
+	var pe *Error
+	var oe *net.OpError
+	if !errors.As(err, &pe) || pe.Pool != "sessions" || pe.Err != op || !errors.As(err, &oe) || oe != op {
+		t.Fatalf("errors.As through %v", err)
+	}
+	if err.Error() != "sessions: "+op.Error() || errors.Unwrap(err) != op {
+		t.Fatalf("Error %q, Unwrap %v", err, errors.Unwrap(err))
+	}
+	if Wrap("sessions", err) != err {
+		t.Fatal("named twice")
+	}
+	plain := Wrap("sessions", errors.New("refused"))
+	if _, ok := plain.(net.Error); ok {
+		t.Fatal("a plain error became a net.Error")
+	}
+	if Wrap("sessions", context.Canceled) != context.Canceled {
+		t.Fatal("a context's error was wrapped")
+	}
+}
