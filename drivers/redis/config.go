@@ -139,7 +139,7 @@ type Config struct {
 	Classify wardpool.Classifier
 	// Logger is where the pool logs; nil means slog.Default().
 	Logger *slog.Logger
-	// Clock is the pool's clock; nil means the Keeper's cached clock. For
+	// Clock is the pool's clock; nil means the system's (see wardpool.Config.Clock). For
 	// tests.
 	Clock wardpool.Clock
 	// Name names the pool in its errors and, by default, in its metrics'
