@@ -32,8 +32,9 @@ import (
 // the outage is logged once when it begins and once when it ends, through
 // Config.Logger unless the budget has a Logger of its own.
 //
-// A goroutine of the Keeper renews the budget every Budget.RenewEvery (every
-// 100ms while it holds more than its share, to hear soon that others ask).
+// A timer on the Keeper's Clock renews the budget every Budget.RenewEvery
+// (every 100ms while it holds more than its share, to hear soon that others
+// ask; a lease that makes it a borrower brings the next renewal forward).
 // When the budget says this replica owes slots (borrowed beyond its share
 // while another replica waits), the ceiling drops by that much: the pool
 // retires idle resources over it at once (SetCeiling), and busy ones as they come
@@ -102,7 +103,9 @@ type sharedRun struct {
 	// leased - transit - owe.
 	leased, transit, owe int
 	leasing              bool  // the leaser is running
-	renew                Timer // the budget's next renewal
+	renew                Timer     // the budget's next renewal; nil until the first has run
+	renewAt              time.Time // when renew fires
+	renewing             bool      // a renewal is running
 }
 
 // ceilingLocked sets the pool's ceiling from the slots held.
@@ -196,6 +199,7 @@ func (k *Keeper[T]) leaser() {
 		}
 		sh.leased++
 		k.ceilingLocked()
+		k.borrowingLocked(now)
 		k.serveLocked(now, &fx)
 		k.topUpLocked(now, &fx)
 		k.unlockDo(&fx)
@@ -267,35 +271,56 @@ const borrowerRenew = 100 * time.Millisecond
 // the resources it closes to come back.
 const leaveWait = time.Second
 
-// renewLater arms the renewal on the Keeper's clock: every RenewEvery, or
-// every borrowerRenew while the replica holds more than its share. It is
-// a timer armed for something due (the lease would lapse without it), not
-// a tick: it stops at Close.
 // renew renews the budget (a store round trip, on the timer's goroutine),
 // gives back what it owes, and arms the next renewal on the Keeper's clock:
 // in RenewEvery, or in borrowerRenew while the replica holds more than its
-// share. It is a timer armed for something due (the lease would lapse
-// without it), not a tick, and Close stops it.
+// share (and sooner when a lease makes it a borrower: see borrowingLocked).
+// It is a timer armed for something due (the lease would lapse without
+// it), not a tick, and Close stops it.
 func (k *Keeper[T]) renew() {
+	sh := k.sh
 	k.mu.Lock()
-	if k.closed {
+	if k.closed || sh.renewing {
 		k.mu.Unlock()
 		return
 	}
+	sh.renewing = true
 	k.bg++
 	k.mu.Unlock()
-	_ = k.sh.Budget.Renew(k.ctx)
+	_ = sh.Budget.Renew(k.ctx)
 	k.giveBack()
-	every := k.sh.Budget.RenewEvery()
-	if st := k.sh.Budget.Stats(); st.Held > st.Share {
+	every := sh.Budget.RenewEvery()
+	if st := sh.Budget.Stats(); st.Held > st.Share {
 		every = min(every, borrowerRenew)
 	}
+	now := k.now()
 	k.mu.Lock()
+	sh.renewing = false
 	if !k.closed {
-		k.sh.renew = k.clock.AfterFunc(every, k.renew)
+		sh.renewAt = now.Add(every)
+		if sh.renew == nil {
+			sh.renew = k.clock.AfterFunc(every, k.renew)
+		} else {
+			sh.renew.Reset(every)
+		}
 	}
 	k.bgDoneLocked()
 	k.mu.Unlock()
+}
+
+// borrowingLocked brings the next renewal forward to borrowerRenew from now
+// once a lease has made this replica hold more than its share: a borrower
+// renews often, to hear soon that others ask, and gives back what it owes.
+func (k *Keeper[T]) borrowingLocked(now time.Time) {
+	sh := k.sh
+	if sh.renew == nil || sh.renewing || k.closed || !sh.renewAt.After(now.Add(borrowerRenew)) {
+		return
+	}
+	if st := sh.Budget.Stats(); st.Held <= st.Share {
+		return
+	}
+	sh.renewAt = now.Add(borrowerRenew)
+	sh.renew.Reset(borrowerRenew)
 }
 
 // giveBack lowers the ceiling by what the budget says is owed: the pool
