@@ -154,7 +154,7 @@ func TestGeneratedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("testdata/%s.steps is not what go run ./scripts/reference/gen -seed %d -count %d draws", family, testSeed, testCount)
+			t.Errorf("testdata/%s.steps is not what go run ./conformance/internal/cmd/gen -seed %d -count %d draws", family, testSeed, testCount)
 		}
 	}
 }

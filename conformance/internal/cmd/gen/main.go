@@ -3,7 +3,7 @@
 // gaps, and the idle ceiling's ceiling, ceiling-drops, ceiling-gaps), into a
 // directory.
 //
-//	go run ./scripts/reference/gen -seed 7 -count 50 -out DIR
+//	go run ./conformance/internal/cmd/gen -seed 7 -count 50 -out DIR
 //
 // The same seed and count give the same files on every machine.
 package main

@@ -2,7 +2,7 @@
 // pool.Pool and writes the recording to standard output, in the same format
 // as the reference runners.
 //
-//	go run ./scripts/reference/replay STEPS > STEPS-BASE.wardpool.rec
+//	go run ./conformance/internal/cmd/replay STEPS > STEPS-BASE.wardpool.rec
 package main
 
 import (

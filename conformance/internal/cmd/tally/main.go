@@ -9,7 +9,7 @@
 // reason (for deliberate difference 3: compared up to it, the step itself
 // checked, the rest held to the model of SQLAlchemy's rule).
 //
-//	go run ./scripts/reference/tally [-replay] DIR...
+//	go run ./conformance/internal/cmd/tally [-replay] DIR...
 //
 // With -replay, wardpool's recording is made afresh by replaying the steps
 // instead of being read from NAME.wardpool.rec.
