@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardpool/wardpool/conformance/internal/trace"
 	"github.com/wardpool/wardpool/internal/testenv"
 )
 
@@ -49,11 +50,11 @@ func TestCommonsPoolRunner(t *testing.T) {
 	if err != nil {
 		t.Fatalf("runner on %s: %v\n%s", plans, err, stderr)
 	}
-	got, err := ParseRecording(strings.NewReader(out), "runner output")
+	got, err := trace.ParseRecording(strings.NewReader(out), "runner output")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := readRecordings(filepath.Join("testdata", "plans."+CommonsPool+".rec"))
+	want, err := trace.ReadRecordings(filepath.Join("testdata", "plans."+trace.CommonsPool+".rec"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,28 +62,28 @@ func TestCommonsPoolRunner(t *testing.T) {
 		t.Errorf("the runner recorded %d plans, the committed recording holds %d", len(got), len(want))
 	}
 	for _, rec := range got {
-		if !strings.HasPrefix(rec.Ran, CommonsPool+" 2.") || !strings.Contains(rec.Ran, " on java ") {
+		if !strings.HasPrefix(rec.Ran, trace.CommonsPool+" 2.") || !strings.Contains(rec.Ran, " on java ") {
 			t.Errorf("trace %s: ran %q, want commons-pool 2.x on java ...", rec.Name, rec.Ran)
 		}
-		if d := Diff(want[rec.Name], rec); d != "" {
+		if d := trace.Diff(want[rec.Name], rec); d != "" {
 			t.Errorf("Commons Pool no longer answers as recorded: %s", d)
 		}
 	}
 
 	// Fresh traces, against the pool, in one file (one JVM).
 	dir := t.TempDir()
-	fresh := Generate(27, 12)
-	var mine []Trace
-	for _, family := range Families {
+	fresh := trace.Generate(27, 12)
+	var mine []trace.Trace
+	for _, family := range trace.Families {
 		for _, tr := range fresh[family] {
-			if tr.ComparedWith(CommonsPool) {
+			if tr.ComparedWith(trace.CommonsPool) {
 				mine = append(mine, tr)
 			}
 		}
 	}
 	steps := filepath.Join(dir, "fresh.steps")
 	var b bytes.Buffer
-	if err := WriteSteps(&b, mine); err != nil {
+	if err := trace.WriteSteps(&b, mine); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(steps, b.Bytes(), 0o644); err != nil {
@@ -92,7 +93,7 @@ func TestCommonsPoolRunner(t *testing.T) {
 	if err != nil {
 		t.Fatalf("runner on fresh traces: %v\n%s", err, stderr)
 	}
-	recs, err := ParseRecording(strings.NewReader(out), "fresh")
+	recs, err := trace.ParseRecording(strings.NewReader(out), "fresh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,18 +102,18 @@ func TestCommonsPoolRunner(t *testing.T) {
 	}
 	closing, evicted := 0, 0
 	for i, tr := range mine {
-		ours, err := Replay(tr)
+		ours, err := trace.Replay(tr)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := Diff(recs[i], ours); d != "" {
+		if d := trace.Diff(recs[i], ours); d != "" {
 			t.Errorf("the pool decides differently from Commons Pool: %s", d)
 		}
 		for _, e := range recs[i].Entries {
 			switch {
-			case e.Step.Verb == Give && len(e.Closed) > 0:
+			case e.Step.Verb == trace.Give && len(e.Closed) > 0:
 				closing++
-			case e.Step.Verb == Evict && len(e.Closed) > 0:
+			case e.Step.Verb == trace.Evict && len(e.Closed) > 0:
 				evicted++
 			}
 		}

@@ -1,4 +1,4 @@
-package conformance
+package trace
 
 import (
 	"bytes"
@@ -328,7 +328,7 @@ func WriteGenerated(dir string, seed uint64, count int) error {
 	traces := Generate(seed, count)
 	for _, family := range Families {
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "# %s traces drawn by: go run ./scripts/reference/gen -seed %d -count %d\n", family, seed, count)
+		fmt.Fprintf(&b, "# %s traces drawn by: go run ./conformance/internal/cmd/gen -seed %d -count %d\n", family, seed, count)
 		if err := WriteSteps(&b, traces[family]); err != nil {
 			return err
 		}

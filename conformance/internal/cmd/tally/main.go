@@ -4,12 +4,12 @@
 // (NAME.wardpool.rec) for the traces whose compare line names that
 // reference — prints every difference and the table, and exits 1 when
 // anything compared differs. A trace that
-// conformance.NotCompared keeps from being compared whole, on the evidence
+// trace.NotCompared keeps from being compared whole, on the evidence
 // of the reference's own recording, is counted in a table row that gives the
 // reason (for deliberate difference 3: compared up to it, the step itself
 // checked, the rest held to the model of SQLAlchemy's rule).
 //
-//	go run ./scripts/reference/tally [-replay] DIR...
+//	go run ./conformance/internal/cmd/tally [-replay] DIR...
 //
 // With -replay, wardpool's recording is made afresh by replaying the steps
 // instead of being read from NAME.wardpool.rec.
@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/wardpool/wardpool/conformance"
+	"github.com/wardpool/wardpool/conformance/internal/trace"
 )
 
 func main() {
@@ -30,10 +30,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: tally [-replay] DIR...")
 		os.Exit(2)
 	}
-	var all []conformance.Row
+	var all []trace.Row
 	failed := false
 	for _, dir := range flag.Args() {
-		rows, diffs, err := conformance.Tally(dir, *replay)
+		rows, diffs, err := trace.Tally(dir, *replay)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "tally:", err)
 			os.Exit(1)
@@ -45,7 +45,7 @@ func main() {
 		all = append(all, rows...)
 	}
 	fmt.Println()
-	if err := conformance.WriteTable(os.Stdout, append(all, conformance.Totals(all)...)); err != nil {
+	if err := trace.WriteTable(os.Stdout, append(all, trace.Totals(all)...)); err != nil {
 		fmt.Fprintln(os.Stderr, "tally:", err)
 		os.Exit(1)
 	}

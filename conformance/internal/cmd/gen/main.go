@@ -1,9 +1,9 @@
 // Command gen draws conformance traces from a seed and writes them as step
-// files, one per family (conformance.Families: seats, drops, life, idle,
+// files, one per family (trace.Families: seats, drops, life, idle,
 // gaps, and the idle ceiling's ceiling, ceiling-drops, ceiling-gaps), into a
 // directory.
 //
-//	go run ./scripts/reference/gen -seed 7 -count 50 -out DIR
+//	go run ./conformance/internal/cmd/gen -seed 7 -count 50 -out DIR
 //
 // The same seed and count give the same files on every machine.
 package main
@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/wardpool/wardpool/conformance"
+	"github.com/wardpool/wardpool/conformance/internal/trace"
 )
 
 func main() {
@@ -29,7 +29,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}
-	if err := conformance.WriteGenerated(*out, *seed, *count); err != nil {
+	if err := trace.WriteGenerated(*out, *seed, *count); err != nil {
 		fmt.Fprintln(os.Stderr, "gen:", err)
 		os.Exit(1)
 	}

@@ -1,11 +1,11 @@
-package conformance_test
+package trace_test
 
 import (
 	"fmt"
 	"os"
 	"strings"
 
-	"github.com/wardpool/wardpool/conformance"
+	"github.com/wardpool/wardpool/conformance/internal/trace"
 )
 
 // A trace written by hand, replayed against the pool: the most recently
@@ -26,18 +26,18 @@ take 1          # the last given back
 take 2 at 10001 # 1 is past its life
 end
 `
-	traces, err := conformance.ParseSteps(strings.NewReader(steps), "example.steps")
+	traces, err := trace.ParseSteps(strings.NewReader(steps), "example.steps")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	rec, err := conformance.Replay(traces[0])
+	rec, err := trace.Replay(traces[0])
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	rec.Ran = "wardpool"
-	if err := conformance.WriteRecording(os.Stdout, []conformance.Recording{rec}); err != nil {
+	if err := trace.WriteRecording(os.Stdout, []trace.Recording{rec}); err != nil {
 		fmt.Println(err)
 	}
 	// Output:

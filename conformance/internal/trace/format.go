@@ -1,6 +1,7 @@
-// Package conformance holds wardpool's decisions against three pools written
-// by other people: SQLAlchemy's QueuePool, node-generic-pool and Apache
-// Commons Pool 2's GenericObjectPool.
+// Package trace is the Go side of wardpool's conformance suite (the
+// conformance directory): the step and recording formats, Replay, which runs
+// a trace against [pool.Pool], the generator of traces, the model of
+// SQLAlchemy's QueuePool rule and the tally that compares recordings.
 //
 // A trace is a policy and a list of steps (take, give, drop, evict) on a
 // virtual clock counted in milliseconds. Each pool runs the trace and writes a
@@ -8,11 +9,14 @@
 // index), whether the take was refused, what was closed, and how many are idle
 // and live. Replay runs a trace against [pool.Pool]; the reference runners in
 // scripts/reference run the same trace against the references. The formats
-// are described in README.md.
+// are described in conformance/README.md.
+//
+// The package is internal: its users are the conformance tests and the
+// commands under conformance/internal/cmd, not wardpool's users.
 //
 // Nothing in this package is safe for concurrent use unless stated; the
 // values it returns are owned by the caller.
-package conformance
+package trace
 
 import (
 	"bufio"

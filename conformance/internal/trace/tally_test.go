@@ -1,4 +1,4 @@
-package conformance
+package trace
 
 import (
 	"bytes"

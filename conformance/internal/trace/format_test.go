@@ -1,4 +1,4 @@
-package conformance
+package trace
 
 import (
 	"bytes"
@@ -142,7 +142,7 @@ func TestEntryString(t *testing.T) {
 // back: the bytes must not change, or a comparison could pass on a lossy
 // reading.
 func TestRecordingRoundTrip(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.rec"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "*.rec"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no recordings (%v)", err)
 	}

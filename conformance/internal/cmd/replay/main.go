@@ -2,7 +2,7 @@
 // pool.Pool and writes the recording to standard output, in the same format
 // as the reference runners.
 //
-//	go run ./scripts/reference/replay STEPS > STEPS-BASE.wardpool.rec
+//	go run ./conformance/internal/cmd/replay STEPS > STEPS-BASE.wardpool.rec
 package main
 
 import (
@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/wardpool/wardpool/conformance"
+	"github.com/wardpool/wardpool/conformance/internal/trace"
 )
 
 func main() {
@@ -31,20 +31,20 @@ func run(name string) error {
 		return err
 	}
 	defer f.Close()
-	traces, err := conformance.ParseSteps(f, filepath.Base(name))
+	traces, err := trace.ParseSteps(f, filepath.Base(name))
 	if err != nil {
 		return err
 	}
-	recs := make([]conformance.Recording, 0, len(traces))
+	recs := make([]trace.Recording, 0, len(traces))
 	for _, t := range traces {
-		r, err := conformance.Replay(t)
+		r, err := trace.Replay(t)
 		if err != nil {
 			return err
 		}
 		recs = append(recs, r)
 	}
 	w := bufio.NewWriter(os.Stdout)
-	if err := conformance.WriteRecording(w, recs); err != nil {
+	if err := trace.WriteRecording(w, recs); err != nil {
 		return err
 	}
 	return w.Flush()

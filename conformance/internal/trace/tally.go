@@ -1,4 +1,4 @@
-package conformance
+package trace
 
 import (
 	"bytes"
@@ -81,14 +81,14 @@ func Tally(dir string, replay bool) ([]Row, []Difference, error) {
 	var rows []Row
 	var diffs []Difference
 	for _, file := range files {
-		traces, err := readSteps(file)
+		traces, err := ReadSteps(file)
 		if err != nil {
 			return nil, nil, err
 		}
 		base := strings.TrimSuffix(file, ".steps")
 		var ours map[string]Recording
 		if !replay {
-			if ours, err = readRecordings(base + "." + Wardpool + ".rec"); err != nil {
+			if ours, err = ReadRecordings(base + "." + Wardpool + ".rec"); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -96,7 +96,7 @@ func Tally(dir string, replay bool) ([]Row, []Difference, error) {
 			row := &Row{Reference: ref, File: filepath.Base(file)}
 			left := map[string]*Row{} // rows of traces not compared, by reason
 			name := base + "." + ref + ".rec"
-			theirs, err := readRecordings(name)
+			theirs, err := ReadRecordings(name)
 			if errors.Is(err, fs.ErrNotExist) && !slices.ContainsFunc(traces, func(t Trace) bool { return t.ComparedWith(ref) }) {
 				continue
 			}
@@ -327,7 +327,8 @@ func WriteTable(w io.Writer, rows []Row) error {
 	return err
 }
 
-func readSteps(name string) ([]Trace, error) {
+// ReadSteps reads a step file; the error messages name it by its base name.
+func ReadSteps(name string) ([]Trace, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
@@ -336,8 +337,8 @@ func readSteps(name string) ([]Trace, error) {
 	return ParseSteps(f, filepath.Base(name))
 }
 
-// readRecordings reads a recording file into a map by trace name.
-func readRecordings(name string) (map[string]Recording, error) {
+// ReadRecordings reads a recording file into a map by trace name.
+func ReadRecordings(name string) (map[string]Recording, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
