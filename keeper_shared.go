@@ -102,7 +102,7 @@ type sharedRun struct {
 	// and those the budget says this replica owes. The pool's ceiling is
 	// leased - transit - owe.
 	leased, transit, owe int
-	leasing              bool  // the leaser is running
+	leasing              bool      // the leaser is running
 	renew                Timer     // the budget's next renewal; nil until the first has run
 	renewAt              time.Time // when renew fires
 	renewing             bool      // a renewal is running
