@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -101,12 +103,15 @@ func (r *xRun) check(w *xWorld, c xCall, want, got xAnswer, prev pool.Books) str
 	p, m := r.p, &w.m
 	slices.Sort(want.items)
 	slices.Sort(got.items)
+	// Each check tests with ==, cheap on a walk of millions of calls, and
+	// calls cmp.Diff only to print a failure.
 	if got.taken != want.taken || got.ok != want.ok || !slices.Equal(got.items, want.items) {
-		return fmt.Sprintf("%v answered %v, want %v", c, got, want)
+		return fmt.Sprintf("%v answered (-model +pool):\n%s", c,
+			cmp.Diff(want, got, cmp.AllowUnexported(xAnswer{}), cmpopts.EquateEmpty()))
 	}
 	b, wb := p.Books(), m.booksNow()
 	if b != wb {
-		return fmt.Sprintf("after %v the books are\n\t%+v, want\n\t%+v", c, b, wb)
+		return fmt.Sprintf("after %v the books (-model +pool):\n%s", c, cmp.Diff(wb, b))
 	}
 	switch {
 	case b.Live != b.Idle+b.Busy:
@@ -144,7 +149,7 @@ func (r *xRun) check(w *xWorld, c xCall, want, got xAnswer, prev pool.Books) str
 	slices.SortFunc(wantLoans, byItem)
 	slices.SortFunc(gotLoans, byItem)
 	if !slices.Equal(gotLoans, wantLoans) {
-		return fmt.Sprintf("after %v Loans = %v, want %v", c, gotLoans, wantLoans)
+		return fmt.Sprintf("after %v Loans, by item (-model +pool):\n%s", c, cmp.Diff(wantLoans, gotLoans, cmpopts.EquateEmpty()))
 	}
 	// Next: exact, or decades away when an extreme extra decides it.
 	at, ok := p.Next()

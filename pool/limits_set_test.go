@@ -1,9 +1,11 @@
 package pool
 
 import (
-	"github.com/wardpool/wardpool/ward"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // TestSetLimitsRetires walks a pool through a plan applied live: a lowered
@@ -96,18 +98,10 @@ func TestReplayOldCeiling(t *testing.T) {
 		ops = append(ops, s.Op)
 	}
 	want := []Op{OpCeiling, OpTrim, OpCeilingAt, OpLimits}
-	if got := ops[len(ops)-4:]; string(opsBytes(got)) != string(opsBytes(want)) {
-		t.Fatalf("steps end %v, want %v", got, want)
+	if diff := cmp.Diff(want, ops[len(ops)-4:]); diff != "" {
+		t.Fatalf("steps end (-want +got):\n%s", diff)
 	}
 	if err := rc.Replay(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func opsBytes(ops []Op) []byte {
-	b := make([]byte, len(ops))
-	for i, o := range ops {
-		b[i] = byte(o)
-	}
-	return b
 }

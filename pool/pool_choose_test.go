@@ -2,8 +2,9 @@ package pool
 
 import (
 	"math"
-	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // The tests of the pickers (choose.go): Pick over several pools, round
@@ -57,8 +58,8 @@ func TestRoundRobin(t *testing.T) {
 	}
 	got = append(got, r.Pick(2), r.Pick(2), r.Pick(0), r.Pick(-1), r.Pick(1))
 	want := []int{0, 1, 2, 0, 1, 0, 1, -1, -1, 0}
-	if !slices.Equal(got, want) {
-		t.Fatalf("picks %v, want %v", got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("picks (-want +got):\n%s", diff)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -51,7 +53,7 @@ func (d *driver) check() {
 	p, m := d.p, d.m
 	b := p.Books()
 	if want := m.booksNow(); b != want {
-		d.fail("Books:\n got %+v\nwant %+v", b, want)
+		d.fail("Books (-model +pool):\n%s", cmp.Diff(want, b))
 	}
 	if b.Live != p.Live() || b.Idle != p.Idle() || b.Busy != p.Busy() {
 		d.fail("Books gauges %d/%d/%d differ from Live/Idle/Busy %d/%d/%d", b.Live, b.Idle, b.Busy, p.Live(), p.Idle(), p.Busy())
@@ -150,7 +152,7 @@ func (d *driver) checkLoans(what string, got, want []pool.Lent[int]) {
 	slices.SortFunc(g, key)
 	slices.SortFunc(w, key)
 	if !slices.Equal(g, w) {
-		d.fail("%s: got %v, want %v", what, got, want)
+		d.fail("%s, sorted (-model +pool):\n%s", what, cmp.Diff(w, g, cmpopts.EquateEmpty()))
 	}
 }
 
@@ -182,7 +184,7 @@ func (d *driver) finish() {
 	got, want := d.p.Close(), d.m.close()
 	d.logf("Close() = %v", got)
 	if !sameItems(got, want) {
-		d.fail("final Close(): got %v, want %v", got, want)
+		d.fail("final Close(), in any order (-model +pool):\n%s", diffItems(want, got))
 	}
 	d.checkFlow(before, got, 0, false)
 	for len(d.m.lent) > 0 {
@@ -209,6 +211,13 @@ func (d *driver) finish() {
 
 func counters(b pool.Books) []uint64 {
 	return []uint64{b.Made, b.Failed, b.Loans, b.Reused, b.Retired, b.IdleRetired, b.LifeRetired, b.Dropped, b.Waited, b.Deferred, b.Shed}
+}
+
+// diffItems renders how two lists sameItems calls different differ, both
+// sorted. The driver tests with sameItems, which is cheap, and calls
+// cmp.Diff only to print a failure.
+func diffItems(want, got []int) string {
+	return cmp.Diff(want, got, cmpopts.SortSlices(func(a, b int) bool { return a < b }), cmpopts.EquateEmpty())
 }
 
 func sameItems(a, b []int) bool {

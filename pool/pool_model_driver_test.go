@@ -9,6 +9,8 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -331,7 +333,7 @@ func (d *driver) warmMake(s source) int {
 	got, want := d.take(d.now, 0, 0)
 	d.logf("Take(%v) = %v %d", d.now.Sub(base), got.Kind, got.Item)
 	if got != want {
-		d.fail("Take: got %+v, want %+v", got, want)
+		d.fail("Take (-model +pool):\n%s", cmp.Diff(want, got))
 	}
 	if got.Kind != pool.Make {
 		var handed []int
@@ -392,7 +394,7 @@ func (d *driver) step(s source) {
 		d.logf("Take(%v) = %v %d", at, got.Kind, got.Item)
 		d.reach("Take " + got.Kind.String())
 		if got != want {
-			d.fail("Take(%v): got %+v, want %+v", at, got, want)
+			d.fail("Take(%v) (-model +pool):\n%s", at, cmp.Diff(want, got))
 		}
 		if got.Kind == pool.Stale {
 			handed = append(handed, got.Item)
@@ -481,7 +483,7 @@ func (d *driver) step(s source) {
 		d.logf("Evict(%v) = %v", at, got)
 		d.reach(fmt.Sprint("Evict ", len(got) > 0))
 		if !sameItems(got, want) {
-			d.fail("Evict(%v): got %v, want %v (in any order)", at, got, want)
+			d.fail("Evict(%v), in any order (-model +pool):\n%s", at, diffItems(want, got))
 		}
 		handed = append(handed, got...)
 	case op == 'l':
@@ -507,7 +509,7 @@ func (d *driver) step(s source) {
 		d.logf("Reset(%v) = %v", at, got)
 		d.reach(fmt.Sprint("Reset ", len(got) > 0))
 		if !sameItems(got, want) {
-			d.fail("Reset(%v): got %v, want %v (in any order)", at, got, want)
+			d.fail("Reset(%v), in any order (-model +pool):\n%s", at, diffItems(want, got))
 		}
 		handed = append(handed, got...)
 	case op == 'C':
@@ -519,7 +521,7 @@ func (d *driver) step(s source) {
 			d.fail("Ceiling() = %d after SetCeiling(%d)", c, n)
 		}
 		if !slices.Equal(got, want) {
-			d.fail("SetCeiling(%d, %v): got %v, want %v (oldest returned first)", n, at, got, want)
+			d.fail("SetCeiling(%d, %v), oldest returned first (-model +pool):\n%s", n, at, cmp.Diff(want, got, cmpopts.EquateEmpty()))
 		}
 		handed = append(handed, got...)
 	case op == 'S':
@@ -533,7 +535,7 @@ func (d *driver) step(s source) {
 		d.logf("SetLimits(%+v, %v) = %v", l, at, got)
 		d.reach(fmt.Sprint("SetLimits ", len(got) > 0, " lowered ", l.Size > 0 && d.m.live() > l.Size))
 		if !sameItems(got, want) {
-			d.fail("SetLimits(%+v, %v): got %v, want %v (in any order)", l, at, got, want)
+			d.fail("SetLimits(%+v, %v), in any order (-model +pool):\n%s", l, at, diffItems(want, got))
 		}
 		handed = append(handed, got...)
 	case op == 'c' && s.intn(5, "really close") == 2:
@@ -541,7 +543,7 @@ func (d *driver) step(s source) {
 		d.logf("Close() = %v", got)
 		d.reach(fmt.Sprint("Close ", len(got) > 0))
 		if !sameItems(got, want) {
-			d.fail("Close(): got %v, want %v (in any order)", got, want)
+			d.fail("Close(), in any order (-model +pool):\n%s", diffItems(want, got))
 		}
 		handed = append(handed, got...)
 	default: // a clock step alone, or a Close not drawn

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -31,8 +32,8 @@ func TestResetRetiresIdleNowAndLentOnReturn(t *testing.T) {
 	}
 	p.Give("a", t0)
 	gen := p.gen
-	if got := p.Reset(t0); len(got) != 1 || got[0] != "a" {
-		t.Fatalf("Reset returned %v, want the idle [a]", got)
+	if diff := cmp.Diff([]string{"a"}, p.Reset(t0)); diff != "" {
+		t.Fatalf("Reset returned other than the idle [a] (-want +got):\n%s", diff)
 	}
 	if p.gen != gen+1 {
 		t.Fatal("Reset did not move the generation on")
@@ -92,8 +93,11 @@ func TestResetForOncePerGeneration(t *testing.T) {
 	}
 	p.Give(5, t0) // one idle, five lent
 	retired, ok := p.ResetFor(0, t0)
-	if !ok || len(retired) != 1 || retired[0] != 5 {
-		t.Fatalf("first ResetFor = %v, %v; want [5], true", retired, ok)
+	if !ok {
+		t.Fatalf("first ResetFor = %v, %v; want true", retired, ok)
+	}
+	if diff := cmp.Diff([]int{5}, retired); diff != "" {
+		t.Fatalf("first ResetFor retired (-want +got):\n%s", diff)
 	}
 	if p.Give(0, t0) {
 		t.Fatal("the failing resource was kept after its reset")

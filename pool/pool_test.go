@@ -3,11 +3,11 @@ package pool
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -129,10 +129,9 @@ func TestTakeMakeWaitReady(t *testing.T) {
 		{8, "take", 1, "Ready", 2, 0},
 		{9, "take", 0, "Wait", 2, 0},
 	})
-	b := p.Books()
 	want := Books{Live: 2, Busy: 2, Made: 2, Loans: 4, Reused: 2, Waited: 2}
-	if b != want {
-		t.Fatalf("books %+v, want %+v", b, want)
+	if diff := cmp.Diff(want, p.Books()); diff != "" {
+		t.Fatalf("books (-want +got):\n%s", diff)
 	}
 }
 
@@ -433,8 +432,10 @@ func TestLoansLongestFirst(t *testing.T) {
 	p.Made(b, at(200), 0)
 	got := p.Loans(at(500))
 	want := []Lent[*conn]{{a, 500 * time.Millisecond}, {b, 300 * time.Millisecond}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("loans %v, want %v", got, want)
+	// The same *conn, not an equal one: compare the pointers, as == did.
+	samePtr := cmp.Comparer(func(x, y *conn) bool { return x == y })
+	if diff := cmp.Diff(want, got, samePtr); diff != "" {
+		t.Fatalf("loans (-want +got):\n%s", diff)
 	}
 	p.Give(a, at(600))
 	if got := p.Loans(at(700)); len(got) != 1 || got[0].Item != b || got[0].Held != 500*time.Millisecond {
@@ -456,8 +457,8 @@ func TestNegativeLimitsRefused(t *testing.T) {
 
 func TestDefaultLimits(t *testing.T) {
 	want := Limits{Size: 10, Idle: 10, Keep: 30 * time.Minute, Life: 0}
-	if DefaultLimits != want {
-		t.Fatalf("DefaultLimits = %+v", DefaultLimits)
+	if diff := cmp.Diff(want, DefaultLimits); diff != "" {
+		t.Fatalf("DefaultLimits (-want +got):\n%s", diff)
 	}
 	l := DefaultLimits
 	l.Size = 32

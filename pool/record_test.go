@@ -8,6 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -349,13 +350,12 @@ func TestRecordingStepsRead(t *testing.T) {
 		"#4 Take at=1.5s roll=0 cpu=0 → Ready seat=0 idle=500ms",
 		"#5 Close → seats []",
 	}
-	if len(rc.Steps) != len(want) {
-		t.Fatalf("%d steps, want %d", len(rc.Steps), len(want))
+	var got []string
+	for _, s := range rc.Steps {
+		got = append(got, s.String())
 	}
-	for i, s := range rc.Steps {
-		if s.String() != want[i] {
-			t.Errorf("step %d: %s, want %s", i, s, want[i])
-		}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
 	}
 }
 
@@ -437,13 +437,15 @@ func TestRecordedInstantsAreTheCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rc.Steps) != len(ats) {
-		t.Fatalf("%d steps, want %d", len(rc.Steps), len(ats))
+	var got, want []time.Duration
+	for _, s := range rc.Steps {
+		got = append(got, s.At)
 	}
-	for i, s := range rc.Steps {
-		if want := ats[i].Sub(t0); s.At != want {
-			t.Errorf("step %d (%s): at %v, want %v", i, s, s.At, want)
-		}
+	for _, a := range ats {
+		want = append(want, a.Sub(t0))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the steps' instants (-want +got):\n%s", diff)
 	}
 	if err := Replay(data); err != nil {
 		t.Fatal(err)

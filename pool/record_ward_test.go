@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/wardpool/wardpool/ward"
 	"pgregory.net/rapid"
 )
@@ -208,10 +210,18 @@ func TestRecordingWard(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := rc.Ward(), rc.Ward()
-	if a.Breaker == nil || a.Breaker == b.Breaker || a.Limiter.Policy() != (ward.Aimd{Initial: 2, Min: 1, Max: 4, Slow: 300 * time.Millisecond, Backoff: 0.9}) {
+	if a.Breaker == nil || a.Breaker == b.Breaker || a.Limiter == nil {
 		t.Fatalf("Ward() = %+v", a)
 	}
-	if rc.Backoff == nil || *rc.Backoff != ward.DefaultBackoff {
-		t.Fatalf("Backoff = %v", rc.Backoff)
+	want := ward.Aimd{Initial: 2, Min: 1, Max: 4, Slow: 300 * time.Millisecond, Backoff: 0.9}
+	if diff := cmp.Diff(want, a.Limiter.Policy()); diff != "" {
+		t.Fatalf("Ward().Limiter.Policy() (-want +got):\n%s", diff)
+	}
+	if rc.Backoff == nil {
+		t.Fatal("Backoff = nil")
+	}
+	// Jitter's kind is unexported: compare Jitters with ==, as != did.
+	if diff := cmp.Diff(ward.DefaultBackoff, *rc.Backoff, cmpopts.EquateComparable(ward.Jitter{})); diff != "" {
+		t.Fatalf("Backoff (-want +got):\n%s", diff)
 	}
 }

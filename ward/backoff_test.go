@@ -2,9 +2,10 @@ package ward
 
 import (
 	"math"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestBackoffPreset(t *testing.T) {
@@ -24,14 +25,14 @@ func TestBackoffPreset(t *testing.T) {
 	if got := b.Delay(2, 0.1, 0); got != ms(168) {
 		t.Fatalf("Delay(2, 0.1) = %v, want 168ms", got)
 	}
-	if got, want := b.Schedule([]float64{0.5, 0.5}), []time.Duration{ms(100), ms(200)}; !slices.Equal(got, want) {
-		t.Fatalf("Schedule at the middle draw = %v, want %v", got, want)
+	if diff := cmp.Diff([]time.Duration{ms(100), ms(200)}, b.Schedule([]float64{0.5, 0.5})); diff != "" {
+		t.Fatalf("Schedule at the middle draw (-want +got):\n%s", diff)
 	}
-	if got, want := b.Schedule(nil), []time.Duration{ms(80), ms(160)}; !slices.Equal(got, want) {
-		t.Fatalf("Schedule with no draws = %v, want the low end %v", got, want)
+	if diff := cmp.Diff([]time.Duration{ms(80), ms(160)}, b.Schedule(nil)); diff != "" {
+		t.Fatalf("Schedule with no draws, the low end (-want +got):\n%s", diff)
 	}
-	if got, want := b.Schedule([]float64{0.999999999}), []time.Duration{ms(120), ms(160)}; !slices.Equal(got, want) {
-		t.Fatalf("Schedule with one draw = %v, want %v", got, want)
+	if diff := cmp.Diff([]time.Duration{ms(120), ms(160)}, b.Schedule([]float64{0.999999999})); diff != "" {
+		t.Fatalf("Schedule with one draw (-want +got):\n%s", diff)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // drops sums the refusals the breaker's window holds.
@@ -226,8 +228,8 @@ func TestBreakerPolicyClamped(t *testing.T) {
 	p := Sre{K: math.NaN(), Floor: 7, Protection: -3, Probe: -1, Size: 0, Window: -time.Second}
 	got := NewBreaker(p, t0).Policy()
 	want := Sre{K: 1.5, Floor: 1.5, Protection: 0, Probe: -1, Size: 1, Window: -time.Second}
-	if got != want {
-		t.Fatalf("clamped policy = %+v, want %+v", got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("clamped policy (-want +got):\n%s", diff)
 	}
 	// A breaker with no probe never lets a refused call through by itself.
 	p = DefaultSre

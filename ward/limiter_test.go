@@ -3,6 +3,8 @@ package ward
 import (
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // round takes every free lease at now, then releases them all, each held for
@@ -119,8 +121,8 @@ func TestAimdClamped(t *testing.T) {
 		{Aimd{Initial: 50, Min: 5, Max: 3, Backoff: 1}, Aimd{Initial: 5, Min: 5, Max: 5, Backoff: 0.9}},
 		{Aimd{Initial: -4, Min: 2, Max: 9, Backoff: 0.5, Slow: -1}, Aimd{Initial: 2, Min: 2, Max: 9, Backoff: 0.5, Slow: -1}},
 	} {
-		if got := NewLimiter(c.in).Policy(); got != c.want {
-			t.Errorf("NewLimiter(%+v).Policy() = %+v, want %+v", c.in, got, c.want)
+		if diff := cmp.Diff(c.want, NewLimiter(c.in).Policy()); diff != "" {
+			t.Errorf("NewLimiter(%+v).Policy() (-want +got):\n%s", c.in, diff)
 		}
 	}
 	// With no Slow only failures shrink the limit.

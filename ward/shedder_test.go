@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // trained returns a shedder that has seen one second of ten calls per 100 ms
@@ -182,8 +184,8 @@ func TestShedderTicketsAndFlying(t *testing.T) {
 func TestShedPolicyClamped(t *testing.T) {
 	got := NewShedder(Shed{Size: -1, CPU: 4000, Latency: -1, Beta: math.NaN(), Cool: -time.Second, Floor: 3}, t0).Policy()
 	want := Shed{Size: 1, CPU: 1000, Latency: time.Second, Beta: 0.9, Cool: 0, Floor: 1}
-	if got != want {
-		t.Fatalf("clamped = %+v, want %+v", got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("clamped (-want +got):\n%s", diff)
 	}
 	got = NewShedder(Shed{Beta: 7, Floor: math.NaN(), CPU: -4}, t0).Policy()
 	if got.Beta != 1 || got.Floor != 0.1 || got.CPU != 0 {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
 )
 
@@ -43,8 +45,8 @@ func checkRebuilt[G stater](t *rapid.T, g G, fresh func() G, shift time.Duration
 	if err != nil || n != len(state) {
 		t.Fatalf("ReadState = %d, %v; want %d, nil", n, err, len(state))
 	}
-	if again := c.AppendState(nil, t0.Add(shift)); !bytes.Equal(again, state) {
-		t.Fatalf("rebuilt state %x, written %x", again, state)
+	if diff := cmp.Diff(state, c.AppendState(nil, t0.Add(shift)), cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("rebuilt state (-written +rebuilt):\n%s", diff)
 	}
 	for i := range rapid.IntRange(1, 40).Draw(t, "after") {
 		tick()
@@ -54,8 +56,9 @@ func checkRebuilt[G stater](t *rapid.T, g G, fresh func() G, shift time.Duration
 			t.Fatalf("call %d after the rebuild: original answers %s, rebuilt %s", i, want, got)
 		}
 		a, b := g.AppendState(nil, t0), c.AppendState(nil, t0.Add(shift))
+		// bytes.Equal first: cmp.Diff on every call would slow the property.
 		if !bytes.Equal(a, b) {
-			t.Fatalf("call %d after the rebuild: original state %x, rebuilt %x", i, a, b)
+			t.Fatalf("call %d after the rebuild: state (-original +rebuilt):\n%s", i, cmp.Diff(a, b))
 		}
 	}
 }
@@ -259,8 +262,8 @@ func TestStateTruncated(t *testing.T) {
 				t.Errorf("%T: %d of %d bytes read with %v, want ErrState", g, n, len(state), err)
 			}
 		}
-		if again := g.AppendState(nil, t0); !bytes.Equal(again, state) {
-			t.Errorf("%T: a refused read changed the guard", g)
+		if diff := cmp.Diff(state, g.AppendState(nil, t0), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%T: a refused read changed the guard (-before +after):\n%s", g, diff)
 		}
 	}
 }
@@ -309,8 +312,9 @@ func FuzzStateRead(f *testing.F) {
 		if m, err := g.ReadState(out, t0); err != nil || m != len(out) {
 			t.Fatalf("wrote %x, read back %d bytes, %v", out, m, err)
 		}
+		// bytes.Equal first: cmp.Diff would slow every fuzz input.
 		if again := g.AppendState(nil, t0); !bytes.Equal(again, out) {
-			t.Fatalf("wrote %x, then %x", out, again)
+			t.Fatalf("wrote, then wrote again (-first +second):\n%s", cmp.Diff(out, again))
 		}
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // counts lists the buckets Each visits at now, oldest first.
@@ -18,16 +20,16 @@ func TestWindowWriteClearsWhatTheGapSweptPast(t *testing.T) {
 	for i := range 4 {
 		*w.Slot(at(sec(float64(i)))) += i + 1 // buckets hold 1 2 3 4
 	}
-	if got, want := counts(w, at(sec(3)), true), []int{1, 2, 3, 4}; !slices.Equal(got, want) {
-		t.Fatalf("full window = %v, want %v", got, want)
+	if diff := cmp.Diff([]int{1, 2, 3, 4}, counts(w, at(sec(3)), true)); diff != "" {
+		t.Fatalf("full window (-want +got):\n%s", diff)
 	}
 	*w.Slot(at(sec(5.5))) += 10 // sweeps past 4 s and 5 s: clears 1 and 2
-	if got, want := counts(w, at(sec(5.5)), true), []int{3, 4, 0, 10}; !slices.Equal(got, want) {
-		t.Fatalf("after a gap = %v, want %v", got, want)
+	if diff := cmp.Diff([]int{3, 4, 0, 10}, counts(w, at(sec(5.5)), true)); diff != "" {
+		t.Fatalf("after a gap (-want +got):\n%s", diff)
 	}
 	*w.Slot(at(sec(100))) += 7 // sweeps past everything
-	if got, want := counts(w, at(sec(100)), true), []int{0, 0, 0, 7}; !slices.Equal(got, want) {
-		t.Fatalf("after a long gap = %v, want %v", got, want)
+	if diff := cmp.Diff([]int{0, 0, 0, 7}, counts(w, at(sec(100)), true)); diff != "" {
+		t.Fatalf("after a long gap (-want +got):\n%s", diff)
 	}
 }
 
@@ -37,16 +39,16 @@ func TestWindowReadSkipsWithoutClearing(t *testing.T) {
 		*w.Slot(at(sec(float64(i)))) += i + 1
 	}
 	// Two seconds on, the two oldest have aged out of a read.
-	if got, want := counts(w, at(sec(5)), true), []int{3, 4}; !slices.Equal(got, want) {
-		t.Fatalf("read at 5 s = %v, want %v", got, want)
+	if diff := cmp.Diff([]int{3, 4}, counts(w, at(sec(5)), true)); diff != "" {
+		t.Fatalf("read at 5 s (-want +got):\n%s", diff)
 	}
 	// Reading again at the same now agrees, and an earlier read still sees all:
 	// the read cleared nothing.
-	if got, want := counts(w, at(sec(5)), true), []int{3, 4}; !slices.Equal(got, want) {
-		t.Fatalf("second read at 5 s = %v, want %v", got, want)
+	if diff := cmp.Diff([]int{3, 4}, counts(w, at(sec(5)), true)); diff != "" {
+		t.Fatalf("second read at 5 s (-want +got):\n%s", diff)
 	}
-	if got, want := counts(w, at(sec(3)), true), []int{1, 2, 3, 4}; !slices.Equal(got, want) {
-		t.Fatalf("read at 3 s after later reads = %v, want %v", got, want)
+	if diff := cmp.Diff([]int{1, 2, 3, 4}, counts(w, at(sec(3)), true)); diff != "" {
+		t.Fatalf("read at 3 s after later reads (-want +got):\n%s", diff)
 	}
 	// A window nobody writes to ages out completely.
 	if got := counts(w, at(sec(8)), true); len(got) != 0 {
@@ -58,12 +60,12 @@ func TestWindowCurrentBucketLeftOut(t *testing.T) {
 	w := NewWindow[int](4, 4*time.Second, t0)
 	*w.Slot(at(sec(0))) = 1
 	*w.Slot(at(sec(1.5))) = 2
-	if got, want := counts(w, at(sec(1.5)), false), []int{0, 0, 1}; !slices.Equal(got, want) {
-		t.Fatalf("without current = %v, want %v (the partial bucket left out)", got, want)
+	if diff := cmp.Diff([]int{0, 0, 1}, counts(w, at(sec(1.5)), false)); diff != "" {
+		t.Fatalf("without current, the partial bucket left out (-want +got):\n%s", diff)
 	}
 	// Once now has moved into a bucket nothing wrote, the head is whole.
-	if got, want := counts(w, at(sec(2.5)), false), []int{0, 1, 2}; !slices.Equal(got, want) {
-		t.Fatalf("without current a bucket later = %v, want %v", got, want)
+	if diff := cmp.Diff([]int{0, 1, 2}, counts(w, at(sec(2.5)), false)); diff != "" {
+		t.Fatalf("without current a bucket later (-want +got):\n%s", diff)
 	}
 }
 
@@ -72,8 +74,8 @@ func TestWindowSnapsToBucketBoundaries(t *testing.T) {
 	*w.Slot(at(ms(250))) += 1                // head opens at 200 ms, not 250
 	*w.Slot(at(ms(299))) += 1                // same bucket
 	*w.Slot(at(ms(300))) += 1                // the next
-	if got, want := counts(w, at(ms(300)), true), []int{0, 0, 0, 0, 0, 0, 0, 0, 2, 1}; !slices.Equal(got, want) {
-		t.Fatalf("buckets = %v, want %v", got, want)
+	if diff := cmp.Diff([]int{0, 0, 0, 0, 0, 0, 0, 0, 2, 1}, counts(w, at(ms(300)), true)); diff != "" {
+		t.Fatalf("buckets (-want +got):\n%s", diff)
 	}
 	if w.start != at(ms(300)) {
 		t.Fatalf("head opened at %v, want 300ms", w.start.Sub(t0))
@@ -85,8 +87,8 @@ func TestWindowClockSteppedBack(t *testing.T) {
 	*w.Slot(at(sec(3))) += 1
 	// Within one span back: counted in the newest bucket.
 	*w.Slot(at(sec(0.5))) += 1
-	if got, want := counts(w, at(sec(3)), true), []int{0, 0, 0, 2}; !slices.Equal(got, want) {
-		t.Fatalf("after a small step back = %v, want %v", got, want)
+	if diff := cmp.Diff([]int{0, 0, 0, 2}, counts(w, at(sec(3)), true)); diff != "" {
+		t.Fatalf("after a small step back (-want +got):\n%s", diff)
 	}
 	// Further back than the span: reads see nothing, a write starts over there,
 	// and the window ages from the new reading at once.
@@ -95,8 +97,8 @@ func TestWindowClockSteppedBack(t *testing.T) {
 		t.Fatalf("read far back = %v, want nothing", got)
 	}
 	*w.Slot(back) += 5
-	if got, want := counts(w, back, true), []int{0, 0, 0, 5}; !slices.Equal(got, want) {
-		t.Fatalf("after a restart = %v, want %v", got, want)
+	if diff := cmp.Diff([]int{0, 0, 0, 5}, counts(w, back, true)); diff != "" {
+		t.Fatalf("after a restart (-want +got):\n%s", diff)
 	}
 	if got := counts(w, back.Add(4*time.Second), true); len(got) != 0 {
 		t.Fatalf("one span after the restart = %v, want nothing: the window must age", got)
