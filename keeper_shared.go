@@ -337,7 +337,8 @@ func (k *Keeper[T]) giveBack() {
 
 // leave leaves the fleet once the Keeper is quiet (closed, every loan home,
 // every close done, so every slot given back), or after leaveWait on the
-// Keeper's clock if it is not by then, and then lets Close return.
+// Keeper's clock if it is not by then; Close returns once both the Keeper
+// is quiet and the fleet is left.
 func (k *Keeper[T]) leave() {
 	gone := make(chan struct{})
 	t := k.clock.AfterFunc(leaveWait, func() { close(gone) })
@@ -347,6 +348,7 @@ func (k *Keeper[T]) leave() {
 	case <-gone:
 	}
 	_ = k.sh.Budget.Leave(context.Background())
+	<-k.quiet // loans still out: Close waits for them, as without a budget
 	close(k.drained)
 }
 

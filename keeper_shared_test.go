@@ -405,3 +405,23 @@ func TestKeeperSharedRefusalIsNotAFailedDial(t *testing.T) {
 		t.Fatalf("%d dials made past an open shared breaker", opened)
 	}
 }
+
+// TestKeeperSharedCloseWaitsForLoans: with a fleet budget, Close leaves
+// the fleet after at most a second, but returns only once every loan is
+// home, as it does without a budget.
+func TestKeeperSharedCloseWaitsForLoans(t *testing.T) {
+	store := shared.NewMemStore(nil)
+	d := &dialer{}
+	k, _ := sharedKeeper(t, d, store, "one", 3)
+	l := mustAcquire(t, k)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	if err := k.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close with a loan out = %v, want it to wait until its ctx ends", err)
+	}
+	l.Release()
+	closeKeeper(t, k)
+	if open := d.open(); open != 0 {
+		t.Fatalf("%d open after Close", open)
+	}
+}
