@@ -147,8 +147,7 @@ func (l Loan[T]) Reset(cause string, err error) bool {
 		return false
 	}
 	k := l.e.k
-	if !l.e.loan.CompareAndSwap(l.gen, l.gen+1) {
-		k.tally.doubles.Add(1)
+	if !l.end() {
 		return false
 	}
 	var fx effects[T]

@@ -65,8 +65,7 @@ func (l Loan[T]) Release() {
 // already is counted as a double release.
 func (k *Keeper[T]) release(l Loan[T]) {
 	e := l.e
-	if !e.loan.CompareAndSwap(l.gen, l.gen+1) {
-		k.tally.doubles.Add(1)
+	if !l.end() {
 		return
 	}
 	if k.reuse != nil {
@@ -91,6 +90,18 @@ func (k *Keeper[T]) release(l Loan[T]) {
 	k.unlockDo(&fx)
 }
 
+// end ends the loan, by moving its seat's loan generation on, and reports
+// whether it was still out; an end of a loan that had ended already is
+// counted as a double release. Release, Destroy, Hijack and Reset end a
+// loan through it, so only the first of them does anything.
+func (l Loan[T]) end() bool {
+	if l.e.loan.CompareAndSwap(l.gen, l.gen+1) {
+		return true
+	}
+	l.e.k.tally.doubles.Add(1)
+	return false
+}
+
 // endedLocked is the leak watch's part of a loan of item, in e, that has
 // just ended: the watch forgets the loan, and a loan it had reported as a
 // leak is reported again, as returned, once the lock is let go (never
@@ -112,8 +123,7 @@ func (l Loan[T]) Destroy() {
 		return
 	}
 	k := l.e.k
-	if !l.e.loan.CompareAndSwap(l.gen, l.gen+1) {
-		k.tally.doubles.Add(1)
+	if !l.end() {
 		return
 	}
 	var fx effects[T]
@@ -134,8 +144,7 @@ func (l Loan[T]) Hijack() T {
 		return zero
 	}
 	k := l.e.k
-	if !l.e.loan.CompareAndSwap(l.gen, l.gen+1) {
-		k.tally.doubles.Add(1)
+	if !l.end() {
 		return zero
 	}
 	var fx effects[T]
