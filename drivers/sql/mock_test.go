@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -144,6 +145,9 @@ func TestMockBadConnDestroyed(t *testing.T) {
 	if mc.dials.Load() != 2 || s.Dropped != 1 || s.Made != 2 {
 		t.Errorf("dials %d, books %+v", mc.dials.Load(), s.Books)
 	}
+	// The bad connection is closed on a closer goroutine, and sqlmock's
+	// Close reads the expectations the test is about to add: let it end.
+	clocktest.Eventually(t, "the bad connection's close", func() bool { s := c.Stats(); return s.Closing == 0 && s.Closed >= 1 })
 
 	// Through a prepared statement too. (On a *sql.Conn: a statement
 	// prepared on the *sql.DB is prepared again on every borrow, see the
