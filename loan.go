@@ -70,12 +70,7 @@ func (k *Keeper[T]) release(l Loan[T]) {
 	}
 	if k.reuse != nil {
 		if err := k.safeReuse(l.item); err != nil {
-			var fx effects[T]
-			now := k.now()
-			k.mu.Lock()
-			k.endedLocked(e, l.item, now, &fx)
-			k.dropLocked(e, l.item, true, now, &fx)
-			k.unlockDo(&fx)
+			k.drop(e, l.item, true)
 			return
 		}
 	}
@@ -123,15 +118,9 @@ func (l Loan[T]) Destroy() {
 		return
 	}
 	k := l.e.k
-	if !l.end() {
-		return
+	if l.end() {
+		k.drop(l.e, l.item, true)
 	}
-	var fx effects[T]
-	now := k.now()
-	k.mu.Lock()
-	k.endedLocked(l.e, l.item, now, &fx)
-	k.dropLocked(l.e, l.item, true, now, &fx)
-	k.unlockDo(&fx)
 }
 
 // Hijack ends the loan by taking the resource out of the pool for good: it
@@ -147,19 +136,19 @@ func (l Loan[T]) Hijack() T {
 	if !l.end() {
 		return zero
 	}
-	var fx effects[T]
-	now := k.now()
-	k.mu.Lock()
-	k.endedLocked(l.e, l.item, now, &fx)
-	k.dropLocked(l.e, l.item, false, now, &fx) // not closed: the caller's now
-	k.unlockDo(&fx)
+	k.drop(l.e, l.item, false) // not closed: the caller's now
 	return l.item
 }
 
-// dropLocked takes item, in e's seat, off the books at now (its loan
-// already ended), to be closed when closeIt, and lets waiters and MinIdle
-// use the room.
-func (k *Keeper[T]) dropLocked(e *entry[T], item T, closeIt bool, now time.Time, fx *effects[T]) {
+// drop takes item, in e's seat, off the books (its loan already ended), to
+// be closed when closeIt, and lets waiters and MinIdle use the room: the
+// end of every loan that does not give its resource back (Destroy, Hijack,
+// a failed BeforeReuse).
+func (k *Keeper[T]) drop(e *entry[T], item T, closeIt bool) {
+	var fx effects[T]
+	now := k.now()
+	k.mu.Lock()
+	k.endedLocked(e, item, now, &fx)
 	k.p.Drop(item, now)
 	if closeIt {
 		k.closeLocked(item)
@@ -174,11 +163,8 @@ func (k *Keeper[T]) dropLocked(e *entry[T], item T, closeIt bool, now time.Time,
 			k.mu.Unlock()
 		}()
 	}
-	k.serveLocked(now, fx)
-	k.topUpLocked(now, fx)
-	if k.closed {
-		k.drainedLocked()
-	}
+	k.settledLocked(now, &fx)
+	k.unlockDo(&fx)
 }
 
 func (k *Keeper[T]) safeReuse(v T) (err error) {
