@@ -15,6 +15,7 @@ type decision[T comparable] struct {
 	check bool          // Ready: Config.Check is due before the caller has it
 	delay time.Duration // Later: how long to hold back
 	err   error         // Shed and Closed: the taker's error
+	gen   uint32        // Make: the reservation's generation, for Made
 }
 
 // decideLocked asks the pool for one taker at now and does what the answer
@@ -28,7 +29,7 @@ type decision[T comparable] struct {
 // otherwise), so no reservation is opened.
 func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decision[T] {
 	for {
-		if idleOnly && k.p.Idle() == 0 {
+		if idleOnly && k.p.Books().Idle == 0 {
 			return decision[T]{kind: pool.Wait}
 		}
 		if k.shedder && k.cpuTimer == nil {
@@ -48,7 +49,7 @@ func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decisi
 		case pool.Closed:
 			return decision[T]{kind: pool.Closed, err: ErrClosed}
 		}
-		return decision[T]{kind: t.Kind} // Make, Wait
+		return decision[T]{kind: t.Kind, gen: t.Gen} // Make, Wait
 	}
 }
 
@@ -157,7 +158,7 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 			case pool.Make:
 				w = k.attachLocked(ctx, start, st)
 				k.startDialLocked(w)
-				fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: ctx})
+				fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: ctx, gen: s.gen})
 			case pool.Wait:
 				w = k.attachLocked(ctx, start, st)
 				if front {
@@ -266,7 +267,7 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 			return s.loan, nil
 		case pool.Make:
 			k.startDialLocked(nil)
-			fx.dials = append(fx.dials, dialJob[T]{ctx: ctx})
+			fx.dials = append(fx.dials, dialJob[T]{ctx: ctx, gen: s.gen})
 			k.unlockDo(&fx)
 			return Loan[T]{}, ErrWouldWait
 		case pool.Wait, pool.Later:

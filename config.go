@@ -9,6 +9,7 @@ import (
 
 	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -116,12 +117,13 @@ type Config[T comparable] struct {
 	// or make no sense.
 	CPU func() int
 	// Recorder, when set, records every call the Keeper makes into its
-	// Pool, for a replay to check (see Recorder and Replay); Keeper.Recording
-	// writes it out. Every loan is a Take and every return a Give, so the
-	// recording holds each at its instant. NewKeeper fails, with ErrConfig,
-	// for a ward the recorder cannot rebuild (see Pool.Record). Nil records
-	// nothing, at no cost.
-	Recorder *pool.Recorder
+	// Pool, for a replay to check (see package pool/record);
+	// Keeper.Recording writes it out. Every loan is a Take and every
+	// return a Give, so the recording holds each at its instant. NewKeeper
+	// fails, with ErrConfig, for a ward the recorder cannot rebuild, or a
+	// Recorder another pool holds (see record.Wrap). Nil records nothing,
+	// at no cost.
+	Recorder *record.Recorder
 	// Shared holds the guards shared with other replicas through a store:
 	// a fleet-wide connection budget, a shared breaker and a shared rate on
 	// dials (see Shared).
@@ -170,9 +172,6 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if err := p.Record(cfg.Recorder); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
 	set := settings[T]{
 		dial:        cfg.Dial,
 		close:       cfg.Close,
@@ -218,9 +217,18 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	if set.shedder && set.cpuRead == nil {
 		set.cpuRead = newCPUReader().read
 	}
+	var m machine[T] = p
+	var rec *record.Pool[T]
+	if cfg.Recorder != nil {
+		if rec, err = record.Wrap(p, cfg.Recorder, set.clock.Now()); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		m = rec
+	}
 	k := &Keeper[T]{
 		settings: set,
-		p:        p,
+		p:        m,
+		rec:      rec,
 		limits:   l,
 		ceiling:  -1,
 		quiet:    make(chan struct{}),

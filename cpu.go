@@ -21,7 +21,7 @@ func (k *Keeper[T]) sampleCPU() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.setCPU(v)
-	if k.closed || (k.p.Busy() == 0 && k.q.live == 0) {
+	if k.closed || (k.p.Books().Busy == 0 && k.q.live == 0) {
 		k.cpuTimer = nil
 		k.bgDoneLocked()
 		return

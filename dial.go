@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -19,6 +20,7 @@ type dialJob[T comparable] struct {
 	w      *waiter[T]
 	ticket uint64
 	ctx    context.Context
+	gen    uint32 // the reservation's generation (Taken.Gen), for Made
 }
 
 // startDialLocked counts a dial about to start, for a caller or, with a nil
@@ -96,7 +98,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		}
 		k.serveLocked(now, &fx)
 		k.armRetryLocked(now)
-	case !k.p.Made(v, now, jitter):
+	case !k.p.Made(v, j.gen, now, jitter):
 		// Closed while dialing.
 		k.closeLocked(v)
 		if owner {
@@ -162,23 +164,24 @@ func (k *Keeper[T]) safeDial(ctx context.Context) (v T, err error) {
 // topUpLocked starts background dials until idle and warming resources
 // reach MinIdle, as far as the pool lets it, at most warmDials at once.
 func (k *Keeper[T]) topUpLocked(now time.Time, fx *effects[T]) {
-	for k.p.Idle()+k.stats.warming < k.minIdle && !k.closed {
+	for k.p.Books().Idle+k.stats.warming < k.minIdle && !k.closed {
 		if k.stats.warming >= warmDials {
 			return // a dial that ends tops up again (armRetryLocked)
 		}
-		if !k.p.Reserve(now, k.roll(), k.cpuNow()) {
+		r := k.p.Reserve(now, k.roll(), k.cpuNow())
+		if r.Kind != pool.Make {
 			k.armRetryLocked(now)
 			return
 		}
 		k.startDialLocked(nil)
-		fx.dials = append(fx.dials, dialJob[T]{})
+		fx.dials = append(fx.dials, dialJob[T]{gen: r.Gen})
 	}
 }
 
 // armRetryLocked sets the timer for when MinIdle can be topped up again,
 // if it is short.
 func (k *Keeper[T]) armRetryLocked(now time.Time) {
-	if k.p.Idle()+k.stats.warming >= k.minIdle || k.closed {
+	if k.p.Books().Idle+k.stats.warming >= k.minIdle || k.closed {
 		return
 	}
 	at := now.Add(time.Second)

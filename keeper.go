@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 )
 
 // The Keeper is spread over files by job:
@@ -96,10 +97,11 @@ type Keeper[T comparable] struct {
 	spare  sync.Pool          // recycled *waiter[T]
 	tally  tally
 
-	mu       sync.Mutex // guards every field below
-	p        *pool.Pool[T]
-	limits   pool.Limits // the pool's, as last set
-	ents     []*entry[T] // by seat
+	mu       sync.Mutex      // guards every field below
+	p        machine[T]      // the Pool, or its recorder in front of it
+	rec      *record.Pool[T] // the recorder, when Config.Recorder is set
+	limits   pool.Limits     // the pool's, as last set
+	ents     []*entry[T]     // by seat
 	q        waiters[T]
 	closed   bool
 	bg       int           // timer callbacks, dials and closers still running
@@ -267,7 +269,7 @@ func (k *Keeper[T]) bgDoneLocked() {
 // drainedLocked closes quiet once the Keeper is closed and nothing is out;
 // without a fleet budget to leave, drained with it.
 func (k *Keeper[T]) drainedLocked() {
-	if !k.closed || k.p.Busy() > 0 || k.bg > 0 {
+	if !k.closed || k.p.Books().Busy > 0 || k.bg > 0 {
 		return
 	}
 	select {

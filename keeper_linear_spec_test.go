@@ -140,7 +140,9 @@ type linWaiter struct {
 type linPend struct {
 	id     int
 	own    bool
-	closed bool // the Acquire was answered ErrClosed: its dial lands after Close
+	closed bool   // the Acquire was answered ErrClosed: its dial lands after Close
+	gen    int    // the generation (count of Resets) the reservation was opened in
+	pgen   uint32 // the Pool's name for it (Taken.Gen), handed back to Made
 }
 
 // linState is porcupine's state: the operations taken so far, replayed on
@@ -238,11 +240,11 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 				}
 				switch {
 				case in.kind == linTry && out.err == linWouldWait:
-					m.pending[in.n] = linPend{id: out.dialed}
+					m.pending[in.n] = linPend{id: out.dialed, gen: m.resets, pgen: t.Gen}
 				case in.kind == linAcquire && out.err == linNone && out.id == out.dialed:
-					m.pending[in.n] = linPend{id: out.dialed, own: true}
+					m.pending[in.n] = linPend{id: out.dialed, own: true, gen: m.resets, pgen: t.Gen}
 				case in.kind == linAcquire && out.err == linClosed:
-					m.pending[in.n] = linPend{id: out.dialed, own: true, closed: true}
+					m.pending[in.n] = linPend{id: out.dialed, own: true, closed: true, gen: m.resets, pgen: t.Gen}
 				default:
 					return false
 				}
@@ -268,12 +270,14 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 			return false
 		}
 		delete(m.pending, in.n)
-		kept := linMade(p, in.id, now)
+		kept := linMade(p, in.id, pend.pgen, now)
 		if pend.own && kept == pend.closed {
 			return false
 		}
 		if kept {
-			m.own[in.id] = linOwn{born: now, gen: m.resets}
+			// Of the generation its reservation was opened in: a dial in
+			// flight across a Reset makes a resource of the old one.
+			m.own[in.id] = linOwn{born: now, gen: pend.gen}
 		}
 		if !pend.own {
 			// A background dial's resource goes idle, like a return.
@@ -368,7 +372,7 @@ func (m *linMachine) summary() string {
 	slices.Sort(pend)
 	b.WriteString(" ] making[")
 	for _, n := range pend {
-		fmt.Fprintf(&b, " #%d:c%d/%v/%v", n, m.pending[n].id, m.pending[n].own, m.pending[n].closed)
+		fmt.Fprintf(&b, " #%d:c%d/%v/%v/g-%d", n, m.pending[n].id, m.pending[n].own, m.pending[n].closed, m.resets-m.pending[n].gen)
 	}
 	b.WriteString(" ] queue[")
 	for _, w := range m.queue {
@@ -420,8 +424,8 @@ func (m *linMachine) summary() string {
 // lent.
 func (m *linMachine) lend(id int) bool {
 	o, ok := m.own[id]
-	if !ok || !o.idle || !linFresh(m.limits, m.now.Sub(o.back), m.now.Sub(o.born)) {
-		return false
+	if !ok || !o.idle || o.gen != m.resets || !linFresh(m.limits, m.now.Sub(o.back), m.now.Sub(o.born)) {
+		return false // not idle, of a generation a Reset retired, or stale
 	}
 	o.idle = false
 	m.own[id] = o
@@ -459,7 +463,9 @@ func (m *linMachine) retired(gone []int) {
 // linMade is Pool.Made for the specification: the check's Keepers draw no
 // Life jitter (Config.LifeJitter is zero), so no resource lives longer than
 // Life. The one place the specification calls Made.
-func linMade(p *pool.Pool[int], id int, now time.Time) bool { return p.Made(id, now, 0) }
+func linMade(p *pool.Pool[int], id int, gen uint32, now time.Time) bool {
+	return p.Made(id, gen, now, 0)
+}
 
 // linBooks is the part of a Keeper's books the specification holds it to:
 // the gauges, and the counters whose every step is a call of the
@@ -804,9 +810,9 @@ func (m *linMachine) serve() bool {
 			case w.attempt || w.out.dialed == 0:
 				return false
 			case w.out.err == linNone && w.out.id == w.out.dialed:
-				m.pending[w.n] = linPend{id: w.out.dialed, own: true}
+				m.pending[w.n] = linPend{id: w.out.dialed, own: true, gen: m.resets, pgen: t.Gen}
 			case w.out.err == linClosed:
-				m.pending[w.n] = linPend{id: w.out.dialed, own: true, closed: true}
+				m.pending[w.n] = linPend{id: w.out.dialed, own: true, closed: true, gen: m.resets, pgen: t.Gen}
 			default:
 				return false
 			}

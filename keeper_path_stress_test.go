@@ -117,7 +117,7 @@ func TestPathStressNeverLendsOneResourceTwice(t *testing.T) {
 	clocktest.Eventually(t, "the Keeper at rest", func() bool {
 		k.mu.Lock()
 		defer k.mu.Unlock()
-		return k.bg == 0 && d.open() == k.p.Live()
+		return k.bg == 0 && d.open() == k.p.Books().Live
 	})
 	s := k.Stats()
 	if s.Busy != 0 || s.Waiting != 0 || s.Live != s.Idle+s.Busy {

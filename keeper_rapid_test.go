@@ -143,5 +143,5 @@ func TestKeeperRandomOperations(t *testing.T) {
 func booksAsTheyStand(k *Keeper[*res]) (live, idle, busy int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.p.Live(), k.p.Idle(), k.p.Busy()
+	return k.p.Books().Live, k.p.Books().Idle, k.p.Books().Busy
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 )
 
 // BenchmarkRecordUncontended is one goroutine acquiring and releasing from
@@ -25,7 +26,7 @@ func BenchmarkRecordUncontended(b *testing.B) {
 				Close:  func(*benchConn) error { return nil },
 			}
 			if on {
-				cfg.Recorder = pool.NewRecorder(recordBenchLimit)
+				cfg.Recorder = record.New(recordBenchLimit)
 			}
 			k, err := NewKeeper(cfg)
 			if err != nil {

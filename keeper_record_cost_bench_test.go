@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 )
 
 // BenchmarkRecordCost measures what recording costs an uncontended Acquire
@@ -27,7 +28,7 @@ func BenchmarkRecordCost(b *testing.B) {
 			Close:  func(*benchConn) error { return nil },
 		}
 		if rec {
-			cfg.Recorder = pool.NewRecorder(recordBenchLimit)
+			cfg.Recorder = record.New(recordBenchLimit)
 		}
 		k, err := NewKeeper(cfg)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -43,7 +44,7 @@ func chaosRunWith(t *testing.T, seed uint64, limit int, tune func(*Config[*res])
 		LifeJitter: time.Second,
 		Rand:       src.Float64,
 		Logger:     quietLogger(),
-		Recorder:   pool.NewRecorder(limit),
+		Recorder:   record.New(limit),
 	}
 	if tune != nil {
 		tune(&cfg)
@@ -116,7 +117,7 @@ func chaosRunWith(t *testing.T, seed uint64, limit int, tune func(*Config[*res])
 			if i%50 == 5 {
 				// Written out on demand, mid-run: a recording of its own.
 				midRun++
-				if err := pool.Replay(k.Recording()); err != nil {
+				if err := record.Replay(k.Recording()); err != nil {
 					t.Errorf("a recording written out mid-run: %v", err)
 				}
 			}
@@ -148,18 +149,18 @@ func chaosRunWith(t *testing.T, seed uint64, limit int, tune func(*Config[*res])
 func TestKeeperRecordingReplays(t *testing.T) {
 	for seed := range uint64(4) {
 		data, k := chaosRun(t, seed, 1<<22)
-		rc, err := pool.ReadRecording(data)
+		rc, err := record.ReadRecording(data)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := rc.Replay(); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		ops := map[pool.Op]int{}
+		ops := map[string]int{}
 		for _, s := range rc.Steps {
 			ops[s.Op]++
 		}
-		for _, op := range []pool.Op{pool.OpTake, pool.OpMade, pool.OpUnmade, pool.OpGive, pool.OpDrop, pool.OpEvict, pool.OpReset, pool.OpLoans, pool.OpClose} {
+		for _, op := range []string{"Take", "Made", "Unmade", "Give", "Drop", "Evict", "Reset", "Loans", "Close"} {
 			if ops[op] == 0 {
 				t.Errorf("seed %d: no %v in the recording (%v)", seed, op, ops)
 			}
@@ -167,8 +168,8 @@ func TestKeeperRecordingReplays(t *testing.T) {
 		// Every loan is in the recording, whole: a Take answered Ready or
 		// a Made for each one the Keeper counted.
 		st := k.Stats()
-		if ops[pool.OpRelent] != 0 || uint64(ops[pool.OpTake]) < st.Reused {
-			t.Errorf("seed %d: %d Relent steps, %d Takes for %d reuses", seed, ops[pool.OpRelent], ops[pool.OpTake], st.Reused)
+		if ops["Relent"] != 0 || uint64(ops["Take"]) < st.Reused {
+			t.Errorf("seed %d: %d Relent steps, %d Takes for %d reuses", seed, ops["Relent"], ops["Take"], st.Reused)
 		}
 		if rc.Steps[0].Index != 0 {
 			t.Errorf("seed %d: a 4 MiB recorder rolled", seed)
@@ -180,8 +181,8 @@ func TestKeeperRecordingReplays(t *testing.T) {
 // TestKeeperRecordingRollsAndReplays is the chaos run with a small
 // recorder: the ring rolls many times, and what it kept replays.
 func TestKeeperRecordingRollsAndReplays(t *testing.T) {
-	data, _ := chaosRun(t, 7, pool.MinRecordLimit)
-	rc, err := pool.ReadRecording(data)
+	data, _ := chaosRun(t, 7, record.MinLimit)
+	rc, err := record.ReadRecording(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,9 +202,9 @@ func TestKeeperRecorderRefused(t *testing.T) {
 		Dial:     (&dialer{}).Dial,
 		Close:    (&dialer{}).Close,
 		Ward:     ward.Ward{Limiter: new(ward.Limiter)},
-		Recorder: pool.NewRecorder(0),
+		Recorder: record.New(0),
 	})
-	if !errors.Is(err, ErrConfig) || !errors.Is(err, pool.ErrUnrecordable) || !strings.Contains(err.Error(), "Limiter") {
+	if !errors.Is(err, ErrConfig) || !errors.Is(err, record.ErrUnrecordable) || !strings.Contains(err.Error(), "Limiter") {
 		t.Fatalf("NewKeeper with a zero Limiter and a Recorder: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 	"github.com/wardpool/wardpool/ward/shared"
 )
@@ -60,7 +61,7 @@ func TestKeeperRecordingReplaysEveryGuard(t *testing.T) {
 					return 100
 				}
 			})
-			rc, err := pool.ReadRecording(data)
+			rc, err := record.ReadRecording(data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -87,7 +88,7 @@ func TestKeeperRecordingReplaysEveryGuard(t *testing.T) {
 // rolls many times, each checkpoint carrying the guards, and what it kept
 // replays.
 func TestKeeperRecordingRollsWithEveryGuard(t *testing.T) {
-	data, _ := chaosRunWith(t, 5, pool.MinRecordLimit, func(cfg *Config[*res]) {
+	data, _ := chaosRunWith(t, 5, record.MinLimit, func(cfg *Config[*res]) {
 		c := newFakeClock()
 		cfg.Clock = c
 		cfg.Ward.Breaker = ward.NewBreaker(ward.DefaultSre, c.Now())
@@ -96,7 +97,7 @@ func TestKeeperRecordingRollsWithEveryGuard(t *testing.T) {
 		cfg.Ward.Limiter = ward.NewLimiter(ward.DefaultAimd)
 		cfg.CPU = func() int { return 950 }
 	})
-	rc, err := pool.ReadRecording(data)
+	rc, err := record.ReadRecording(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestKeeperRecordingReadmeService(t *testing.T) {
 		cfg.LeakAfter = 30 * time.Second
 		cfg.Ward = ward.Ward{Breaker: ward.NewBreaker(ward.DefaultSre, c.Now())}
 	})
-	if err := pool.Replay(data); err != nil {
+	if err := record.Replay(data); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -208,7 +209,7 @@ func TestKeeperRecordingFleetMember(t *testing.T) {
 			},
 		}
 		if i == 0 {
-			cfg.Recorder = pool.NewRecorder(1 << 22)
+			cfg.Recorder = record.New(1 << 22)
 			cfg.Ward = ward.Ward{Breaker: ward.NewBreaker(ward.DefaultSre, c.Now()), Limiter: ward.NewLimiter(ward.DefaultAimd)}
 		}
 		keepers[i], _ = newTestKeeper(t, d, cfg)
@@ -254,19 +255,19 @@ func TestKeeperRecordingFleetMember(t *testing.T) {
 	close(stop)
 	<-moved
 	k := keepers[0]
-	rc, err := pool.ReadRecording(k.Recording())
+	rc, err := record.ReadRecording(k.Recording())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := rc.Replay(); err != nil {
 		t.Fatal(err)
 	}
-	ops := map[pool.Op]int{}
+	ops := map[string]int{}
 	for _, s := range rc.Steps {
 		ops[s.Op]++
 	}
-	if ops[pool.OpCeiling]+ops[pool.OpCeilingAt] == 0 || ops[pool.OpUnmade] == 0 {
-		t.Fatalf("the member's recording holds no ceiling or no failed dial: %v", ops)
+	if ops["Ceiling"] == 0 || ops["Unmade"]+ops["Unreserve"] == 0 {
+		t.Fatalf("the member's recording holds no ceiling or no refused dial: %v", ops)
 	}
 	// Every reply its store gave it is on the tape, read back whole: the
 	// member's shared guards could be asked again without the store.

@@ -157,11 +157,11 @@ func (k *Keeper[T]) sharedLocked() {
 // someone: callers wait, or MinIdle is short, and the ceiling (not Size) is
 // what holds the pool back.
 func (k *Keeper[T]) wantSlotLocked() bool {
-	if k.q.live == 0 && k.p.Idle()+k.stats.warming >= k.minIdle {
+	if k.q.live == 0 && k.p.Books().Idle+k.stats.warming >= k.minIdle {
 		return false
 	}
 	c := k.ceiling
-	return c >= 0 && k.p.Live() >= c && (k.limits.Size == 0 || c < k.limits.Size) && k.sh.owe == 0
+	return c >= 0 && k.p.Books().Live >= c && (k.limits.Size == 0 || c < k.limits.Size) && k.sh.owe == 0
 }
 
 // leaser leases slots one at a time while they are wanted, raising the

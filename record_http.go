@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 )
 
 // RecordingHandler returns a handler that hands the Keeper's recording
@@ -15,7 +15,7 @@ import (
 //	http.Handle("/debug/pool.wprc", k.RecordingHandler("main"))
 //
 // It answers GET and HEAD with the recording as an attachment of type
-// pool.RecordingType named after the pool and the Keeper's clock, as
+// record.MediaType named after the pool and the Keeper's clock, as
 // "main-20260102T030405Z.wprc" (name held to letters, digits, '.', '-' and
 // '_'); 404 without a Config.Recorder; 405 to other methods. Each request
 // copies the recording under the Keeper's lock, as Recording does; the
@@ -43,9 +43,9 @@ func (k *Keeper[T]) RecordingHandler(name string) http.Handler {
 			http.Error(w, "wardpool: this pool has no Recorder (Config.Recorder)", http.StatusNotFound)
 			return
 		}
-		file := name + "-" + k.clock.Now().UTC().Format("20060102T150405Z") + pool.RecordingExt
+		file := name + "-" + k.clock.Now().UTC().Format("20060102T150405Z") + record.Ext
 		h := w.Header()
-		h.Set("Content-Type", pool.RecordingType)
+		h.Set("Content-Type", record.MediaType)
 		h.Set("Content-Disposition", `attachment; filename="`+file+`"`)
 		h.Set("Content-Length", strconv.Itoa(len(data)))
 		h.Set("Cache-Control", "no-store")

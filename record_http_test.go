@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -21,20 +21,20 @@ func TestRecordingHandler(t *testing.T) {
 	k, _ := newTestKeeper(t, &dialer{}, Config[*res]{
 		Clock:    c,
 		Ward:     ward.Ward{Breaker: ward.NewBreaker(ward.DefaultSre, c.Now())},
-		Recorder: pool.NewRecorder(0),
+		Recorder: record.New(0),
 	})
 	l := mustAcquire(t, k)
 	l.Release()
 	h := k.RecordingHandler("main db")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pool.wprc", nil))
-	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != pool.RecordingType {
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != record.MediaType {
 		t.Fatalf("GET: %d %v", rec.Code, rec.Header())
 	}
 	if d := rec.Header().Get("Content-Disposition"); !strings.Contains(d, `filename="main_db-`) || !strings.HasSuffix(d, `.wprc"`) {
 		t.Fatalf("Content-Disposition %q", d)
 	}
-	if err := pool.Replay(rec.Body.Bytes()); err != nil {
+	if err := record.Replay(rec.Body.Bytes()); err != nil {
 		t.Fatalf("the recording handed over: %v", err)
 	}
 	head := httptest.NewRecorder()
@@ -62,7 +62,7 @@ func ExampleKeeper_RecordingHandler() {
 		Dial:     (&dialer{}).Dial,
 		Close:    (&dialer{}).Close,
 		Ward:     ward.Ward{Breaker: ward.NewBreaker(ward.DefaultSre, time.Now())},
-		Recorder: pool.NewRecorder(0),
+		Recorder: record.New(0),
 	})
 	if err != nil {
 		panic(err)

@@ -29,7 +29,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 		case pool.Make:
 			k.q.pop()
 			k.startDialLocked(w)
-			fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: w.ctx})
+			fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: w.ctx, gen: s.gen})
 		case pool.Wait:
 			return
 		case pool.Later:
@@ -137,7 +137,7 @@ func (k *Keeper[T]) giveUpLocked(err error, start time.Time) error {
 		Err:     err,
 		Waited:  now.Sub(start),
 		Size:    k.limits.Size,
-		Busy:    k.p.Busy(),
+		Busy:    k.p.Books().Busy,
 		Waiting: k.q.live,
 		Ceiling: k.ceiling,
 	}

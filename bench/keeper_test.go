@@ -16,6 +16,7 @@ import (
 
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -67,7 +68,7 @@ type keeperVariant struct {
 //     at n (Initial = Max = n, only failures counted as overload), so it
 //     never makes a caller wait that the pool alone would not: again its
 //     cost;
-//   - wardpool-record: a Recorder (pool.NewRecorder(0)) on the default
+//   - wardpool-record: a Recorder (record.New(0)) on the default
 //     configuration, two steps a loan: the price of recording is the
 //     ratio of its row to wardpool's.
 var keepers = []keeperVariant{
@@ -89,7 +90,7 @@ var keepers = []keeperVariant{
 		}, true
 	}},
 	{"wardpool-record", func(n int) (wardpool.Config[*thing], bool) {
-		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, Recorder: pool.NewRecorder(0)}, true
+		return wardpool.Config[*thing]{Limits: pool.Limits{Size: n, Idle: n}, Recorder: record.New(0)}, true
 	}},
 	{"wardpool-limit", func(n int) (wardpool.Config[*thing], bool) {
 		a := ward.DefaultAimd

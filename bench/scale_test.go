@@ -281,7 +281,7 @@ func BenchmarkScaleEvict(b *testing.B) {
 					b.Fatal(err)
 				}
 				for i := range n {
-					if !p.Made(i+1, t0, 0) {
+					if !p.Made(i+1, 0, t0, 0) {
 						b.Fatal("Made refused")
 					}
 				}
@@ -309,15 +309,15 @@ func BenchmarkScaleEvict(b *testing.B) {
 					gone = p.Evict(now)
 					evicted += len(gone)
 					for range gone {
-						p.Made(item, now, 0)
+						p.Made(item, 0, now, 0)
 						p.Give(item, now)
 						item++
 					}
 				}
 				b.StopTimer()
 				b.ReportMetric(float64(evicted)/float64(b.N), "evicted/op")
-				if p.Idle() != n {
-					b.Fatalf("idle %d, want %d", p.Idle(), n)
+				if p.Books().Idle != n {
+					b.Fatalf("idle %d, want %d", p.Books().Idle, n)
 				}
 			})
 		}
@@ -362,7 +362,7 @@ func BenchmarkScaleMemory(b *testing.B) {
 					b.Fatal(err)
 				}
 				for i := range n {
-					p.Made(i+1, time.Unix(0, 0), 0)
+					p.Made(i+1, 0, time.Unix(0, 0), 0)
 				}
 				for i := range n {
 					p.Give(i+1, time.Unix(0, 0))

@@ -108,7 +108,7 @@ func ExampleFromBooks() {
 	now := time.Unix(0, 0)
 	for id := 1; id <= 2; id++ {
 		p.Take(now, 0, 0) // Make
-		p.Made(id, now, 0)
+		p.Made(id, 0, now, 0)
 	}
 	p.Take(now, 0, 0) // Wait: both are out
 	p.Give(1, now)

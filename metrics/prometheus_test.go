@@ -266,7 +266,7 @@ func TestCollectorFromBooks(t *testing.T) {
 		if k := p.Take(now, 0, 0).Kind; k != pool.Make {
 			t.Fatalf("Take %d: %v", i, k)
 		}
-		p.Made(i, now, 0)
+		p.Made(i, 0, now, 0)
 	}
 	if k := p.Take(now, 0, 0).Kind; k != pool.Wait {
 		t.Fatalf("full pool answered %v", k)

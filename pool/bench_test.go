@@ -16,7 +16,7 @@ func BenchmarkTakeGive(b *testing.B) {
 			p := mustNew(b, l)
 			c := &conn{1}
 			p.Take(at(0), 0, 0)
-			p.Made(c, at(0), 0)
+			p.Made(c, p.Gen(), at(0), 0)
 			p.Give(c, at(0))
 			now := at(1)
 			b.ReportAllocs()
@@ -43,7 +43,7 @@ func BenchmarkTakeGiveWarded(b *testing.B) {
 	}
 	c := &conn{1}
 	p.Take(now, 0.5, 0)
-	p.Made(c, now, 0)
+	p.Made(c, p.Gen(), now, 0)
 	p.Give(c, now)
 	b.ReportAllocs()
 	i := 0
@@ -61,7 +61,7 @@ func BenchmarkTakeStale(b *testing.B) {
 	p := mustNew(b, Limits{Size: 10, Life: time.Nanosecond})
 	cs := [2]*conn{{1}, {2}}
 	p.Take(at(0), 0, 0)
-	p.Made(cs[0], at(0), 0)
+	p.Made(cs[0], p.Gen(), at(0), 0)
 	p.Give(cs[0], at(0))
 	b.ReportAllocs()
 	i := 0
@@ -74,7 +74,7 @@ func BenchmarkTakeStale(b *testing.B) {
 		}
 		p.Take(now, 0, 0)
 		c := cs[i%2]
-		p.Made(c, now, 0)
+		p.Made(c, p.Gen(), now, 0)
 		p.Give(c, now)
 	}
 }
@@ -107,7 +107,7 @@ func BenchmarkEvictOneDue(b *testing.B) {
 				now := at(0).Add(time.Hour + time.Duration(i)*time.Nanosecond)
 				for _, c := range p.Evict(now) {
 					p.Take(now, 0, 0)
-					p.Made(c, now, 0)
+					p.Made(c, p.Gen(), now, 0)
 					p.Give(c, now)
 				}
 			}
@@ -123,7 +123,7 @@ func fill(b *testing.B, n int) *Pool[*conn] {
 		now := at(0).Add(time.Duration(i))
 		p.Take(now, 0, 0)
 		c := &conn{i}
-		p.Made(c, now, 0)
+		p.Made(c, p.Gen(), now, 0)
 		p.Give(c, now)
 	}
 	return p
@@ -141,7 +141,7 @@ func BenchmarkGiveByItem(b *testing.B) {
 			for i := range items {
 				p.Take(now, 0.5, 0)
 				items[i] = &conn{i}
-				p.Made(items[i], now, 0)
+				p.Made(items[i], p.Gen(), now, 0)
 			}
 			b.ReportAllocs()
 			i := 0

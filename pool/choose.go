@@ -66,7 +66,7 @@ func Pick[T comparable](pools []*Pool[T], now time.Time, first, second float64) 
 		return i
 	case rb < ra:
 		return j
-	case pools[j].Busy() < pools[i].Busy():
+	case pools[j].busy() < pools[i].busy():
 		return j
 	}
 	return i

@@ -22,7 +22,7 @@ func ExamplePool_Take() {
 	p, _ := pool.New[string](pool.Limits{Size: 1, Keep: time.Minute}, ward.Ward{})
 
 	fmt.Println(p.Take(at(0), 0, 0).Kind) // room: open one and report Made
-	p.Made("conn-1", at(0), 0)
+	p.Made("conn-1", p.Gen(), at(0), 0)
 	fmt.Println(p.Take(at(0), 0, 0).Kind) // the one slot is lent: queue
 
 	p.Give("conn-1", at(time.Second))
@@ -31,12 +31,12 @@ func ExamplePool_Take() {
 
 	p.Give("conn-1", at(4*time.Second))
 	stale := p.Take(at(2*time.Minute), 0, 0) // idle too long: close it, ask again
-	fmt.Println(stale.Kind, stale.Item, "live", p.Live())
+	fmt.Println(stale.Kind, stale.Item, "live", p.Books().Live)
 
 	// A token bucket in the ward spaces makes out: one a second.
 	spaced, _ := pool.New[string](pool.Limits{}, ward.Ward{Bucket: ward.NewBucket(1, 1, at(0))})
 	spaced.Take(at(0), 0, 0)
-	spaced.Made("conn-2", at(0), 0)
+	spaced.Made("conn-2", spaced.Gen(), at(0), 0)
 	later := spaced.Take(at(0), 0, 0) // try again after Delay
 	fmt.Println(later.Kind, later.Delay, "by the", later.Guard)
 
@@ -70,7 +70,7 @@ func ExamplePool_Take() {
 func ExamplePool_Books() {
 	p, _ := pool.New[int](pool.Limits{Size: 8}, ward.Ward{})
 	p.Take(t0, 0, 0) // Make
-	p.Made(1, t0, 0)
+	p.Made(1, p.Gen(), t0, 0)
 	p.Give(1, t0.Add(100*time.Millisecond))
 	p.Take(t0.Add(200*time.Millisecond), 0, 0) // Ready 1
 
@@ -89,11 +89,11 @@ func ExamplePool_Books() {
 func ExamplePool_Loans() {
 	p, _ := pool.New[int](pool.Limits{Size: 8}, ward.Ward{})
 	p.Take(t0, 0, 0)
-	p.Made(1, t0, 0)
+	p.Made(1, p.Gen(), t0, 0)
 	p.Give(1, t0.Add(100*time.Millisecond))
 	p.Take(t0.Add(200*time.Millisecond), 0, 0) // 1 is out again from here
 	p.Take(t0.Add(450*time.Millisecond), 0, 0)
-	p.Made(2, t0.Add(450*time.Millisecond), 0)
+	p.Made(2, p.Gen(), t0.Add(450*time.Millisecond), 0)
 
 	const threshold = 250 * time.Millisecond
 	for _, l := range p.Loans(t0.Add(500 * time.Millisecond)) {
@@ -115,7 +115,7 @@ func ExamplePick() {
 		p, _ := pool.New[int](pool.Limits{}, ward.Ward{})
 		for i := range n {
 			p.Take(t0, 0, 0)
-			p.Made(i+1, t0, 0)
+			p.Made(i+1, p.Gen(), t0, 0)
 		}
 		return p
 	}

@@ -154,7 +154,10 @@ func born(id int, extra time.Duration) xRes {
 	return xRes{id: id, age: -int64(extra)}
 }
 
-func (m *xModel) made(id int, extra time.Duration) bool {
+// made is Made; old says the reservation it settles was opened before the
+// last Reset (the Make answer's generation is not the pool's now), so what
+// it makes is of the old generation: lent, and retired when it comes back.
+func (m *xModel) made(id int, extra time.Duration, old bool) bool {
 	reserved := m.making > 0
 	if reserved {
 		m.making--
@@ -173,7 +176,9 @@ func (m *xModel) made(id int, extra time.Duration) bool {
 	if !reserved && (m.lim.Size > 0 && m.live() >= m.lim.Size || m.noLease()) {
 		return false
 	}
-	m.lent = append(m.lent, born(id, extra))
+	r := born(id, extra)
+	r.old = old && reserved
+	m.lent = append(m.lent, r)
 	m.books.Made++
 	m.books.Loans++
 	return true

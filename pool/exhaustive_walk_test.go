@@ -102,6 +102,7 @@ type xCall struct {
 	op    xOp
 	id    int           // Made, Give, Drop
 	extra time.Duration // Made
+	old   bool          // Made: settles a reservation opened before the last Reset
 	roll  float64       // Take
 	cpu   int           // Take
 	step  int64         // opStep, ns
@@ -172,6 +173,11 @@ func (w *xWorld) calls(depth int) []xCall {
 	}
 	out = append(out, xCall{op: opTakeEarlier}, xCall{op: opUnmade})
 	out = append(out, xCall{op: opMade, id: fresh, what: "fresh"})
+	if m.making > 0 {
+		// Made under a reservation taken before the last Reset: the
+		// Make answer's generation, handed back after the pool moved on.
+		out = append(out, xCall{op: opMade, id: fresh, old: true, what: "fresh, reserved before a Reset"})
+	}
 	extras := []time.Duration{math.MinInt64}
 	if m.lim.Life > 0 {
 		extras = []time.Duration{1, -1, math.MinInt64, math.MaxInt64}
@@ -267,7 +273,7 @@ func (w *xWorld) apply(c xCall) xAnswer {
 	case opTake, opTakeEarlier:
 		a.taken = m.take()
 	case opMade:
-		a.ok = m.made(c.id, c.extra)
+		a.ok = m.made(c.id, c.extra, c.old)
 	case opUnmade:
 		m.unmade()
 	case opGive:

@@ -1,7 +1,5 @@
 package pool
 
-import "github.com/wardpool/wardpool/ward"
-
 // Reads of the Pool's insides for the external tests (pool_test): they are
 // part of the test build only, not of the package's API.
 
@@ -20,5 +18,6 @@ func (p *Pool[T]) Limits() Limits { return p.limits }
 // Ceiling returns the ceiling SetCeiling set, and -1 when none is set.
 func (p *Pool[T]) Ceiling() int { return p.ceiling }
 
-// Recordable reports whether a pool behind w can be recorded.
-func Recordable(w ward.Ward) bool { return recordable(w) == nil }
+// Gen is the pool's generation now: what Taken.Gen carries for a Make
+// opened now.
+func (p *Pool[T]) Gen() uint32 { return p.gen }

@@ -143,9 +143,6 @@ func (p *Pool[T]) onLoanEnd(start, t int64, ok bool) {
 // Refusal is the share of new connections the ward's breaker refuses at
 // now, in [0, 1]; zero without a breaker.
 func (p *Pool[T]) Refusal(now time.Time) float64 {
-	if p.rec != nil {
-		return p.recRefusal(now)
-	}
 	if p.ward.Breaker == nil {
 		return 0
 	}

@@ -51,7 +51,7 @@ func TestBreakerShedsMakesToAFailingBackend(t *testing.T) {
 	// holds one still lends it while the breaker refuses makes.
 	now := at(shedAt * 10)
 	c := &conn{1}
-	if !p.Made(c, now, 0) || !p.Give(c, now) {
+	if !p.Made(c, p.Gen(), now, 0) || !p.Give(c, now) {
 		t.Fatal("could not seat a resource")
 	}
 	if tk := p.Take(now, 0, 0); tk.Kind != Ready {
@@ -96,7 +96,7 @@ func TestBackoffHoldsMakesAfterAFailure(t *testing.T) {
 	if tk := p.Take(at(300), 0, 0); tk.Kind != Make {
 		t.Fatalf("take at 300ms = %v", tk.Kind)
 	}
-	p.Made(&conn{1}, at(300), 0) // a success resets the run
+	p.Made(&conn{1}, p.Gen(), at(300), 0) // a success resets the run
 	if tk := p.Take(at(300), 0, 0); tk.Kind != Make {
 		t.Fatalf("take after a success = %v", tk.Kind)
 	}
@@ -115,7 +115,7 @@ func TestBucketSpacesMakesNotLoans(t *testing.T) {
 	if tk := p.Take(at(0), 0, 0); tk.Kind != Make {
 		t.Fatalf("first take %v", tk.Kind)
 	}
-	p.Made(c, at(0), 0)
+	p.Made(c, p.Gen(), at(0), 0)
 	tk := p.Take(at(0), 0, 0)
 	if tk.Kind != Later || tk.Guard != ward.GuardBucket || tk.Delay != 100*time.Millisecond {
 		t.Fatalf("second make at once = %+v, want Later 100ms by bucket", tk)
@@ -136,9 +136,9 @@ func TestLimiterWaitsWhenLeasesAreOut(t *testing.T) {
 	p := warded(t, Limits{Size: 10}, ward.Ward{Limiter: lim})
 	c1, c2 := &conn{1}, &conn{2}
 	p.Take(at(0), 0, 0)
-	p.Made(c1, at(0), 0)
+	p.Made(c1, p.Gen(), at(0), 0)
 	p.Take(at(0), 0, 0)
-	p.Made(c2, at(0), 0)
+	p.Made(c2, p.Gen(), at(0), 0)
 	tk := p.Take(at(1), 0, 0)
 	if tk.Kind != Wait || tk.Guard != ward.GuardLimiter {
 		t.Fatalf("third take = %+v, want Wait by limiter", tk)
@@ -171,7 +171,7 @@ func TestShedderRefusesLendingWhileHotAndFull(t *testing.T) {
 		if tk := p.Take(at(0), 0, 100); tk.Kind != Make {
 			t.Fatalf("take %d on a cool host = %v", i, tk.Kind)
 		}
-		p.Made(&conn{i}, at(0), 0)
+		p.Made(&conn{i}, p.Gen(), at(0), 0)
 	}
 	// At full CPU with thirty in flight, the host is hot and full.
 	tk := p.Take(at(1), 0, 1000)
@@ -217,13 +217,13 @@ func TestMadeWithoutReservationHoldsALease(t *testing.T) {
 	a.Initial, a.Min, a.Max = 1, 1, 1
 	lim := ward.NewLimiter(a)
 	p := warded(t, Limits{}, ward.Ward{Limiter: lim})
-	if !p.Made(&conn{1}, at(0), 0) {
+	if !p.Made(&conn{1}, p.Gen(), at(0), 0) {
 		t.Fatal("unasked-for resource refused with a lease free")
 	}
 	if lim.Inflight() != 1 {
 		t.Fatalf("inflight %d, want the loan's lease", lim.Inflight())
 	}
-	if p.Made(&conn{2}, at(0), 0) {
+	if p.Made(&conn{2}, p.Gen(), at(0), 0) {
 		t.Fatal("second unasked-for resource taken on with no lease left")
 	}
 	if b := p.Books(); b.Waited != 0 || b.Made != 1 || b.Live != 1 {
@@ -253,7 +253,7 @@ func TestBadDrawsAndCPUReadingsAreClamped(t *testing.T) {
 			if i%3 == 0 {
 				p.Unmade(now, rolls[(i+1)%len(rolls)])
 			} else {
-				p.Made(&conn{i}, now, 0)
+				p.Made(&conn{i}, p.Gen(), now, 0)
 			}
 		case Ready:
 			p.Give(tk.Item, now)

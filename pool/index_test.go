@@ -64,14 +64,14 @@ func TestPoolNeverRecognisesANaN(t *testing.T) {
 	if tk := p.Take(at(0), 0.5, 0); tk.Kind != Make {
 		t.Fatalf("Take = %+v, want Make", tk)
 	}
-	if !p.Made(nan, at(0), 0) {
+	if !p.Made(nan, p.Gen(), at(0), 0) {
 		t.Fatal("Made(NaN) refused")
 	}
 	if p.Give(nan, at(1)) || p.Drop(nan, at(1)) || (p.SeatOf(nan) >= 0) {
 		t.Fatal("a NaN was recognised")
 	}
-	if p.Live() != 1 || p.Idle() != 0 {
-		t.Fatalf("%d live, %d idle: the NaN should still count as lent", p.Live(), p.Idle())
+	if p.Books().Live != 1 || p.Books().Idle != 0 {
+		t.Fatalf("%d live, %d idle: the NaN should still count as lent", p.Books().Live, p.Books().Idle)
 	}
 }
 

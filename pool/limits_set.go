@@ -13,9 +13,6 @@ import "time"
 // waiting. SetLimits fails, with an error wrapping ErrLimits and changing
 // nothing, when l has a negative field (see Limits.Validate).
 func (p *Pool[T]) SetLimits(l Limits, now time.Time) ([]T, error) {
-	if p.rec != nil {
-		return p.recLimits(l, now)
-	}
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
@@ -26,7 +23,7 @@ func (p *Pool[T]) SetLimits(l Limits, now time.Time) ([]T, error) {
 	for l.Idle > 0 && p.z.idle > l.Idle {
 		out = append(out, p.retire(p.z.bottom, t, fresh))
 	}
-	for l.Size > 0 && p.Live() > l.Size && p.z.bottom != none {
+	for l.Size > 0 && p.live() > l.Size && p.z.bottom != none {
 		out = append(out, p.retire(p.z.bottom, t, fresh))
 	}
 	return out, nil

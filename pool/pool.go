@@ -72,8 +72,6 @@ type Pool[T comparable] struct {
 	lastDelay time.Duration
 
 	books Books
-
-	rec *Recorder // records every call when set (see Record); nil: off
 }
 
 // New returns an empty pool with limits l and the guards of w in front of
@@ -174,21 +172,6 @@ func (p *Pool[T]) stale(s *seat[T], t int64) int {
 // the books) rather than skipped, so it is closed whether or not the eviction
 // timer has run.
 func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
-	r := p.rec
-	if r != nil {
-		// Recording. Without a ward, a Take that finds an idle resource
-		// answers Ready or Stale, and writes its step itself, below: the
-		// step of nearly every loan, written with no second call (which
-		// measured 1.32x of not recording, through the mutex, against
-		// 1.08x in line; BenchmarkRecordCost). Every other Take goes
-		// through the hook.
-		if p.closed || p.warded || p.z.top == none {
-			return p.recTake(now, roll, cpu)
-		}
-		if len(r.cur)-r.mark >= r.half {
-			p.recRoll(r) // the checkpoint is the state before the step
-		}
-	}
 	if p.closed {
 		return Taken[T]{Kind: Closed}
 	}
@@ -196,11 +179,7 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 	if i := p.z.top; i != none {
 		s := &p.z.s[i]
 		if why := p.stale(s, t); why != fresh {
-			item := p.retire(i, t, why)
-			if r != nil {
-				p.recTook(r, now, roll, cpu, Stale, ward.GuardNone, i, 0)
-			}
-			return Taken[T]{Kind: Stale, Item: item}
+			return Taken[T]{Kind: Stale, Item: p.retire(i, t, why), Seat: i}
 		}
 		if p.warded {
 			if refusal, ok := p.admit(t, roll, cpu, false); !ok {
@@ -212,9 +191,6 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 		p.hint = i
 		p.books.Loans++
 		p.books.Reused++
-		if r != nil {
-			p.recTook(r, now, roll, cpu, Ready, ward.GuardNone, i, int64(sat))
-		}
 		return Taken[T]{Kind: Ready, Item: s.item, Idle: sat, Seat: i}
 	}
 	if g, full := p.full(); full {
@@ -227,12 +203,20 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 		}
 	}
 	p.making++
-	return Taken[T]{Kind: Make}
+	return Taken[T]{Kind: Make, Gen: p.gen}
 }
 
 // Made registers item, opened after Take answered Make, as lent and born at
-// now, and settles that reservation. It reports whether the pool holds item
-// afterwards; when false the caller closes it.
+// now, and settles that reservation. gen is the Make answer's Taken.Gen: the
+// generation the reservation was opened in. It reports whether the pool
+// holds item afterwards; when false the caller closes it.
+//
+// A resource whose reservation was opened before the last Reset is of the
+// old generation, as if it had been made then: it is lent to the caller it
+// was made for (that caller asked before the reset and is owed an answer),
+// and retired when it comes back, never lent again; a ResetFor on its word
+// resets nothing. Credentials rotated or a primary moved while a dial was
+// in flight thus never leave a resource of the old kind in the pool.
 //
 // extra lengthens item's Life, so that resources made together do not all
 // retire together: a runtime draws it for each (Keeper does, from
@@ -250,10 +234,7 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 //   - With no reservation open (Made without Make), item is taken on as lent
 //     if there is room under Size and the ward's limiter has a lease for it;
 //     otherwise it is refused (false) and nothing is counted.
-func (p *Pool[T]) Made(item T, now time.Time, extra time.Duration) bool {
-	if p.rec != nil {
-		return p.recMade(item, now, extra)
-	}
+func (p *Pool[T]) Made(item T, gen uint32, now time.Time, extra time.Duration) bool {
 	t := p.clock(now)
 	reserved := p.making > 0
 	if reserved {
@@ -279,15 +260,17 @@ func (p *Pool[T]) Made(item T, now time.Time, extra time.Duration) bool {
 	if !reserved {
 		// A resource nobody asked for: it needs room under Size (and the
 		// ceiling) and the lease and flight every loan holds (asked with a
-		// cool CPU reading and no breaker: it is made already).
+		// cool CPU reading and no breaker: it is made already). It is of
+		// the current generation: no reservation says otherwise.
 		if _, full := p.full(); full {
 			return false
 		}
 		if _, ok := p.admit(t, 0, 0, false); !ok {
 			return false
 		}
+		gen = p.gen
 	}
-	i := p.z.add(item, t, p.gen)
+	i := p.z.add(item, t, gen)
 	p.z.s[i].born = shift(t, extra)
 	p.books.Made++
 	p.books.Loans++
@@ -316,10 +299,6 @@ func shift(t int64, d time.Duration) int64 {
 // releases the lease without a sample. With no reservation open, Unmade does
 // nothing.
 func (p *Pool[T]) Unmade(now time.Time, roll float64) {
-	if p.rec != nil {
-		p.recUnmade(now, roll)
-		return
-	}
 	t := p.clock(now)
 	if p.making == 0 {
 		return
@@ -348,18 +327,6 @@ func (p *Pool[T]) Unmade(now time.Time, roll float64) {
 // reservation, born now, and is then given back as any other. A resource given back past Life is kept: Take
 // answers it Stale, or Evict retires it, as the next look at it will.
 func (p *Pool[T]) Give(item T, now time.Time) bool {
-	r := p.rec
-	if r != nil {
-		// Recording: the return of the resource lent last, the other
-		// step of nearly every loan, writes its step itself, below (see
-		// Take); every other Give goes through the hook.
-		if h := p.hint; h == none || p.z.s[h].st() != lent || p.z.s[h].item != item {
-			return p.recGive(item, now)
-		}
-		if len(r.cur)-r.mark >= r.half {
-			p.recRoll(r)
-		}
-	}
 	t, back := p.back(now)
 	i, held := p.hint, true
 	if i == none || p.z.s[i].st() != lent || p.z.s[i].item != item {
@@ -383,11 +350,7 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 		p.books.Retired++
 		return false
 	}
-	ok := p.giveLent(i, max(back, p.z.s[i].since))
-	if r != nil {
-		p.recGave(r, now, uint64(i)+1, ok)
-	}
-	return ok
+	return p.giveLent(i, max(back, p.z.s[i].since))
 }
 
 // back is now on the pool's scale for Give: the pool's instant t (never
@@ -409,7 +372,7 @@ func (p *Pool[T]) giveLent(i int32, t int64) bool {
 		p.onLoanEnd(p.z.s[i].since, t, true)
 	}
 	if p.closed || p.z.s[i].gen() != p.gen || (p.limits.Idle > 0 && p.z.idle >= p.limits.Idle) ||
-		(p.ceiling >= 0 && p.Live() > p.ceiling) || (p.limits.Size > 0 && p.Live() > p.limits.Size) {
+		(p.ceiling >= 0 && p.live() > p.ceiling) || (p.limits.Size > 0 && p.live() > p.limits.Size) {
 		p.z.remove(i)
 		p.books.Retired++
 		return false
@@ -423,9 +386,6 @@ func (p *Pool[T]) giveLent(i int32, t int64) bool {
 // what keeps Live honest: without it a failed connection would hold a slot
 // for ever. Dropping an unknown item does nothing and answers false.
 func (p *Pool[T]) Drop(item T, now time.Time) bool {
-	if p.rec != nil {
-		return p.recDrop(item, now)
-	}
 	t := p.clock(now)
 	i, held := p.z.find(item)
 	if !held {
@@ -448,9 +408,6 @@ func (p *Pool[T]) Drop(item T, now time.Time) bool {
 // idle resources with nothing expired answers in constant time (see
 // seats.go).
 func (p *Pool[T]) Evict(now time.Time) []T {
-	if p.rec != nil {
-		return p.recEvict(now)
-	}
 	t := p.clock(now)
 	var out []T
 	// The bottom of the idle list has sat longest, the top of the birth
@@ -514,9 +471,6 @@ func (p *Pool[T]) Next() (time.Time, bool) {
 // it off as usual. Open reservations settle through Made (false) or Unmade.
 // Closing a closed pool returns nil.
 func (p *Pool[T]) Close() []T {
-	if p.rec != nil {
-		return p.recClose()
-	}
 	if p.closed {
 		return nil
 	}
@@ -533,19 +487,16 @@ func (p *Pool[T]) drainIdle(t int64) []T {
 	return out
 }
 
-// Live is how many resources exist: idle, lent, and being made.
-func (p *Pool[T]) Live() int { return p.z.idle + p.z.lent + p.making }
+// live is how many resources exist: idle, lent, and being made.
+func (p *Pool[T]) live() int { return p.z.idle + p.z.lent + p.making }
 
-// Idle is how many resources sit in the pool.
-func (p *Pool[T]) Idle() int { return p.z.idle }
-
-// Busy is how many resources are lent or being made.
-func (p *Pool[T]) Busy() int { return p.z.lent + p.making }
+// busy is how many resources are lent or being made.
+func (p *Pool[T]) busy() int { return p.z.lent + p.making }
 
 // Books returns the gauges and counters as one reading.
 func (p *Pool[T]) Books() Books {
 	b := p.books
-	b.Live, b.Idle, b.Busy = p.Live(), p.Idle(), p.Busy()
+	b.Live, b.Idle, b.Busy = p.live(), p.z.idle, p.busy()
 	return b
 }
 
@@ -554,16 +505,9 @@ func (p *Pool[T]) Books() Books {
 // forgotten, only the caller knows how long its work may take: the caller
 // compares Held with its own threshold.
 func (p *Pool[T]) Loans(now time.Time) []Lent[T] {
-	if p.rec != nil {
-		return p.recLoans(nil, now)
-	}
-	return p.appendLoans(nil, now)
-}
-
-// appendLoans is Loans appending to dst.
-func (p *Pool[T]) appendLoans(dst []Lent[T], now time.Time) []Lent[T] {
 	t := p.clock(now)
-	start := len(dst)
+	var dst []Lent[T]
+	start := 0
 	for i := range p.z.s {
 		if s := &p.z.s[i]; s.st() == lent {
 			dst = append(dst, Lent[T]{Item: s.item, Held: time.Duration(t - s.since)})

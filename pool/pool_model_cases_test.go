@@ -93,9 +93,9 @@ func TestModelLimits(t *testing.T) {
 // the caller to close while it stays on the books.
 func TestModelMadeAfterCloseHeld(t *testing.T) {
 	p, _ := pool.New[int](pool.Limits{}, ward.Ward{})
-	p.Made(1, base, 0)
+	p.Made(1, p.Gen(), base, 0)
 	p.Close()
-	if got := p.Made(1, base, 0); got != p.Holds(1) {
+	if got := p.Made(1, p.Gen(), base, 0); got != p.Holds(1) {
 		t.Errorf("Made(1) after Close = %v while Holds(1) = %v; the caller would close a handle the pool still lends", got, p.Holds(1))
 	}
 }
@@ -106,13 +106,13 @@ func TestModelMadeAfterCloseHeld(t *testing.T) {
 func TestModelMadeUnreservedLease(t *testing.T) {
 	lim := ward.NewLimiter(ward.Aimd{Initial: 1, Min: 1, Max: 1})
 	p, _ := pool.New[int](pool.Limits{}, ward.Ward{Limiter: lim})
-	p.Made(1, base, 0)
+	p.Made(1, p.Gen(), base, 0)
 	first := p.Take(base, 0, 0)
 	p.Give(1, base)
 	second := p.Take(base, 0, 0)
-	if lim.Inflight() != p.Busy() {
+	if lim.Inflight() != p.Books().Busy {
 		t.Errorf("after Made(1) without Make, Take = %v, Give(1), Take = %v: limiter has %d leases for %d busy (limit 1)",
-			first.Kind, second.Kind, lim.Inflight(), p.Busy())
+			first.Kind, second.Kind, lim.Inflight(), p.Books().Busy)
 	}
 }
 
@@ -166,7 +166,7 @@ func TestModelJitterExtremes(t *testing.T) {
 	} {
 		p, _ := pool.New[int](pool.Limits{Life: time.Minute}, ward.Ward{})
 		p.Take(base, 0, 0)
-		p.Made(1, base.Add(time.Second), c.extra)
+		p.Made(1, p.Gen(), base.Add(time.Second), c.extra)
 		p.Give(1, base.Add(2*time.Second))
 		if got := p.Take(base.Add(3*time.Second), 0, 0); got.Kind != c.want {
 			t.Errorf("MadeJitter(extra %v), Give, Take = %v, want %v", c.extra, got.Kind, c.want)
@@ -279,8 +279,8 @@ func TestModelPick(t *testing.T) {
 		}
 		if n == 2 && open == 2 {
 			other := 1 - got
-			if pools[other].Busy() < pools[got].Busy() {
-				rt.Fatalf("Pick of two open pools with %d and %d busy chose %d", pools[0].Busy(), pools[1].Busy(), got)
+			if pools[other].Books().Busy < pools[got].Books().Busy {
+				rt.Fatalf("Pick of two open pools with %d and %d busy chose %d", pools[0].Books().Busy, pools[1].Books().Busy, got)
 			}
 		}
 	})
@@ -307,7 +307,7 @@ func TestModelFarFirstInstant(t *testing.T) {
 		p, _ := pool.New[int](pool.Limits{Keep: time.Minute, Life: time.Minute}, ward.Ward{})
 		p.Evict(first)
 		p.Take(base, 0, 0)
-		p.Made(1, base, 0)
+		p.Made(1, p.Gen(), base, 0)
 		p.Give(1, base.Add(time.Second))
 		if got := p.Take(base.Add(2*time.Second), 0, 0); got.Kind != pool.Ready {
 			t.Errorf("first instant %v: Take after 1s idle = %v, want Ready", first, got.Kind)

@@ -55,8 +55,8 @@ func (d *driver) check() {
 	if want := m.booksNow(); b != want {
 		d.fail("Books (-model +pool):\n%s", cmp.Diff(want, b))
 	}
-	if b.Live != p.Live() || b.Idle != p.Idle() || b.Busy != p.Busy() {
-		d.fail("Books gauges %d/%d/%d differ from Live/Idle/Busy %d/%d/%d", b.Live, b.Idle, b.Busy, p.Live(), p.Idle(), p.Busy())
+	if b.Live != p.Books().Live || b.Idle != p.Books().Idle || b.Busy != p.Books().Busy {
+		d.fail("Books gauges %d/%d/%d differ from Live/Idle/Busy %d/%d/%d", b.Live, b.Idle, b.Busy, p.Books().Live, p.Books().Idle, p.Books().Busy)
 	}
 	if b.Live != b.Idle+b.Busy {
 		d.fail("live %d != idle %d + busy %d", b.Live, b.Idle, b.Busy)
@@ -168,8 +168,8 @@ func (d *driver) checkLoansDisjoint(loans []pool.Lent[int]) string {
 			return fmt.Sprintf("item %d lent but not held", l.Item)
 		}
 	}
-	if idle := d.p.Live() - d.p.Making() - len(loans); idle != d.p.Idle() {
-		return fmt.Sprintf("held minus lent is %d, Idle() is %d", idle, d.p.Idle())
+	if idle := d.p.Books().Live - d.p.Making() - len(loans); idle != d.p.Books().Idle {
+		return fmt.Sprintf("held minus lent is %d, Idle() is %d", idle, d.p.Books().Idle)
 	}
 	return ""
 }
@@ -181,7 +181,7 @@ func (d *driver) finish() {
 	d.t.Helper()
 	d.now = d.now.Add(time.Second)
 	before := d.m.heldSet()
-	got, want := d.p.Close(), d.m.close()
+	got, want := d.c.Close(), d.m.close()
 	d.logf("Close() = %v", got)
 	if !sameItems(got, want) {
 		d.fail("final Close(), in any order (-model +pool):\n%s", diffItems(want, got))
@@ -190,7 +190,7 @@ func (d *driver) finish() {
 	for len(d.m.lent) > 0 {
 		item := d.m.lent[0].item
 		before := d.m.heldSet()
-		g, w := d.p.Give(item, d.now), d.m.give(item, d.now)
+		g, w := d.c.Give(item, d.now), d.m.give(item, d.now)
 		d.logf("Give(%d) = %v", item, g)
 		if g || w {
 			d.fail("Give(%d) after Close: got %v, want false", item, g)
@@ -199,7 +199,7 @@ func (d *driver) finish() {
 		d.check()
 	}
 	for d.m.making > 0 {
-		d.p.Unmade(d.now, 0)
+		d.c.Unmade(d.now, 0)
 		d.m.unmade(d.now)
 		d.logf("Unmade")
 		d.check()

@@ -1,6 +1,7 @@
 package pool_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -91,10 +93,27 @@ func refusingWard(s source, now time.Time) ward.Ward {
 	}
 }
 
+// calls are the Pool's methods that change it: what a recorder wraps.
+type calls interface {
+	Take(now time.Time, roll float64, cpu int) pool.Taken[int]
+	Made(item int, gen uint32, now time.Time, extra time.Duration) bool
+	Unmade(now time.Time, roll float64)
+	Give(item int, now time.Time) bool
+	Drop(item int, now time.Time) bool
+	Evict(now time.Time) []int
+	Close() []int
+	Reset(now time.Time) []int
+	SetCeiling(n int, now time.Time) []int
+	SetLimits(l pool.Limits, now time.Time) ([]int, error)
+	Refusal(now time.Time) float64
+	Loans(now time.Time) []pool.Lent[int]
+}
+
 // driver runs one pool and one model side by side.
 type driver struct {
 	t   tb
-	p   *pool.Pool[int]
+	p   *pool.Pool[int] // read directly (test-only reads, SeatOf)
+	c   calls           // every call that changes p: p itself, or its recorder
 	m   *model
 	w   ward.Ward
 	wk  wardKind
@@ -254,13 +273,15 @@ func runOps(t tb, s source, steps int, wk wardKind, ops string) {
 	if err != nil {
 		t.Fatalf("New(%+v): %v", lim, err)
 	}
-	d := &driver{t: t, p: p, m: &model{lim: lim, ceil: -1}, w: w, wk: wk, lim: lim, now: start, foreign: 1, ops: ops}
+	d := &driver{t: t, p: p, c: p, m: &model{lim: lim, ceil: -1}, w: w, wk: wk, lim: lim, now: start, foreign: 1, ops: ops}
 	// With the runtime's calls and a ward a recording can rebuild, the run
 	// is recorded (in a small ring, so that it rolls) and must replay.
-	recorded := ops == opTableRuntime && pool.Recordable(w)
-	if recorded {
-		if err := p.Record(pool.NewRecorder(pool.MinRecordLimit)); err != nil {
-			t.Fatalf("Record: %v", err)
+	var rec *record.Pool[int]
+	if ops == opTableRuntime {
+		if rec, err = record.Wrap(p, record.New(record.MinLimit), start); err == nil {
+			d.c = rec
+		} else if !errors.Is(err, record.ErrUnrecordable) {
+			t.Fatalf("Wrap: %v", err)
 		}
 	}
 	if s.intn(3, "warm?") == 1 {
@@ -270,8 +291,8 @@ func runOps(t tb, s source, steps int, wk wardKind, ops string) {
 		d.step(s)
 	}
 	d.finish()
-	if recorded {
-		if err := pool.Replay(p.Recording(nil)); err != nil {
+	if rec != nil {
+		if err := record.Replay(rec.Recording(nil)); err != nil {
 			d.fail("the run's recording does not replay: %v", err)
 		}
 	}
@@ -308,7 +329,7 @@ func (d *driver) warm(s source) {
 		}
 		item := d.m.idle[s.intn(len(d.m.idle), "churn drop")].item
 		before := d.m.heldSet()
-		g, w := d.p.Drop(item, d.now), d.m.drop(item, d.now)
+		g, w := d.c.Drop(item, d.now), d.m.drop(item, d.now)
 		d.logf("Drop(%d, %v) = %v", item, d.now.Sub(base), g)
 		if g != w || !g {
 			d.fail("Drop(%d): got %v, want %v", item, g, w)
@@ -349,7 +370,7 @@ func (d *driver) warmMake(s source) int {
 	item := d.fresh
 	d.see(item)
 	extra := time.Duration(s.intn(201, "warm extra")-100) * time.Millisecond
-	g, w := d.p.Made(item, d.now, extra), d.m.made(item, d.now, extra)
+	g, w := d.c.Made(item, uint32(d.m.gen), d.now, extra), d.m.made(item, d.m.gen, d.now, extra)
 	d.logf("MadeJitter(%d, %v, %v) = %v", item, d.now.Sub(base), extra, g)
 	if g != w || !g {
 		d.fail("MadeJitter: got %v, want %v", g, w)
@@ -363,7 +384,7 @@ func (d *driver) warmMake(s source) int {
 func (d *driver) warmGive(item int) {
 	d.t.Helper()
 	before := d.m.heldSet()
-	g, w := d.p.Give(item, d.now), d.m.give(item, d.now)
+	g, w := d.c.Give(item, d.now), d.m.give(item, d.now)
 	d.logf("Give(%d, %v) = %v", item, d.now.Sub(base), g)
 	if g != w {
 		d.fail("Give(%d): got %v, want %v", item, g, w)
@@ -404,13 +425,14 @@ func (d *driver) step(s source) {
 		arg, hasArg = item, true
 		d.see(item)
 		mayRefuse := d.mayRefuseMade(item)
-		got := d.p.Made(item, now, 0)
+		gen := d.drawGen(s)
+		got := d.c.Made(item, uint32(gen), now, 0)
 		var want bool
 		if mayRefuse && !got {
 			d.m.clock(now) // the ward's shedder or limiter said no: nothing changes
 			d.reach("Made refused by the ward")
 		} else {
-			want = d.m.made(item, now, 0)
+			want = d.m.made(item, gen, now, 0)
 		}
 		d.logf("Made(%d %s, %v) = %v", item, kind, at, got)
 		d.reach(fmt.Sprint("Made ", kind, " ", got, d.m.closed))
@@ -426,13 +448,14 @@ func (d *driver) step(s source) {
 		d.see(item)
 		extra := time.Duration(s.intn(201, "extra")-100) * time.Millisecond
 		mayRefuse := d.mayRefuseMade(item)
-		got := d.p.Made(item, now, extra)
+		gen := d.drawGen(s)
+		got := d.c.Made(item, uint32(gen), now, extra)
 		var want bool
 		if mayRefuse && !got {
 			d.m.clock(now) // the ward's shedder or limiter said no: nothing changes
 			d.reach("Made refused by the ward")
 		} else {
-			want = d.m.made(item, now, extra)
+			want = d.m.made(item, gen, now, extra)
 		}
 		d.logf("MadeJitter(%d %s, %v, %v) = %v", item, kind, at, extra, got)
 		d.reach(fmt.Sprint("MadeJitter ", kind, " ", got))
@@ -444,14 +467,14 @@ func (d *driver) step(s source) {
 		}
 	case op == 'u':
 		roll := draw(s)
-		d.p.Unmade(now, roll)
+		d.c.Unmade(now, roll)
 		d.m.unmade(now)
 		d.logf("Unmade(%v)", at)
 	case op == 'g':
 		item, kind := d.pickItem(s, "give", true)
 		arg, hasArg = item, true
 		d.see(item)
-		got, want := d.p.Give(item, now), d.m.give(item, now)
+		got, want := d.c.Give(item, now), d.m.give(item, now)
 		d.logf("Give(%d %s, %v) = %v", item, kind, at, got)
 		d.reach(fmt.Sprint("Give ", kind, " ", got, d.m.closed))
 		if got != want {
@@ -464,7 +487,7 @@ func (d *driver) step(s source) {
 		item, kind := d.pickItem(s, "drop", false)
 		arg, hasArg = item, true
 		d.see(item)
-		got, want := d.p.Drop(item, now), d.m.drop(item, now)
+		got, want := d.c.Drop(item, now), d.m.drop(item, now)
 		d.logf("Drop(%d %s, %v) = %v", item, kind, at, got)
 		d.reach(fmt.Sprint("Drop ", kind, " ", got))
 		if got != want {
@@ -476,7 +499,7 @@ func (d *driver) step(s source) {
 		if at, ok := d.m.next(); ok && d.m.started && !d.m.at().After(at) {
 			edge = !now.Before(at.Add(-time.Nanosecond)) && !now.After(at)
 		}
-		got, want := d.p.Evict(now), d.m.evict(now)
+		got, want := d.c.Evict(now), d.m.evict(now)
 		if edge {
 			d.reach("Evict at an edge")
 		}
@@ -487,12 +510,12 @@ func (d *driver) step(s source) {
 		}
 		handed = append(handed, got...)
 	case op == 'l':
-		got, want := d.p.Loans(now), d.m.loans(now)
+		got, want := d.c.Loans(now), d.m.loans(now)
 		d.logf("Loans(%v) = %v", at, got)
 		d.reach(fmt.Sprint("Loans ", len(got) > 0))
 		d.checkLoans("Loans", got, want)
 	case op == 'r':
-		got := d.p.Refusal(now)
+		got := d.c.Refusal(now)
 		if d.w.Breaker != nil {
 			d.m.clock(now) // only a breaker reads the clock
 		}
@@ -505,7 +528,7 @@ func (d *driver) step(s source) {
 			d.fail("Refusal(%v) = %v, want 0 (no breaker refusing)", at, got)
 		}
 	case op == 'R':
-		got, want := d.p.Reset(now), d.m.reset(now)
+		got, want := d.c.Reset(now), d.m.reset(now)
 		d.logf("Reset(%v) = %v", at, got)
 		d.reach(fmt.Sprint("Reset ", len(got) > 0))
 		if !sameItems(got, want) {
@@ -514,7 +537,7 @@ func (d *driver) step(s source) {
 		handed = append(handed, got...)
 	case op == 'C':
 		n := s.intn(d.lim.Size+3, "ceiling") - 1 // -1 (none) to Size+1
-		got, want := d.p.SetCeiling(n, now), d.m.setCeiling(n, now)
+		got, want := d.c.SetCeiling(n, now), d.m.setCeiling(n, now)
 		d.logf("SetCeiling(%d, %v) = %v", n, at, got)
 		d.reach(fmt.Sprint("SetCeiling ", n >= 0, " ", len(got) > 0))
 		if c := d.p.Ceiling(); c != n {
@@ -526,7 +549,7 @@ func (d *driver) step(s source) {
 		handed = append(handed, got...)
 	case op == 'S':
 		l := d.drawLimits(s)
-		got, err := d.p.SetLimits(l, now)
+		got, err := d.c.SetLimits(l, now)
 		if err != nil {
 			d.fail("SetLimits(%+v, %v): %v", l, at, err)
 		}
@@ -539,7 +562,7 @@ func (d *driver) step(s source) {
 		}
 		handed = append(handed, got...)
 	case op == 'c' && s.intn(5, "really close") == 2:
-		got, want := d.p.Close(), d.m.close()
+		got, want := d.c.Close(), d.m.close()
 		d.logf("Close() = %v", got)
 		d.reach(fmt.Sprint("Close ", len(got) > 0))
 		if !sameItems(got, want) {
@@ -581,7 +604,10 @@ func (d *driver) drawLimits(s source) pool.Limits {
 
 // take calls Take on both, letting the model accept a ward's refusal.
 func (d *driver) take(now time.Time, roll float64, cpu int) (got, want pool.Taken[int]) {
-	got = d.p.Take(now, roll, cpu)
+	got = d.c.Take(now, roll, cpu)
+	if got.Kind == pool.Stale {
+		got.Seat = 0 // the seat it left: the model does not number seats
+	}
 	if got.Kind == pool.Ready {
 		// The seat is the pool's own numbering, which the model does not
 		// keep: it must be the one the pool holds the item in.
@@ -594,6 +620,17 @@ func (d *driver) take(now time.Time, roll float64, cpu int) (got, want pool.Take
 		return got, d.m.takeOr(now, &got)
 	}
 	return got, d.m.take(now)
+}
+
+// drawGen draws the generation a Made hands back: the pool's now, or, once
+// a Reset has moved it on, now and then an older one: a make reserved
+// before the Reset landing after it.
+func (d *driver) drawGen(s source) int {
+	if d.m.gen > 0 && s.intn(4, "old gen") == 0 {
+		d.reach("Made of a reservation older than the last Reset")
+		return d.m.gen - 1 - s.intn(min(d.m.gen, 3), "how old")
+	}
+	return d.m.gen
 }
 
 // mayRefuseMade reports whether the ward may refuse Made(item) now: with no

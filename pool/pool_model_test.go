@@ -173,12 +173,15 @@ func (m *model) takeOr(now time.Time, refused *pool.Taken[int]) pool.Taken[int] 
 		return r
 	}
 	m.making++
-	return pool.Taken[int]{Kind: pool.Make}
+	return pool.Taken[int]{Kind: pool.Make, Gen: uint32(m.gen)}
 }
 
-// made is Made (extra 0) and MadeJitter. It answers whether the pool holds
-// item afterwards, which is what Made's documentation promises.
-func (m *model) made(item int, now time.Time, extra time.Duration) bool {
+// made is Made. It answers whether the pool holds item afterwards, which
+// is what Made's documentation promises. gen is the generation the
+// reservation was opened in: a resource made under an older one is of that
+// generation, retired when it comes back; one made with no reservation is
+// of the current one.
+func (m *model) made(item int, gen int, now time.Time, extra time.Duration) bool {
 	t := m.clock(now)
 	reserved := m.making > 0
 	if reserved {
@@ -197,7 +200,10 @@ func (m *model) made(item int, now time.Time, extra time.Duration) bool {
 	if !reserved && ((m.lim.Size > 0 && m.live() >= m.lim.Size) || (m.ceil >= 0 && m.live() >= m.ceil)) {
 		return false
 	}
-	m.lent = append(m.lent, mseat{item: item, born: t + int64(extra), since: t, gen: m.gen})
+	if !reserved {
+		gen = m.gen
+	}
+	m.lent = append(m.lent, mseat{item: item, born: t + int64(extra), since: t, gen: gen})
 	m.books.Made++
 	m.books.Loans++
 	return true

@@ -26,7 +26,7 @@ func TestResetRetiresIdleNowAndLentOnReturn(t *testing.T) {
 	p, _ := New[string](Limits{Size: 4}, ward.Ward{})
 	t0 := time.Unix(100, 0)
 	for _, s := range []string{"a", "b", "c"} {
-		if p.Take(t0, 0, 0).Kind != Make || !p.Made(s, t0, 0) {
+		if p.Take(t0, 0, 0).Kind != Make || !p.Made(s, p.Gen(), t0, 0) {
 			t.Fatal("make")
 		}
 	}
@@ -38,7 +38,7 @@ func TestResetRetiresIdleNowAndLentOnReturn(t *testing.T) {
 	if p.gen != gen+1 {
 		t.Fatal("Reset did not move the generation on")
 	}
-	if p.Take(t0, 0, 0).Kind != Make || !p.Made("d", t0, 0) {
+	if p.Take(t0, 0, 0).Kind != Make || !p.Made("d", p.Gen(), t0, 0) {
 		t.Fatal("make after Reset")
 	}
 	if p.Give("b", t0) {
@@ -87,7 +87,7 @@ func TestResetForOncePerGeneration(t *testing.T) {
 	p, _ := New[int](Limits{Size: 8}, ward.Ward{})
 	t0 := time.Unix(100, 0)
 	for i := range 6 {
-		if p.Take(t0, 0, 0).Kind != Make || !p.Made(i, t0, 0) {
+		if p.Take(t0, 0, 0).Kind != Make || !p.Made(i, p.Gen(), t0, 0) {
 			t.Fatal("make")
 		}
 	}
@@ -103,7 +103,7 @@ func TestResetForOncePerGeneration(t *testing.T) {
 		t.Fatal("the failing resource was kept after its reset")
 	}
 	// The reset's room is dialled at once, with the new generation.
-	if p.Take(t0, 0, 0).Kind != Make || !p.Made(10, t0, 0) {
+	if p.Take(t0, 0, 0).Kind != Make || !p.Made(10, p.Gen(), t0, 0) {
 		t.Fatal("make after reset")
 	}
 	resets := 0
@@ -118,7 +118,7 @@ func TestResetForOncePerGeneration(t *testing.T) {
 	if resets != 0 {
 		t.Fatalf("%d more resets from the old generation, want 0", resets)
 	}
-	if !p.Give(10, t0) || p.Idle() != 1 {
+	if !p.Give(10, t0) || p.Books().Idle != 1 {
 		t.Fatal("the resource made after the reset was not kept")
 	}
 	if _, ok := p.ResetFor(99, t0); ok {
@@ -134,55 +134,11 @@ func TestResetForOncePerGeneration(t *testing.T) {
 	}
 }
 
-// TestResetForIsRecordedAsReset: a recording holds a ResetFor that reset
-// as a Reset step, and one that did not as nothing; it replays.
-func TestResetForIsRecordedAsReset(t *testing.T) {
-	p, _ := New[*int](Limits{Size: 4}, ward.Ward{})
-	if err := p.Record(NewRecorder(1024)); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Unix(50, 0)
-	a, b, c := new(int), new(int), new(int)
-	for _, r := range []*int{a, b, c} {
-		p.Take(now, 0, 0)
-		p.Made(r, now, 0)
-	}
-	p.Give(c, now)
-	if _, ok := p.ResetFor(a, now); !ok {
-		t.Fatal("no reset")
-	}
-	if _, ok := p.ResetFor(b, now); ok {
-		t.Fatal("a second reset from the old generation")
-	}
-	p.Give(a, now)
-	p.Give(b, now)
-	data := p.Recording(nil)
-	if err := Replay(data); err != nil {
-		t.Fatalf("replay: %v", err)
-	}
-	rc, err := ReadRecording(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resets := 0
-	for _, s := range rc.Steps {
-		if s.Op == OpReset {
-			resets++
-		}
-	}
-	if resets != 1 {
-		t.Fatalf("%d Reset steps, want 1", resets)
-	}
-}
-
 func TestUnreserveIsARefusalNotAFailure(t *testing.T) {
 	t0 := time.Unix(100, 0)
 	br := ward.NewBreaker(ward.DefaultSre, t0)
 	var b ward.Backoff = ward.DefaultBackoff
 	p, _ := New[string](Limits{Size: 1}, ward.Ward{Breaker: br, Backoff: &b})
-	if err := p.Record(NewRecorder(0)); err != nil {
-		t.Fatal(err)
-	}
 	if a := p.Take(t0, 0.5, 0); a.Kind != Make {
 		t.Fatalf("Take = %v, want Make", a.Kind)
 	}
@@ -202,21 +158,42 @@ func TestUnreserveIsARefusalNotAFailure(t *testing.T) {
 	if bk := p.Books(); bk.Shed != 2 || bk.Live != 0 {
 		t.Fatalf("books %+v", bk)
 	}
-	// Recorded with the guard, and replayed to the same answers.
-	rc, err := ReadRecording(p.Recording(nil))
-	if err != nil {
-		t.Fatal(err)
+}
+
+// TestMadeUnderAReservationFromBeforeAReset: a dial in flight when Reset
+// is called makes a resource of the old generation. It serves the caller
+// it was made for once, is retired on its return, and never resets the
+// pool on its own word; a reservation opened after the Reset makes one of
+// the new generation, which is kept.
+func TestMadeUnderAReservationFromBeforeAReset(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	p, _ := New[string](Limits{Size: 3}, ward.Ward{})
+	before := p.Take(t0, 0, 0)
+	if before.Kind != Make {
+		t.Fatalf("Take = %v, want Make", before.Kind)
 	}
-	if err := rc.Replay(); err != nil {
-		t.Fatal(err)
+	p.Reset(t0)
+	after := p.Take(t0, 0, 0)
+	if after.Kind != Make || after.Gen == before.Gen {
+		t.Fatalf("Take after Reset = %+v: want a Make of a new generation (before: %d)", after, before.Gen)
 	}
-	n := 0
-	for _, s := range rc.Steps {
-		if s.Op == OpUnreserve && s.Guard == ward.GuardShared {
-			n++
-		}
+	// The newer dial lands first; then the older one.
+	if !p.Made("new", after.Gen, t0, 0) || !p.Made("old", before.Gen, t0, 0) {
+		t.Fatal("Made refused a reservation's resource")
 	}
-	if n != 3 {
-		t.Fatalf("%d Unreserve steps recorded, want 3", n)
+	if _, reset := p.ResetFor("old", t0); reset {
+		t.Fatal("a resource of the old generation reset the pool")
+	}
+	if p.Give("old", t0) {
+		t.Fatal("the old generation's resource was kept on its return")
+	}
+	if !p.Give("new", t0) {
+		t.Fatal("the new generation's resource was not kept")
+	}
+	if tk := p.Take(t0, 0, 0); tk.Kind != Ready || tk.Item != "new" {
+		t.Fatalf("Take = %+v, want the new one Ready", tk)
+	}
+	if b := p.Books(); b.Retired != 1 || b.Made != 2 || b.Live != 1 {
+		t.Fatalf("books %+v: want 2 made, 1 retired, 1 live", b)
 	}
 }

@@ -74,7 +74,7 @@ func run(t *testing.T, p *Pool[*conn], steps []step) {
 				got = strings.Fields(got)[0]
 			}
 		case "made":
-			got = fmt.Sprint(p.Made(get(s.c), now, 0))
+			got = fmt.Sprint(p.Made(get(s.c), p.Gen(), now, 0))
 		case "unmade":
 			p.Unmade(now, 0.5)
 			got = ""
@@ -92,9 +92,9 @@ func run(t *testing.T, p *Pool[*conn], steps []step) {
 		if got != s.want {
 			t.Fatalf("step %d %s at %dms: got %q, want %q", i, s.op, s.ms, got, s.want)
 		}
-		if p.Live() != s.live || p.Idle() != s.idle {
+		if p.Books().Live != s.live || p.Books().Idle != s.idle {
 			t.Fatalf("step %d %s at %dms: live %d idle %d, want live %d idle %d",
-				i, s.op, s.ms, p.Live(), p.Idle(), s.live, s.idle)
+				i, s.op, s.ms, p.Books().Live, p.Books().Idle, s.live, s.idle)
 		}
 		checkBooks(t, p)
 	}
@@ -186,9 +186,9 @@ func TestMadeJitterExtendsLife(t *testing.T) {
 	p := mustNew(t, Limits{Life: 100 * time.Millisecond})
 	a, b := &conn{1}, &conn{2}
 	p.Take(at(0), 0, 0)
-	p.Made(a, at(0), 50*time.Millisecond)
+	p.Made(a, p.Gen(), at(0), 50*time.Millisecond)
 	p.Take(at(0), 0, 0)
-	p.Made(b, at(0), 0)
+	p.Made(b, p.Gen(), at(0), 0)
 	p.Give(a, at(1))
 	p.Give(b, at(1))
 	got := p.Evict(at(120))
@@ -240,10 +240,10 @@ func TestZeroMeansNoLimit(t *testing.T) {
 		if k := p.Take(at(0), 0, 0).Kind; k != Make {
 			t.Fatalf("take %d = %v, want Make with no Size limit", i, k)
 		}
-		p.Made(&conn{i}, at(0), 0)
+		p.Made(&conn{i}, p.Gen(), at(0), 0)
 	}
-	if p.Live() != 1000 {
-		t.Fatalf("live %d", p.Live())
+	if p.Books().Live != 1000 {
+		t.Fatalf("live %d", p.Books().Live)
 	}
 	if got := p.Evict(at(1 << 30)); got != nil {
 		t.Fatalf("evict with no ages = %v", got)
@@ -361,11 +361,11 @@ func TestNextSaysWhenToEvict(t *testing.T) {
 		t.Fatal("empty pool has nothing to expire")
 	}
 	p.Take(at(0), 0, 0)
-	p.Made(&conn{1}, at(0), 0)
+	p.Made(&conn{1}, p.Gen(), at(0), 0)
 	p.Give(&conn{1}, at(0)) // a different handle: unknown, no reservation
 	c := &conn{2}
 	p.Take(at(0), 0, 0)
-	p.Made(c, at(0), 0)
+	p.Made(c, p.Gen(), at(0), 0)
 	p.Give(c, at(5))
 	next, ok := p.Next()
 	if !ok || !next.Equal(at(35).Add(time.Nanosecond)) {
@@ -407,7 +407,7 @@ func TestClockGoingBackwardsAgesNothing(t *testing.T) {
 	p := mustNew(t, Limits{Keep: 10 * time.Millisecond})
 	c := &conn{1}
 	p.Take(at(100), 0, 0)
-	p.Made(c, at(100), 0)
+	p.Made(c, p.Gen(), at(100), 0)
 	p.Give(c, at(100))
 	// The clock steps back 50 ms, then forward again: the pool reads every
 	// earlier instant as 100 ms, so c has sat idle 0 ms, then 10 ms.
@@ -427,9 +427,9 @@ func TestLoansLongestFirst(t *testing.T) {
 	p := mustNew(t, Limits{Size: 3})
 	a, b := &conn{1}, &conn{2}
 	p.Take(at(0), 0, 0)
-	p.Made(a, at(0), 0)
+	p.Made(a, p.Gen(), at(0), 0)
 	p.Take(at(200), 0, 0)
-	p.Made(b, at(200), 0)
+	p.Made(b, p.Gen(), at(200), 0)
 	got := p.Loans(at(500))
 	want := []Lent[*conn]{{a, 500 * time.Millisecond}, {b, 300 * time.Millisecond}}
 	// The same *conn, not an equal one: compare the pointers, as == did.
@@ -487,7 +487,7 @@ func TestEvictLargeIdleIsProportionalToExpired(t *testing.T) {
 	for i := range cs {
 		cs[i] = &conn{i}
 		p.Take(at(0), 0, 0)
-		p.Made(cs[i], at(0), 0)
+		p.Made(cs[i], p.Gen(), at(0), 0)
 	}
 	for i, c := range cs {
 		p.Give(c, at(i/1000)) // 1000 given back each ms, over 100 ms
@@ -504,7 +504,7 @@ func TestTakeGiveAllocatesNothing(t *testing.T) {
 	p := mustNew(t, Limits{Size: 4, Keep: time.Minute, Life: time.Hour})
 	c := &conn{1}
 	p.Take(at(0), 0, 0)
-	p.Made(c, at(0), 0)
+	p.Made(c, p.Gen(), at(0), 0)
 	p.Give(c, at(0))
 	now := at(1)
 	if a := testing.AllocsPerRun(1000, func() {
@@ -523,11 +523,11 @@ func TestLateGiveIsIdleSinceItsOwnReturn(t *testing.T) {
 	p := mustNew(t, Limits{Size: 4, Keep: 10 * s})
 	c1, c2, c3 := &conn{1}, &conn{2}, &conn{3}
 	p.Take(t0, 0, 0)
-	p.Made(c1, t0, 0)
+	p.Made(c1, p.Gen(), t0, 0)
 	p.Take(t0, 0, 0)
-	p.Made(c3, t0, 0)
+	p.Made(c3, p.Gen(), t0, 0)
 	p.Take(t0.Add(35*s), 0, 0)
-	p.Made(c2, t0.Add(35*s), 0)
+	p.Made(c2, p.Gen(), t0.Add(35*s), 0)
 	if !p.Give(c1, t0.Add(25*s)) { // late: the pool has seen 35 s
 		t.Fatal("late Give refused")
 	}
@@ -554,7 +554,7 @@ func TestLateGiveKeepsReturnOrder(t *testing.T) {
 	a, b, c := &conn{1}, &conn{2}, &conn{3}
 	for _, x := range []*conn{a, b, c} {
 		p.Take(t0, 0, 0)
-		p.Made(x, t0, 0)
+		p.Made(x, p.Gen(), t0, 0)
 	}
 	p.Give(a, t0.Add(1*s))
 	p.Give(c, t0.Add(3*s))
@@ -571,7 +571,7 @@ func TestLateGiveKeepsReturnOrder(t *testing.T) {
 	// A Give earlier than the loan's own start counts from the start.
 	p.Take(t0.Add(20*s), 0, 0) // Make
 	d := &conn{4}
-	p.Made(d, t0.Add(20*s), 0)
+	p.Made(d, p.Gen(), t0.Add(20*s), 0)
 	p.Give(d, t0.Add(5*s))
 	if tk := p.Take(t0.Add(30*s), 0, 0); tk.Kind != Ready || tk.Item != d || tk.Idle != 10*s {
 		t.Fatalf("Take = %+v, want Ready d idle 10s (since its loan began)", tk)

@@ -29,38 +29,26 @@ func (p *Pool[T]) SeatOf(item T) int32 {
 	return none
 }
 
-// giveSeat is Give for a resource the caller knows to be lent from seat:
-// it spares Give's lookup. When seat does not hold item lent, it is exactly
-// Give. Recordings made before Give used its own hint carry it (OpGiveSeat).
-func (p *Pool[T]) giveSeat(seat int32, item T, now time.Time) bool {
-	if seat < 0 || int(seat) >= len(p.z.s) || p.z.s[seat].st() != lent || p.z.s[seat].item != item {
-		return p.Give(item, now)
-	}
-	_, back := p.back(now)
-	return p.giveLent(seat, max(back, p.z.s[seat].since))
-}
-
 // Reserve opens a Make reservation for a resource no caller asked for yet
-// (a runtime keeping some resources warm), and reports whether it did. It
-// answers as Take would for a Make, asking the ward the same questions, but
-// never lends an idle resource, and a refusal is not counted in the books:
-// no caller was refused. The reservation settles through Made or Unmade.
-func (p *Pool[T]) Reserve(now time.Time, roll float64, cpu int) bool {
-	if p.rec != nil {
-		return p.recReserve(now, roll, cpu)
-	}
+// (a runtime keeping some resources warm). It answers as Take would, asking
+// the ward the same questions, but never lends an idle resource: Make (with
+// the reservation's Gen, for Made) when it opened one; otherwise the answer
+// that refused it (Wait when the pool is full, Later or Shed with the
+// guard, Closed), not counted in the books: no caller was refused. The
+// reservation settles through Made, Unmade or Unreserve.
+func (p *Pool[T]) Reserve(now time.Time, roll float64, cpu int) Taken[T] {
 	if p.closed {
-		return false
+		return Taken[T]{Kind: Closed}
 	}
 	t := p.clock(now)
-	if _, full := p.full(); full {
-		return false
+	if g, full := p.full(); full {
+		return Taken[T]{Kind: Wait, Guard: g}
 	}
-	if _, ok := p.admit(t, roll, cpu, true); !ok {
-		return false // admit counts nothing: Take counts its own refusals
+	if refusal, ok := p.admit(t, roll, cpu, true); !ok {
+		return refusal // admit counts nothing: Take counts its own refusals
 	}
 	p.making++
-	return true
+	return Taken[T]{Kind: Make, Gen: p.gen}
 }
 
 // Unreserve gives back a Make reservation that a guard outside the pool
@@ -72,10 +60,6 @@ func (p *Pool[T]) Reserve(now time.Time, roll float64, cpu int) bool {
 // limiter's lease and the shedder's flight go back without a sample. With
 // no reservation open it does nothing.
 func (p *Pool[T]) Unreserve(now time.Time, by ward.Guard) {
-	if p.rec != nil {
-		p.recUnreserve(now, by)
-		return
-	}
 	t := p.clock(now)
 	if p.making == 0 {
 		return
@@ -98,12 +82,11 @@ func (p *Pool[T]) HeldUntil() (time.Time, bool) {
 // close, and marks every resource lent now as of an older generation: Give
 // retires such a resource when it comes back (false: the caller closes it)
 // instead of keeping it. It is for a backend failover, when every
-// connection made before is suspect. Reservations open now are of the new
-// generation: what they make is kept. Resetting a closed pool returns nil.
+// connection made before is suspect. Reservations open now stay of the
+// generation they were opened in: what they make serves the caller it was
+// made for and is retired on its return (see Made). Resetting a closed
+// pool returns nil.
 func (p *Pool[T]) Reset(now time.Time) []T {
-	if p.rec != nil {
-		return p.recReset(now)
-	}
 	t := p.clock(now)
 	if p.closed {
 		return nil
@@ -136,32 +119,11 @@ func (p *Pool[T]) ResetFor(item T, now time.Time) ([]T, bool) {
 	return p.Reset(now), true
 }
 
-// relent replays the Relent step of a recording made while the Keeper had
-// a lock-free lane (format 1): n loans of the resource lent from seat, made
-// without the pool, reported at now. The loan's start moves to now, and
-// Loans and Reused rise by n. It reports false, changing nothing, when n is
-// not positive or seat does not hold item lent. No runtime calls it: every
-// loan is a Take now.
-func (p *Pool[T]) relent(seat int32, item T, n int, now time.Time) bool {
-	if n <= 0 || seat < 0 || int(seat) >= len(p.z.s) {
-		return false
-	}
-	s := &p.z.s[seat]
-	if s.st() != lent || s.item != item {
-		return false
-	}
-	s.since = p.clock(now)
-	p.hint = seat
-	p.books.Loans += uint64(n)
-	p.books.Reused += uint64(n)
-	return true
-}
-
 // full reports whether the pool has no room for another resource: Size is
 // reached (ward.GuardNone), or the ceiling set from outside is
 // (ward.GuardCeiling).
 func (p *Pool[T]) full() (ward.Guard, bool) {
-	live := p.Live()
+	live := p.live()
 	if p.limits.Size > 0 && live >= p.limits.Size {
 		return ward.GuardNone, true
 	}
@@ -182,33 +144,16 @@ func (p *Pool[T]) full() (ward.Guard, bool) {
 // (false: the caller closes it). A negative n
 // removes the ceiling, which is the default.
 func (p *Pool[T]) SetCeiling(n int, now time.Time) []T {
-	if p.rec != nil {
-		return p.recCeilingAt(n, now)
-	}
 	p.ceiling = max(n, -1)
 	return p.trim(now)
 }
 
-// setCeiling is SetCeiling without retiring anything: what recordings made
-// before SetCeiling retired at once hold (OpCeiling, followed by OpTrim).
-func (p *Pool[T]) setCeiling(n int) {
-	if p.rec != nil {
-		p.recCeiling(n)
-		return
-	}
-	p.ceiling = max(n, -1)
-}
-
 // trim retires idle resources, those given back longest ago first, while
 // more are live than the ceiling, and returns them (counted retired).
-// Recordings made before SetCeiling retired at once hold it as OpTrim.
 func (p *Pool[T]) trim(now time.Time) []T {
-	if p.rec != nil {
-		return p.recTrim(now)
-	}
 	t := p.clock(now)
 	var out []T
-	for p.ceiling >= 0 && p.Live() > p.ceiling && p.z.bottom != none {
+	for p.ceiling >= 0 && p.live() > p.ceiling && p.z.bottom != none {
 		out = append(out, p.retire(p.z.bottom, t, fresh))
 	}
 	return out

@@ -61,6 +61,12 @@ type Taken[T comparable] struct {
 	Guard ward.Guard
 	// Seat is Item's seat, for Ready (see Pool.SeatOf); zero otherwise.
 	Seat int32
+	// Gen is the generation the reservation was opened in, for Make (and
+	// for Reserve's Make): the runtime hands it back to Made with what it
+	// made. A Reset while the make is in flight leaves the reservation in
+	// the generation it was opened in, so what it makes is retired on its
+	// return (see Pool.Made).
+	Gen uint32
 }
 
 // Lent is a resource out on loan and how long it has been out.

@@ -3,7 +3,7 @@ package pgxward
 import (
 	"context"
 	"fmt"
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"log/slog"
 	"runtime"
 	"strconv"
@@ -191,7 +191,7 @@ type Config struct {
 	// included (wardpool.Config.Recorder); Pool.Recording and
 	// Pool.RecordingHandler hand the recording over. A Recorder records
 	// one pool: a second NewWithConfig with it fails.
-	Recorder *pool.Recorder
+	Recorder *record.Recorder
 
 	createdByParseConfig bool
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -23,7 +23,7 @@ func TestRecordingTheReadmeService(t *testing.T) {
 	}
 	cfg.LeakAfter = 30 * time.Second
 	cfg.Ward = ward.Ward{Breaker: ward.NewBreaker(ward.DefaultSre, time.Now())}
-	cfg.Recorder = pool.NewRecorder(0)
+	cfg.Recorder = record.New(0)
 	db, err := NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -39,10 +39,10 @@ func TestRecordingTheReadmeService(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	db.RecordingHandler("main").ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/debug/pool.wprc", nil))
-	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != pool.RecordingType {
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != record.MediaType {
 		t.Fatalf("GET: %d %v", rec.Code, rec.Header())
 	}
-	rc, err := pool.ReadRecording(rec.Body.Bytes())
+	rc, err := record.ReadRecording(rec.Body.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}

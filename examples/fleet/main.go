@@ -300,7 +300,7 @@ func run(c config) ([]row, summary) {
 				r.budget.Renew(ctx)
 				r.renew = now.Add(r.budget.RenewEvery())
 				owed := r.budget.Owed()
-				for owed > 0 && r.p.Idle() > 0 {
+				for owed > 0 && r.p.Books().Idle > 0 {
 					t := r.p.Take(now, 0, 0)
 					r.p.Drop(t.Item, now)
 					giveBack(r, t.Item)
@@ -326,14 +326,14 @@ func run(c config) ([]row, summary) {
 			// Serve in order: idle first, else a slot from the budget.
 			for len(r.queue) > 0 {
 				var id int
-				if r.p.Idle() > 0 {
+				if r.p.Books().Idle > 0 {
 					t := r.p.Take(now, 0, 0)
 					if t.Kind == pool.Stale {
 						giveBack(r, t.Item) // past -life: closed
 						continue
 					}
 					id = t.Item
-				} else if r.p.Live() < c.size && !now.Before(r.retry) {
+				} else if r.p.Books().Live < c.size && !now.Before(r.retry) {
 					ok, _ := r.budget.Lease(ctx)
 					if !ok {
 						r.retry = now.Add(20 * time.Millisecond)
@@ -342,12 +342,13 @@ func run(c config) ([]row, summary) {
 						}
 						break
 					}
-					if t := r.p.Take(now, 0, 0); t.Kind != pool.Make {
+					t := r.p.Take(now, 0, 0)
+					if t.Kind != pool.Make {
 						panic(fmt.Sprintf("replica %d: Take answered %v with no idle and room", i, t.Kind))
 					}
 					r.nextID++
 					id = r.nextID
-					r.p.Made(id, now, 0)
+					r.p.Made(id, t.Gen, now, 0)
 				} else {
 					break
 				}
@@ -358,7 +359,7 @@ func run(c config) ([]row, summary) {
 		}
 		live := 0
 		for _, r := range rs {
-			live += r.p.Live()
+			live += r.p.Books().Live
 		}
 		sum.maxLive = max(sum.maxLive, live)
 		if live > c.budget {
@@ -375,8 +376,8 @@ func run(c config) ([]row, summary) {
 		if tick%int(time.Second/step) == 0 {
 			rw := row{at: now.Sub(start)}
 			for _, r := range rs {
-				rw.total += r.p.Live()
-				rw.held = append(rw.held, r.p.Live())
+				rw.total += r.p.Books().Live
+				rw.held = append(rw.held, r.p.Books().Live)
 				rw.waiting = append(rw.waiting, len(r.queue))
 				rw.served = append(rw.served, r.served)
 				rw.gaveUp = append(rw.gaveUp, r.gaveUp)

@@ -30,6 +30,7 @@ import (
 
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -49,7 +50,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	file := fs.Arg(0)
 	if *demo {
-		data, err := record()
+		data, err := demoRun()
 		if err == nil {
 			err = os.WriteFile(file, data, 0o644)
 		}
@@ -65,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "replay:", err)
 		return 2
 	}
-	rc, err := pool.ReadRecording(data)
+	rc, err := record.ReadRecording(data)
 	if err != nil {
 		fmt.Fprintln(stderr, "replay:", err)
 		return 2
@@ -77,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, s)
 		}
 	}
-	var d *pool.Divergence
+	var d *record.Divergence
 	switch err := rc.Replay(); {
 	case err == nil:
 		fmt.Fprintln(stdout, "replayed: every answer the same")
@@ -91,10 +92,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// record runs a small Keeper with a Recorder (dials that fail now and
+// demoRun runs a small Keeper with a Recorder (dials that fail now and
 // then, a breaker and a backoff, destroys, a Reset) and returns its
 // recording.
-func record() ([]byte, error) {
+func demoRun() ([]byte, error) {
 	dials := 0
 	b := ward.DefaultBackoff
 	b.Base, b.Cap = time.Millisecond, 4*time.Millisecond
@@ -110,7 +111,7 @@ func record() ([]byte, error) {
 			return &v, nil
 		},
 		Close:    func(*int) error { return nil },
-		Recorder: pool.NewRecorder(64 << 10),
+		Recorder: record.New(64 << 10),
 	})
 	if err != nil {
 		return nil, err

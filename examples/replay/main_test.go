@@ -96,7 +96,7 @@ func TestAlteredRecordingDiffers(t *testing.T) {
 // TestReplayFromAService fetches a running Keeper's recording from its
 // RecordingHandler and replays it: the ward it names is the one that ran.
 func TestReplayFromAService(t *testing.T) {
-	data, err := record()
+	data, err := demoRun()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/examples/sim/internal/engine"
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -251,16 +251,16 @@ func command(fsys files, args []string, out io.Writer) error {
 		keeperNotes(out, kl, s)
 		exactReplay(out, kl, useRecorded)
 	}
-	var record *engine.CSVWriter
+	var csvOut *engine.CSVWriter
 	var recFile io.WriteCloser
 	if o.record != "" {
 		if recFile, err = fsys.Create(o.record); err != nil {
 			return err
 		}
 		defer recFile.Close()
-		record = engine.NewCSVWriter(recFile)
+		csvOut = engine.NewCSVWriter(recFile)
 	}
-	opt := engine.Options{Load: load(), Record: record}
+	opt := engine.Options{Load: load(), Record: csvOut}
 	if useRecorded {
 		opt.Ward = kl.Source.Ward
 	}
@@ -275,14 +275,14 @@ func command(fsys files, args []string, out io.Writer) error {
 	default:
 		// Replayed with the limits it was recorded with: say how many of
 		// the recorded decisions the replay gives back.
-		opt.Recorder = pool.NewRecorder(min(256*len(kl.Rows)+pool.DefaultRecordLimit, 1<<30))
+		opt.Recorder = record.New(min(256*len(kl.Rows)+record.DefaultLimit, 1<<30))
 	}
 	a, err := engine.Run(s, opt)
 	if err != nil {
 		return err
 	}
 	if opt.Recorder != nil {
-		got, err := pool.ReadRecording(a.Recording)
+		got, err := record.ReadRecording(a.Recording)
 		if err != nil {
 			return fmt.Errorf("the replay's own recording: %w", err)
 		}
@@ -292,8 +292,8 @@ func command(fsys files, args []string, out io.Writer) error {
 			fmt.Fprintf(out, "decisions      with the recorded limits and a dial of %v: %v\n\n", s.Dial, engine.Reproduced(kl.Source, got))
 		}
 	}
-	if record != nil {
-		if err := errors.Join(record.Close(), recFile.Close()); err != nil {
+	if csvOut != nil {
+		if err := errors.Join(csvOut.Close(), recFile.Close()); err != nil {
 			return err
 		}
 	}
@@ -516,11 +516,11 @@ func exactReplay(w io.Writer, kl *engine.KeeperLoad, used bool) {
 // recordedCPU returns the CPU readings of a recording's Take and Reserve
 // steps as a function of the instant: the latest reading at or before it
 // (the first one before any), 0 for a recording with none.
-func recordedCPU(rc *pool.Recording) func(time.Duration) int {
+func recordedCPU(rc *record.Recording) func(time.Duration) int {
 	var at []time.Duration
 	var cpu []int
 	for _, s := range rc.Steps {
-		if s.Op == pool.OpTake || s.Op == pool.OpReserve {
+		if s.Op == "Take" || s.Op == "Reserve" {
 			at, cpu = append(at, s.At), append(cpu, s.CPU)
 		}
 	}
@@ -537,12 +537,12 @@ func recordedCPU(rc *pool.Recording) func(time.Duration) int {
 // dial outcome the recording holds at or before it was a failure (Unmade
 // rather than Made): the backend as the recorded pool saw it. False before
 // any outcome.
-func recordedDials(rc *pool.Recording) func(time.Duration) bool {
+func recordedDials(rc *record.Recording) func(time.Duration) bool {
 	var at []time.Duration
 	var failed []bool
 	for _, s := range rc.Steps {
-		if s.Op == pool.OpMade || s.Op == pool.OpUnmade {
-			at, failed = append(at, s.At), append(failed, s.Op == pool.OpUnmade)
+		if s.Op == "Made" || s.Op == "Unmade" {
+			at, failed = append(at, s.At), append(failed, s.Op == "Unmade")
 		}
 	}
 	return func(t time.Duration) bool {

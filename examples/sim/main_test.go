@@ -17,6 +17,7 @@ import (
 
 	"github.com/wardpool/wardpool/examples/sim/internal/engine"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -398,11 +399,12 @@ func TestReplayOfWallClockTimesNamesTheClock(t *testing.T) {
 // gap and holding hold, and returns the recording.
 func poolRun(t *testing.T, n int, gap, hold, dial time.Duration) []byte {
 	t.Helper()
-	p, err := pool.New[int](pool.Limits{Size: 4, Idle: 4, Keep: time.Minute}, ward.Ward{})
+	raw, err := pool.New[int](pool.Limits{Size: 4, Idle: 4, Keep: time.Minute}, ward.Ward{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Record(pool.NewRecorder(0)); err != nil {
+	p, err := record.Wrap(raw, record.New(0), time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC))
+	if err != nil {
 		t.Fatal(err)
 	}
 	type ev struct {
@@ -431,7 +433,7 @@ func poolRun(t *testing.T, n int, gap, hold, dial time.Duration) []byte {
 				t.Fatalf("Take at %v: %v", e.at, a.Kind)
 			}
 		case -1:
-			p.Made(next, now, 0)
+			p.Made(next, 0, now, 0)
 			evs = append(evs, ev{at: e.at + hold, item: next})
 			next++
 		default:
@@ -470,7 +472,7 @@ func TestReplayOfAKeeperRecording(t *testing.T) {
 	// A cut recording is a clear error, never a panic.
 	cut := filepath.Join(dir, "cut.rec")
 	os.WriteFile(cut, data[:len(data)-3], 0o644)
-	if err := cli([]string{"-replay", cut}, &bytes.Buffer{}); !errors.Is(err, pool.ErrRecording) || !strings.Contains(err.Error(), "cut.rec: wardpool: bad recording") {
+	if err := cli([]string{"-replay", cut}, &bytes.Buffer{}); !errors.Is(err, record.ErrRecording) || !strings.Contains(err.Error(), "cut.rec: wardpool: bad recording") {
 		t.Errorf("a cut recording: %v", err)
 	}
 }

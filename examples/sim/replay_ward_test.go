@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -20,11 +21,12 @@ func wardedRun(t *testing.T, n int, gap, hold time.Duration) []byte {
 	b := ward.DefaultBackoff
 	w := ward.Ward{Breaker: ward.NewBreaker(ward.DefaultSre, base), Backoff: &b,
 		Limiter: ward.NewLimiter(ward.Aimd{Initial: 2, Min: 1, Max: 3, Slow: time.Second, Backoff: 0.9})}
-	p, err := pool.New[int](pool.Limits{Size: 4, Idle: 4, Keep: time.Minute}, w)
+	raw, err := pool.New[int](pool.Limits{Size: 4, Idle: 4, Keep: time.Minute}, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Record(pool.NewRecorder(0)); err != nil {
+	p, err := record.Wrap(raw, record.New(0), base)
+	if err != nil {
 		t.Fatal(err)
 	}
 	type loan struct {
@@ -47,7 +49,7 @@ func wardedRun(t *testing.T, n int, gap, hold time.Duration) []byte {
 				p.Unmade(now, 0.5)
 				continue
 			}
-			p.Made(next, now, 0)
+			p.Made(next, a.Gen, now, 0)
 			out = append(out, loan{next, now.Add(hold)})
 			next++
 		}
@@ -90,11 +92,12 @@ func hotRun(t *testing.T, n int, gap, hold time.Duration) ([]byte, int) {
 	t.Helper()
 	base := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
 	sh := ward.Shed{Size: 4, Window: time.Second, CPU: 900, Latency: time.Millisecond, Beta: 0.5, Floor: 0.1}
-	p, err := pool.New[int](pool.Limits{Size: 8, Idle: 8, Keep: time.Minute}, ward.Ward{Shedder: ward.NewShedder(sh, base)})
+	raw, err := pool.New[int](pool.Limits{Size: 8, Idle: 8, Keep: time.Minute}, ward.Ward{Shedder: ward.NewShedder(sh, base)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Record(pool.NewRecorder(0)); err != nil {
+	p, err := record.Wrap(raw, record.New(0), base)
+	if err != nil {
 		t.Fatal(err)
 	}
 	type loan struct {
@@ -117,7 +120,7 @@ func hotRun(t *testing.T, n int, gap, hold time.Duration) ([]byte, int) {
 		case pool.Ready:
 			out = append(out, loan{a.Item, now.Add(hold)})
 		case pool.Make:
-			p.Made(next, now, 0)
+			p.Made(next, a.Gen, now, 0)
 			out = append(out, loan{next, now.Add(hold)})
 			next++
 		case pool.Shed:
@@ -161,17 +164,18 @@ func TestReplayReadsTheRecordedCPU(t *testing.T) {
 // readings as functions of the instant: the latest at or before it.
 func TestRecordedDialsAndCPU(t *testing.T) {
 	base := time.Unix(1000, 0)
-	p, _ := pool.New[int](pool.Limits{Size: 3}, ward.Ward{})
-	if err := p.Record(pool.NewRecorder(0)); err != nil {
+	raw, _ := pool.New[int](pool.Limits{Size: 3}, ward.Ward{})
+	p, err := record.Wrap(raw, record.New(0), base)
+	if err != nil {
 		t.Fatal(err)
 	}
 	p.Take(base, 0, 100)
-	p.Made(1, base.Add(10*time.Millisecond), 0)   // ok at 10ms
-	p.Take(base.Add(20*time.Millisecond), 0, 950) // cpu 950 from 20ms
-	p.Unmade(base.Add(30*time.Millisecond), 0)    // failed at 30ms
-	p.Take(base.Add(40*time.Millisecond), 0, 300) // cpu 300 from 40ms
-	p.Made(2, base.Add(50*time.Millisecond), 0)   // ok at 50ms
-	rc, err := pool.ReadRecording(p.Recording(nil))
+	p.Made(1, 0, base.Add(10*time.Millisecond), 0) // ok at 10ms
+	p.Take(base.Add(20*time.Millisecond), 0, 950)  // cpu 950 from 20ms
+	p.Unmade(base.Add(30*time.Millisecond), 0)     // failed at 30ms
+	p.Take(base.Add(40*time.Millisecond), 0, 300)  // cpu 300 from 40ms
+	p.Made(2, 0, base.Add(50*time.Millisecond), 0) // ok at 50ms
+	rc, err := record.ReadRecording(p.Recording(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/wardpool/wardpool/internal/servers"
 	"github.com/wardpool/wardpool/internal/testenv"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward/shared"
 )
 
@@ -300,7 +301,7 @@ func TestFleetBudgetOnPostgres(t *testing.T) {
 	load.Wait()
 	close(stopSample)
 	sampler.Wait()
-	if err := pool.Replay(rs[0].k.Recording()); err != nil {
+	if err := record.Replay(rs[0].k.Recording()); err != nil {
 		t.Errorf("the recorded replica's replay, without Redis: %v", err)
 	}
 
@@ -361,9 +362,9 @@ func TestFleetBudgetOnPostgres(t *testing.T) {
 }
 
 // recorderFor returns a Recorder for the first replica, nil for the others.
-func recorderFor(i int) *pool.Recorder {
+func recorderFor(i int) *record.Recorder {
 	if i != 0 {
 		return nil
 	}
-	return pool.NewRecorder(4 << 20)
+	return record.New(4 << 20)
 }

@@ -75,7 +75,7 @@ func Replay(t Trace) (Recording, error) {
 					}
 				case pool.Make:
 					made++
-					if !p.Made(made, now, 0) {
+					if !p.Made(made, tk.Gen, now, 0) {
 						return fail("Made(%d) answered false", made)
 					}
 					e.Got = made
@@ -112,7 +112,8 @@ func Replay(t Trace) (Recording, error) {
 			return fail("unknown verb")
 		}
 		slices.Sort(e.Closed)
-		e.Idle, e.Live = p.Idle(), p.Live()
+		b := p.Books()
+		e.Idle, e.Live = b.Idle, b.Live
 		rec.Entries = append(rec.Entries, e)
 	}
 	return rec, nil

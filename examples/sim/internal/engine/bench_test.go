@@ -44,7 +44,7 @@ func BenchmarkBareTakeGive(b *testing.B) {
 		b.Fatal(err)
 	}
 	now := time.Unix(0, 0)
-	if p.Take(now, 0, 0).Kind != pool.Make || !p.Made(1, now, 0) || !p.Give(1, now) {
+	if p.Take(now, 0, 0).Kind != pool.Make || !p.Made(1, 0, now, 0) || !p.Give(1, now) {
 		b.Fatal("setup")
 	}
 	for b.Loop() {

@@ -70,7 +70,7 @@ func (r *run) acquire(c *caller, t int64) {
 			r.gone(tk.Item)
 			continue
 		case pool.Make:
-			r.dial(c, t)
+			r.dial(c, t, tk.Gen)
 		case pool.Wait:
 			r.enqueue(c, t)
 		case pool.Later:
@@ -114,7 +114,7 @@ func (r *run) serve(t int64) {
 			r.gone(tk.Item)
 		case pool.Make:
 			r.unqueue(c, t)
-			r.dial(c, t)
+			r.dial(c, t, tk.Gen)
 		case pool.Wait:
 			return
 		case pool.Later:
@@ -151,7 +151,7 @@ func (r *run) lend(c *caller, item int32, t int64) {
 	r.schedule(t+int64(hold), evRelease, c, item)
 }
 
-func (r *run) dial(c *caller, t int64) {
+func (r *run) dial(c *caller, t int64, gen uint32) {
 	c.state = stDialing
 	r.deadline(c)
 	r.res.Sum.Dials++
@@ -168,7 +168,7 @@ func (r *run) dial(c *caller, t int64) {
 		ok = false
 	}
 	r.seq++
-	r.q.push(event{at: t + int64(d), seq: r.seq, kind: evDialed, c: c, gen: c.gen, ok: ok, old: r.oldDial(t)})
+	r.q.push(event{at: t + int64(d), seq: r.seq, kind: evDialed, c: c, gen: c.gen, ok: ok, old: r.oldDial(t), rgen: gen})
 }
 
 func (r *run) dialed(e *event, t int64) {
@@ -189,7 +189,7 @@ func (r *run) dialed(e *event, t int64) {
 	}
 	id := r.nextRes
 	r.nextRes++
-	if !r.p.Made(id, now, 0) {
+	if !r.p.Made(id, e.rgen, now, 0) {
 		r.cur.Retired++ // closed: never, the simulator does not close
 		return
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -38,7 +39,7 @@ type Options struct {
 	// Recorder, when set, records every call the run makes into its pool
 	// (see pool.Recorder), so that a replay of a Keeper's recording can be
 	// held against it (Reproduced).
-	Recorder *pool.Recorder
+	Recorder *record.Recorder
 	// Ward, when set, builds the run's ward in place of the scenario's
 	// Breaker and Backoff presets: a Keeper recording's own guards
 	// (pool.Recording.Ward), their instants counted from the Unix epoch as
@@ -61,7 +62,7 @@ type run struct {
 	s      *Scenario
 	load   Load
 	opt    Options
-	p      *pool.Pool[int32]
+	p      machine // the Pool, or its recorder in front of it
 	origin time.Time
 	end    int64
 
@@ -122,13 +123,16 @@ func Run(s Scenario, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var m machine = p
+	var rec *record.Pool[int32]
 	if opt.Recorder != nil {
-		if err := p.Record(opt.Recorder); err != nil {
+		if rec, err = record.Wrap(p, opt.Recorder, origin); err != nil {
 			return nil, err
 		}
+		m = rec
 	}
 	r := &run{
-		s: &s, opt: opt, p: p, origin: origin,
+		s: &s, opt: opt, p: m, origin: origin,
 		end:  int64(s.Seconds) * int64(time.Second),
 		prng: rand.New(rand.NewPCG(s.Seed^0x5bd1e995, 0xc2b2ae3d27d4eb4f)),
 		drng: rand.New(rand.NewPCG(s.Seed^0x27d4eb2f, 0x165667b19e3779f9)),
@@ -161,7 +165,7 @@ func Run(s Scenario, opt Options) (*Result, error) {
 		if err := r.handle(&e); err != nil {
 			return nil, err
 		}
-		r.peak = max(r.peak, r.p.Live())
+		r.peak = max(r.peak, r.p.Books().Live)
 		switch e.kind {
 		case evRelease, evDialed, evEvict:
 			// Only a resource coming (back) to idle can bring the next
@@ -170,10 +174,27 @@ func Run(s Scenario, opt Options) (*Result, error) {
 		}
 	}
 	r.finish()
-	if opt.Recorder != nil {
-		r.res.Recording = p.Recording(nil)
+	if rec != nil {
+		r.res.Recording = rec.Recording(nil)
 	}
 	return &r.res, nil
+}
+
+// machine is what the simulator calls on its Pool: a *pool.Pool, or a
+// *record.Pool in front of one.
+type machine interface {
+	Take(now time.Time, roll float64, cpu int) pool.Taken[int32]
+	Made(item int32, gen uint32, now time.Time, extra time.Duration) bool
+	Unmade(now time.Time, roll float64)
+	Give(item int32, now time.Time) bool
+	Drop(item int32, now time.Time) bool
+	Evict(now time.Time) []int32
+	ResetFor(item int32, now time.Time) ([]int32, bool)
+	Refusal(now time.Time) float64
+	Loans(now time.Time) []pool.Lent[int32]
+	Books() pool.Books
+	Next() (time.Time, bool)
+	HeldUntil() (time.Time, bool)
 }
 
 func (r *run) now(t int64) time.Time { return r.origin.Add(time.Duration(t)) }

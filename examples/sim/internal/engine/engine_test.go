@@ -21,9 +21,9 @@ func builtin(t testing.TB, name string) Scenario {
 	return s
 }
 
-// record runs s (on load, when given) and returns the result and the CSV
+// runCSV runs s (on load, when given) and returns the result and the CSV
 // it recorded.
-func record(t *testing.T, s Scenario, load Load) (*Result, []byte) {
+func runCSV(t *testing.T, s Scenario, load Load) (*Result, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
 	w := NewCSVWriter(&buf)
@@ -47,7 +47,7 @@ func TestReplayWithTheSameLimitsReproducesTheRun(t *testing.T) {
 	partial.Backoff = false
 	for _, s := range []Scenario{builtin(t, "burst"), builtin(t, "slowdown"), builtin(t, "outage"), partial} {
 		t.Run(s.Name, func(t *testing.T) {
-			orig, csv := record(t, s, nil)
+			orig, csv := runCSV(t, s, nil)
 			rec, err := ReadCSV(bytes.NewReader(csv))
 			if err != nil {
 				t.Fatal(err)
@@ -55,7 +55,7 @@ func TestReplayWithTheSameLimitsReproducesTheRun(t *testing.T) {
 			if len(rec.Rows) != orig.Sum.Arrived {
 				t.Fatalf("%d rows for %d callers", len(rec.Rows), orig.Sum.Arrived)
 			}
-			again, csv2 := record(t, s, rec.Load(s.Hold))
+			again, csv2 := runCSV(t, s, rec.Load(s.Hold))
 			if !bytes.Equal(csv, csv2) {
 				a, b := strings.Split(string(csv), "\n"), strings.Split(string(csv2), "\n")
 				for i := range min(len(a), len(b)) {
@@ -86,13 +86,13 @@ func TestReplayWithTheSameLimitsReproducesTheRun(t *testing.T) {
 // drives the pool, it does not echo the recording.
 func TestReplayWithOtherLimitsDiffers(t *testing.T) {
 	s := builtin(t, "burst")
-	orig, csv := record(t, s, nil)
+	orig, csv := runCSV(t, s, nil)
 	rec, err := ReadCSV(bytes.NewReader(csv))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Limits.Size, s.Limits.Idle = 24, 24
-	wider, _ := record(t, s, rec.Load(s.Hold))
+	wider, _ := runCSV(t, s, rec.Load(s.Hold))
 	if wider.Sum.Saturated >= orig.Sum.Saturated || orig.Sum.Saturated == 0 {
 		t.Fatalf("Size 24 saturated %v, Size 12 %v: want less with more room", wider.Sum.Saturated, orig.Sum.Saturated)
 	}

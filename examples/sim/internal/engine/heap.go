@@ -21,8 +21,9 @@ type event struct {
 	gen  uint32 // c's generation when the event was made
 	res  int32  // the resource, for release and dialed
 	kind uint8
-	ok   bool // dialed: the dial worked
-	old  bool // dialed: the dial began before the failover (Scenario.Failover)
+	ok   bool   // dialed: the dial worked
+	old  bool   // dialed: the dial began before the failover (Scenario.Failover)
+	rgen uint32 // dialed: the reservation's generation (Taken.Gen), for Made
 }
 
 func (a *event) before(b *event) bool {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 )
 
 // A load from a Keeper's own recording (pool.Recorder, written out by
@@ -94,7 +95,7 @@ type KeeperLoad struct {
 	// Counts says which callers were read how.
 	Counts KeeperCounts
 	// Source is the recording as read, for Reproduced.
-	Source *pool.Recording
+	Source *record.Recording
 }
 
 // KeeperCounts counts the callers of a KeeperLoad by how they were read
@@ -147,11 +148,11 @@ func (c KeeperCounts) String() string {
 
 // ReadKeeper reads a recording written by pool.Recorder and rebuilds its
 // callers (see the top of keeper.go). A recording that does not read gets
-// an error wrapping pool.ErrRecording (truncated, corrupted, another
+// an error wrapping record.ErrRecording (truncated, corrupted, another
 // version); one that reads but holds no caller, or an answer that does not
 // parse, an error wrapping ErrKeeperLoad. It never panics.
 func ReadKeeper(data []byte) (*KeeperLoad, error) {
-	rc, err := pool.ReadRecording(data)
+	rc, err := record.ReadRecording(data)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +164,7 @@ func ReadKeeper(data []byte) (*KeeperLoad, error) {
 		return nil, fmt.Errorf("%w: its %d steps hold no acquire", ErrKeeperLoad, len(rc.Steps))
 	}
 	kl := &KeeperLoad{
-		Limits: rc.Limits, Backoff: rc.Backoff != nil, Steps: len(rc.Steps),
+		Limits: rc.Limits, Backoff: rc.Ward().Backoff != nil, Steps: len(rc.Steps),
 		Counts: kr.counts, Source: rc,
 	}
 	if len(rc.Steps) > 0 {

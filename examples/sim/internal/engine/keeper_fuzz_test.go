@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -18,14 +19,15 @@ func poolRecording(t testing.TB, ops []byte) []byte { return poolRecordingIn(t, 
 
 // poolRecordingIn is poolRecording with a Recorder of limit bytes.
 func poolRecordingIn(t testing.TB, ops []byte, limit int) []byte {
-	p, err := pool.New[int](pool.Limits{Size: 3, Idle: 2, Keep: 40 * time.Millisecond}, ward.Ward{})
+	raw, err := pool.New[int](pool.Limits{Size: 3, Idle: 2, Keep: 40 * time.Millisecond}, ward.Ward{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Record(pool.NewRecorder(limit)); err != nil {
+	now := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
+	p, err := record.Wrap(raw, record.New(limit), now)
+	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2026, 11, 30, 14, 2, 0, 0, time.UTC)
 	var lent []int
 	making, next := 0, 1
 	for _, op := range ops {
@@ -41,7 +43,7 @@ func poolRecordingIn(t testing.TB, ops []byte, limit int) []byte {
 		case 2:
 			if making > 0 {
 				making--
-				if p.Made(next, now, 0) {
+				if p.Made(next, 0, now, 0) { // no Reset here: generation 0
 					lent = append(lent, next)
 				}
 				next++
@@ -72,7 +74,7 @@ func poolRecordingIn(t testing.TB, ops []byte, limit int) []byte {
 				lent = slices.Delete(lent, i, i+1)
 			}
 		case 9:
-			if p.Reserve(now, 0.5, 0) {
+			if p.Reserve(now, 0.5, 0).Kind == pool.Make {
 				making++
 			}
 		default:
@@ -111,14 +113,14 @@ func TestReadKeeperRefusesBadRecordings(t *testing.T) {
 	checkLoad(t, kl)
 	// Every cut, and every byte flipped, reads as a bad recording.
 	for n := range len(good) {
-		if _, err := ReadKeeper(good[:n]); !errors.Is(err, pool.ErrRecording) {
+		if _, err := ReadKeeper(good[:n]); !errors.Is(err, record.ErrRecording) {
 			t.Fatalf("cut at %d of %d: %v", n, len(good), err)
 		}
 	}
 	for i := range good {
 		bad := slices.Clone(good)
 		bad[i] ^= 0x55
-		if _, err := ReadKeeper(bad); !errors.Is(err, pool.ErrRecording) {
+		if _, err := ReadKeeper(bad); !errors.Is(err, record.ErrRecording) {
 			t.Fatalf("byte %d flipped: %v", i, err)
 		}
 	}
@@ -134,11 +136,15 @@ func TestReadKeeperRefusesBadRecordings(t *testing.T) {
 // A recording whose ring dropped its start reads too: the loans that began
 // before it are left out, counted, and the rest are read.
 func TestReadKeeperOfARolledRecording(t *testing.T) {
-	var ops []byte
+	// One loan held from the start to the end, which the ring drops the
+	// start of wherever it cuts; the others come and go around it (their
+	// gives pick lent[1], never the held one at lent[0]).
+	ops := []byte{0, 2}
 	for i := range 3000 {
-		ops = append(ops, 0, 2, 0x10, 2, byte(i%7)<<4|0xf, 4, 0x1f, 4, 0, 0x2f, 5)
+		ops = append(ops, 0, 2, 0x10, 2, byte(i%7)<<4|0xf, 0x14, 0x1f, 0x14, 0, 0x2f, 0x15)
 	}
-	kl, err := ReadKeeper(poolRecordingIn(t, ops, pool.MinRecordLimit))
+	ops = append(ops, 4)
+	kl, err := ReadKeeper(poolRecordingIn(t, ops, record.MinLimit))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +156,7 @@ func TestReadKeeperOfARolledRecording(t *testing.T) {
 }
 
 // FuzzReadKeeper: any bytes give a load or an error wrapping
-// pool.ErrRecording or ErrKeeperLoad, never a panic.
+// record.ErrRecording or ErrKeeperLoad, never a panic.
 func FuzzReadKeeper(f *testing.F) {
 	good := poolRecording(f, []byte{0, 2, 0x10, 2, 0x1f, 4, 0x2f, 0, 5, 6, 7, 8, 3, 9})
 	f.Add(good)
@@ -159,8 +165,8 @@ func FuzzReadKeeper(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		kl, err := ReadKeeper(data)
 		if err != nil {
-			if !errors.Is(err, pool.ErrRecording) && !errors.Is(err, ErrKeeperLoad) {
-				t.Fatalf("error wrapping neither pool.ErrRecording nor ErrKeeperLoad: %v", err)
+			if !errors.Is(err, record.ErrRecording) && !errors.Is(err, ErrKeeperLoad) {
+				t.Fatalf("error wrapping neither record.ErrRecording nor ErrKeeperLoad: %v", err)
 			}
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 )
 
 // A Keeper resized while it records (Keeper.SetLimits): the idle resources
@@ -22,7 +23,7 @@ func TestKeeperRecordingWithSetLimits(t *testing.T) {
 		Dial:     func(context.Context) (*int, error) { n++; v := n; return &v, nil },
 		Close:    func(*int) error { return nil },
 		Clock:    clock,
-		Recorder: pool.NewRecorder(1 << 20),
+		Recorder: record.New(1 << 20),
 	})
 	if err != nil {
 		t.Fatal(err)

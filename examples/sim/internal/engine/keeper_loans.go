@@ -85,39 +85,6 @@ func (kr *keeperReader) end(seat int32, t int64) {
 	delete(kr.open, seat)
 }
 
-// relent spreads n lane loans of seat, the last begun at t, after the loan
-// out in seat (see the top of keeper.go).
-func (kr *keeperReader) relent(seat int32, n int, t int64, line int) {
-	r := kr.loanAt(seat)
-	if n <= 0 {
-		return
-	}
-	if r < 0 {
-		// The loan before them began before the recording: only the last
-		// lane loan's start is known.
-		kr.counts.Before += n - 1
-		kr.counts.Lane++
-		kr.rows = append(kr.rows, Row{Line: line, Asked: t, Acquired: t, Release: -1, Answers: "lane"})
-		kr.open[seat] = len(kr.rows) - 1
-		return
-	}
-	first := kr.rows[r].Acquired
-	gap := max(t-first, 0) / int64(n)
-	if old := kr.rows[r].Answers; old != "lane" {
-		kr.count(old, -1)
-		kr.rows[r].Answers = "lane"
-		kr.counts.Lane++
-	}
-	kr.rows[r].Release = first + gap
-	for j := 1; j < n; j++ {
-		at := first + int64(j)*gap
-		kr.rows = append(kr.rows, Row{Line: line, Asked: at, Acquired: at, Release: at + gap, Answers: "lane"})
-	}
-	kr.rows = append(kr.rows, Row{Line: line, Asked: t, Acquired: t, Release: -1, Answers: "lane"})
-	kr.counts.Lane += n
-	kr.open[seat] = len(kr.rows) - 1
-}
-
 // count adds d to the count of callers read as how.
 func (kr *keeperReader) count(how string, d int) {
 	c := &kr.counts

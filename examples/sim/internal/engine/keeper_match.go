@@ -3,7 +3,7 @@ package engine
 import (
 	"fmt"
 
-	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 )
 
 // Match is how far a run's Take answers agree with a recording's.
@@ -32,11 +32,11 @@ func (m Match) String() string {
 // against those of the recording its load came from: their answers (kind,
 // seat, idle time, delay) and their instants, each counted from its side's
 // first Take.
-func Reproduced(recorded, replayed *pool.Recording) Match {
-	takes := func(steps []pool.Step) []pool.Step {
-		var out []pool.Step
+func Reproduced(recorded, replayed *record.Recording) Match {
+	takes := func(steps []record.Step) []record.Step {
+		var out []record.Step
 		for _, s := range steps {
-			if s.Op == pool.OpTake {
+			if s.Op == "Take" {
 				out = append(out, s)
 			}
 		}

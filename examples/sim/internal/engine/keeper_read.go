@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 )
 
 // kcaller is a caller being rebuilt: when it asked, and the row it will be.
@@ -63,7 +64,7 @@ func takeAnswer(s string) (pool.Kind, int32, bool) {
 	return 0, 0, false
 }
 
-func (kr *keeperReader) read(steps []pool.Step) error {
+func (kr *keeperReader) read(steps []record.Step) error {
 	var (
 		room   bool  // the step before was a return: a Take now serves the queue
 		roomAt int64 // at this instant
@@ -81,7 +82,7 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 		line := int(min(s.Index, 1<<40)) + 1
 		ret := false // a return, after which the Keeper serves its queue
 		switch s.Op {
-		case pool.OpTake:
+		case "Take":
 			kind, seat, ok := takeAnswer(s.Answer())
 			if !ok {
 				return fmt.Errorf("%w: step %d: a Take answer %q that does not read", ErrKeeperLoad, s.Index, s.Answer())
@@ -173,7 +174,7 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 			room = serve && (kind == pool.Ready || kind == pool.Make || kind == pool.Shed || kind == pool.Closed) || stale != nil && room
 			roomAt = t
 			continue
-		case pool.OpMade:
+		case "Made":
 			var c *kcaller
 			if len(kr.dialing) > 0 {
 				c, kr.dialing = kr.dialing[0], kr.dialing[1:]
@@ -209,7 +210,7 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 				}
 				kr.lend(c, seat, t, line)
 			}
-		case pool.OpUnmade:
+		case "Unmade":
 			ret = true
 			if len(kr.dialing) > 0 {
 				c := kr.dialing[0]
@@ -219,31 +220,26 @@ func (kr *keeperReader) read(steps []pool.Step) error {
 					kr.fail(c, line)
 				}
 			}
-		case pool.OpReserve:
+		case "Reserve":
 			if s.Answer() == "true" {
 				kr.dialing = append(kr.dialing, &kcaller{bg: true})
 			}
-		case pool.OpGive, pool.OpGiveSeat, pool.OpDrop:
+		case "Give", "Drop":
 			seat := int32(int64(s.Ref) - 1)
-			if s.Op == pool.OpGiveSeat {
-				seat = s.Seat
-			}
 			kr.end(seat, t)
 			ret = true
-			if s.Answer() == "true" && s.Op == pool.OpDrop || s.Answer() == "false" && s.Op != pool.OpDrop && s.Ref != 0 {
+			if s.Answer() == "true" && s.Op == "Drop" || s.Answer() == "false" && s.Op != "Drop" && s.Ref != 0 {
 				kr.seats.release(seat) // dropped, or retired on its way back
 			}
-		case pool.OpEvict, pool.OpClose, pool.OpReset, pool.OpTrim, pool.OpCeilingAt, pool.OpLimits:
+		case "Evict", "Close", "Reset", "Ceiling", "Limits":
 			// (A SetLimits or a ceiling retires idle resources too.)
 			for _, i := range retired(s.Answer()) {
 				kr.seats.release(i)
 			}
-		case pool.OpRelent:
-			kr.relent(s.Seat, s.N, t, line)
 		}
 		room, roomAt = ret, t
 		stale = nil
-		if ret && (i+1 == len(steps) || steps[i+1].Op != pool.OpTake || int64(steps[i+1].At) != t) {
+		if ret && (i+1 == len(steps) || steps[i+1].Op != "Take" || int64(steps[i+1].At) != t) {
 			// Nobody was served at this return: nobody was queued, and
 			// the callers still queued here gave up.
 			queued = false
@@ -288,19 +284,15 @@ func laterDelay(s string) time.Duration {
 // handedOn reports whether s gives back, at t, the resource a dial just
 // made, in seat made (-1: not known; then any seat no known loan holds):
 // the Keeper handing it on.
-func handedOn(s pool.Step, t int64, made int32, open map[int32]int) bool {
+func handedOn(s record.Step, t int64, made int32, open map[int32]int) bool {
 	if int64(s.At) != t {
 		return false
 	}
 	var seat int32
-	switch s.Op {
-	case pool.OpGiveSeat:
-		seat = s.Seat
-	case pool.OpGive:
-		seat = int32(int64(s.Ref) - 1)
-	default:
+	if s.Op != "Give" {
 		return false
 	}
+	seat = int32(int64(s.Ref) - 1)
 	if made >= 0 {
 		return seat == made
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/record"
 )
 
 // This file records real Keeper runs on a fake clock, with a load the test
@@ -75,7 +76,7 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, give
 		Dial:     d.dial,
 		Close:    func(*int) error { return nil },
 		Clock:    clock,
-		Recorder: pool.NewRecorder(8 << 20),
+		Recorder: record.New(8 << 20),
 	}
 	k, err := wardpool.NewKeeper(cfg)
 	if err != nil {
@@ -250,12 +251,12 @@ func replayed(t *testing.T, kl *KeeperLoad, dial time.Duration) Match {
 	s, _ := Builtin("steady")
 	s.Limits, s.Dial, s.Timeout, s.Bursts = kl.Limits, dial, 0, nil
 	s.Seconds = int(kl.End()/time.Second) + 2
-	rec := pool.NewRecorder(64 << 20)
+	rec := record.New(64 << 20)
 	res, err := Run(s, Options{Load: kl.Load(s.Hold), Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := pool.ReadRecording(res.Recording)
+	got, err := record.ReadRecording(res.Recording)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pool
+package record
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 	"pgregory.net/rapid"
 )
@@ -56,17 +57,18 @@ func drawWard(t *rapid.T, at time.Time) ward.Ward {
 // checks them, and the steps carry every input they read.
 func TestRecordReplayEveryGuard(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		l := Limits{Size: rapid.IntRange(0, 5).Draw(t, "size"), Idle: rapid.IntRange(0, 5).Draw(t, "idle"),
+		l := pool.Limits{Size: rapid.IntRange(0, 5).Draw(t, "size"), Idle: rapid.IntRange(0, 5).Draw(t, "idle"),
 			Keep: time.Duration(rapid.IntRange(0, 3).Draw(t, "keep")) * time.Second,
 			Life: time.Duration(rapid.IntRange(0, 5).Draw(t, "life")) * time.Second}
 		// Guards built a little before the pool's first call, or long before.
 		built := driveStart.Add(-time.Duration(rapid.IntRange(0, 100_000).Draw(t, "built ms")) * time.Millisecond)
 		w := drawWard(t, built)
-		p, err := New[*int](l, w)
+		raw, err := pool.New[*int](l, w)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Record(NewRecorder(MinRecordLimit)); err != nil {
+		p, err := Wrap(raw, New(MinLimit), driveStart)
+		if err != nil {
 			t.Fatal(err)
 		}
 		drivePool(t, p, rapid.SampledFrom([]int{0, 1, 20, 300, 3000}).Draw(t, "steps"))
@@ -74,8 +76,8 @@ func TestRecordReplayEveryGuard(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := wardFlags(new(rc.Ward())), wardFlags(&w); got != want {
-			t.Fatalf("the recording's ward has guards %#b, the pool's %#b", got, want)
+		if got, want := guardsOf(rc.Ward()), guardsOf(w); got != want {
+			t.Fatalf("the recording's ward has guards %v, the pool's %v", got, want)
 		}
 		if err := rc.Replay(); err != nil {
 			t.Fatal(err)
@@ -95,8 +97,9 @@ func wardRecording() []byte {
 	start := time.Unix(500, 0)
 	w := ward.Ward{Backoff: &b, Breaker: ward.NewBreaker(s, start), Bucket: ward.NewBucket(3, 2, start),
 		Shedder: ward.NewShedder(sh, start), Limiter: ward.NewLimiter(ward.Aimd{Initial: 2, Min: 1, Max: 4, Slow: 300 * time.Millisecond})}
-	p, _ := New[*int](Limits{Size: 3, Idle: 2, Keep: time.Second, Life: 3 * time.Second}, w)
-	if err := p.Record(NewRecorder(MinRecordLimit)); err != nil {
+	raw, _ := pool.New[*int](pool.Limits{Size: 3, Idle: 2, Keep: time.Second, Life: 3 * time.Second}, w)
+	p, err := Wrap(raw, New(MinLimit), start)
+	if err != nil {
 		panic(err)
 	}
 	now := start
@@ -108,15 +111,15 @@ func wardRecording() []byte {
 			cpu = 980
 		}
 		switch a := p.Take(now, float64(i%10)/10, cpu); a.Kind {
-		case Make:
+		case pool.Make:
 			if i%5 == 0 {
 				p.Unmade(now, 0.5)
 				continue
 			}
 			v := i
-			p.Made(&v, now, 0)
+			p.Made(&v, a.Gen, now, 0)
 			lent = append(lent, &v)
-		case Ready:
+		case pool.Ready:
 			lent = append(lent, a.Item)
 		}
 		if len(lent) > 1 {
@@ -145,8 +148,8 @@ func TestWardRecordingCorrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rc.cps) < 2 || rc.flags != wardAll {
-		t.Fatalf("%d checkpoints, ward flags %#b: the seed does not cover the ward's sections", len(rc.cps), rc.flags)
+	if g := guardsOf(rc.Ward()); len(rc.cps) < 2 || g != [5]bool{true, true, true, true, true} {
+		t.Fatalf("%d checkpoints, guards %v: the seed does not cover the ward's sections", len(rc.cps), g)
 	}
 	if err := rc.Replay(); err != nil {
 		t.Fatal(err)
@@ -156,7 +159,7 @@ func TestWardRecordingCorrupted(t *testing.T) {
 			t.Fatalf("cut at %d of %d: %v", n, len(data), err)
 		}
 	}
-	for n := len(recordMagic); n < len(data)-8; n += 3 {
+	for n := len(magic); n < len(data)-8; n += 3 {
 		cut := append(append([]byte(nil), data[:n]...), make([]byte, 8)...)
 		if err := Replay(mend(cut, 0, cut[0])); !errors.Is(err, ErrRecording) {
 			t.Fatalf("cut at %d of %d, checksum mended: %v", n, len(data), err)
@@ -178,11 +181,11 @@ func TestWardRecordingCorrupted(t *testing.T) {
 	if diverged == 0 {
 		t.Fatal("no flipped byte replayed to a divergence")
 	}
-	// A version-1 header is refused by name.
+	// An older version's header is refused by name.
 	old := append([]byte(nil), data...)
-	old[len(recordMagic)] = 1
-	if err := Replay(mend(old, 0, old[0])); !errors.Is(err, ErrRecording) || !strings.Contains(err.Error(), "version 1") {
-		t.Fatalf("version 1: %v", err)
+	old[len(magic)] = 2
+	if err := Replay(mend(old, 0, old[0])); !errors.Is(err, ErrRecording) || !strings.Contains(err.Error(), "version 2") {
+		t.Fatalf("version 2: %v", err)
 	}
 }
 
@@ -217,11 +220,16 @@ func TestRecordingWard(t *testing.T) {
 	if diff := cmp.Diff(want, a.Limiter.Policy()); diff != "" {
 		t.Fatalf("Ward().Limiter.Policy() (-want +got):\n%s", diff)
 	}
-	if rc.Backoff == nil {
+	if a.Backoff == nil {
 		t.Fatal("Backoff = nil")
 	}
 	// Jitter's kind is unexported: compare Jitters with ==, as != did.
-	if diff := cmp.Diff(ward.DefaultBackoff, *rc.Backoff, cmpopts.EquateComparable(ward.Jitter{})); diff != "" {
+	if diff := cmp.Diff(ward.DefaultBackoff, *a.Backoff, cmpopts.EquateComparable(ward.Jitter{})); diff != "" {
 		t.Fatalf("Backoff (-want +got):\n%s", diff)
 	}
+}
+
+// guardsOf says which of the five guards w has, in the state's order.
+func guardsOf(w ward.Ward) [5]bool {
+	return [5]bool{w.Backoff != nil, w.Breaker != nil, w.Bucket != nil, w.Shedder != nil, w.Limiter != nil}
 }

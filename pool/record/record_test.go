@@ -1,4 +1,4 @@
-package pool
+package record
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/pool/internal/wire"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -17,8 +19,7 @@ import (
 // acted on as a runtime would (made what Take said to make, gave back what
 // it lent).
 func drivePool(t *rapid.T, p *Pool[*int], steps int) {
-	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	now := start
+	now := driveStart
 	var lent []*int
 	made := 0
 	fresh := func() *int { made++; v := made; return &v }
@@ -35,12 +36,12 @@ func drivePool(t *rapid.T, p *Pool[*int], steps int) {
 			cpu := rapid.SampledFrom([]int{0, 0, 0, 950, 1000}).Draw(t, "cpu")
 			a := p.Take(now, rapid.Float64Range(0, 0.999).Draw(t, "roll"), cpu)
 			switch a.Kind {
-			case Ready:
+			case pool.Ready:
 				lent = append(lent, a.Item)
-			case Make:
+			case pool.Make:
 				if rapid.IntRange(0, 4).Draw(t, "fail") == 0 {
 					p.Unmade(now, rapid.Float64Range(0, 0.999).Draw(t, "roll"))
-				} else if v := fresh(); p.Made(v, now, time.Duration(rapid.IntRange(-5, 5).Draw(t, "jitter"))*time.Millisecond) {
+				} else if v := fresh(); p.Made(v, a.Gen, now, time.Duration(rapid.IntRange(-5, 5).Draw(t, "jitter"))*time.Millisecond) {
 					lent = append(lent, v)
 				}
 			}
@@ -79,8 +80,8 @@ func drivePool(t *rapid.T, p *Pool[*int], steps int) {
 				lent = append(lent[:i], lent[i+1:]...)
 			}
 		case 10:
-			if p.Reserve(now, 0.5, 0) {
-				if v := fresh(); p.Made(v, now, 0) {
+			if a := p.Reserve(now, 0.5, 0); a.Kind == pool.Make {
+				if v := fresh(); p.Made(v, a.Gen, now, 0) {
 					lent = append(lent, v)
 				}
 			}
@@ -98,7 +99,7 @@ func drivePool(t *rapid.T, p *Pool[*int], steps int) {
 }
 
 func newRecordedPool(t *rapid.T, limit int) (*Pool[*int], *Recorder) {
-	l := Limits{
+	l := pool.Limits{
 		Size: rapid.IntRange(0, 5).Draw(t, "size"),
 		Idle: rapid.IntRange(0, 5).Draw(t, "idle"),
 		Keep: time.Duration(rapid.IntRange(0, 3).Draw(t, "keep")) * time.Second,
@@ -110,12 +111,13 @@ func newRecordedPool(t *rapid.T, limit int) (*Pool[*int], *Recorder) {
 		b.Jitter = []ward.Jitter{ward.Rigid, ward.Full, ward.Equal, ward.Decorrelated, ward.Spread(0.3)}[rapid.IntRange(0, 4).Draw(t, "jitter")]
 		w.Backoff = &b
 	}
-	p, err := New[*int](l, w)
+	raw, err := pool.New[*int](l, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRecorder(limit)
-	if err := p.Record(r); err != nil {
+	r := New(limit)
+	p, err := Wrap(raw, r, driveStart)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return p, r
@@ -126,7 +128,7 @@ func newRecordedPool(t *rapid.T, limit int) (*Pool[*int], *Recorder) {
 func TestRecordReplayPool(t *testing.T) {
 	rolled := 0
 	rapid.Check(t, func(t *rapid.T) {
-		p, r := newRecordedPool(t, MinRecordLimit)
+		p, r := newRecordedPool(t, MinLimit)
 		drivePool(t, p, rapid.SampledFrom([]int{0, 1, 20, 300, 4000}).Draw(t, "steps"))
 		data := p.Recording(nil)
 		rc, err := ReadRecording(data)
@@ -138,8 +140,8 @@ func TestRecordReplayPool(t *testing.T) {
 		}
 		// The limit counts steps; the checkpoints (about ten bytes a
 		// seat) come on top.
-		if len(data) > MinRecordLimit+512+32*len(p.z.s) {
-			t.Fatalf("a recording of %d bytes from a recorder limited to %d", len(data), MinRecordLimit)
+		if len(data) > MinLimit+512+32*8 {
+			t.Fatalf("a recording of %d bytes from a recorder limited to %d", len(data), MinLimit)
 		}
 		if err := rc.Replay(); err != nil {
 			t.Fatal(err)
@@ -156,21 +158,22 @@ func TestRecordReplayPool(t *testing.T) {
 // TestRecordingRollsAndKeepsTheLatest checks that a long run keeps only the
 // latest steps, from a checkpoint, and that they replay.
 func TestRecordingRollsAndKeepsTheLatest(t *testing.T) {
-	p, _ := New[*int](Limits{Size: 2, Keep: time.Second}, ward.Ward{})
-	r := NewRecorder(MinRecordLimit)
-	if err := p.Record(r); err != nil {
+	raw, _ := pool.New[*int](pool.Limits{Size: 2, Keep: time.Second}, ward.Ward{})
+	r := New(MinLimit)
+	now := time.Unix(1000, 0)
+	p, err := Wrap(raw, r, now)
+	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Unix(1000, 0)
 	for i := range 10000 {
 		now = now.Add(time.Millisecond)
 		a := p.Take(now, 0, 0)
 		switch a.Kind {
-		case Make:
+		case pool.Make:
 			v := i
-			p.Made(&v, now, 0)
+			p.Made(&v, a.Gen, now, 0)
 			p.Give(&v, now)
-		case Ready:
+		case pool.Ready:
 			p.Give(a.Item, now)
 		}
 	}
@@ -192,21 +195,22 @@ func TestRecordingRollsAndKeepsTheLatest(t *testing.T) {
 // TestReplayNamesTheAlteredStep changes one answer in a recording (and
 // mends the checksum): Replay must name that step, and show both answers.
 func TestReplayNamesTheAlteredStep(t *testing.T) {
-	p, _ := New[*int](Limits{Size: 2}, ward.Ward{})
-	if err := p.Record(NewRecorder(0)); err != nil {
+	now := time.Unix(50, 0)
+	raw, _ := pool.New[*int](pool.Limits{Size: 2}, ward.Ward{})
+	p, err := Wrap(raw, New(0), now)
+	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Unix(50, 0)
 	a, b := new(int), new(int)
-	p.Take(now, 0, 0) // 0: Make
-	p.Made(a, now, 0) // 1
-	p.Take(now, 0, 0) // 2: Make
-	p.Made(b, now, 0) // 3
-	p.Give(a, now)    // 4: true
-	p.Give(b, now)    // 5: true
-	p.Take(now, 0, 0) // 6: Ready b
-	p.Take(now, 0, 0) // 7: Ready a
-	p.Take(now, 0, 0) // 8: Wait
+	p.Take(now, 0, 0)    // 0: Make
+	p.Made(a, 0, now, 0) // 1
+	p.Take(now, 0, 0)    // 2: Make
+	p.Made(b, 0, now, 0) // 3
+	p.Give(a, now)       // 4: true
+	p.Give(b, now)       // 5: true
+	p.Take(now, 0, 0)    // 6: Ready b
+	p.Take(now, 0, 0)    // 7: Ready a
+	p.Take(now, 0, 0)    // 8: Wait
 	data := p.Recording(nil)
 	if err := Replay(data); err != nil {
 		t.Fatalf("unaltered: %v", err)
@@ -216,7 +220,7 @@ func TestReplayNamesTheAlteredStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := rc.Steps[5]
-	if s.Op != OpGive || s.Answer() != "true" {
+	if s.Op != "Give" || s.Answer() != "true" {
 		t.Fatalf("step 5 is %v", s)
 	}
 	// Step 5's answer is its last byte: true becomes false.
@@ -230,7 +234,7 @@ func TestReplayNamesTheAlteredStep(t *testing.T) {
 	if !errors.As(err, &d) {
 		t.Fatalf("Replay of an altered answer: %v", err)
 	}
-	if d.Index != 5 || d.Op != OpGive || !strings.HasSuffix(d.Want, "→ false") || !strings.HasSuffix(d.Got, "→ true") {
+	if d.Index != 5 || d.Op != "Give" || !strings.HasSuffix(d.Want, "→ false") || !strings.HasSuffix(d.Got, "→ true") {
 		t.Fatalf("divergence %+v", d)
 	}
 	t.Log(d)
@@ -248,7 +252,7 @@ func sumLen(steps []Step) int {
 func mend(data []byte, i int, v byte) []byte {
 	data[i] = v
 	body := data[:len(data)-8]
-	sum := fnv64(body)
+	sum := wire.FNV64(body)
 	for j := range 8 {
 		data[len(body)+j] = byte(sum >> (8 * (7 - j)))
 	}
@@ -260,35 +264,34 @@ func mend(data []byte, i int, v byte) []byte {
 // name, with ErrUnrecordable, and the pool is left unrecorded; so is a
 // second pool for one Recorder.
 func TestRecordRefusesWardsItCannotRebuild(t *testing.T) {
+	now := time.Unix(1, 0)
 	for name, w := range map[string]ward.Ward{
 		"Breaker": {Breaker: new(ward.Breaker)},
 		"Shedder": {Shedder: new(ward.Shedder)},
 		"Bucket":  {Bucket: new(ward.Bucket)},
 		"Limiter": {Limiter: new(ward.Limiter)},
 	} {
-		p, _ := New[*int](DefaultLimits, w)
-		err := p.Record(NewRecorder(0))
-		if !errors.Is(err, ErrUnrecordable) || !strings.Contains(err.Error(), name) {
+		p, _ := pool.New[*int](pool.DefaultLimits, w)
+		r := New(0)
+		got, err := Wrap(p, r, now)
+		if !errors.Is(err, ErrUnrecordable) || !strings.Contains(err.Error(), name) || got != nil {
 			t.Errorf("%s: %v", name, err)
 		}
-		if p.rec != nil || p.Recording(nil) != nil {
-			t.Errorf("%s: recording after a refusal", name)
+		if r.attached {
+			t.Errorf("%s: the Recorder is attached after a refusal", name)
 		}
 	}
-	r := NewRecorder(0)
-	p1, _ := New[*int](DefaultLimits, ward.Ward{})
-	p2, _ := New[*int](DefaultLimits, ward.Ward{})
-	if err := p1.Record(r); err != nil {
+	r := New(0)
+	p1, _ := pool.New[*int](pool.DefaultLimits, ward.Ward{})
+	p2, _ := pool.New[*int](pool.DefaultLimits, ward.Ward{})
+	if _, err := Wrap(p1, r, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := p2.Record(r); !errors.Is(err, ErrUnrecordable) {
+	if _, err := Wrap(p2, r, now); !errors.Is(err, ErrUnrecordable) {
 		t.Fatalf("one Recorder on two pools: %v", err)
 	}
-	if err := p1.Record(nil); err != nil || p1.rec != nil {
-		t.Fatalf("Record(nil): %v", err)
-	}
-	if err := p2.Record(r); err != nil {
-		t.Fatalf("a Recorder set free: %v", err)
+	if _, err := Wrap(p2, nil, now); !errors.Is(err, ErrUnrecordable) {
+		t.Fatalf("a nil Recorder: %v", err)
 	}
 }
 
@@ -296,19 +299,21 @@ func TestRecordRefusesWardsItCannotRebuild(t *testing.T) {
 // checkpoint of the state as it stands, and replays from there.
 func TestRecordAttachesToARunningPool(t *testing.T) {
 	b := ward.DefaultBackoff
-	p, _ := New[*int](Limits{Size: 3, Keep: time.Second, Life: 3 * time.Second}, ward.Ward{Backoff: &b})
+	raw, _ := pool.New[*int](pool.Limits{Size: 3, Keep: time.Second, Life: 3 * time.Second}, ward.Ward{Backoff: &b})
 	now := time.Unix(7, 0)
 	x, y := new(int), new(int)
-	p.Take(now, 0, 0)
-	p.Made(x, now, 0)
-	p.Take(now, 0, 0)
-	p.Unmade(now, 0.3) // backoff holds makes back
-	p.Take(now, 0, 0)  // Later
+	raw.Take(now, 0, 0)
+	raw.Made(x, 0, now, 0)
+	raw.Take(now, 0, 0)
+	raw.Unmade(now, 0.3) // backoff holds makes back
+	raw.Take(now, 0, 0)  // Later
 	now = now.Add(time.Second)
-	p.Take(now, 0, 0)
-	p.Made(y, now, time.Millisecond)
-	p.Give(x, now)
-	if err := p.Record(NewRecorder(0)); err != nil {
+	raw.Take(now, 0, 0)
+	raw.Made(y, 0, now, time.Millisecond)
+	raw.Give(x, now)
+	now = now.Add(300 * time.Millisecond) // attached later than the pool's last instant
+	p, err := Wrap(raw, New(0), now)
+	if err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(1500 * time.Millisecond)
@@ -325,15 +330,15 @@ func TestRecordAttachesToARunningPool(t *testing.T) {
 // TestRecordingStepsRead checks the steps as read: operations, instants
 // and answers.
 func TestRecordingStepsRead(t *testing.T) {
-	p, _ := New[*int](Limits{Size: 1}, ward.Ward{})
-	r := NewRecorder(0)
-	if err := p.Record(r); err != nil {
+	raw, _ := pool.New[*int](pool.Limits{Size: 1}, ward.Ward{})
+	t0 := time.Unix(100, 0)
+	p, err := Wrap(raw, New(0), t0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Unix(100, 0)
 	v := new(int)
 	p.Take(t0, 0.25, 0)
-	p.Made(v, t0.Add(time.Millisecond), 0)
+	p.Made(v, 0, t0.Add(time.Millisecond), 0)
 	p.Take(t0.Add(2*time.Millisecond), 0, 0)
 	p.Give(v, t0.Add(time.Second))
 	p.Take(t0.Add(1500*time.Millisecond), 0, 0)
@@ -343,12 +348,12 @@ func TestRecordingStepsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"#0 Take at=0s roll=0.25 cpu=0 → Make",
-		"#1 Made ref=0 at=1ms extra=0s → true",
+		"#0 Take at=0s roll=0.25 cpu=0 → Make gen=0",
+		"#1 Made ref=0 at=1ms gen=0 extra=0s → true",
 		"#2 Take at=2ms roll=0 cpu=0 → Wait",
 		"#3 Give ref=1 at=1s → true",
 		"#4 Take at=1.5s roll=0 cpu=0 → Ready seat=0 idle=500ms",
-		"#5 Close → seats []",
+		"#5 Close at=1.5s → seats []",
 	}
 	var got []string
 	for _, s := range rc.Steps {
@@ -363,18 +368,19 @@ func TestRecordingStepsRead(t *testing.T) {
 // thousand idle seats, a 4 KiB recorder) does not crowd the steps out:
 // the limit counts steps, each half holds its checkpoint on top.
 func TestRecordingOfABigPool(t *testing.T) {
-	p, _ := New[*int](Limits{}, ward.Ward{})
+	raw, _ := pool.New[*int](pool.Limits{}, ward.Ward{})
 	now := time.Unix(9, 0)
 	items := make([]*int, 2000)
 	for i := range items {
 		items[i] = new(int)
-		p.Take(now, 0, 0)
-		p.Made(items[i], now, 0)
+		raw.Take(now, 0, 0)
+		raw.Made(items[i], 0, now, 0)
 	}
 	for _, v := range items {
-		p.Give(v, now)
+		raw.Give(v, now)
 	}
-	if err := p.Record(NewRecorder(MinRecordLimit)); err != nil {
+	p, err := Wrap(raw, New(MinLimit), now)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for range 3000 {
@@ -400,23 +406,24 @@ func TestRecordingOfABigPool(t *testing.T) {
 // enough to move the pool's epoch), each step holds the instant its call
 // was given, and the recording replays.
 func TestRecordedInstantsAreTheCalls(t *testing.T) {
-	p, _ := New[*int](Limits{Size: 2}, ward.Ward{})
-	if err := p.Record(NewRecorder(0)); err != nil {
+	raw, _ := pool.New[*int](pool.Limits{Size: 2}, ward.Ward{})
+	t0 := time.Unix(100, 0)
+	p, err := Wrap(raw, New(0), t0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Unix(100, 0)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
 	far := t0.Add(40 * 365 * 24 * time.Hour) // past reanchor: the epoch moves
 	v := new(int)
 	var ats []time.Time
-	take := func(now time.Time) Taken[*int] { ats = append(ats, now); return p.Take(now, 0, 0) }
+	take := func(now time.Time) pool.Taken[*int] { ats = append(ats, now); return p.Take(now, 0, 0) }
 	give := func(now time.Time) { ats = append(ats, now); p.Give(v, now) }
 
-	if a := take(t0); a.Kind != Make {
+	if a := take(t0); a.Kind != pool.Make {
 		t.Fatalf("first Take: %v", a.Kind)
 	}
 	ats = append(ats, t0)
-	p.Made(v, t0, 0)
+	p.Made(v, 0, t0, 0)
 	give(t0)                 // the same reading again
 	take(ms(1))              // a later one
 	give(ms(1))              // and again
@@ -449,37 +456,5 @@ func TestRecordedInstantsAreTheCalls(t *testing.T) {
 	}
 	if err := Replay(data); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestRecorderMovedToAnotherPool: a Recorder taken off one pool and put on
-// another, which started at another instant, writes the next step's
-// instant from the new pool's origin, even at the same reading as its last
-// step on the old one.
-func TestRecorderMovedToAnotherPool(t *testing.T) {
-	r := NewRecorder(0)
-	p, _ := New[*int](Limits{Size: 2}, ward.Ward{})
-	q, _ := New[*int](Limits{Size: 2}, ward.Ward{})
-	t0 := time.Unix(100, 0)
-	x := t0.Add(time.Second)
-	q.Take(t0, 0, 0) // q starts at t0
-	if err := p.Record(r); err != nil {
-		t.Fatal(err)
-	}
-	p.Take(x, 0, 0)
-	p.Take(x, 0, 0)
-	if err := p.Record(nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Record(r); err != nil {
-		t.Fatal(err)
-	}
-	q.Take(x, 0, 0)
-	rc, err := ReadRecording(q.Recording(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(rc.Steps); n != 1 || rc.Steps[0].At != time.Second {
-		t.Fatalf("steps %v, want one at 1s", rc.Steps)
 	}
 }

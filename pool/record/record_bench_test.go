@@ -1,9 +1,15 @@
-package pool
+package record
 
 import (
 	"testing"
 	"time"
+
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
+
+// at is an instant n milliseconds after a fixed origin.
+func at(n int) time.Time { return time.Unix(1000, 0).Add(time.Duration(n) * time.Millisecond) }
 
 // BenchmarkRecordTakeGive is the Pool's own steady state (BenchmarkTakeGive)
 // with recording off and on.
@@ -14,15 +20,22 @@ func BenchmarkRecordTakeGive(b *testing.B) {
 			name = "record=on"
 		}
 		b.Run(name, func(b *testing.B) {
-			p := mustNew(b, DefaultLimits)
+			raw, _ := pool.New[*int](pool.DefaultLimits, ward.Ward{})
+			var p interface {
+				Take(time.Time, float64, int) pool.Taken[*int]
+				Made(*int, uint32, time.Time, time.Duration) bool
+				Give(*int, time.Time) bool
+			} = raw
 			if on {
-				if err := p.Record(NewRecorder(0)); err != nil {
+				w, err := Wrap(raw, New(0), at(0))
+				if err != nil {
 					b.Fatal(err)
 				}
+				p = w
 			}
-			c := &conn{1}
+			c := new(int)
 			p.Take(at(0), 0, 0)
-			p.Made(c, at(0), 0)
+			p.Made(c, 0, at(0), 0)
 			p.Give(c, at(0))
 			b.ReportAllocs()
 			i := 0
@@ -39,13 +52,14 @@ func BenchmarkRecordTakeGive(b *testing.B) {
 // TestRecordingAllocatesNothing: once its halves have grown, a Recorder
 // records Take and Give without allocating, rolls included.
 func TestRecordingAllocatesNothing(t *testing.T) {
-	p := mustNew(t, DefaultLimits)
-	if err := p.Record(NewRecorder(MinRecordLimit)); err != nil {
+	raw, _ := pool.New[*int](pool.DefaultLimits, ward.Ward{})
+	p, err := Wrap(raw, New(MinLimit), at(0))
+	if err != nil {
 		t.Fatal(err)
 	}
-	c := &conn{1}
+	c := new(int)
 	p.Take(at(0), 0, 0)
-	p.Made(c, at(0), 0)
+	p.Made(c, 0, at(0), 0)
 	p.Give(c, at(0))
 	i := 0
 	step := func() {

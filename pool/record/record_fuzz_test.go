@@ -1,4 +1,4 @@
-package pool
+package record
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -14,24 +15,25 @@ import (
 // checkpoints).
 func sampleRecording() []byte {
 	b := ward.DefaultBackoff
-	p, _ := New[*int](Limits{Size: 3, Idle: 2, Keep: time.Second, Life: 3 * time.Second}, ward.Ward{Backoff: &b})
-	if err := p.Record(NewRecorder(MinRecordLimit)); err != nil {
+	now := time.Unix(500, 0)
+	raw, _ := pool.New[*int](pool.Limits{Size: 3, Idle: 2, Keep: time.Second, Life: 3 * time.Second}, ward.Ward{Backoff: &b})
+	p, err := Wrap(raw, New(MinLimit), now)
+	if err != nil {
 		panic(err)
 	}
-	now := time.Unix(500, 0)
 	var lent []*int
 	for i := range 400 {
 		now = now.Add(time.Duration(i%7) * 90 * time.Millisecond)
 		switch a := p.Take(now, float64(i%10)/10, 0); a.Kind {
-		case Make:
+		case pool.Make:
 			if i%9 == 0 {
 				p.Unmade(now, 0.5)
 				continue
 			}
 			v := i
-			p.Made(&v, now, time.Duration(i%3)*time.Millisecond)
+			p.Made(&v, a.Gen, now, time.Duration(i%3)*time.Millisecond)
 			lent = append(lent, &v)
-		case Ready:
+		case pool.Ready:
 			lent = append(lent, a.Item)
 		}
 		if len(lent) > 1 {
@@ -89,7 +91,7 @@ func TestTruncatedRecordingsAreRefused(t *testing.T) {
 		}
 	}
 	// Cut, then given a right checksum: the reader's own checks refuse it.
-	for n := len(recordMagic); n < len(data)-8; n++ {
+	for n := len(magic); n < len(data)-8; n++ {
 		cut := append(append([]byte(nil), data[:n]...), make([]byte, 8)...)
 		cut = mend(cut, 0, cut[0])
 		if err := Replay(cut); !errors.Is(err, ErrRecording) {
@@ -108,7 +110,7 @@ func TestCorruptedRecordingsNeverPanic(t *testing.T) {
 		for _, x := range []byte{0x01, 0x80, 0xff} {
 			bad := append([]byte(nil), data...)
 			bad[i] ^= x
-			if err := Replay(bad); !errors.Is(err, ErrRecording) || !strings.Contains(err.Error(), "checksum") && i >= len(recordMagic) {
+			if err := Replay(bad); !errors.Is(err, ErrRecording) || !strings.Contains(err.Error(), "checksum") && i >= len(magic) {
 				t.Fatalf("byte %d ^ %#x, checksum not mended: %v", i, x, err)
 			}
 			checkReplayError(t, Replay(mend(bad, i, bad[i])))
@@ -117,9 +119,9 @@ func TestCorruptedRecordingsNeverPanic(t *testing.T) {
 	if err := Replay([]byte("wprc")); !errors.Is(err, ErrRecording) {
 		t.Fatalf("magic alone: %v", err)
 	}
-	for v, says := range map[byte]string{1: "version 1, written before", 3: "version 3"} {
+	for v, says := range map[byte]string{2: "version 2, written by an older", 4: "version 4"} {
 		other := append([]byte(nil), data...)
-		other[len(recordMagic)] = v
+		other[len(magic)] = v
 		if err := Replay(mend(other, 0, other[0])); !errors.Is(err, ErrRecording) || !strings.Contains(err.Error(), says) {
 			t.Fatalf("version %d: %v", v, err)
 		}
@@ -134,7 +136,7 @@ func FuzzReplay(f *testing.F) {
 	data := sampleRecording()
 	f.Add(data)
 	f.Add(data[:len(data)/2])
-	f.Add(data[:len(recordMagic)+3])
+	f.Add(data[:len(magic)+3])
 	flipped := append([]byte(nil), data...)
 	flipped[len(flipped)/3] ^= 0x40
 	f.Add(flipped)
@@ -154,7 +156,7 @@ func TestSampleRecordingHasItAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := map[Op]bool{}
+	ops := map[string]bool{}
 	for _, s := range rc.Steps {
 		ops[s.Op] = true
 	}

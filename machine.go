@@ -1,0 +1,33 @@
+package wardpool
+
+import (
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
+)
+
+// machine is what the Keeper calls on its Pool: every method of *pool.Pool
+// it uses. A *pool.Pool is one; so is a *record.Pool, the recorder in front
+// of one, which answers the same and writes each call down.
+type machine[T comparable] interface {
+	Take(now time.Time, roll float64, cpu int) pool.Taken[T]
+	Reserve(now time.Time, roll float64, cpu int) pool.Taken[T]
+	Made(item T, gen uint32, now time.Time, extra time.Duration) bool
+	Unmade(now time.Time, roll float64)
+	Unreserve(now time.Time, by ward.Guard)
+	Give(item T, now time.Time) bool
+	Drop(item T, now time.Time) bool
+	Evict(now time.Time) []T
+	Close() []T
+	Reset(now time.Time) []T
+	ResetFor(item T, now time.Time) ([]T, bool)
+	SetCeiling(n int, now time.Time) []T
+	SetLimits(l pool.Limits, now time.Time) ([]T, error)
+	Refusal(now time.Time) float64
+	Loans(now time.Time) []pool.Lent[T]
+	Books() pool.Books
+	Next() (time.Time, bool)
+	HeldUntil() (time.Time, bool)
+	SeatOf(item T) int32
+}
