@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
 
@@ -176,4 +177,43 @@ func TestResetCausesAreBounded(t *testing.T) {
 	if k.Stats().ResetCauses[CauseManual] != 1 {
 		t.Fatal("Stats.ResetCauses is not a copy")
 	}
+}
+
+// TestKeeperDialInFlightAcrossReset is issue 33's finding: a Keeper of
+// Size 2 whose first dial is held open; Reset is called (credentials
+// rotated, a primary moved); then the dial lands. The resource it made
+// serves the caller it was dialled for once, is closed when it comes
+// back, and is never lent again; the next Acquire dials a new one.
+func TestKeeperDialInFlightAcrossReset(t *testing.T) {
+	d := &dialer{gate: make(chan struct{})}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
+	got := make(chan Loan[*res], 1)
+	go func() {
+		l, err := k.Acquire(bg)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	clocktest.Eventually(t, "the dial to start", func() bool { return k.Stats().Dialing == 1 })
+	k.Reset()
+	d.gate <- struct{}{} // the dial lands after the Reset
+	l := <-got
+	old := l.Value()
+	l.Release()
+	if !closedSoon(t, k, old) {
+		t.Fatal("a resource dialled before the Reset was kept on its return")
+	}
+	close(d.gate) // dials from now on do not wait
+	for range 5 {
+		l := mustAcquire(t, k)
+		if l.Value() == old {
+			t.Fatal("a resource dialled before the Reset was lent again")
+		}
+		l.Release()
+	}
+	if s := k.Stats(); s.Made != 2 || s.Live != 1 {
+		t.Fatalf("stats %+v: want two made (the old one and its replacement), one live", s)
+	}
+	checkBalanced(t, k, d)
 }
