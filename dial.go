@@ -77,9 +77,9 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 			// A shared guard refused the dial before it was made: the
 			// pool counts a refusal, and its own breaker and backoff hear
 			// nothing (the fleet's breaker speaks for the backend).
-			k.p.Unreserve(now, ward.GuardShared)
+			k.p.Unmade(now, 0, ward.GuardShared)
 		} else {
-			k.p.Unmade(now, k.roll())
+			k.p.Unmade(now, k.roll(), ward.GuardNone)
 		}
 		if timedOut {
 			k.stats.dialTimeouts++

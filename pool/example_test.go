@@ -45,7 +45,7 @@ func ExamplePool_Take() {
 	sre.Protection = 0 // no free calls: the first failure already counts
 	guarded, _ := pool.New[string](pool.Limits{}, ward.Ward{Breaker: ward.NewBreaker(sre, at(0))})
 	guarded.Take(at(0), 0.9, 0)
-	guarded.Unmade(at(0), 0) // the dial failed
+	guarded.Unmade(at(0), 0, ward.GuardNone) // the dial failed
 	fmt.Println("refusing", guarded.Refusal(at(0)), "of new connections")
 	shed := guarded.Take(at(0), 0.1, 0) // a draw under the refusal: fail fast
 	fmt.Println(shed.Kind, "by the", shed.Guard)

@@ -72,7 +72,7 @@ func (r *xRun) apply(c xCall, now time.Time) xAnswer {
 		}
 		a.ok = p.Made(c.id, gen, now, c.extra)
 	case opUnmade:
-		p.Unmade(now, 0.5)
+		p.Unmade(now, 0.5, ward.GuardNone)
 	case opGive:
 		a.ok = p.Give(c.id, now)
 	case opGiveEarlier:

@@ -27,7 +27,7 @@ func TestBreakerShedsMakesToAFailingBackend(t *testing.T) {
 		now := at(i * 10)
 		switch tk := p.Take(now, 0, 0); tk.Kind {
 		case Make:
-			p.Unmade(now, 0.5)
+			p.Unmade(now, 0.5, ward.GuardNone)
 		case Shed:
 			if tk.Guard != ward.GuardBreaker {
 				t.Fatalf("shed by %v, want the breaker", tk.Guard)
@@ -63,7 +63,7 @@ func TestBreakerRecoversWhenMakesSucceed(t *testing.T) {
 	p := warded(t, Limits{}, ward.Ward{Breaker: ward.NewBreaker(ward.DefaultSre, at(0))})
 	for i := range 40 {
 		if tk := p.Take(at(i), 0.99, 0); tk.Kind == Make {
-			p.Unmade(at(i), 0.5)
+			p.Unmade(at(i), 0.5, ward.GuardNone)
 		}
 	}
 	if p.Refusal(at(40)) == 0 {
@@ -81,7 +81,7 @@ func TestBackoffHoldsMakesAfterAFailure(t *testing.T) {
 	if tk := p.Take(at(0), 0, 0); tk.Kind != Make {
 		t.Fatalf("first take %v", tk.Kind)
 	}
-	p.Unmade(at(0), 0.5) // draw 0.5 under Spread(0.2): exactly the ceiling, 100 ms
+	p.Unmade(at(0), 0.5, ward.GuardNone) // draw 0.5 under Spread(0.2): exactly the ceiling, 100 ms
 	tk := p.Take(at(10), 0, 0)
 	if tk.Kind != Later || tk.Guard != ward.GuardBackoff || tk.Delay != 90*time.Millisecond {
 		t.Fatalf("take during backoff = %+v, want Later 90ms by backoff", tk)
@@ -89,7 +89,7 @@ func TestBackoffHoldsMakesAfterAFailure(t *testing.T) {
 	if tk := p.Take(at(100), 0, 0); tk.Kind != Make {
 		t.Fatalf("take when backoff ends = %v", tk.Kind)
 	}
-	p.Unmade(at(100), 0.5) // second failure in a row: 200 ms
+	p.Unmade(at(100), 0.5, ward.GuardNone) // second failure in a row: 200 ms
 	if tk := p.Take(at(299), 0, 0); tk.Kind != Later || tk.Delay != time.Millisecond {
 		t.Fatalf("take at 299ms = %+v, want Later 1ms", tk)
 	}
@@ -100,7 +100,7 @@ func TestBackoffHoldsMakesAfterAFailure(t *testing.T) {
 	if tk := p.Take(at(300), 0, 0); tk.Kind != Make {
 		t.Fatalf("take after a success = %v", tk.Kind)
 	}
-	p.Unmade(at(300), 0.5) // the first failure of a new run: 100 ms again, not 400
+	p.Unmade(at(300), 0.5, ward.GuardNone) // the first failure of a new run: 100 ms again, not 400
 	if tk := p.Take(at(300), 0, 0); tk.Kind != Later || tk.Delay != 100*time.Millisecond {
 		t.Fatalf("take after a new failure = %+v, want Later 100ms", tk)
 	}
@@ -156,7 +156,7 @@ func TestLimiterWaitsWhenLeasesAreOut(t *testing.T) {
 	// A failed make gives its lease back without a sample.
 	p.Drop(c2, at(4))
 	p.Take(at(5), 0, 0)
-	p.Unmade(at(5), 0)
+	p.Unmade(at(5), 0, ward.GuardNone)
 	if lim.Inflight() != 1 || lim.Limit() != 1 {
 		// Drop is a failure signal (2 × 0.9 → 1); Unmade changes nothing.
 		t.Fatalf("inflight %d limit %d", lim.Inflight(), lim.Limit())
@@ -191,7 +191,7 @@ func TestRefusedTakesHoldNothing(t *testing.T) {
 	sh := ward.NewShedder(ward.DefaultShed, at(0))
 	p := warded(t, Limits{}, ward.Ward{Limiter: lim, Shedder: sh, Bucket: ward.NewBucket(1, 1, at(0))})
 	p.Take(at(0), 0, 0)
-	p.Unmade(at(0), 0)
+	p.Unmade(at(0), 0, ward.GuardNone)
 	for i := range 5 {
 		if tk := p.Take(at(1), 0, 0); tk.Kind != Later {
 			t.Fatalf("take %d = %v, want Later", i, tk.Kind)
@@ -251,7 +251,7 @@ func TestBadDrawsAndCPUReadingsAreClamped(t *testing.T) {
 		switch tk.Kind {
 		case Make:
 			if i%3 == 0 {
-				p.Unmade(now, rolls[(i+1)%len(rolls)])
+				p.Unmade(now, rolls[(i+1)%len(rolls)], ward.GuardNone)
 			} else {
 				p.Made(&conn{i}, p.Gen(), now, 0)
 			}

@@ -293,17 +293,33 @@ func shift(t int64, d time.Duration) int64 {
 	return min(max(t+int64(d), -bound), bound)
 }
 
-// Unmade gives back a reservation that did not become a resource: the make
-// failed. It is counted as failed; the ward's breaker counts the failure, its
-// backoff holds further makes back (roll draws the jitter), and its limiter
-// releases the lease without a sample. With no reservation open, Unmade does
-// nothing.
-func (p *Pool[T]) Unmade(now time.Time, roll float64) {
+// Unmade gives back a reservation that did not become a resource, and by
+// says why:
+//
+//   - ward.GuardNone: the make failed. It is counted as failed; the ward's
+//     breaker counts the failure, its backoff holds further makes back (roll
+//     draws the jitter), and its limiter releases the lease without a
+//     sample.
+//   - any other guard: a guard outside the pool, one the runtime asks on its
+//     own (a fleet's shared breaker or shared rate on dials,
+//     ward.GuardShared), refused the make before it was tried. It is
+//     counted as Shed, not as a failed make: the ward's breaker and backoff
+//     hear nothing (the shared guard speaks for the backend already, and
+//     one outage must not trip two breakers), and the limiter's lease and
+//     the shedder's flight go back without a sample.
+//
+// With no reservation open, Unmade does nothing.
+func (p *Pool[T]) Unmade(now time.Time, roll float64, by ward.Guard) {
 	t := p.clock(now)
 	if p.making == 0 {
 		return
 	}
 	p.making--
+	if by != ward.GuardNone {
+		p.books.Shed++
+		p.unlease(t)
+		return
+	}
 	p.books.Failed++
 	p.onUnmade(t, roll)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // The driver's checks (see pool_model_driver_test.go): after each call,
@@ -199,8 +200,8 @@ func (d *driver) finish() {
 		d.check()
 	}
 	for d.m.making > 0 {
-		d.c.Unmade(d.now, 0)
-		d.m.unmade(d.now)
+		d.c.Unmade(d.now, 0, ward.GuardNone)
+		d.m.unmade(d.now, false)
 		d.logf("Unmade")
 		d.check()
 	}

@@ -97,7 +97,7 @@ func refusingWard(s source, now time.Time) ward.Ward {
 type calls interface {
 	Take(now time.Time, roll float64, cpu int) pool.Taken[int]
 	Made(item int, gen uint32, now time.Time, extra time.Duration) bool
-	Unmade(now time.Time, roll float64)
+	Unmade(now time.Time, roll float64, by ward.Guard)
 	Give(item int, now time.Time) bool
 	Drop(item int, now time.Time) bool
 	Evict(now time.Time) []int
@@ -467,9 +467,13 @@ func (d *driver) step(s source) {
 		}
 	case op == 'u':
 		roll := draw(s)
-		d.c.Unmade(now, roll)
-		d.m.unmade(now)
-		d.logf("Unmade(%v)", at)
+		by := ward.GuardNone
+		if s.intn(4, "refused outside") == 0 {
+			by = ward.GuardShared // a fleet's shared guard refused the make
+		}
+		d.c.Unmade(now, roll, by)
+		d.m.unmade(now, by != ward.GuardNone)
+		d.logf("Unmade(%v, %v)", at, by)
 	case op == 'g':
 		item, kind := d.pickItem(s, "give", true)
 		arg, hasArg = item, true

@@ -209,12 +209,18 @@ func (m *model) made(item int, gen int, now time.Time, extra time.Duration) bool
 	return true
 }
 
-func (m *model) unmade(now time.Time) {
+// unmade is Unmade: a failed make, or, refused, one a guard outside the
+// pool refused (counted shed, not failed).
+func (m *model) unmade(now time.Time, refused bool) {
 	m.clock(now)
 	if m.making == 0 {
 		return
 	}
 	m.making--
+	if refused {
+		m.books.Shed++
+		return
+	}
 	m.books.Failed++
 }
 

@@ -142,7 +142,7 @@ func TestUnreserveIsARefusalNotAFailure(t *testing.T) {
 	if a := p.Take(t0, 0.5, 0); a.Kind != Make {
 		t.Fatalf("Take = %v, want Make", a.Kind)
 	}
-	p.Unreserve(t0, ward.GuardShared)
+	p.Unmade(t0, 0, ward.GuardShared)
 	bk := p.Books()
 	if bk.Live != 0 || bk.Failed != 0 || bk.Shed != 1 {
 		t.Fatalf("books after Unreserve %+v: want the room back, one shed, none failed", bk)
@@ -153,8 +153,8 @@ func TestUnreserveIsARefusalNotAFailure(t *testing.T) {
 	if a := p.Take(t0, 0.5, 0); a.Kind != Make {
 		t.Fatalf("Take after Unreserve = %v, want Make: the room is free", a.Kind)
 	}
-	p.Unreserve(t0, ward.GuardShared)
-	p.Unreserve(t0, ward.GuardShared) // none open: nothing
+	p.Unmade(t0, 0, ward.GuardShared)
+	p.Unmade(t0, 0, ward.GuardShared) // none open: nothing
 	if bk := p.Books(); bk.Shed != 2 || bk.Live != 0 {
 		t.Fatalf("books %+v", bk)
 	}

@@ -76,7 +76,7 @@ func run(t *testing.T, p *Pool[*conn], steps []step) {
 		case "made":
 			got = fmt.Sprint(p.Made(get(s.c), p.Gen(), now, 0))
 		case "unmade":
-			p.Unmade(now, 0.5)
+			p.Unmade(now, 0.5, ward.GuardNone)
 			got = ""
 		case "give":
 			got = fmt.Sprint(p.Give(get(s.c), now))
@@ -325,7 +325,7 @@ func TestDrop(t *testing.T) {
 
 func TestUnmadeWithoutReservation(t *testing.T) {
 	p := mustNew(t, Limits{Size: 1})
-	p.Unmade(at(0), 0.5)
+	p.Unmade(at(0), 0.5, ward.GuardNone)
 	if b := p.Books(); b.Failed != 0 || b.Live != 0 {
 		t.Fatalf("books %+v, want nothing counted", b)
 	}

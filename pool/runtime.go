@@ -35,7 +35,7 @@ func (p *Pool[T]) SeatOf(item T) int32 {
 // the reservation's Gen, for Made) when it opened one; otherwise the answer
 // that refused it (Wait when the pool is full, Later or Shed with the
 // guard, Closed), not counted in the books: no caller was refused. The
-// reservation settles through Made, Unmade or Unreserve.
+// reservation settles through Made or Unmade.
 func (p *Pool[T]) Reserve(now time.Time, roll float64, cpu int) Taken[T] {
 	if p.closed {
 		return Taken[T]{Kind: Closed}
@@ -49,24 +49,6 @@ func (p *Pool[T]) Reserve(now time.Time, roll float64, cpu int) Taken[T] {
 	}
 	p.making++
 	return Taken[T]{Kind: Make, Gen: p.gen}
-}
-
-// Unreserve gives back a Make reservation that a guard outside the pool
-// refused before the make was tried: a guard the runtime asks on its own,
-// named by by, such as a fleet's shared breaker or shared rate on dials
-// (ward.GuardShared). It is counted as Shed, not as a failed make: the
-// ward's breaker and backoff hear nothing (the shared guard speaks for the
-// backend already, and one outage must not trip two breakers), and the
-// limiter's lease and the shedder's flight go back without a sample. With
-// no reservation open it does nothing.
-func (p *Pool[T]) Unreserve(now time.Time, by ward.Guard) {
-	t := p.clock(now)
-	if p.making == 0 {
-		return
-	}
-	p.making--
-	p.books.Shed++
-	p.unlease(t)
 }
 
 // HeldUntil returns when the ward's backoff lets makes start again, and

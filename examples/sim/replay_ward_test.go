@@ -46,7 +46,7 @@ func wardedRun(t *testing.T, n int, gap, hold time.Duration) []byte {
 			out = append(out, loan{a.Item, now.Add(hold)})
 		case pool.Make:
 			if dials++; dials%5 == 0 {
-				p.Unmade(now, 0.5)
+				p.Unmade(now, 0.5, ward.GuardNone)
 				continue
 			}
 			p.Made(next, a.Gen, now, 0)
@@ -170,11 +170,11 @@ func TestRecordedDialsAndCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Take(base, 0, 100)
-	p.Made(1, 0, base.Add(10*time.Millisecond), 0) // ok at 10ms
-	p.Take(base.Add(20*time.Millisecond), 0, 950)  // cpu 950 from 20ms
-	p.Unmade(base.Add(30*time.Millisecond), 0)     // failed at 30ms
-	p.Take(base.Add(40*time.Millisecond), 0, 300)  // cpu 300 from 40ms
-	p.Made(2, 0, base.Add(50*time.Millisecond), 0) // ok at 50ms
+	p.Made(1, 0, base.Add(10*time.Millisecond), 0)             // ok at 10ms
+	p.Take(base.Add(20*time.Millisecond), 0, 950)              // cpu 950 from 20ms
+	p.Unmade(base.Add(30*time.Millisecond), 0, ward.GuardNone) // failed at 30ms
+	p.Take(base.Add(40*time.Millisecond), 0, 300)              // cpu 300 from 40ms
+	p.Made(2, 0, base.Add(50*time.Millisecond), 0)             // ok at 50ms
 	rc, err := record.ReadRecording(p.Recording(nil))
 	if err != nil {
 		t.Fatal(err)

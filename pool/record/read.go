@@ -59,7 +59,7 @@ type Step struct {
 	Ref   uint64        // Made, Give, Drop: the resource
 	Gen   uint32        // Made: the reservation's generation
 	Extra time.Duration // Made: the life's jitter
-	Guard ward.Guard    // Unreserve: the guard that refused
+	Guard ward.Guard    // Unmade: the guard outside the pool that refused; none for a failed make
 	N     int           // Ceiling: the ceiling
 	// Limits is a Limits step's new limits (Pool.SetLimits).
 	Limits pool.Limits
@@ -116,8 +116,9 @@ func (s Step) String() string {
 		fmt.Fprintf(&b, " roll=%v cpu=%d", s.Roll, s.CPU)
 	case opUnmade:
 		fmt.Fprintf(&b, " roll=%v", s.Roll)
-	case opUnreserve:
-		fmt.Fprintf(&b, " guard=%v", s.Guard)
+		if s.Guard != ward.GuardNone {
+			fmt.Fprintf(&b, " refused by %v", s.Guard)
+		}
 	case opMade:
 		fmt.Fprintf(&b, " gen=%d extra=%v", s.Gen, s.Extra)
 	}
@@ -257,9 +258,7 @@ func readStep(r *wire.Reader) Step {
 	case opMade:
 		s.Ref, s.Gen, s.Extra = r.U(), r.U32(), time.Duration(r.I())
 	case opUnmade:
-		s.Roll = r.F()
-	case opUnreserve:
-		s.Guard = ward.Guard(r.Byte())
+		s.Roll, s.Guard = r.F(), ward.Guard(r.Byte())
 	case opGive, opDrop:
 		s.Ref = r.U()
 	case opEvict, opClose, opReset, opRefusal, opLoans:

@@ -29,7 +29,6 @@ const (
 	opTake op = iota + 1
 	opMade
 	opUnmade
-	opUnreserve
 	opReserve
 	opGive
 	opDrop
@@ -45,7 +44,7 @@ const (
 	opEnd        op = 0x41
 )
 
-var opNames = [...]string{"Op(0)", "Take", "Made", "Unmade", "Unreserve", "Reserve", "Give",
+var opNames = [...]string{"Op(0)", "Take", "Made", "Unmade", "Reserve", "Give",
 	"Drop", "Evict", "Close", "Reset", "Ceiling", "Limits", "Refusal", "Loans"}
 
 func (o op) String() string {
@@ -315,17 +314,10 @@ func (w *Pool[T]) Made(item T, gen uint32, now time.Time, extra time.Duration) b
 }
 
 // Unmade is pool.Pool.Unmade, recorded.
-func (w *Pool[T]) Unmade(now time.Time, roll float64) {
+func (w *Pool[T]) Unmade(now time.Time, roll float64, by ward.Guard) {
 	w.roll()
-	w.p.Unmade(now, roll)
-	w.end(wire.AppendF(w.begin(opUnmade, now), roll))
-}
-
-// Unreserve is pool.Pool.Unreserve, recorded.
-func (w *Pool[T]) Unreserve(now time.Time, by ward.Guard) {
-	w.roll()
-	w.p.Unreserve(now, by)
-	w.end(append(w.begin(opUnreserve, now), byte(by)))
+	w.p.Unmade(now, roll, by)
+	w.end(append(wire.AppendF(w.begin(opUnmade, now), roll), byte(by)))
 }
 
 // Reserve is pool.Pool.Reserve, recorded.

@@ -27,7 +27,7 @@ func sampleRecording() []byte {
 		switch a := p.Take(now, float64(i%10)/10, 0); a.Kind {
 		case pool.Make:
 			if i%9 == 0 {
-				p.Unmade(now, 0.5)
+				p.Unmade(now, 0.5, ward.GuardNone)
 				continue
 			}
 			v := i

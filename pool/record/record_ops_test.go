@@ -55,7 +55,7 @@ func TestResetForIsRecordedAsReset(t *testing.T) {
 	}
 }
 
-// TestUnreserveIsRecorded: an Unreserve step holds the guard that refused,
+// TestUnreserveIsRecorded: an Unmade step refused by a guard outside holds the guard that refused,
 // and replays.
 func TestUnreserveIsRecorded(t *testing.T) {
 	t0 := time.Unix(100, 0)
@@ -66,10 +66,10 @@ func TestUnreserveIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Take(t0, 0.5, 0)
-	p.Unreserve(t0, ward.GuardShared)
+	p.Unmade(t0, 0, ward.GuardShared)
 	p.Take(t0, 0.5, 0)
-	p.Unreserve(t0, ward.GuardShared)
-	p.Unreserve(t0, ward.GuardShared) // none open: nothing, still a step
+	p.Unmade(t0, 0, ward.GuardShared)
+	p.Unmade(t0, 0, ward.GuardShared) // none open: nothing, still a step
 	rc, err := ReadRecording(p.Recording(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -79,12 +79,12 @@ func TestUnreserveIsRecorded(t *testing.T) {
 	}
 	n := 0
 	for _, s := range rc.Steps {
-		if s.Op == "Unreserve" && s.Guard == ward.GuardShared {
+		if s.Op == "Unmade" && s.Guard == ward.GuardShared {
 			n++
 		}
 	}
 	if n != 3 {
-		t.Fatalf("%d Unreserve steps recorded, want 3", n)
+		t.Fatalf("%d Unmade steps refused by the shared guard recorded, want 3", n)
 	}
 }
 

@@ -40,7 +40,7 @@ func drivePool(t *rapid.T, p *Pool[*int], steps int) {
 				lent = append(lent, a.Item)
 			case pool.Make:
 				if rapid.IntRange(0, 4).Draw(t, "fail") == 0 {
-					p.Unmade(now, rapid.Float64Range(0, 0.999).Draw(t, "roll"))
+					p.Unmade(now, rapid.Float64Range(0, 0.999).Draw(t, "roll"), ward.GuardNone)
 				} else if v := fresh(); p.Made(v, a.Gen, now, time.Duration(rapid.IntRange(-5, 5).Draw(t, "jitter"))*time.Millisecond) {
 					lent = append(lent, v)
 				}
@@ -305,8 +305,8 @@ func TestRecordAttachesToARunningPool(t *testing.T) {
 	raw.Take(now, 0, 0)
 	raw.Made(x, 0, now, 0)
 	raw.Take(now, 0, 0)
-	raw.Unmade(now, 0.3) // backoff holds makes back
-	raw.Take(now, 0, 0)  // Later
+	raw.Unmade(now, 0.3, ward.GuardNone) // backoff holds makes back
+	raw.Take(now, 0, 0)                  // Later
 	now = now.Add(time.Second)
 	raw.Take(now, 0, 0)
 	raw.Made(y, 0, now, time.Millisecond)

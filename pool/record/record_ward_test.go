@@ -113,7 +113,7 @@ func wardRecording() []byte {
 		switch a := p.Take(now, float64(i%10)/10, cpu); a.Kind {
 		case pool.Make:
 			if i%5 == 0 {
-				p.Unmade(now, 0.5)
+				p.Unmade(now, 0.5, ward.GuardNone)
 				continue
 			}
 			v := i

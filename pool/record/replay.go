@@ -133,9 +133,7 @@ func (rc *Recording) Replay() (err error) {
 				seated(v)
 			}
 		case opUnmade:
-			w.Unmade(now, s.Roll)
-		case opUnreserve:
-			w.Unreserve(now, s.Guard)
+			w.Unmade(now, s.Roll, s.Guard)
 		case opReserve:
 			w.Reserve(now, s.Roll, s.CPU)
 		case opGive:

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // caller states
@@ -176,7 +177,7 @@ func (r *run) dialed(e *event, t int64) {
 	owner := c.gen == e.gen && c.state == stDialing
 	now := r.now(t)
 	if !e.ok {
-		r.p.Unmade(now, r.prng.Float64())
+		r.p.Unmade(now, r.prng.Float64(), ward.GuardNone)
 		r.cur.Failed++
 		r.res.Sum.DeadDials++
 		if owner {

@@ -51,7 +51,7 @@ func poolRecordingIn(t testing.TB, ops []byte, limit int) []byte {
 		case 3:
 			if making > 0 {
 				making--
-				p.Unmade(now, 0.5)
+				p.Unmade(now, 0.5, ward.GuardNone)
 			}
 		case 4, 5:
 			if len(lent) > 0 {
