@@ -132,6 +132,11 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 			w = k.attachLocked(ctx, start, st)
 			k.q.push(w)
 			k.serveLocked(now, &fx)
+			if err := k.admitLocked(ctx, now, w, false); err != nil {
+				k.unlockDo(&fx)
+				k.recycle(w)
+				return Loan[T]{}, err
+			}
 		} else {
 			s := k.decideLocked(now, st, false)
 			switch s.kind {
@@ -166,6 +171,11 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 				} else {
 					k.q.push(w)
 				}
+				if err := k.admitLocked(ctx, now, w, front); err != nil {
+					k.unlockDo(&fx)
+					k.recycle(w)
+					return Loan[T]{}, err
+				}
 			case pool.Later:
 				k.mu.Unlock()
 				waited = true
@@ -187,6 +197,34 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 		}
 		front = true
 	}
+}
+
+// admitLocked asks the pool, with Config.Admission on, whether w, queued
+// at the back, can be served before its context's deadline (see
+// Pool.Admit); when it cannot, w leaves the queue and the caller gets a
+// *LateError at once. A caller asking again at the front (front), or one
+// already served, is not asked about.
+func (k *Keeper[T]) admitLocked(ctx context.Context, now time.Time, w *waiter[T], front bool) error {
+	if !k.admission || front || !w.queued {
+		return nil
+	}
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return nil
+	}
+	within := time.Until(dl) // the context's deadline is on the wall clock
+	if within <= 0 {
+		return nil // ended already: await returns its error
+	}
+	wait, ok := k.p.Admit(now, k.q.live-1, within)
+	if ok {
+		return nil
+	}
+	k.q.remove(w)
+	w.attached = false
+	w.ticket++
+	k.stats.late++
+	return &LateError{Pool: k.name, Predicted: wait, Within: within, Ahead: k.q.live}
 }
 
 // enter begins an acquire: ctx's error (counted as canceled) when it has

@@ -116,6 +116,15 @@ type Config[T comparable] struct {
 	// /proc/stat figures, which reads 0 (not hot) wherever they are missing
 	// or make no sense.
 	CPU func() int
+	// Admission, when set, refuses at once an Acquire the pool predicts
+	// cannot be served before its context's deadline, instead of letting
+	// it wait the deadline out (a *LateError, which errors.Is reads as
+	// context.DeadlineExceeded): the pool predicts a queued caller's wait
+	// from its place in the queue and the holds it has measured (see
+	// Pool.Admit). Under overload, callers that would time out fail in
+	// microseconds and the ones behind them are served sooner; a caller
+	// with no deadline is never refused. Off by default.
+	Admission bool
 	// Recorder, when set, records every call the Keeper makes into its
 	// Pool, for a replay to check (see package pool/record);
 	// Keeper.Recording writes it out. Every loan is a Take and every
@@ -179,6 +188,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		dialTimeout: cfg.DialTimeout,
 		check:       cfg.Check,
 		checkIdle:   cfg.CheckIdle,
+		admission:   cfg.Admission,
 		reuse:       cfg.BeforeReuse,
 		classify:    cfg.Classify,
 		minIdle:     cfg.MinIdle,

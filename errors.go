@@ -1,6 +1,7 @@
 package wardpool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -67,6 +68,34 @@ func (e *ShedError) Unwrap() error { return ErrShed }
 
 // PoolName returns the name of the pool that refused.
 func (e *ShedError) PoolName() string { return e.Pool }
+
+// LateError is the error of an acquire refused at once because the pool
+// predicts it would wait longer than its context allows (Config.Admission,
+// Pool.Admit): told now instead of failing at its deadline, and the
+// callers behind it served sooner. errors.Is(err,
+// context.DeadlineExceeded) holds, as it would had the caller waited its
+// deadline out, and so does errors.Is(err, ErrShed): the pool refused it.
+type LateError struct {
+	// Pool is the name of the pool (Config.Name).
+	Pool string
+	// Predicted is the wait the pool predicted, from the holds it has
+	// measured; Within is how long the caller's context allowed.
+	Predicted, Within time.Duration
+	// Ahead is how many callers were queued before this one.
+	Ahead int
+}
+
+// Error says what was predicted against what was allowed.
+func (e *LateError) Error() string {
+	return fmt.Sprintf("%swardpool: refused at once: the predicted wait, %v behind %s, is longer than the %v the context allows",
+		prefix(e.Pool), e.Predicted.Round(time.Microsecond), plural(e.Ahead, "caller", "callers"), e.Within.Round(time.Microsecond))
+}
+
+// Unwrap returns ErrShed and context.DeadlineExceeded.
+func (e *LateError) Unwrap() []error { return []error{ErrShed, context.DeadlineExceeded} }
+
+// PoolName returns the name of the pool that refused.
+func (e *LateError) PoolName() string { return e.Pool }
 
 // prefix is what an error of the pool named name starts with.
 func prefix(name string) string {

@@ -34,6 +34,7 @@ import (
 type counters struct {
 	acquired             uint64 // acquires final under the lock
 	canceled             uint64
+	late                 uint64 // acquires refused by admission (LateError)
 	checkFailures, leaks uint64
 	panics, dialTimeouts uint64
 	closed               uint64
@@ -52,6 +53,7 @@ type settings[T comparable] struct {
 	dialTimeout time.Duration
 	check       func(context.Context, T) error
 	checkIdle   time.Duration
+	admission   bool
 	reuse       func(context.Context, T) error
 	classify    Classifier
 	minIdle     int

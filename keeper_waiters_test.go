@@ -324,3 +324,61 @@ func TestKeeperGivingUpDuringADialWastesNothing(t *testing.T) {
 	checkBalanced(t, k, d)
 	_ = time.Second
 }
+
+// TestKeeperAdmissionRefusesDoomedCallers: with Config.Admission, a caller
+// that would queue with less time left than the pool predicts it would wait
+// (holds measured at 200 ms, two lent: about 100 ms a turn) is refused at
+// once with a *LateError that reads as its deadline passing; one with time
+// enough, and one with no deadline, wait and are served.
+func TestKeeperAdmissionRefusesDoomedCallers(t *testing.T) {
+	d := &dialer{}
+	k, clk := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}, Admission: true})
+	for range 4 { // eight loans of 200 ms measured
+		a, b := mustAcquire(t, k), mustAcquire(t, k)
+		clk.Advance(200 * time.Millisecond)
+		a.Release()
+		b.Release()
+	}
+	a, b := mustAcquire(t, k), mustAcquire(t, k)
+
+	ctx, cancel := context.WithTimeout(bg, 40*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := k.Acquire(ctx)
+	var late *LateError
+	if !errors.As(err, &late) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrShed) {
+		t.Fatalf("Acquire with 40ms left behind two 200ms loans = %v; want a *LateError", err)
+	}
+	if took := time.Since(began); took > 30*time.Millisecond {
+		t.Errorf("the refusal took %v: it should come at once", took)
+	}
+	if late.Predicted != 100*time.Millisecond || late.Ahead != 0 {
+		t.Errorf("LateError %+v: want 100ms predicted, nobody ahead", late)
+	}
+	if s := k.Stats(); s.Late != 1 || s.Waiting != 0 {
+		t.Errorf("stats %+v: want one late, nobody left waiting", s)
+	}
+
+	// Time enough (an hour), and no deadline at all: both wait their turn.
+	got := make(chan error, 2)
+	long, cancelLong := context.WithTimeout(bg, time.Hour)
+	defer cancelLong()
+	for i, c := range []context.Context{long, bg} {
+		go func() {
+			l, err := k.Acquire(c)
+			if err == nil {
+				l.Release()
+			}
+			got <- err
+		}()
+		clocktest.Eventually(t, "the caller to queue", func() bool { return k.Stats().Waiting == i+1 })
+	}
+	a.Release()
+	b.Release()
+	for range 2 {
+		if err := <-got; err != nil {
+			t.Fatalf("a caller with time enough: %v", err)
+		}
+	}
+	checkBalanced(t, k, d)
+}

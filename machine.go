@@ -24,6 +24,7 @@ type machine[T comparable] interface {
 	SetCeiling(n int, now time.Time) []T
 	SetLimits(l pool.Limits, now time.Time) ([]T, error)
 	Refusal(now time.Time) float64
+	Admit(now time.Time, ahead int, within time.Duration) (time.Duration, bool)
 	Loans(now time.Time) []pool.Lent[T]
 	Books() pool.Books
 	Next() (time.Time, bool)

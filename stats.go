@@ -31,6 +31,10 @@ type Stats struct {
 	// Canceled counts acquires that ended with their context before they
 	// got a resource.
 	Canceled uint64
+	// Late counts acquires refused at once because the pool predicted a
+	// wait longer than their context allowed (Config.Admission; each a
+	// *LateError, counted in Shed too).
+	Late uint64
 	// Checks counts Config.Check calls; CheckFailures those that failed and
 	// dropped the resource.
 	Checks, CheckFailures uint64
@@ -84,6 +88,7 @@ func (k *Keeper[T]) Stats() Stats {
 		AcquireWait:    time.Duration(k.tally.waitNs.Load()),
 		EmptyAcquires:  empty,
 		Canceled:       s.canceled,
+		Late:           s.late,
 		Checks:         k.tally.checks.Load(),
 		CheckFailures:  s.checkFailures,
 		DialTimeouts:   s.dialTimeouts,

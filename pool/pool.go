@@ -59,6 +59,13 @@ type Pool[T comparable] struct {
 	// (SetCeiling); -1 when none is set.
 	ceiling int
 
+	// How long loans are held, as the pool has measured them: a moving
+	// mean of the loans given back or dropped (1/16 weight to each new one),
+	// and how many it has seen (up to holdsMax). Admit predicts waits
+	// from it.
+	held  int64
+	holds int
+
 	// The pool's clock: instants are nanoseconds since epoch, the first now
 	// it was given, and never go backwards (see the type's doc).
 	epoch   time.Time
@@ -384,6 +391,7 @@ func (p *Pool[T]) back(now time.Time) (t, at int64) {
 // is not before its loan began: the branch of Give for a loan coming home.
 // A resource made before the last Reset is retired, not kept.
 func (p *Pool[T]) giveLent(i int32, t int64) bool {
+	p.measure(t - p.z.s[i].since)
 	if p.warded {
 		p.onLoanEnd(p.z.s[i].since, t, true)
 	}
@@ -411,6 +419,7 @@ func (p *Pool[T]) Drop(item T, now time.Time) bool {
 	if s.st() == idle {
 		p.z.pull(i, t)
 	} else {
+		p.measure(t - s.since)
 		p.onLoanEnd(s.since, t, false)
 	}
 	p.z.remove(i)

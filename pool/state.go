@@ -105,6 +105,8 @@ func (p *Pool[T]) AppendState(dst []byte, origin time.Time) ([]byte, error) {
 	b = wire.AppendI(b, p.holdUntil)
 	b = wire.AppendI(b, int64(p.lastDelay))
 	b = wire.AppendI(b, int64(p.ceiling))
+	b = wire.AppendI(b, p.held)
+	b = wire.AppendU(b, uint64(p.holds))
 	for _, v := range p.books.counters() {
 		b = wire.AppendU(b, *v)
 	}
@@ -210,6 +212,7 @@ func ReadState(src []byte, origin time.Time) (*Pool[uint64], ward.Ward, int, err
 	}
 	p.failures, p.holdUntil, p.lastDelay = c.failures, c.holdUntil, c.lastDelay
 	p.ceiling = max(c.ceiling, -1)
+	p.held, p.holds = c.held, c.holds
 	p.books = c.books
 	p.z.s = c.seats
 	for i := range p.z.s {
@@ -240,7 +243,8 @@ type snapshot struct {
 	gen                       uint32
 	hint                      int32
 	making, failures, ceiling int
-	holdUntil                 int64
+	holdUntil, held           int64
+	holds                     int
 	lastDelay                 time.Duration
 	books                     Books
 	seats                     []seat[uint64]
@@ -267,6 +271,11 @@ func (c *snapshot) read(r *wire.Reader, origin time.Time) {
 	c.failures = r.N()
 	c.holdUntil, c.lastDelay = r.I(), time.Duration(r.I())
 	c.ceiling = int(r.I())
+	c.held, c.holds = r.I(), r.N()
+	if c.held < 0 || c.holds > holdsMax {
+		r.Fail("a mean hold of %d over %d loans", c.held, c.holds)
+		return
+	}
 	for _, v := range c.books.counters() {
 		*v = r.U()
 	}

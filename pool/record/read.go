@@ -60,7 +60,8 @@ type Step struct {
 	Gen   uint32        // Made: the reservation's generation
 	Extra time.Duration // Made: the life's jitter
 	Guard ward.Guard    // Unmade: the guard outside the pool that refused; none for a failed make
-	N     int           // Ceiling: the ceiling
+	N     int           // Ceiling: the ceiling; Admit: the callers ahead
+	Wait  time.Duration // Admit: how long the caller may wait
 	// Limits is a Limits step's new limits (Pool.SetLimits).
 	Limits pool.Limits
 
@@ -106,6 +107,8 @@ func (s Step) String() string {
 		fmt.Fprintf(&b, " ref=%d", s.Ref)
 	case opCeiling:
 		fmt.Fprintf(&b, " n=%d", s.N)
+	case opAdmit:
+		fmt.Fprintf(&b, " ahead=%d within=%v", s.N, s.Wait)
 	case opLimits:
 		l := s.Limits
 		fmt.Fprintf(&b, " size=%d idle=%d keep=%v life=%v", l.Size, l.Idle, l.Keep, l.Life)
@@ -264,6 +267,8 @@ func readStep(r *wire.Reader) Step {
 	case opEvict, opClose, opReset, opRefusal, opLoans:
 	case opCeiling:
 		s.N = int(r.I())
+	case opAdmit:
+		s.N, s.Wait = int(r.I()), time.Duration(r.I())
 	case opLimits:
 		s.Limits = pool.Limits{Size: r.N(), Idle: r.N(), Keep: time.Duration(r.I()), Life: time.Duration(r.I())}
 	default:
@@ -298,6 +303,9 @@ func skipAnswer(r *wire.Reader, o op) {
 		}
 	case opRefusal:
 		r.F()
+	case opAdmit:
+		r.I()
+		r.Byte()
 	case opLoans:
 		for n := r.Count(2); n > 0; n-- {
 			r.U()
@@ -337,6 +345,9 @@ func describeAnswer(o op, ans []byte) string {
 		out = "seats [" + strings.Join(seats, " ") + "]"
 	case opRefusal:
 		out = strconv.FormatFloat(r.F(), 'g', -1, 64)
+	case opAdmit:
+		wait := time.Duration(r.I())
+		out = fmt.Sprintf("%v wait=%v", r.Byte() == 1, wait)
 	case opLoans:
 		loans := []string{}
 		for n := r.Count(2); n > 0; n-- {

@@ -39,13 +39,14 @@ const (
 	opLimits
 	opRefusal
 	opLoans
+	opAdmit
 
 	opCheckpoint op = 0x40
 	opEnd        op = 0x41
 )
 
 var opNames = [...]string{"Op(0)", "Take", "Made", "Unmade", "Reserve", "Give",
-	"Drop", "Evict", "Close", "Reset", "Ceiling", "Limits", "Refusal", "Loans"}
+	"Drop", "Evict", "Close", "Reset", "Ceiling", "Limits", "Refusal", "Loans", "Admit"}
 
 func (o op) String() string {
 	switch {
@@ -437,6 +438,18 @@ func (w *Pool[T]) Loans(now time.Time) []pool.Lent[T] {
 	}
 	w.end(b)
 	return out
+}
+
+// Admit is pool.Pool.Admit, recorded.
+func (w *Pool[T]) Admit(now time.Time, ahead int, within time.Duration) (time.Duration, bool) {
+	w.roll()
+	wait, ok := w.p.Admit(now, ahead, within)
+	b := w.begin(opAdmit, now)
+	b = wire.AppendI(b, int64(ahead))
+	b = wire.AppendI(b, int64(within))
+	b = wire.AppendI(b, int64(wait))
+	w.end(wire.AppendB(b, ok))
+	return wait, ok
 }
 
 // Books is pool.Pool.Books; it is not recorded.

@@ -89,6 +89,7 @@ func drivePool(t *rapid.T, p *Pool[*int], steps int) {
 			p.Refusal(now)
 		case 12:
 			p.Loans(now)
+			p.Admit(now, rapid.IntRange(0, 4).Draw(t, "ahead"), time.Duration(rapid.IntRange(0, 3000).Draw(t, "within ms"))*time.Millisecond)
 		case 13:
 			p.Give(fresh(), now) // unknown, or filling an open reservation
 		default:

@@ -161,6 +161,8 @@ func (rc *Recording) Replay() (err error) {
 			w.Refusal(now)
 		case opLoans:
 			w.Loans(now)
+		case opAdmit:
+			w.Admit(now, s.N, s.Wait)
 		}
 		if !ok {
 			return &Divergence{Index: s.Index, Op: s.Op, Want: s.String(),
