@@ -82,7 +82,8 @@ func (k *Keeper[T]) shedErrorLocked(t pool.Taken[T], now time.Time) error {
 // strict arrival order, until one is handed to it or ctx ends. When ctx
 // ends first it returns an *AcquireError that unwraps to ctx.Err() and says
 // what the pool was doing (ctx.Err() itself when ctx had ended before the
-// call); ErrClosed after Close; a *ShedError when the ward refuses; and
+// call); when Config.AcquireTimeout runs out first, one that unwraps to
+// ErrAcquireTimeout; ErrClosed after Close; a *ShedError when the ward refuses; and
 // Dial's error when the dial made for this caller fails.
 //
 // A resource found past its age is closed and another taken; one that fails
@@ -123,6 +124,9 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 	for tries := 0; ; tries++ {
 		if tries > 0 {
 			now = k.now()
+			if k.acqTimeout > 0 && !now.Before(start.Add(k.acqTimeout)) {
+				return Loan[T]{}, k.timeout(start)
+			}
 		}
 		var fx effects[T]
 		var w *waiter[T]
@@ -168,7 +172,11 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 			case pool.Later:
 				k.mu.Unlock()
 				waited = true
-				if err := k.sleep(ctx, s.delay); err != nil {
+				d := s.delay
+				if k.acqTimeout > 0 {
+					d = min(d, start.Add(k.acqTimeout).Sub(now)) // the next try gives up
+				}
+				if err := k.sleep(ctx, d); err != nil {
 					k.countCanceled()
 					return Loan[T]{}, k.giveUp(err, start)
 				}
@@ -196,6 +204,13 @@ func (k *Keeper[T]) enter(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// timeout is timeoutLocked, taking the lock.
+func (k *Keeper[T]) timeout(start time.Time) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.timeoutLocked(start)
 }
 
 func (k *Keeper[T]) countCanceled() {

@@ -40,6 +40,20 @@ type Config[T comparable] struct {
 	// other: the ward's backoff spaces the next attempts, and MinIdle is
 	// retried by the timer.
 	DialTimeout time.Duration
+	// AcquireTimeout, when positive, bounds how long an Acquire waits for a
+	// resource, apart from its context: queued behind other callers, for
+	// the dial made for it, held back by the ward (a Later). The wait ends
+	// at the earlier of the acquire's start plus AcquireTimeout, on Clock,
+	// and ctx's end; when the timeout comes first, Acquire returns an
+	// *AcquireError whose Err is ErrAcquireTimeout (errors.Is(err,
+	// ErrAcquireTimeout) and errors.Is(err, context.DeadlineExceeded)
+	// hold, and ctx.Err() is still nil), counted in Stats.AcquireTimeouts
+	// and Stats.Canceled. A dial the caller leaves goes on, and its
+	// resource goes to the next caller or to idle. Check, run on a resource
+	// about to be lent, is bounded by ctx alone. TryAcquire never waits.
+	// Zero means no timeout (ctx alone bounds the wait, as in pgxpool and
+	// database/sql).
+	AcquireTimeout time.Duration
 	// Close closes a resource the pool let go of. It never runs on a
 	// caller's goroutine: every resource to close (one past the Idle
 	// ceiling, a stale one an Acquire met, one that failed Check, a
@@ -161,6 +175,8 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		return bad("MinIdle is %d, more than Limits.Idle %d: the pool would close what it warmed", cfg.MinIdle, l.Idle)
 	case cfg.LifeJitter < 0:
 		return bad("LifeJitter is %v, want 0 or more", cfg.LifeJitter)
+	case cfg.AcquireTimeout < 0:
+		return bad("AcquireTimeout is %v, want 0 (none) or more", cfg.AcquireTimeout)
 	case cfg.LeakAfter < 0:
 		return bad("LeakAfter is %v, want 0 (off) or more", cfg.LeakAfter)
 	case cfg.Closers < 0:
@@ -178,6 +194,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		close:       cfg.Close,
 		closers:     cfg.Closers,
 		dialTimeout: cfg.DialTimeout,
+		acqTimeout:  cfg.AcquireTimeout,
 		check:       cfg.Check,
 		checkIdle:   cfg.CheckIdle,
 		reuse:       cfg.BeforeReuse,

@@ -35,6 +35,7 @@ type counters struct {
 	canceled             uint64
 	checkFailures, leaks uint64
 	panics, dialTimeouts uint64
+	acquireTimeouts      uint64 // acquires Config.AcquireTimeout ended (in canceled too)
 	closed               uint64
 	resets               resetBook
 	dialing, warming     int       // dials in flight; of them, for MinIdle (no caller waiting)
@@ -49,6 +50,7 @@ type settings[T comparable] struct {
 	close       func(T) error
 	closers     int
 	dialTimeout time.Duration
+	acqTimeout  time.Duration // Config.AcquireTimeout; 0: none
 	check       func(context.Context, T) error
 	checkIdle   time.Duration
 	reuse       func(context.Context, T) error

@@ -29,8 +29,10 @@ type Stats struct {
 	// had to wait or dial: never more than Acquires.
 	EmptyAcquires uint64
 	// Canceled counts acquires that ended with their context before they
-	// got a resource.
-	Canceled uint64
+	// got a resource, or that Config.AcquireTimeout ended: AcquireTimeouts
+	// counts those (in Canceled too, as DialTimeouts are in Failed).
+	Canceled        uint64
+	AcquireTimeouts uint64
 	// Checks counts Config.Check calls; CheckFailures those that failed and
 	// dropped the resource.
 	Checks, CheckFailures uint64
@@ -96,6 +98,7 @@ func (k *Keeper[T]) Stats() Stats {
 		Refusal:        k.p.Refusal(now),
 		Shared:         shared,
 	}
+	out.AcquireTimeouts = s.acquireTimeouts
 	k.mu.Unlock()
 	return out
 }
