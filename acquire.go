@@ -64,6 +64,8 @@ func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loa
 	if e.lw != nil {
 		e.lw.lent(st, now)
 		k.armLocked(now, now.Add(k.leakAfter))
+	} else if e.site != nil {
+		e.site.copyFrom(st)
 	}
 	return Loan[T]{e: e, item: item, gen: e.loan.Load(), at: now}
 }
@@ -92,17 +94,21 @@ func (k *Keeper[T]) shedErrorLocked(t pool.Taken[T], now time.Time) error {
 //
 // In steady state (a resource idle and fresh) Acquire allocates nothing.
 func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
-	if k.leakAfter > 0 {
+	if k.leakAfter > 0 || k.stallSites {
 		return k.acquireWatched(ctx)
 	}
 	return k.acquire(ctx, nil)
 }
 
-// acquireWatched is Acquire with the leak watch on: the caller's stack is
-// recorded first.
+// acquireWatched is Acquire with the leak watch on, or the stall watch's
+// call sites: the caller's stack, or its call site, is recorded first.
 func (k *Keeper[T]) acquireWatched(ctx context.Context) (Loan[T], error) {
-	var st stack  // stays on this goroutine's stack: the loan copies it
-	st.capture(2) // past acquireWatched and Acquire: the caller
+	var st stack // stays on this goroutine's stack: the loan copies it
+	if k.leakAfter > 0 {
+		st.capture(2) // past acquireWatched and Acquire: the caller
+	} else {
+		st.captureSite(2)
+	}
 	return k.acquire(ctx, &st)
 }
 
@@ -134,6 +140,7 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 		if k.q.live > 0 && !front {
 			w = k.attachLocked(ctx, start, st)
 			k.q.push(w)
+			k.stallWaitLocked(now)
 			k.serveLocked(now, &fx)
 		} else {
 			s := k.decideLocked(now, st, false)
@@ -169,6 +176,7 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 				} else {
 					k.q.push(w)
 				}
+				k.stallWaitLocked(now)
 			case pool.Later:
 				k.mu.Unlock()
 				waited = true
@@ -246,6 +254,9 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 	var rec stack
 	if k.leakAfter > 0 {
 		rec.capture(1) // past TryAcquire: the caller
+		st = &rec
+	} else if k.stallSites {
+		rec.captureSite(1)
 		st = &rec
 	}
 	for {

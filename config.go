@@ -103,6 +103,25 @@ type Config[T comparable] struct {
 	// A loan is reported within LeakAfter of becoming one, give or take the
 	// timer's lateness.
 	LeakAfter time.Duration
+	// StallAfter is the stall watch's threshold: when callers have waited
+	// longer than it and no loan has come back for as long (while loans are
+	// out), the Keeper logs one warning on Logger (StallMessage) saying how
+	// many callers wait, how many loans are held and where each holder
+	// acquired, and counts it in Stats.Stalls; Stats.Stalled stays true
+	// until a loan comes back, which ends the stall and re-arms the watch.
+	// It reports a handler that acquires a second resource while it holds
+	// one, with Size of them at once, as soon as the threshold has passed,
+	// not when their contexts end. Its timer is set on Clock only while
+	// callers wait. Zero means DefaultStallAfter (10 s); negative turns the
+	// watch off.
+	StallAfter time.Duration
+	// StallSites, with the stall watch on, records each Acquire's call
+	// site (its first frames, with runtime.Callers: about 300 ns an
+	// Acquire, more than an uncontended loan costs without it) so that a
+	// stall report says where each holder acquired.
+	// With LeakAfter on, the leak watch's stacks say it, and StallSites
+	// adds nothing. Off, the report says how many are held and how long.
+	StallSites bool
 	// OnLeak receives the leak reports; nil logs them at warning level on
 	// Logger. It is called outside the lock, from the timer's goroutine or
 	// the returning caller's, and a loan's return is never reported before
@@ -202,6 +221,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		minIdle:     cfg.MinIdle,
 		jitter:      cfg.LifeJitter,
 		leakAfter:   cfg.LeakAfter,
+		stallAfter:  cfg.StallAfter,
 		onLeak:      cfg.OnLeak,
 		log:         cfg.Logger,
 		name:        cfg.Name,
@@ -217,6 +237,13 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	if set.dialTimeout == 0 {
 		set.dialTimeout = defaultDialTimeout
 	}
+	switch {
+	case set.stallAfter == 0:
+		set.stallAfter = DefaultStallAfter
+	case set.stallAfter < 0:
+		set.stallAfter = 0 // off
+	}
+	set.stallSites = cfg.StallSites && set.stallAfter > 0 && set.leakAfter == 0
 	if set.closers == 0 {
 		set.closers = defaultClosers
 	}

@@ -49,6 +49,11 @@ type Stats struct {
 	// Panics counts recovered panics in Dial, Close, Check, BeforeReuse and
 	// Classify.
 	Panics uint64
+	// Stalls counts the stalls the stall watch reported (Config.StallAfter),
+	// and Stalled reports whether one is on now: reported, no loan back
+	// since, callers still waiting.
+	Stalls  uint64
+	Stalled bool
 	// Resets counts the Keeper's resets: Keeper.Reset, and each Loan.Reset
 	// that retired a generation (one per failover, however many loans
 	// failed with it). ResetCauses counts them by cause (CauseManual, a
@@ -99,6 +104,7 @@ func (k *Keeper[T]) Stats() Stats {
 		Shared:         shared,
 	}
 	out.AcquireTimeouts = s.acquireTimeouts
+	out.Stalls, out.Stalled = s.stalls, k.stall.reported && k.q.live > 0
 	k.mu.Unlock()
 	return out
 }
