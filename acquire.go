@@ -85,8 +85,8 @@ func (k *Keeper[T]) shedErrorLocked(t pool.Taken[T], now time.Time) error {
 // ends first it returns an *AcquireError that unwraps to ctx.Err() and says
 // what the pool was doing (ctx.Err() itself when ctx had ended before the
 // call); when Config.AcquireTimeout runs out first, one that unwraps to
-// ErrAcquireTimeout; ErrClosed after Close; a *ShedError when the ward refuses; and
-// Dial's error when the dial made for this caller fails.
+// ErrAcquireTimeout; ErrClosed after Close; a *ShedError when the ward
+// refuses; and Dial's error when the dial made for this caller fails.
 //
 // A resource found past its age is closed and another taken; one that fails
 // Config.Check is dropped and replaced; the caller sees neither, and neither
