@@ -174,6 +174,9 @@ func TestStallReportedOncePerStallRearmedByAReturn(t *testing.T) {
 	if n := len(book.stalls()); n != 1 {
 		t.Fatalf("%d reports in the first stall, want 1", n)
 	}
+	if n := c.Pending(); n != 0 {
+		t.Fatalf("%d timers set once the stall is reported: the watch ticks", n)
+	}
 	// A loan comes back: the stall is over; the next caller's wait, with
 	// the new holder keeping its loan, is a second stall, reported a
 	// threshold after the return.
@@ -205,6 +208,10 @@ func TestStallReportedOncePerStallRearmedByAReturn(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	r.l.Release()
+	c.Advance(time.Hour)
+	if n := c.Pending(); n != 0 || len(book.stalls()) != 2 {
+		t.Fatalf("nobody waiting: %d timers set, %d reports", n, len(book.stalls()))
+	}
 	checkBalanced(t, k, d)
 }
 

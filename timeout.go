@@ -6,7 +6,12 @@ import "time"
 // taken out of the queue (or let go by the dial it waited on) and granted
 // ErrAcquireTimeout, as Close grants ErrClosed. Each waiter has its own
 // timer on the Keeper's clock, made at its first timed wait and reset at
-// each after, so a timed wait allocates nothing in steady state.
+// each after, so a timed wait allocates nothing in steady state. What it
+// costs is a Reset and a Stop of that timer a wait: on a saturated Size 1
+// (two goroutines, nearly every acquire a wait) 100 to 300 ns an op on
+// 700 to 1,500 here, measured on a busy machine. One timer for the queue's
+// front (deadlines follow arrival order) would cost less, at the price of
+// a second mechanism for callers waiting on a dial.
 
 // armTimeoutLocked sets w's timer for its deadline at.
 func (k *Keeper[T]) armTimeoutLocked(w *waiter[T], at time.Time) {
