@@ -65,6 +65,8 @@ func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack) Loa
 	if e.lw != nil {
 		e.lw.lent(st, now)
 		k.armLocked(now, now.Add(k.leakAfter))
+	} else if e.site != nil {
+		e.site.copyFrom(st)
 	}
 	return Loan[T]{e: e, item: item, gen: e.loan.Load(), at: now}
 }
@@ -83,8 +85,9 @@ func (k *Keeper[T]) shedErrorLocked(t pool.Taken[T], now time.Time) error {
 // strict arrival order, until one is handed to it or ctx ends. When ctx
 // ends first it returns an *AcquireError that unwraps to ctx.Err() and says
 // what the pool was doing (ctx.Err() itself when ctx had ended before the
-// call); ErrClosed after Close; a *ShedError when the ward refuses; and
-// Dial's error when the dial made for this caller fails.
+// call); when Config.AcquireTimeout runs out first, one that unwraps to
+// ErrAcquireTimeout; ErrClosed after Close; a *ShedError when the ward
+// refuses; and Dial's error when the dial made for this caller fails.
 //
 // A resource found past its age is closed and another taken; one that fails
 // Config.Check is dropped and replaced; the caller sees neither, and neither
@@ -92,17 +95,21 @@ func (k *Keeper[T]) shedErrorLocked(t pool.Taken[T], now time.Time) error {
 //
 // In steady state (a resource idle and fresh) Acquire allocates nothing.
 func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
-	if k.leakAfter > 0 {
+	if k.leakAfter > 0 || k.stallSites {
 		return k.acquireWatched(ctx)
 	}
 	return k.acquire(ctx, nil)
 }
 
-// acquireWatched is Acquire with the leak watch on: the caller's stack is
-// recorded first.
+// acquireWatched is Acquire with the leak watch on, or the stall watch's
+// call sites: the caller's stack, or its call site, is recorded first.
 func (k *Keeper[T]) acquireWatched(ctx context.Context) (Loan[T], error) {
-	var st stack  // stays on this goroutine's stack: the loan copies it
-	st.capture(2) // past acquireWatched and Acquire: the caller
+	var st stack // stays on this goroutine's stack: the loan copies it
+	if k.leakAfter > 0 {
+		st.capture(2) // past acquireWatched and Acquire: the caller
+	} else {
+		st.captureSite(2)
+	}
 	return k.acquire(ctx, &st)
 }
 
@@ -124,6 +131,9 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 	for tries := 0; ; tries++ {
 		if tries > 0 {
 			now = k.now()
+			if k.acqTimeout > 0 && !now.Before(start.Add(k.acqTimeout)) {
+				return Loan[T]{}, k.timeout(start)
+			}
 		}
 		var fx effects[T]
 		var w *waiter[T]
@@ -131,6 +141,7 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 		if k.q.live > 0 && !front {
 			w = k.attachLocked(ctx, start, st)
 			k.q.push(w)
+			k.stallWaitLocked(now)
 			k.serveLocked(now, &fx)
 			if err := k.admitLocked(ctx, now, w, false); err != nil {
 				k.unlockDo(&fx)
@@ -171,6 +182,7 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 				} else {
 					k.q.push(w)
 				}
+				k.stallWaitLocked(now)
 				if err := k.admitLocked(ctx, now, w, front); err != nil {
 					k.unlockDo(&fx)
 					k.recycle(w)
@@ -179,7 +191,11 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 			case pool.Later:
 				k.mu.Unlock()
 				waited = true
-				if err := k.sleep(ctx, s.delay); err != nil {
+				d := s.delay
+				if k.acqTimeout > 0 {
+					d = min(d, start.Add(k.acqTimeout).Sub(now)) // the next try gives up
+				}
+				if err := k.sleep(ctx, d); err != nil {
 					k.countCanceled()
 					return Loan[T]{}, k.giveUp(err, start)
 				}
@@ -200,21 +216,26 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 }
 
 // admitLocked asks the pool, with Config.Admission on, whether w, queued
-// at the back, can be served before its context's deadline (see
-// Pool.Admit); when it cannot, w leaves the queue and the caller gets a
-// *LateError at once. A caller asking again at the front (front), or one
-// already served, is not asked about.
+// at the back, can be served before its deadline, the earlier of its
+// context's and Config.AcquireTimeout's (see Pool.Admit); when it cannot,
+// w leaves the queue and the caller gets a *LateError at once. A caller
+// asking again at the front (front), or one already served, is not asked
+// about.
 func (k *Keeper[T]) admitLocked(ctx context.Context, now time.Time, w *waiter[T], front bool) error {
 	if !k.admission || front || !w.queued {
 		return nil
 	}
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return nil
+	within, bound := time.Duration(0), false
+	if dl, ok := ctx.Deadline(); ok {
+		within, bound = time.Until(dl), true // the context's deadline is on the wall clock
 	}
-	within := time.Until(dl) // the context's deadline is on the wall clock
-	if within <= 0 {
-		return nil // ended already: await returns its error
+	if k.acqTimeout > 0 {
+		if left := w.start.Add(k.acqTimeout).Sub(now); !bound || left < within {
+			within, bound = left, true // the timeout is on the Keeper's clock
+		}
+	}
+	if !bound || within <= 0 {
+		return nil // no deadline, or past it already: await returns its error
 	}
 	wait, ok := k.p.Admit(now, k.q.live-1, within)
 	if ok {
@@ -235,6 +256,13 @@ func (k *Keeper[T]) enter(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// timeout is timeoutLocked, taking the lock.
+func (k *Keeper[T]) timeout(start time.Time) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.timeoutLocked(start)
 }
 
 func (k *Keeper[T]) countCanceled() {
@@ -270,6 +298,9 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 	var rec stack
 	if k.leakAfter > 0 {
 		rec.capture(1) // past TryAcquire: the caller
+		st = &rec
+	} else if k.stallSites {
+		rec.captureSite(1)
 		st = &rec
 	}
 	for {

@@ -37,6 +37,9 @@ func (k *Keeper[T]) Close(ctx context.Context) error {
 		if k.alarm.t != nil && k.alarm.t.Stop() {
 			k.alarm.armed = false
 		}
+		if k.stall.t != nil && k.stall.t.Stop() {
+			k.stall.armed = false
+		}
 		if k.cpuTimer != nil && k.cpuTimer.Stop() {
 			k.cpuTimer = nil
 			k.bg-- // the sampler will not run again

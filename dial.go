@@ -139,6 +139,8 @@ func (k *Keeper[T]) growLocked(seat int32) {
 		e := &entry[T]{k: k, seat: int32(i)}
 		if k.leakAfter > 0 {
 			e.lw = new(leakRec[T])
+		} else if k.stallSites {
+			e.site = new(stack)
 		}
 		k.ents = append(k.ents, e)
 	}

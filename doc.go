@@ -2,7 +2,9 @@
 // (database connections, Redis clients, anything opened and closed) to
 // concurrent callers, dials and closes them outside its lock, queues callers
 // in strict arrival order when every resource is out, and runs one timer for
-// eviction, MinIdle and the leak watch.
+// eviction, MinIdle and the leak watch. Config.AcquireTimeout bounds a
+// caller's wait apart from its context, and the stall watch
+// (Config.StallAfter) says when callers wait while no loan comes back.
 //
 // Every decision the Keeper carries out (which resource to lend, whether it
 // is fresh, whether to dial, wait or refuse, what to retire) is an answer of

@@ -22,6 +22,31 @@ var ErrShed = errors.New("wardpool: shed")
 // without waiting.
 var ErrWouldWait = errors.New("wardpool: no resource available now")
 
+// ErrAcquireTimeout is the Err of the *AcquireError of an Acquire that
+// Config.AcquireTimeout ended: the pool's acquire timeout ran out while the
+// caller's context had not ended (ctx.Err() is still nil, which tells the
+// two apart). It is a deadline of the kind context.DeadlineExceeded is:
+// errors.Is(err, context.DeadlineExceeded) holds for it, as it does for the
+// context timeout that pgxpool users wrap their Acquire in, and it has a
+// Timeout method that reports true; errors.Is(err, context.Canceled) does
+// not hold.
+var ErrAcquireTimeout error = acquireTimeout{}
+
+// acquireTimeout is ErrAcquireTimeout's type: comparable, so that errors.Is
+// finds the sentinel, and a context.DeadlineExceeded besides.
+type acquireTimeout struct{}
+
+func (acquireTimeout) Error() string { return "wardpool: the pool's acquire timeout ran out" }
+
+// Is reports that the timeout is a context.DeadlineExceeded too.
+func (acquireTimeout) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// Timeout reports true, as context.DeadlineExceeded's does.
+func (acquireTimeout) Timeout() bool { return true }
+
+// Temporary reports true, as context.DeadlineExceeded's does.
+func (acquireTimeout) Temporary() bool { return true }
+
 // ErrConfig is wrapped by the error NewKeeper returns for a Config it cannot
 // run with.
 var ErrConfig = errors.New("wardpool: invalid config")
@@ -113,16 +138,17 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// AcquireError is the error of an Acquire whose context ended before it got
-// a resource. It unwraps to the context's error (errors.Is(err,
-// context.DeadlineExceeded) holds) and says what the pool was doing: a
+// AcquireError is the error of an Acquire whose context ended, or whose
+// Config.AcquireTimeout ran out, before it got a resource. It unwraps to the
+// context's error, or to ErrAcquireTimeout (errors.Is(err,
+// context.DeadlineExceeded) holds for both), and says what the pool was doing: a
 // timeout is a symptom, these are its causes. The latest dial error is in
 // LastDialError, not in the chain errors.Is walks: a dial that timed out
 // must not make a cancelled caller read as one whose deadline passed.
 type AcquireError struct {
 	// Pool is the name of the pool (Config.Name).
 	Pool string
-	// Err is the context's error.
+	// Err is the context's error, or ErrAcquireTimeout.
 	Err error
 	// Waited is how long the acquire waited.
 	Waited time.Duration
@@ -182,7 +208,7 @@ func (e *AcquireError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the context's error.
+// Unwrap returns the context's error, or ErrAcquireTimeout.
 func (e *AcquireError) Unwrap() error { return e.Err }
 
 // PoolName returns the name of the pool the acquire waited on.

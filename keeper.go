@@ -37,6 +37,8 @@ type counters struct {
 	late                 uint64 // acquires refused by admission (LateError)
 	checkFailures, leaks uint64
 	panics, dialTimeouts uint64
+	stalls               uint64 // stalls reported (stall.go)
+	acquireTimeouts      uint64 // acquires Config.AcquireTimeout ended (in canceled too)
 	closed               uint64
 	resets               resetBook
 	dialing, warming     int       // dials in flight; of them, for MinIdle (no caller waiting)
@@ -51,6 +53,7 @@ type settings[T comparable] struct {
 	close       func(T) error
 	closers     int
 	dialTimeout time.Duration
+	acqTimeout  time.Duration // Config.AcquireTimeout; 0: none
 	check       func(context.Context, T) error
 	checkIdle   time.Duration
 	admission   bool
@@ -59,6 +62,8 @@ type settings[T comparable] struct {
 	minIdle     int
 	jitter      time.Duration
 	leakAfter   time.Duration
+	stallAfter  time.Duration // Config.StallAfter, resolved; 0: off
+	stallSites  bool          // Config.StallSites, with the stall watch on and the leak watch off
 	onLeak      func(Leak[T])
 	log         *slog.Logger
 	name        string // Config.Name, resolved
@@ -113,7 +118,8 @@ type Keeper[T comparable] struct {
 	cpuTimer Timer         // the CPU sampler, while the pool is in use (cpu.go)
 	stats    counters
 	closing  closeq[T]
-	ceiling  int // the ceiling last set on the pool (SetCeiling); -1: none
+	ceiling  int        // the ceiling last set on the pool (SetCeiling); -1: none
+	stall    stallWatch // the stall watch (stall.go)
 }
 
 // entry is the Keeper's record of one of the pool's seats, kept beside it.
@@ -128,6 +134,7 @@ type entry[T comparable] struct {
 	// ends by moving it on, so a second end of the same Loan finds it moved.
 	loan atomic.Uint32
 	lw   *leakRec[T] // with LeakAfter only (leak.go); nil otherwise
+	site *stack      // the current loan's call site, with StallSites only (stall.go)
 }
 
 // Limits returns the pool's limits.

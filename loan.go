@@ -97,11 +97,14 @@ func (l Loan[T]) end() bool {
 	return false
 }
 
-// endedLocked is the leak watch's part of a loan of item, in e, that has
-// just ended: the watch forgets the loan, and a loan it had reported as a
+// endedLocked is the watches' part of a loan of item, in e, that has just
+// ended: the stall watch hears a loan came back; the leak watch forgets the loan, and a loan it had reported as a
 // leak is reported again, as returned, once the lock is let go (never
 // before its leak's report).
 func (k *Keeper[T]) endedLocked(e *entry[T], item T, now time.Time, fx *effects[T]) {
+	if k.stallAfter > 0 {
+		k.stallBackLocked(now)
+	}
 	if e.lw == nil {
 		return // the leak watch is off
 	}

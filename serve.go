@@ -55,6 +55,9 @@ func (k *Keeper[T]) attachLocked(ctx context.Context, start time.Time, st *stack
 	}
 	w.ticket++
 	w.attached = true
+	if k.acqTimeout > 0 {
+		k.armTimeoutLocked(w, start.Add(k.acqTimeout))
+	}
 	return w
 }
 
@@ -164,6 +167,10 @@ func (k *Keeper[T]) giveUp(err error, start time.Time) error {
 // recycle returns a detached waiter to the spare pool.
 func (k *Keeper[T]) recycle(w *waiter[T]) {
 	w.ctx = nil
+	if w.timer != nil {
+		w.timer.Stop()
+		w.deadline = time.Time{}
+	}
 	if w.stack != nil {
 		w.stack.n = 0
 	}

@@ -29,11 +29,13 @@ type Stats struct {
 	// had to wait or dial: never more than Acquires.
 	EmptyAcquires uint64
 	// Canceled counts acquires that ended with their context before they
-	// got a resource.
-	Canceled uint64
+	// got a resource, or that Config.AcquireTimeout ended: AcquireTimeouts
+	// counts those (in Canceled too, as DialTimeouts are in Failed).
+	Canceled        uint64
+	AcquireTimeouts uint64
 	// Late counts acquires refused at once because the pool predicted a
-	// wait longer than their context allowed (Config.Admission; each a
-	// *LateError, counted in Shed too).
+	// wait longer than their context (or Config.AcquireTimeout) allowed
+	// (Config.Admission; each a *LateError, counted in Shed too).
 	Late uint64
 	// Checks counts Config.Check calls; CheckFailures those that failed and
 	// dropped the resource.
@@ -51,6 +53,11 @@ type Stats struct {
 	// Panics counts recovered panics in Dial, Close, Check, BeforeReuse and
 	// Classify.
 	Panics uint64
+	// Stalls counts the stalls the stall watch reported (Config.StallAfter),
+	// and Stalled reports whether one is on now: reported, no loan back
+	// since, callers still waiting.
+	Stalls  uint64
+	Stalled bool
 	// Resets counts the Keeper's resets: Keeper.Reset, and each Loan.Reset
 	// that retired a generation (one per failover, however many loans
 	// failed with it). ResetCauses counts them by cause (CauseManual, a
@@ -101,6 +108,8 @@ func (k *Keeper[T]) Stats() Stats {
 		Refusal:        k.p.Refusal(now),
 		Shared:         shared,
 	}
+	out.AcquireTimeouts = s.acquireTimeouts
+	out.Stalls, out.Stalled = s.stalls, k.stall.reported && k.q.live > 0
 	k.mu.Unlock()
 	return out
 }

@@ -20,6 +20,12 @@ type waiter[T comparable] struct {
 	start time.Time // when its Acquire began, for Stats.AcquireWait
 	stack *stack    // the Acquire's call stack, with Config.LeakAfter only (kept when recycled)
 
+	// deadline is when Config.AcquireTimeout ends the wait (zero: never),
+	// and timer the waiter's own timer for it, set on the Keeper's clock
+	// at its first timed wait and kept when it is recycled (timeout.go).
+	deadline time.Time
+	timer    Timer
+
 	// ticket changes every time the waiter is attached, so a queue slot or
 	// a dial that refers to an earlier attachment is recognised as dead.
 	ticket   uint64

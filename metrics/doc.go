@@ -40,6 +40,7 @@
 //	wardpool_max_resources / db.client.connection.max        Limits.Size, for a Source with Limits, when set
 //	wardpool_max_idle_resources / db.client.connection.idle.max  Limits.Idle, for a Source with Limits, when set
 //	wardpool_leaked_loans / wardpool.loans.leaked            loans out past LeakAfter now, for a Source with Leaked
+//	wardpool_stalled / wardpool.stalled                      1 while a reported stall lasts (Keeper only)
 //
 // Counters:
 //
@@ -56,7 +57,7 @@
 //	wardpool_acquires_total / wardpool.acquires              successful acquires (Keeper only)
 //	wardpool_acquire_wait_seconds_total / wardpool.acquire.wait  their total wait, seconds (Keeper only)
 //	wardpool_empty_acquires_total / wardpool.acquires.empty  successful acquires that had to wait or dial (Keeper only)
-//	wardpool_canceled_acquires_total / db.client.connection.timeouts  acquires ended by their context (Keeper only)
+//	wardpool_canceled_acquires_total / db.client.connection.timeouts  acquires ended by their context or AcquireTimeout (Keeper only)
 //	wardpool_checks_total / wardpool.checks                  health checks on borrow (Keeper only)
 //	wardpool_check_failures_total / wardpool.check.failures  failed health checks (Keeper only)
 //	wardpool_leaks_total / wardpool.leaks                    loans held past LeakAfter (Keeper only)
@@ -66,6 +67,8 @@
 //	                                                         cause (25006, READONLY, manual, …; Keeper only)
 //	wardpool_closed_total / wardpool.closed                  closes done (closing runs in the background) (Keeper only)
 //	wardpool_dial_timeouts_total / wardpool.dial.timeouts    dials cut short by the dial timeout (Keeper only)
+//	wardpool_acquire_timeouts_total / wardpool.acquire.timeouts  acquires AcquireTimeout ended (Keeper only)
+//	wardpool_stalls_total / wardpool.stalls                  stalls reported by the stall watch (Keeper only)
 //
 // A Source with a Limits method (a *wardpool.Keeper and every driver's pool)
 // has the max gauges, each only when its limit is set (zero means none);

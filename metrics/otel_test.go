@@ -106,6 +106,10 @@ func wantPoints(prefix, attrs string, st wardpool.Stats, runtime bool) []point {
 	r := func(reason string, v uint64) point {
 		return point{prefix + ".retired", "{resource}", "counter", with("reason=" + reason), fmt.Sprint(v)}
 	}
+	stalled := 0
+	if st.Stalled {
+		stalled = 1
+	}
 	count := dbconv.ClientConnectionCountObservable{}
 	state := string(semconv.DBClientConnectionStateKey) + "="
 	w := []point{
@@ -140,6 +144,9 @@ func wantPoints(prefix, attrs string, st wardpool.Stats, runtime bool) []point {
 			p("resources.closing", "{resource}", "updown", st.Closing),
 			p("closed", "{resource}", "counter", st.Closed),
 			p("dial.timeouts", "{dial}", "counter", st.DialTimeouts),
+			p("acquire.timeouts", "{acquire}", "counter", st.AcquireTimeouts),
+			p("stalls", "{stall}", "counter", st.Stalls),
+			p("stalled", "1", "updown", stalled),
 			point{prefix + ".resets", "{reset}", "counter", with("cause=manual"), "0"}, // known before any reset
 			p("breaker.refusal", "1", "gauge", st.Refusal),
 		)

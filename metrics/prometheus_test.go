@@ -34,6 +34,10 @@ type want struct {
 // series, as for FromBooks.
 func wantAll(st wardpool.Stats, runtime bool) []want {
 	n := func(v any) [][2]string { return [][2]string{{"", fmt.Sprint(v)}} }
+	stalled := 0
+	if st.Stalled {
+		stalled = 1
+	}
 	w := []want{
 		{"live_resources", "gauge", n(st.Live)},
 		{"idle_resources", "gauge", n(st.Idle)},
@@ -68,6 +72,9 @@ func wantAll(st wardpool.Stats, runtime bool) []want {
 			want{"closing_resources", "gauge", n(st.Closing)},
 			want{"closed_total", "counter", n(st.Closed)},
 			want{"dial_timeouts_total", "counter", n(st.DialTimeouts)},
+			want{"acquire_timeouts_total", "counter", n(st.AcquireTimeouts)},
+			want{"stalls_total", "counter", n(st.Stalls)},
+			want{"stalled", "gauge", n(stalled)},
 			// A known label value starts at 0: no reset yet in these readings.
 			want{"resets_total", "counter", [][2]string{{`cause="manual"`, "0"}}},
 			want{"breaker_refusal_ratio", "gauge", n(st.Refusal)},

@@ -190,6 +190,9 @@ const (
 	fBudgetOutages
 	fBudgetFallbacks
 	fBudgetAlone
+	fAcquireTimeouts
+	fStalls
+	fStalled
 )
 
 // of returns the figure f of s; a Duration in nanoseconds.
@@ -272,6 +275,15 @@ func (f field) of(s *wardpool.Stats) int64 {
 		return int64(s.Shared.Budget.Fallbacks)
 	case fBudgetAlone:
 		if s.Shared.Budget.Alone {
+			return 1
+		}
+		return 0
+	case fAcquireTimeouts:
+		return int64(s.AcquireTimeouts)
+	case fStalls:
+		return int64(s.Stalls)
+	case fStalled:
+		if s.Stalled {
 			return 1
 		}
 		return 0
@@ -389,7 +401,7 @@ var table = []series{
 		help:  "Successful acquires that found nothing idle and had to wait or dial (never more than acquires_total).",
 		field: fEmptyAcquires},
 	{prom: "canceled_acquires_total", otel: "acquires.canceled", unit: "{acquire}", kind: counter, runtime: true,
-		help:  "Acquires that ended with their context before getting a resource.",
+		help:  "Acquires that ended with their context, or the pool's acquire timeout, before getting a resource.",
 		field: fCanceled},
 	{prom: "checks_total", otel: "checks", unit: "{check}", kind: counter, runtime: true,
 		help:  "Health checks run on resources about to be lent after sitting idle.",
@@ -415,6 +427,15 @@ var table = []series{
 	{prom: "dial_timeouts_total", otel: "dial.timeouts", unit: "{dial}", kind: counter, runtime: true,
 		help:  "Dials cut short by the dial timeout (counted in make_failures_total too).",
 		field: fDialTimeouts},
+	{prom: "acquire_timeouts_total", otel: "acquire.timeouts", unit: "{acquire}", kind: counter, runtime: true,
+		help:  "Acquires the pool's acquire timeout (AcquireTimeout) ended before their context did (counted in canceled_acquires_total too).",
+		field: fAcquireTimeouts},
+	{prom: "stalls_total", otel: "stalls", unit: "{stall}", kind: counter, runtime: true,
+		help:  "Stalls reported: callers waited longer than StallAfter and no loan came back for as long (the log names the holders).",
+		field: fStalls},
+	{prom: "stalled", otel: "stalled", unit: "1", kind: gauge, runtime: true,
+		help:  "1 while a reported stall lasts (callers wait, no loan has come back since the report), else 0.",
+		field: fStalled},
 	{prom: "breaker_refusal_ratio", otel: "breaker.refusal", unit: "1", kind: gauge, runtime: true, ratio: true,
 		help:  "The share of new connections the ward's breaker refuses now, from 0 to 1 (0 without a breaker).",
 		field: fRefusal},

@@ -132,6 +132,19 @@ type Config struct {
 	// (two minutes when unset, as in pgxpool) on the connect alone.
 	DialTimeout time.Duration
 
+	// AcquireTimeout, when positive, bounds how long an Acquire (and every
+	// method that acquires: Query, Exec, Begin, …) waits for a connection,
+	// apart from ctx: queued while MaxConns are lent, or for the connection
+	// being opened for it. The earlier of it and ctx's deadline ends the
+	// wait; when it is the timeout, the error is an *AcquireError (naming
+	// the pool) whose Err is wardpool.ErrAcquireTimeout, for which
+	// errors.Is(err, context.DeadlineExceeded) holds, as for the ctx
+	// timeout one wraps a pgxpool Acquire in, while ctx.Err() stays nil.
+	// A slow query is bounded by ctx alone. Zero means none, as in
+	// pgxpool (pgx PR #2350 asks it of pgxpool); see
+	// wardpool.Config.AcquireTimeout.
+	AcquireTimeout time.Duration
+
 	// MaxConns is how many connections may be open at once: idle, lent and
 	// being dialled. At least 1: 0 is refused, as in pgxpool.
 	MaxConns int32
@@ -158,6 +171,17 @@ type Config struct {
 	// QueryRow whose Row is never scanned and Rows never closed show up
 	// here. Zero turns the watch off and costs nothing.
 	LeakAfter time.Duration
+	// StallAfter is the stall watch's threshold: when callers have waited
+	// longer and no connection has come back for as long, one warning on
+	// Logger says how many wait, how many connections are held and where
+	// each holder acquired (a handler that queries the pool while it holds
+	// a transaction, at MaxConns such handlers, waits for ever otherwise).
+	// Zero means wardpool.DefaultStallAfter (10 s); negative, off. See
+	// wardpool.Config.StallAfter.
+	StallAfter time.Duration
+	// StallSites records each Acquire's call site for the stall report
+	// (about 300 ns an Acquire); with LeakAfter set, its stacks serve.
+	StallSites bool
 	// OnLeak receives the leak reports; nil logs each on Logger at warning
 	// level, with the message metrics.LeakMessage or metrics.LeakReturnedMessage
 	// (the same for every wardpool driver and the Keeper) and the pid.

@@ -27,7 +27,12 @@
 // keeps refusing, a Bucket that spaces dials, a Shedder, a Limiter), and
 // Config.LeakAfter, which reports connections held too long with the stack
 // that took them: a QueryRow whose Row is never scanned, Rows never closed,
-// a transaction never ended.
+// a transaction never ended; Config.AcquireTimeout, a bound on the wait
+// for a connection apart from the query's context (pgx PR #2350 asks it of
+// pgxpool); and the stall watch (Config.StallAfter, on by default), which
+// says once, with where each holder acquired, when callers have waited
+// that long while no connection came back: the pool a handler deadlocks by
+// querying it while it holds a transaction (pgx#713, pgx#2499).
 //
 // As in pgxpool, Rows give their connection back when closed or read to the
 // end, a Row when scanned, batch results when closed, a transaction when

@@ -149,6 +149,7 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 		Classify:    config.Classify,
 		Recorder:    config.Recorder,
 	}
+	kc.AcquireTimeout, kc.StallAfter, kc.StallSites = config.AcquireTimeout, config.StallAfter, config.StallSites
 	if lim.Life == 0 {
 		kc.LifeJitter = 0
 	}

@@ -71,7 +71,7 @@ type Config struct {
 	// timeouts and buffer sizes mean what they mean in go-redis. Its pool
 	// fields (PoolSize, MinIdleConns, MaxIdleConns, MaxActiveConns,
 	// ConnMaxIdleTime, ConnMaxLifetime, PoolTimeout) are not used: Limits,
-	// MinIdle and the context of each call replace them. MaxRetries is not
+	// MinIdle, AcquireTimeout and the context of each call replace them. MaxRetries is not
 	// used either: a command is retried only when it provably never reached
 	// the server (see Pool.Process). Maintenance notifications are turned
 	// off on pooled connections. Client-side caching (ClientSideCacheConfig,
@@ -118,6 +118,25 @@ type Config struct {
 	// LeakAfter, when positive, records the stack of every acquire and
 	// reports a connection held longer to OnLeak. Zero turns the watch off.
 	LeakAfter time.Duration
+	// AcquireTimeout, when positive, bounds how long a command (or an
+	// Acquire) waits for a connection, apart from its context: queued while
+	// Limits.Size are lent, or for the connection being opened for it. The
+	// earlier of it and the context's deadline ends the wait; when it is
+	// the timeout, the error unwraps to wardpool.ErrAcquireTimeout, for
+	// which errors.Is(err, context.DeadlineExceeded) holds, as for
+	// go-redis's PoolTimeout. Zero means none: the context alone bounds
+	// the wait (FromOptions and ParseURL leave it zero whatever
+	// Options.PoolTimeout says). See wardpool.Config.AcquireTimeout.
+	AcquireTimeout time.Duration
+	// StallAfter is the stall watch's threshold: when callers have waited
+	// longer and no connection has come back for as long, one warning on
+	// Logger says how many wait, how many are held and where each holder
+	// acquired. Zero means wardpool.DefaultStallAfter (10 s); negative,
+	// off. Subscriptions are never watched. See wardpool.Config.StallAfter.
+	StallAfter time.Duration
+	// StallSites records each acquire's call site for the stall report
+	// (about 300 ns an acquire); with LeakAfter set, its stacks serve.
+	StallSites bool
 	// OnLeak receives the leak reports; nil logs them on Logger.
 	OnLeak func(Leak)
 	// Classify says what an error reply from the server means for the

@@ -73,6 +73,19 @@
 //     new connection's handshake on go-redis). Client().PoolStats counts
 //     only those borrowed connections: Pool.PoolStats has the pool's.
 //
+// # Waiting for a connection
+//
+// A command that finds every connection of Limits.Size lent waits for one,
+// in arrival order, bounded by its context and by Config.AcquireTimeout
+// when that is set (the earlier of the two; the timeout's error unwraps to
+// wardpool.ErrAcquireTimeout and reads as context.DeadlineExceeded). When
+// callers have waited longer than Config.StallAfter (10 s by default) and
+// no connection has come back for as long, the pool logs one warning that
+// says how many wait, how many connections are held and where each holder
+// acquired (with Config.StallSites or LeakAfter), and counts it in
+// Stats().Stalls: the pool a caller starves by holding a connection while
+// it waits for another.
+//
 // # Broken connections
 //
 // A command that fails with anything but a reply from the server (a

@@ -97,6 +97,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		Clock:     cfg.Clock,
 		Classify:  cfg.Classify,
 	}
+	kc.AcquireTimeout, kc.StallAfter, kc.StallSites = cfg.AcquireTimeout, cfg.StallAfter, cfg.StallSites
 	if kc.Classify == nil {
 		kc.Classify = DefaultClassify
 	}
@@ -112,10 +113,12 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 	p.k = k
 	// Subscriptions: no bound (each is a connection of its own for as long
 	// as it lasts, as in go-redis), none kept warm, no leak watch (a
-	// subscription is meant to be held), the same dial and checks.
+	// subscription is meant to be held) and no stall watch (nobody waits
+	// without a bound), the same dial and checks.
 	sc := kc
 	sc.Limits = pool.Limits{Keep: time.Minute}
 	sc.MinIdle, sc.LeakAfter, sc.OnLeak, sc.Ward, sc.Recorder = 0, 0, nil, ward.Ward{}, nil
+	sc.StallAfter, sc.StallSites = -1, false
 	if p.subs, err = wardpool.NewKeeper(sc); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()

@@ -81,6 +81,20 @@
 // The caller never sees a connection that failed these checks: the Keeper
 // replaces it. A Connector is safe for concurrent use.
 //
+// # Waiting for a connection
+//
+// A borrow that finds every connection of Limits.Size lent waits for one,
+// in arrival order, bounded by the query's context and by
+// Config.AcquireTimeout when that is set (the earlier of the two; the
+// timeout's error unwraps to wardpool.ErrAcquireTimeout and reads as
+// context.DeadlineExceeded). When borrowers have waited longer than
+// Config.StallAfter (10 s by default) and no connection has come back for
+// as long, the Connector logs one warning that says how many wait, how
+// many are held and where each holder borrowed (with LeakAfter, or
+// Config.StallSites), and counts it in Stats().Stalls: the pool a
+// transaction starves by querying the *sql.DB while it holds a
+// connection, as many at once as Limits.Size.
+//
 // # Metrics
 //
 // A *Connector is a metrics.Source as it is (Stats, Limits, Leaked):
@@ -166,6 +180,27 @@ type Config struct {
 	// Logger, with the message metrics.LeakMessage or
 	// metrics.LeakReturnedMessage, the same for every wardpool driver.
 	OnLeak func(Leak)
+	// AcquireTimeout, when positive, bounds how long a borrow of one of
+	// the Keeper's connections (by Connect, or by a handle database/sql
+	// takes from its idle list) waits, apart from the query's context:
+	// queued while Limits.Size are lent, or for the connection being
+	// opened for it. The earlier of it and the context's deadline ends the
+	// wait; when it is the timeout, the error unwraps to
+	// wardpool.ErrAcquireTimeout, for which errors.Is(err,
+	// context.DeadlineExceeded) holds. Zero means none. See
+	// wardpool.Config.AcquireTimeout.
+	AcquireTimeout time.Duration
+	// StallAfter is the stall watch's threshold: when borrowers have
+	// waited longer and no connection has come back for as long, one
+	// warning on Logger says how many wait, how many are held and where
+	// each holder borrowed (through database/sql: the call sites are its
+	// frames, so set LeakAfter for whole stacks). Zero means
+	// wardpool.DefaultStallAfter (10 s); negative, off. See
+	// wardpool.Config.StallAfter.
+	StallAfter time.Duration
+	// StallSites records each borrow's call site for the stall report
+	// (about 300 ns a borrow); with LeakAfter set, its stacks serve.
+	StallSites bool
 	// Classify says what an error the driver returns means for the
 	// connection it came from: wardpool.Keep (a query's own failure),
 	// wardpool.Destroy (close this connection), or wardpool.Reset (every
@@ -271,6 +306,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 		Clock:       clock,
 		Classify:    cfg.Classify,
 	}
+	kc.AcquireTimeout, kc.StallAfter, kc.StallSites = cfg.AcquireTimeout, cfg.StallAfter, cfg.StallSites
 	if kc.Classify == nil {
 		kc.Classify = DefaultClassify
 	}
