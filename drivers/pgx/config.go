@@ -144,6 +144,12 @@ type Config struct {
 	// pgxpool (pgx PR #2350 asks it of pgxpool); see
 	// wardpool.Config.AcquireTimeout.
 	AcquireTimeout time.Duration
+	// Admission, when set, refuses at once an acquire the pool predicts
+	// cannot be served before its deadline (the context's, or
+	// AcquireTimeout's), instead of letting it wait the deadline out: the
+	// error is a *wardpool.LateError, which errors.Is reads as
+	// context.DeadlineExceeded. See wardpool.Config.Admission.
+	Admission bool
 
 	// MaxConns is how many connections may be open at once: idle, lent and
 	// being dialled. At least 1: 0 is refused, as in pgxpool.

@@ -150,6 +150,7 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 		Recorder:    config.Recorder,
 	}
 	kc.AcquireTimeout, kc.StallAfter, kc.StallSites = config.AcquireTimeout, config.StallAfter, config.StallSites
+	kc.Admission = config.Admission
 	if lim.Life == 0 {
 		kc.LifeJitter = 0
 	}

@@ -128,6 +128,12 @@ type Config struct {
 	// the wait (FromOptions and ParseURL leave it zero whatever
 	// Options.PoolTimeout says). See wardpool.Config.AcquireTimeout.
 	AcquireTimeout time.Duration
+	// Admission, when set, refuses at once an acquire the pool predicts
+	// cannot be served before its deadline (the context's, or
+	// AcquireTimeout's), instead of letting it wait the deadline out: the
+	// error is a *wardpool.LateError, which errors.Is reads as
+	// context.DeadlineExceeded. See wardpool.Config.Admission.
+	Admission bool
 	// StallAfter is the stall watch's threshold: when callers have waited
 	// longer and no connection has come back for as long, one warning on
 	// Logger says how many wait, how many are held and where each holder

@@ -98,6 +98,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 		Classify:  cfg.Classify,
 	}
 	kc.AcquireTimeout, kc.StallAfter, kc.StallSites = cfg.AcquireTimeout, cfg.StallAfter, cfg.StallSites
+	kc.Admission = cfg.Admission
 	if kc.Classify == nil {
 		kc.Classify = DefaultClassify
 	}

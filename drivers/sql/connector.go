@@ -190,6 +190,12 @@ type Config struct {
 	// context.DeadlineExceeded) holds. Zero means none. See
 	// wardpool.Config.AcquireTimeout.
 	AcquireTimeout time.Duration
+	// Admission, when set, refuses at once an acquire the pool predicts
+	// cannot be served before its deadline (the context's, or
+	// AcquireTimeout's), instead of letting it wait the deadline out: the
+	// error is a *wardpool.LateError, which errors.Is reads as
+	// context.DeadlineExceeded. See wardpool.Config.Admission.
+	Admission bool
 	// StallAfter is the stall watch's threshold: when borrowers have
 	// waited longer and no connection has come back for as long, one
 	// warning on Logger says how many wait, how many are held and where
@@ -307,6 +313,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 		Classify:    cfg.Classify,
 	}
 	kc.AcquireTimeout, kc.StallAfter, kc.StallSites = cfg.AcquireTimeout, cfg.StallAfter, cfg.StallSites
+	kc.Admission = cfg.Admission
 	if kc.Classify == nil {
 		kc.Classify = DefaultClassify
 	}
