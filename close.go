@@ -1,6 +1,9 @@
 package wardpool
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Reset closes every idle resource now, and retires every resource lent
 // now when it comes back (it is closed then instead of kept): for after a
@@ -12,11 +15,40 @@ func (k *Keeper[T]) Reset() {
 	var fx effects[T]
 	now := k.now()
 	k.mu.Lock()
-	if retired := k.p.Reset(now); !k.closed {
+	if retired := k.p.Reset(now, 0); !k.closed {
 		k.retireLocked(retired, CauseManual)
 	}
 	k.serveLocked(now, &fx)
 	k.topUpLocked(now, &fx)
+	k.unlockDo(&fx)
+}
+
+// Rotate replaces every resource the pool holds now, and every dial in
+// flight, over the window over, at a bounded pace: for rotated credentials
+// (a new password, an IAM or OAuth token, a Vault lease: have Dial use the
+// new ones) or a moved endpoint, without a wave of n reconnects at once.
+// One old resource is closed at once and one more every over/n: idle ones
+// by the timer, idle longest first, and lent ones when they come back, each
+// when its turn is due (until then an old one may still be lent). New dials
+// are of the new generation. By the end of the window every old resource
+// is closed, or closed on its return. Stats.Rotating counts the old ones
+// still live; the rotation is counted in Stats.ResetCauses under
+// CauseRotate. Rotate with over zero (or less) is Reset. A Reset, or a
+// Loan.Reset, during a rotation closes what is left of it at once.
+func (k *Keeper[T]) Rotate(over time.Duration) {
+	var fx effects[T]
+	now := k.now()
+	k.mu.Lock()
+	cause := CauseRotate
+	if over <= 0 {
+		cause = CauseManual
+	}
+	if retired := k.p.Reset(now, over); !k.closed {
+		k.retireLocked(retired, cause)
+	}
+	k.serveLocked(now, &fx)
+	k.topUpLocked(now, &fx)
+	k.armIdleLocked(now)
 	k.unlockDo(&fx)
 }
 

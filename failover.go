@@ -50,6 +50,8 @@ type Classifier func(err error) (Verdict, string)
 const (
 	// CauseManual is the cause Keeper.Reset is counted under.
 	CauseManual = "manual"
+	// CauseRotate is the cause Keeper.Rotate is counted under.
+	CauseRotate = "rotate"
 	// CauseOther is the cause resets are counted under once MaxCauses
 	// distinct causes have been counted, and the cause of a Reset verdict
 	// that names none.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
@@ -215,5 +216,42 @@ func TestKeeperDialInFlightAcrossReset(t *testing.T) {
 	if s := k.Stats(); s.Made != 2 || s.Live != 1 {
 		t.Fatalf("stats %+v: want two made (the old one and its replacement), one live", s)
 	}
+	checkBalanced(t, k, d)
+}
+
+// TestKeeperRotatePaces: Rotate over 4 s on four idle resources closes one
+// at once and one more each second, by the timer on the Keeper's clock;
+// an Acquire meanwhile gets an old one still (its turn has not come) or a
+// new one, and by the end none of the old is left.
+func TestKeeperRotatePaces(t *testing.T) {
+	d := &dialer{}
+	k, clk := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 4}})
+	var old []Loan[*res]
+	for range 4 {
+		old = append(old, mustAcquire(t, k))
+	}
+	for _, l := range old {
+		l.Release()
+	}
+	k.Rotate(4 * time.Second)
+	closed := func() int { d.mu.Lock(); defer d.mu.Unlock(); return d.closes }
+	clocktest.Eventually(t, "the first to close", func() bool { return closed() == 1 })
+	if s := k.Stats(); s.Rotating != 3 || s.ResetCauses[CauseRotate] != 1 {
+		t.Fatalf("stats %+v: want three rotating, one rotation counted", s)
+	}
+	for want := 2; want <= 4; want++ {
+		clk.Advance(time.Second)
+		clocktest.Eventually(t, "the next turn", func() bool { return closed() == want })
+	}
+	if s := k.Stats(); s.Rotating != 0 || s.Live != 0 {
+		t.Fatalf("stats %+v: want nothing old left", s)
+	}
+	l := mustAcquire(t, k)
+	for _, o := range old {
+		if l.Value() == o.Value() {
+			t.Fatal("an old resource lent after the window")
+		}
+	}
+	l.Release()
 	checkBalanced(t, k, d)
 }

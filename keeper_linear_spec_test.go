@@ -306,7 +306,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		delete(m.own, in.id)
 		return p.Drop(in.id, now) && m.serve()
 	case linReset:
-		m.retired(p.Reset(now))
+		m.retired(p.Reset(now, 0))
 		m.resets++
 		return m.serve()
 	case linSetLimits:

@@ -19,7 +19,7 @@ type machine[T comparable] interface {
 	Drop(item T, now time.Time) bool
 	Evict(now time.Time) []T
 	Close() []T
-	Reset(now time.Time) []T
+	Reset(now time.Time, over time.Duration) []T
 	ResetFor(item T, now time.Time) ([]T, bool)
 	SetCeiling(n int, now time.Time) []T
 	SetLimits(l pool.Limits, now time.Time) ([]T, error)

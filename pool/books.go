@@ -19,6 +19,10 @@ type Books struct {
 	Idle int
 	// Busy is how many are lent or being made.
 	Busy int
+	// Rotating is how many of the live ones, idle or lent, are of a
+	// generation being retired over a window (Reset with a window): zero
+	// once it is done.
+	Rotating int
 
 	// Made counts resources that joined the pool: Made accepted them, or Give
 	// filled an open reservation with one the pool did not know.

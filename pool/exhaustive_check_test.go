@@ -86,7 +86,7 @@ func (r *xRun) apply(c xCall, now time.Time) xAnswer {
 	case opFarFirst:
 		a.items = p.Evict(time.Time{})
 	case opReset:
-		a.items = p.Reset(now)
+		a.items = p.Reset(now, 0)
 	case opReserve:
 		a.ok = p.Reserve(now, 0, 0).Kind == pool.Make
 	case opStep:

@@ -66,6 +66,8 @@ type Pool[T comparable] struct {
 	held  int64
 	holds int
 
+	rot rotation // a generation being retired over a window (see Reset)
+
 	// The pool's clock: instants are nanoseconds since epoch, the first now
 	// it was given, and never go backwards (see the type's doc).
 	epoch   time.Time
@@ -187,6 +189,11 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 		s := &p.z.s[i]
 		if why := p.stale(s, t); why != fresh {
 			return Taken[T]{Kind: Stale, Item: p.retire(i, t, why), Seat: i}
+		}
+		if p.rotating(s) && t >= p.rot.until {
+			// Its generation's window has passed: retired, not lent.
+			p.rot.done++
+			return Taken[T]{Kind: Stale, Item: p.retire(i, t, fresh), Seat: i}
 		}
 		if p.warded {
 			if refusal, ok := p.admit(t, roll, cpu, false); !ok {
@@ -395,7 +402,21 @@ func (p *Pool[T]) giveLent(i int32, t int64) bool {
 	if p.warded {
 		p.onLoanEnd(p.z.s[i].since, t, true)
 	}
-	if p.closed || p.z.s[i].gen() != p.gen || (p.limits.Idle > 0 && p.z.idle >= p.limits.Idle) ||
+	if s := &p.z.s[i]; s.gen() != p.gen && p.rotating(s) && !p.closed {
+		// Of the generation being rotated out: retired when its turn is
+		// due, and otherwise kept for now, like any other.
+		if p.rotDue(t) {
+			p.rot.done++
+			p.z.remove(i)
+			p.books.Retired++
+			return false
+		}
+	} else if s.gen() != p.gen {
+		p.z.remove(i)
+		p.books.Retired++
+		return false
+	}
+	if p.closed || (p.limits.Idle > 0 && p.z.idle >= p.limits.Idle) ||
 		(p.ceiling >= 0 && p.live() > p.ceiling) || (p.limits.Size > 0 && p.live() > p.limits.Size) {
 		p.z.remove(i)
 		p.books.Retired++
@@ -447,6 +468,9 @@ func (p *Pool[T]) Evict(now time.Time) []T {
 			out = append(out, p.retire(i, t, pastLife))
 		}
 	}
+	if p.rot.on {
+		out = p.rotEvict(t, out)
+	}
 	return out
 }
 
@@ -483,6 +507,9 @@ func (p *Pool[T]) Next() (time.Time, bool) {
 		if i := p.z.oldest(); i != none {
 			consider(p.z.s[i].born + l + 1)
 		}
+	}
+	if at, due := p.rotNext(); due {
+		consider(at)
 	}
 	if !ok {
 		return time.Time{}, false
@@ -522,6 +549,7 @@ func (p *Pool[T]) busy() int { return p.z.lent + p.making }
 func (p *Pool[T]) Books() Books {
 	b := p.books
 	b.Live, b.Idle, b.Busy = p.live(), p.z.idle, p.busy()
+	b.Rotating = p.rotLive()
 	return b
 }
 

@@ -102,7 +102,7 @@ type calls interface {
 	Drop(item int, now time.Time) bool
 	Evict(now time.Time) []int
 	Close() []int
-	Reset(now time.Time) []int
+	Reset(now time.Time, over time.Duration) []int
 	SetCeiling(n int, now time.Time) []int
 	SetLimits(l pool.Limits, now time.Time) ([]int, error)
 	Refusal(now time.Time) float64
@@ -532,7 +532,7 @@ func (d *driver) step(s source) {
 			d.fail("Refusal(%v) = %v, want 0 (no breaker refusing)", at, got)
 		}
 	case op == 'R':
-		got, want := d.c.Reset(now), d.m.reset(now)
+		got, want := d.c.Reset(now, 0), d.m.reset(now)
 		d.logf("Reset(%v) = %v", at, got)
 		d.reach(fmt.Sprint("Reset ", len(got) > 0))
 		if !sameItems(got, want) {

@@ -32,7 +32,7 @@ func TestResetRetiresIdleNowAndLentOnReturn(t *testing.T) {
 	}
 	p.Give("a", t0)
 	gen := p.gen
-	if diff := cmp.Diff([]string{"a"}, p.Reset(t0)); diff != "" {
+	if diff := cmp.Diff([]string{"a"}, p.Reset(t0, 0)); diff != "" {
 		t.Fatalf("Reset returned other than the idle [a] (-want +got):\n%s", diff)
 	}
 	if p.gen != gen+1 {
@@ -54,7 +54,7 @@ func TestResetRetiresIdleNowAndLentOnReturn(t *testing.T) {
 	if b.Retired != 2 || b.Live != 1 || b.Idle != 1 || b.Dropped != 1 {
 		t.Fatalf("books %+v", b)
 	}
-	if p.Close(); p.Reset(t0) != nil {
+	if p.Close(); p.Reset(t0, 0) != nil {
 		t.Fatal("Reset of a closed pool returned resources")
 	}
 }
@@ -172,7 +172,7 @@ func TestMadeUnderAReservationFromBeforeAReset(t *testing.T) {
 	if before.Kind != Make {
 		t.Fatalf("Take = %v, want Make", before.Kind)
 	}
-	p.Reset(t0)
+	p.Reset(t0, 0)
 	after := p.Take(t0, 0, 0)
 	if after.Kind != Make || after.Gen == before.Gen {
 		t.Fatalf("Take after Reset = %+v: want a Make of a new generation (before: %d)", after, before.Gen)

@@ -60,21 +60,51 @@ func (p *Pool[T]) HeldUntil() (time.Time, bool) {
 	return p.instant(p.holdUntil), true
 }
 
-// Reset retires every idle resource now, returning them for the caller to
-// close, and marks every resource lent now as of an older generation: Give
-// retires such a resource when it comes back (false: the caller closes it)
-// instead of keeping it. It is for a backend failover, when every
-// connection made before is suspect. Reservations open now stay of the
-// generation they were opened in: what they make serves the caller it was
-// made for and is retired on its return (see Made). Resetting a closed
-// pool returns nil.
-func (p *Pool[T]) Reset(now time.Time) []T {
+// Reset retires the current generation: every resource the pool holds now
+// (idle or lent) and every reservation open now. It is for a backend
+// failover, when every connection made before is suspect, and for rotated
+// credentials or a moved endpoint, when each must be replaced. Lent
+// resources of the old generation are retired when they come back (Give
+// answers false: the caller closes them); a reservation open now makes a
+// resource of the old generation, which serves the caller it was made for
+// and is retired on its return (see Made). Resetting a closed pool returns
+// nil.
+//
+// With over zero, every idle resource is retired now, returned for the
+// caller to close, and every lent one on its return. With over positive,
+// the generation is retired at a bounded pace over that window, so that a
+// pool of n does not open n new resources at once: one at once and one
+// more every over/n, the idle ones idle longest first (Evict retires them;
+// Next says when the next is due) and the lent ones as they come back,
+// each when its turn is due; until then an old resource may still be lent.
+// At the end of the window every old one left is retired: idle ones by
+// Evict, lent ones on their return. Books.Rotating counts the old ones
+// still live. A Reset during a rotation retires what is left of the
+// earlier one at once (its idle resources now, its lent ones on return).
+func (p *Pool[T]) Reset(now time.Time, over time.Duration) []T {
 	t := p.clock(now)
 	if p.closed {
 		return nil
 	}
+	var out []T
+	if p.rot.on {
+		// What is left of an earlier rotation goes at once.
+		for i := p.z.bottom; i != none; {
+			up := p.z.s[i].up
+			if p.rotating(&p.z.s[i]) {
+				out = append(out, p.retire(i, t, fresh))
+			}
+			i = up
+		}
+		p.rot.on = false
+	}
+	old := p.gen
 	p.gen = (p.gen + 1) & genMask
-	return p.drainIdle(t)
+	if over <= 0 {
+		return append(out, p.drainIdle(t)...)
+	}
+	p.startRotation(old, p.z.idle+p.z.lent, t, over)
+	return p.rotEvict(t, out)
 }
 
 // ResetFor is Reset on the word of one resource that failed in a way that
@@ -95,10 +125,10 @@ func (p *Pool[T]) ResetFor(item T, now time.Time) ([]T, bool) {
 		return nil, false
 	}
 	i, ok := p.z.find(item)
-	if !ok || p.z.s[i].gen() != p.gen {
+	if !ok || p.z.s[i].gen() != p.gen && !p.rotating(&p.z.s[i]) {
 		return nil, false
 	}
-	return p.Reset(now), true
+	return p.Reset(now, 0), true
 }
 
 // full reports whether the pool has no room for another resource: Size is

@@ -33,7 +33,7 @@ func TestSeatStateAndGenerationShareAWord(t *testing.T) {
 	// Generations count modulo 2^genBits.
 	p := mustNew(t, Limits{})
 	p.gen = genMask
-	p.Reset(t0)
+	p.Reset(t0, 0)
 	if p.gen != 0 {
 		t.Fatalf("generation after %d is %d, want 0", genMask, p.gen)
 	}

@@ -107,6 +107,14 @@ func (p *Pool[T]) AppendState(dst []byte, origin time.Time) ([]byte, error) {
 	b = wire.AppendI(b, int64(p.ceiling))
 	b = wire.AppendI(b, p.held)
 	b = wire.AppendU(b, uint64(p.holds))
+	b = wire.AppendB(b, p.rot.on)
+	if p.rot.on {
+		b = wire.AppendU(b, uint64(p.rot.gen))
+		b = wire.AppendI(b, p.rot.from)
+		b = wire.AppendI(b, p.rot.until)
+		b = wire.AppendI(b, p.rot.per)
+		b = wire.AppendU(b, uint64(p.rot.done))
+	}
 	for _, v := range p.books.counters() {
 		b = wire.AppendU(b, *v)
 	}
@@ -212,7 +220,7 @@ func ReadState(src []byte, origin time.Time) (*Pool[uint64], ward.Ward, int, err
 	}
 	p.failures, p.holdUntil, p.lastDelay = c.failures, c.holdUntil, c.lastDelay
 	p.ceiling = max(c.ceiling, -1)
-	p.held, p.holds = c.held, c.holds
+	p.held, p.holds, p.rot = c.held, c.holds, c.rot
 	p.books = c.books
 	p.z.s = c.seats
 	for i := range p.z.s {
@@ -245,6 +253,7 @@ type snapshot struct {
 	making, failures, ceiling int
 	holdUntil, held           int64
 	holds                     int
+	rot                       rotation
 	lastDelay                 time.Duration
 	books                     Books
 	seats                     []seat[uint64]
@@ -275,6 +284,13 @@ func (c *snapshot) read(r *wire.Reader, origin time.Time) {
 	if c.held < 0 || c.holds > holdsMax {
 		r.Fail("a mean hold of %d over %d loans", c.held, c.holds)
 		return
+	}
+	if c.rot.on = r.Flag(); c.rot.on {
+		c.rot.gen, c.rot.from, c.rot.until, c.rot.per, c.rot.done = r.U32(), r.I(), r.I(), r.I(), r.N()
+		if c.rot.gen > genMask || c.rot.per <= 0 || c.rot.until < c.rot.from {
+			r.Fail("a rotation of generation %d from %d to %d every %d", c.rot.gen, c.rot.from, c.rot.until, c.rot.per)
+			return
+		}
 	}
 	for _, v := range c.books.counters() {
 		*v = r.U()

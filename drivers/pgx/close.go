@@ -58,3 +58,13 @@ func (p *Pool) CloseContext(ctx context.Context) error {
 // back, and keeps the pool open: for when something (a failover, a network
 // cut) has spoiled all connections at once.
 func (p *Pool) Reset() { p.k.Reset() }
+
+// Rotate replaces every connection over the window over, at a bounded
+// pace, instead of all at once: after rotating the role's password (have
+// Config.BeforeConnect, or the connection string's password function, give
+// the new one), or moving to a new endpoint. One old connection is closed
+// at once and one more every over/n, idle ones by the timer and lent ones
+// when they come back; new connections use whatever BeforeConnect gives
+// them. The runtime's Stats.Rotating counts the old ones left. See
+// wardpool.Keeper.Rotate.
+func (p *Pool) Rotate(over time.Duration) { p.k.Rotate(over) }

@@ -451,6 +451,18 @@ func (p *Pool) Reset() {
 	p.subs.Reset()
 }
 
+// Rotate replaces every connection over the window over, at a bounded
+// pace, instead of all at once: after rotating credentials (go-redis's
+// Options.CredentialsProvider, or CredentialsProviderContext, gives each
+// new connection the new ones) or moving to a new address. One old
+// connection is closed at once and one more every over/n, idle ones by the
+// timer and lent ones when they come back; subscriptions' connections
+// rotate the same way. See wardpool.Keeper.Rotate.
+func (p *Pool) Rotate(over time.Duration) {
+	p.k.Rotate(over)
+	p.subs.Rotate(over)
+}
+
 // Close shuts the pool: calls from now on fail with wardpool.ErrClosed and so
 // do those waiting; idle connections are closed; then it waits for every
 // loan to come home (closing each) until ctx ends, returning ctx.Err() if

@@ -430,6 +430,12 @@ func (c *Connector) Leaked() int {
 // back, keeping the pool open.
 func (c *Connector) Reset() { c.k.Reset() }
 
+// Rotate replaces every connection over the window over, at a bounded
+// pace, instead of all at once: after rotating credentials (have the base
+// connector dial with the new ones) or moving to a new endpoint. See
+// wardpool.Keeper.Rotate.
+func (c *Connector) Rotate(over time.Duration) { c.k.Rotate(over) }
+
 // dial opens one connection with the base connector.
 func (c *Connector) dial(ctx context.Context) (*conn, error) {
 	dc, err := c.base.Connect(ctx)

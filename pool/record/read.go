@@ -62,6 +62,7 @@ type Step struct {
 	Guard ward.Guard    // Unmade: the guard outside the pool that refused; none for a failed make
 	N     int           // Ceiling: the ceiling; Admit: the callers ahead
 	Wait  time.Duration // Admit: how long the caller may wait
+	Over  time.Duration // Reset: the window (0: at once)
 	// Limits is a Limits step's new limits (Pool.SetLimits).
 	Limits pool.Limits
 
@@ -109,6 +110,10 @@ func (s Step) String() string {
 		fmt.Fprintf(&b, " n=%d", s.N)
 	case opAdmit:
 		fmt.Fprintf(&b, " ahead=%d within=%v", s.N, s.Wait)
+	case opReset:
+		if s.Over > 0 {
+			fmt.Fprintf(&b, " over=%v", s.Over)
+		}
 	case opLimits:
 		l := s.Limits
 		fmt.Fprintf(&b, " size=%d idle=%d keep=%v life=%v", l.Size, l.Idle, l.Keep, l.Life)
@@ -264,7 +269,9 @@ func readStep(r *wire.Reader) Step {
 		s.Roll, s.Guard = r.F(), ward.Guard(r.Byte())
 	case opGive, opDrop:
 		s.Ref = r.U()
-	case opEvict, opClose, opReset, opRefusal, opLoans:
+	case opReset:
+		s.Over = time.Duration(r.I())
+	case opEvict, opClose, opRefusal, opLoans:
 	case opCeiling:
 		s.N = int(r.I())
 	case opAdmit:

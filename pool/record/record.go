@@ -370,10 +370,10 @@ func (w *Pool[T]) Close() []T {
 }
 
 // Reset is pool.Pool.Reset, recorded.
-func (w *Pool[T]) Reset(now time.Time) []T {
+func (w *Pool[T]) Reset(now time.Time, over time.Duration) []T {
 	w.roll()
-	out := w.p.Reset(now)
-	w.end(w.appendRetired(w.begin(opReset, now), out))
+	out := w.p.Reset(now, over)
+	w.end(w.appendRetired(wire.AppendI(w.begin(opReset, now), int64(over)), out))
 	return out
 }
 
@@ -383,7 +383,7 @@ func (w *Pool[T]) ResetFor(item T, now time.Time) ([]T, bool) {
 	w.roll()
 	out, ok := w.p.ResetFor(item, now)
 	if ok {
-		w.end(w.appendRetired(w.begin(opReset, now), out))
+		w.end(w.appendRetired(wire.AppendI(w.begin(opReset, now), 0), out))
 	}
 	return out, ok
 }

@@ -56,7 +56,7 @@ func sampleRecording() []byte {
 		case 30:
 			p.Refusal(now)
 		case 40:
-			p.Reset(now)
+			p.Reset(now, time.Duration(i%3)*time.Second) // at once, or rolling
 		}
 	}
 	p.Close()

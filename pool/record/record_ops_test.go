@@ -103,7 +103,7 @@ func TestReservationGenerationIsRecorded(t *testing.T) {
 	if tk.Kind != pool.Make {
 		t.Fatalf("Take = %v", tk.Kind)
 	}
-	p.Reset(t0.Add(time.Millisecond)) // credentials rotated meanwhile
+	p.Reset(t0.Add(time.Millisecond), 0) // credentials rotated meanwhile
 	v := new(int)
 	if !p.Made(v, tk.Gen, t0.Add(2*time.Millisecond), 0) {
 		t.Fatal("Made of the old reservation refused: its caller is owed it")

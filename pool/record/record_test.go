@@ -72,7 +72,8 @@ func drivePool(t *rapid.T, p *Pool[*int], steps int) {
 			}
 		case 8:
 			if rapid.IntRange(0, 5).Draw(t, "reset") == 0 {
-				p.Reset(now)
+				// At once, or rolling over a window of up to 3 s.
+				p.Reset(now, time.Duration(rapid.SampledFrom([]int{0, 0, 1, 500, 3000}).Draw(t, "over ms"))*time.Millisecond)
 			}
 		case 9:
 			if i, ok := pick(); ok {
@@ -322,7 +323,7 @@ func TestRecordAttachesToARunningPool(t *testing.T) {
 	p.Take(now, 0, 0)
 	p.Give(y, now)
 	p.Loans(now)
-	p.Reset(now)
+	p.Reset(now, 0)
 	if err := Replay(p.Recording(nil)); err != nil {
 		t.Fatal(err)
 	}

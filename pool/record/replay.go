@@ -150,7 +150,7 @@ func (rc *Recording) Replay() (err error) {
 		case opClose:
 			w.Close()
 		case opReset:
-			w.Reset(now)
+			w.Reset(now, s.Over)
 		case opCeiling:
 			w.SetCeiling(s.N, now)
 		case opLimits:
