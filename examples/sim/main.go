@@ -73,7 +73,12 @@
 // Sizing. -suggest searches the smallest Size, then Idle, then Keep whose
 // p99 wait is within -target on at least 90% of -seeds seeds (20), prints
 // the spread over the seeds and the margin to the target, and with -svg or
-// -html draws the search.
+// -html draws the search. It first says the load it answers for: Poisson
+// arrivals and exponential holds (or the recording's), the mean number
+// busy by Little's law (rate × mean hold), and each burst, plainly. It
+// tries no Keep under -min-keep (30s): a run of seconds rewards an idle
+// timeout of a second, which in a service closes and reopens connections
+// all day.
 //
 // The browser. -serve builds this command with GOOS=js GOARCH=wasm and
 // serves it with a page (web/index.html) that runs it on the settings of
@@ -110,6 +115,7 @@ type options struct {
 	suggest  bool
 	target   time.Duration
 	maxSize  int
+	minKeep  time.Duration
 	seeds    int
 	table    bool
 	serve    string
@@ -157,6 +163,7 @@ func command(fsys files, args []string, out io.Writer) error {
 	fs.BoolVar(&o.suggest, "suggest", false, "search the smallest Size, Idle and Keep keeping the p99 wait within -target on 90% of -seeds seeds")
 	fs.DurationVar(&o.target, "target", 10*time.Millisecond, "p99 acquire wait to stay within, for -suggest")
 	fs.IntVar(&o.maxSize, "max-size", 256, "largest Size -suggest tries")
+	fs.DurationVar(&o.minKeep, "min-keep", 30*time.Second, "shortest Keep -suggest tries: a shorter idle timeout fits a run of seconds and churns connections in a service (0: no floor)")
 	fs.IntVar(&o.seeds, "seeds", 20, "how many seeds -suggest runs each configuration on, from -seed on")
 	fs.BoolVar(&o.table, "table", true, "print the table of one row a second")
 	fs.StringVar(&o.serve, "serve", "", "serve the simulator's page (this engine compiled to WebAssembly) at this address, such as 127.0.0.1:8080")

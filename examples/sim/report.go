@@ -18,12 +18,24 @@ import (
 )
 
 // table prints one row a second: the gauges at its end and the counts of
-// what happened in it.
+// what happened in it, under a legend that says which is which.
 func table(w io.Writer, r *engine.Result) {
-	fmt.Fprintf(w, "%4s %5s %5s %7s %7s %5s %8s\n", "sec", "lent", "idle", "queued", "waited", "made", "retired")
-	for _, x := range r.Rows {
-		fmt.Fprintf(w, "%4d %5d %5d %7d %7d %5d %8d\n", x.Sec, x.Lent, x.Idle, x.Queued, x.Waited, x.Answers[pool.Make], x.Retired)
+	for _, l := range tableLegend {
+		fmt.Fprintln(w, l)
 	}
+	fmt.Fprintf(w, "%4s %5s %5s %7s %7s %7s %5s %8s\n", "sec", "lent", "idle", "queued", "deepest", "waited", "made", "retired")
+	for _, x := range r.Rows {
+		fmt.Fprintf(w, "%4d %5d %5d %7d %7d %7d %5d %8d\n", x.Sec, x.Lent, x.Idle, x.Queued, x.QueueMax, x.Waited, x.Answers[pool.Make], x.Retired)
+	}
+}
+
+// tableLegend names the table's columns: the gauges are read at the end
+// of each second, which a queue that comes and goes within it never is.
+var tableLegend = []string{
+	"one row a second. At the second's end: lent (out on loan), idle (ready to lend), queued (callers waiting).",
+	"Within it: deepest (the most callers queued at once), waited (callers served later than they asked:",
+	"after a queue or their own dial), made (dials the pool asked for), retired (resources closed:",
+	"stale, evicted or over Idle).",
 }
 
 // summary prints what a planner reads first.
@@ -31,6 +43,12 @@ func summary(w io.Writer, r *engine.Result) {
 	s := r.Scenario
 	m := r.Sum
 	fmt.Fprintf(w, "%s: %s\n", s.Name, label(s, ""))
+	fmt.Fprintln(w, measuredLoad(r))
+	if !r.Replayed {
+		for _, b := range s.Bursts {
+			fmt.Fprintf(w, "burst          %s\n", burst(s, b))
+		}
+	}
 	fmt.Fprintf(w, "acquire wait   p50 %v  p99 %v  max %v\n", round(m.P50), round(m.P99), round(m.Max))
 	fmt.Fprintf(w, "saturated      %v in all; longest queue %s\n", round(m.Saturated), episode(m.Longest))
 	fmt.Fprintf(w, "opened         %d resources (peak %d live); %d dials, %d to a dead backend\n", m.Opened, m.Peak, m.Dials, m.DeadDials)
@@ -201,14 +219,23 @@ func suggest(fsys files, w io.Writer, s engine.Scenario, rec *engine.Recording, 
 	if rec != nil {
 		load = func() engine.Load { return rec.Load(s.Hold) }
 	}
-	best, trials, ok, err := engine.Suggest(s, load, o.target, o.maxSize, o.seeds)
+	best, trials, ok, err := engine.Suggest(s, load, o.target, o.maxSize, o.seeds, o.minKeep)
 	if err != nil {
 		return err
 	}
 	var b bytes.Buffer
 	share := fmt.Sprintf("%d of %d", int(math.Ceil(engine.FitShare*float64(o.seeds))), o.seeds)
-	fmt.Fprintf(&b, "searching the smallest Size, then Idle, then Keep keeping the p99 acquire wait within %v on at least %s seeds (%s) (%s)\n",
-		o.target, share, seedRange(s.Seed, o.seeds), s.Name)
+	fmt.Fprintf(&b, "question  the smallest Size, then Idle, then Keep keeping the p99 acquire wait within %v on at least %s seeds (%s)\n",
+		o.target, share, seedRange(s.Seed, o.seeds))
+	if o.minKeep > 0 {
+		fmt.Fprintf(&b, "          Keep no shorter than %v (-min-keep): a shorter idle timeout fits a run of seconds and churns connections in a service\n", o.minKeep)
+	} else {
+		fmt.Fprintf(&b, "          no floor on Keep (-min-keep 0): a Keep this short may close and reopen connections all day in a service\n")
+	}
+	fmt.Fprintf(&b, "scenario  %s\n", s.Name)
+	for _, l := range loadModel(s, rec) {
+		fmt.Fprintln(&b, l)
+	}
 	if rec != nil {
 		fmt.Fprintf(&b, "the load is the recording's on every seed: the seeds change only the pool's own draws\n")
 	}
@@ -233,6 +260,10 @@ func suggest(fsys files, w io.Writer, s engine.Scenario, rec *engine.Recording, 
 			o.maxSize, o.target, share, o.maxSize, round(best.P99.Judged), pct(engine.FitShare), round(best.P99.Worst))
 	} else {
 		fmt.Fprintf(&b, "suggest: Size %d, Idle %d, Keep %v\n", best.Size, best.Idle, best.Keep)
+		if rec == nil && len(s.Bursts) > 0 {
+			fmt.Fprintf(&b, "sized for the load above, bursts included (at its height %s a second); for %s a second throughout, -scenario steady\n",
+				num(peakRate(s)), num(s.Rate))
+		}
 		fmt.Fprintf(&b, "p99 wait over %d seeds: median %v, %s %v, worst %v; margin to the target %v: %v at the %s (%v at worst); missed on %d of %d seeds\n",
 			o.seeds, round(best.P99.Median), pct(engine.FitShare), round(best.P99.Judged), round(best.P99.Worst), o.target,
 			round(o.target-best.P99.Judged), pct(engine.FitShare), round(o.target-best.P99.Worst), best.P99.Missed(o.target), o.seeds)

@@ -140,7 +140,9 @@ func (r *run) lend(c *caller, item int32, t int64) {
 	}
 	r.ended(c, t)
 	hold := c.hold
+	r.res.Sum.Holds++
 	if hold < 0 {
+		r.res.Sum.Held += time.Duration(r.end - t)
 		return // held past the end of the run
 	}
 	if !c.recorded {
@@ -148,6 +150,7 @@ func (r *run) lend(c *caller, item int32, t int64) {
 			hold = time.Duration(float64(hold) * f)
 		}
 	}
+	r.res.Sum.Held += min(hold, time.Duration(r.end-t))
 	r.schedule(t+int64(hold), evRelease, c, item)
 }
 

@@ -341,7 +341,7 @@ func TestSuggestFindsTheEdge(t *testing.T) {
 	s := builtin(t, "burst")
 	target := 5 * time.Millisecond
 	const seeds = 5
-	best, trials, ok, err := Suggest(s, nil, target, 64, seeds)
+	best, trials, ok, err := Suggest(s, nil, target, 64, seeds, 0)
 	if err != nil || !ok {
 		t.Fatalf("ok %v err %v", ok, err)
 	}
@@ -372,7 +372,7 @@ func TestSuggestFindsTheEdge(t *testing.T) {
 		t.Fatalf("Size %d suggested without trying %d", best.Size, best.Size-1)
 	}
 	// A target nothing meets says so.
-	_, _, ok, err = Suggest(s, nil, time.Nanosecond, 4, seeds)
+	_, _, ok, err = Suggest(s, nil, time.Nanosecond, 4, seeds, 0)
 	if err != nil || ok {
 		t.Fatalf("an impossible target: ok %v err %v", ok, err)
 	}
@@ -467,8 +467,8 @@ func TestAnyScenarioKeepsTheBooksAndReplays(t *testing.T) {
 func TestSuggestJudgesOnManySeeds(t *testing.T) {
 	s := builtin(t, "burst")
 	target := 10 * time.Millisecond
-	one, _, ok1, err1 := Suggest(s, nil, target, 64, 1)
-	many, _, ok, err := Suggest(s, nil, target, 64, 20)
+	one, _, ok1, err1 := Suggest(s, nil, target, 64, 1, 0)
+	many, _, ok, err := Suggest(s, nil, target, 64, 20, 0)
 	if err1 != nil || err != nil || !ok1 || !ok {
 		t.Fatalf("one seed: ok %v err %v; 20 seeds: ok %v err %v", ok1, err1, ok, err)
 	}
@@ -503,5 +503,37 @@ func TestSuggestJudgesOnManySeeds(t *testing.T) {
 	}
 	if missed <= 2 {
 		t.Errorf("the one-seed answer (Size %d) misses on %d of 20 seeds: it would fit too", one.Size, missed)
+	}
+}
+
+// A floor on Keep holds every trial of the search at or over it, the size
+// and idle steps included, where without one the search tries Keeps of
+// a fraction of a second.
+func TestSuggestKeepsNoLowerThanTheFloor(t *testing.T) {
+	s := builtin(t, "steady")
+	s.Rate, s.Hold = 400, 15*time.Millisecond
+	const target = 5 * time.Millisecond
+	_, free, ok, err := Suggest(s, nil, target, 64, 3, 0)
+	if err != nil || !ok {
+		t.Fatalf("no floor: ok %v err %v", ok, err)
+	}
+	if !slices.ContainsFunc(free, func(tr Trial) bool { return tr.Keep < time.Second }) {
+		t.Fatalf("without a floor no Keep under 1s was tried: %+v", free)
+	}
+	floor := 30 * time.Second
+	best, trials, ok, err := Suggest(s, nil, target, 64, 3, floor)
+	if err != nil || !ok {
+		t.Fatalf("floor %v: ok %v err %v", floor, ok, err)
+	}
+	for _, tr := range trials {
+		if tr.Keep < floor {
+			t.Errorf("trial %s Size %d Idle %d tried Keep %v under the floor %v", tr.Step, tr.Size, tr.Idle, tr.Keep, floor)
+		}
+	}
+	if best.Keep < floor || !best.Fits {
+		t.Errorf("suggested Keep %v (fits %v), floor %v", best.Keep, best.Fits, floor)
+	}
+	if _, _, _, err := Suggest(s, nil, target, 64, 3, -time.Second); err == nil {
+		t.Error("a negative floor is not an error")
 	}
 }

@@ -76,6 +76,12 @@ type Summary struct {
 	Opened, Dials, DeadDials int
 	// Peak is the most resources live (idle, lent, being made) at once.
 	Peak int
+	// Held is the total time served callers held their resources (as
+	// drawn or recorded, a slowdown's stretch included, cut at the end of
+	// the run), and Holds how many holds it adds up: Held/Holds is the
+	// mean hold of the run, the other half of Little's law.
+	Held  time.Duration
+	Holds int
 	// Failover is what the scenario's failover did; zero without one.
 	Failover FailoverSum
 }
