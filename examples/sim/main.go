@@ -24,8 +24,18 @@
 // Scenarios. -scenario names a built-in (burst, steady, slowdown, outage,
 // failover) or a file of "key value" lines (engine.Parse documents every
 // key: rate, hold, dial, size, idle, keep, life, timeout, burst, slow,
-// outage, break, ward, failover, classify; scenarios/failover.txt, a
+// outage, break, ward and the guards' knobs, failover, classify;
+// scenarios/failover.txt, a
 // database that fails and slows, is an example).
+//
+// The ward. -ward puts any of the guards a pool can hold in front of it:
+// breaker, backoff, bucket, shedder, limiter (joined by +, "on" for the
+// first two, "all" for every one), each with its knobs as flags
+// (-bucket-rate, -bucket-burst; -shed-cpu, -shed-floor; -limit-initial,
+// -limit-min, -limit-max, -limit-slow, -limit-backoff). The shedder reads
+// a CPU model the load drives: -cpu-idle thousandths with nothing busy and
+// -cpu-per-loan more for each resource busy, so a burst heats the host.
+// The summary says what each guard did, and the chart gives each a panel.
 //
 // Failover. The failover built-in (or "failover 8s" in a file) moves the
 // backend at an instant: connections opened before it reach the old node,
@@ -179,7 +189,19 @@ func command(fsys files, args []string, out io.Writer) error {
 	fs.Duration("dial", 20*time.Millisecond, "time to make a resource")
 	fs.Int("seconds", 24, "virtual seconds to run")
 	fs.Duration("timeout", 0, "how long a caller waits before giving up (0: for ever)")
-	fs.String("ward", "none", "guards in front of the backend: none, breaker, backoff, on (both)")
+	fs.String("ward", "none", "guards in front of the backend: none, on (breaker+backoff), all, or any of breaker, backoff, bucket, shedder, limiter joined by +")
+	// The guards' knobs: they apply when -ward turns the guard on.
+	fs.Float64("bucket-rate", engine.DefaultBucketRate, "bucket: makes a second it lets through")
+	fs.Float64("bucket-burst", engine.DefaultBucketBurst, "bucket: makes it lets through at once, after a quiet spell")
+	fs.Int("shed-cpu", ward.DefaultShed.CPU, "shedder: CPU in thousandths at or over which the host is hot")
+	fs.Float64("shed-floor", ward.DefaultShed.Floor, "shedder: least share of its capacity it admits however hot")
+	fs.Int("cpu-idle", engine.DefaultCPUIdle, "CPU model for the shedder: thousandths used with nothing busy")
+	fs.Int("cpu-per-loan", engine.DefaultCPUPerLoan, "CPU model for the shedder: thousandths more for each busy resource")
+	fs.Int("limit-initial", ward.DefaultAimd.Initial, "limiter: the concurrency limit it starts at")
+	fs.Int("limit-min", ward.DefaultAimd.Min, "limiter: the lowest limit")
+	fs.Int("limit-max", ward.DefaultAimd.Max, "limiter: the highest limit")
+	fs.Duration("limit-slow", ward.DefaultAimd.Slow, "limiter: a hold longer than this shrinks the limit, as a failure does")
+	fs.Float64("limit-backoff", ward.DefaultAimd.Backoff, "limiter: the factor a slow hold or a failure multiplies the limit by")
 	fs.SetOutput(out)
 	fs.Usage = func() {
 		fmt.Fprintln(out, "usage: go run ./examples/sim [flags]")
@@ -223,6 +245,7 @@ func command(fsys files, args []string, out io.Writer) error {
 			// time, unless flags say others.
 			w := kl.Source.Ward()
 			s.Limits, s.Breaker, s.Backoff = kl.Limits, w.Breaker != nil, kl.Backoff
+			s.Bucket, s.Shedder, s.Limiter = w.Bucket != nil, w.Shedder != nil, w.Limiter != nil
 			if kl.Dials > 0 {
 				s.Dial = kl.Dial
 			}
@@ -369,7 +392,9 @@ func command(fsys files, args []string, out io.Writer) error {
 // settingFlags are the flags that set the scenario, in the order they are
 // applied: size before idle, since a size sets idle too while the two are
 // equal (flag.Visit's own order is by name, idle first).
-var settingFlags = []string{"seed", "seconds", "rate", "hold", "dial", "size", "idle", "keep", "life", "timeout", "ward"}
+var settingFlags = []string{"seed", "seconds", "rate", "hold", "dial", "size", "idle", "keep", "life", "timeout", "ward",
+	"bucket-rate", "bucket-burst", "shed-cpu", "shed-floor", "cpu-idle", "cpu-per-loan",
+	"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff"}
 
 // given applies to s every setting flag fs was given, as flag.Visit tells
 // them: a flag given with its default value applies as any other.
@@ -415,13 +440,8 @@ func scenario(fsys files, name string) (engine.Scenario, error) {
 // settings that made it the second of a comparison.
 func label(s engine.Scenario, settings string) string {
 	w := "ward off"
-	switch {
-	case s.Breaker && s.Backoff:
-		w = "breaker+backoff"
-	case s.Breaker:
-		w = "breaker"
-	case s.Backoff:
-		w = "backoff"
+	if on := s.GuardsOn(); len(on) > 0 {
+		w = strings.Join(on, "+")
 	}
 	l := fmt.Sprintf("Size %d, Idle %d, Keep %v, ", s.Limits.Size, s.Limits.Idle, s.Limits.Keep)
 	if s.Limits.Life > 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/wardpool/wardpool/examples/sim/internal/engine"
 	"github.com/wardpool/wardpool/examples/sim/internal/plot"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // table prints one row a second: the gauges at its end and the counts of
@@ -56,6 +57,35 @@ func summary(w io.Writer, r *engine.Result) {
 	if s.Failover > 0 {
 		fmt.Fprintf(w, "failover       at %v, classifier %s: %s\n", s.Failover, classifyOf(s), failover(m.Failover))
 	}
+	if g := guards(r); g != "" {
+		fmt.Fprintf(w, "guards         %s\n", g)
+	}
+}
+
+// guards says what each guard of the run's ward did, with its knobs: how
+// many answers it gave in the pool's stead, and the gauge it moves.
+func guards(r *engine.Result) string {
+	s, m := r.Scenario, r.Sum
+	var out []string
+	n := func(g ward.Guard) int { return m.Guards[g] }
+	if s.Breaker {
+		out = append(out, fmt.Sprintf("breaker shed %d", n(ward.GuardBreaker)))
+	}
+	if s.Backoff {
+		out = append(out, fmt.Sprintf("backoff deferred makes %d times", n(ward.GuardBackoff)))
+	}
+	if s.Bucket {
+		out = append(out, fmt.Sprintf("bucket (%g a second, burst %g) deferred makes %d times", s.BucketRate, s.BucketBurst, n(ward.GuardBucket)))
+	}
+	if s.Shedder {
+		out = append(out, fmt.Sprintf("shedder (hot at %d‰, floor %g; CPU %d‰ + %d‰ a busy resource, %d‰ at most) shed %d",
+			s.ShedCPU, s.ShedFloor, s.CPUIdle, s.CPUPerLoan, m.CPUMax, n(ward.GuardShedder)))
+	}
+	if s.Limiter {
+		out = append(out, fmt.Sprintf("limiter (AIMD from %d in [%d, %d], x%g on a failure or a hold over %v) answered Wait %d times; limit %d to %d",
+			min(max(s.Limit.Initial, s.Limit.Min), s.Limit.Max), s.Limit.Min, s.Limit.Max, s.Limit.Backoff, s.Limit.Slow, n(ward.GuardLimiter), m.LimitMin, m.LimitMax))
+	}
+	return strings.Join(out, "; ")
 }
 
 // classifyOf is the scenario's classifier, named.

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // caller states
@@ -89,6 +90,9 @@ func (r *run) acquire(c *caller, t int64) {
 // answer counts one answer of the pool, given on c's behalf.
 func (r *run) answer(c *caller, tk pool.Taken[int32], t int64) {
 	r.cur.Answers[tk.Kind]++
+	if tk.Guard != ward.GuardNone && int(tk.Guard) < len(r.cur.Guards) {
+		r.cur.Guards[tk.Guard]++
+	}
 	if int(c.nans) < maxAnswers {
 		c.answers[c.nans] = tk.Kind
 	}
@@ -247,10 +251,15 @@ func (r *run) done(c *caller, t int64) {
 	// event still points at it.
 }
 
-// cpu is the CPU reading a take at t passes (Options.CPU), 0 without one.
+// cpu is the CPU reading a take at t passes: Options.CPU's, else the
+// scenario's model at the pool's busy count.
 func (r *run) cpu(t int64) int {
+	var v int
 	if r.opt.CPU == nil {
-		return 0
+		v = r.s.cpuAt(r.p.Busy())
+	} else {
+		v = r.opt.CPU(time.Duration(t))
 	}
-	return r.opt.CPU(time.Duration(t))
+	r.res.Sum.CPUMax = max(r.res.Sum.CPUMax, v)
+	return v
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 	"pgregory.net/rapid"
 )
 
@@ -535,5 +536,109 @@ func TestSuggestKeepsNoLowerThanTheFloor(t *testing.T) {
 	}
 	if _, _, _, err := Suggest(s, nil, target, 64, 3, -time.Second); err == nil {
 		t.Error("a negative floor is not an error")
+	}
+}
+
+// Each guard a scenario can put in front of its pool acts, with its knobs:
+// the bucket defers makes past its rate, the shedder sheds while the CPU
+// the load drives is over its threshold (and not while it is under), and
+// the limiter keeps loans within its limit. Without the guard, the same
+// load sees none of it.
+func TestEveryGuardActs(t *testing.T) {
+	base := builtin(t, "burst")
+	run := func(t *testing.T, s Scenario) *Result {
+		t.Helper()
+		r, err := Run(s, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	t.Run("bucket", func(t *testing.T) {
+		s := base
+		s.Limits.Keep = 100 * time.Millisecond // many makes
+		free := run(t, s)
+		s.Bucket, s.BucketRate, s.BucketBurst = true, 2, 1
+		r := run(t, s)
+		if r.Sum.Guards[ward.GuardBucket] == 0 || free.Sum.Guards[ward.GuardBucket] != 0 {
+			t.Fatalf("bucket deferred %d makes, %d without it", r.Sum.Guards[ward.GuardBucket], free.Sum.Guards[ward.GuardBucket])
+		}
+		// Tokens: one at first, then two a second.
+		if most := 1 + 2*s.Seconds; r.Sum.Dials > most || free.Sum.Dials <= most {
+			t.Fatalf("%d dials with a bucket of 2 a second over %d s (at most %d), %d without", r.Sum.Dials, s.Seconds, most, free.Sum.Dials)
+		}
+	})
+	t.Run("shedder", func(t *testing.T) {
+		s := base
+		s.Shedder, s.ShedCPU, s.CPUIdle, s.CPUPerLoan = true, 800, 200, 100
+		r := run(t, s)
+		if r.Sum.Guards[ward.GuardShedder] == 0 || r.Sum.Refused != r.Sum.Guards[ward.GuardShedder] {
+			t.Fatalf("a hot host shed %d (%d refused)", r.Sum.Guards[ward.GuardShedder], r.Sum.Refused)
+		}
+		if r.Sum.CPUMax < 400 {
+			t.Fatalf("the CPU model read at most %d‰ with the load's busy resources", r.Sum.CPUMax)
+		}
+		s.CPUPerLoan = 0 // the CPU stays at 20%: never hot
+		if cool := run(t, s); cool.Sum.Refused != 0 || cool.Sum.CPUMax != 200 {
+			t.Fatalf("a cool host shed %d, CPU at most %d‰", cool.Sum.Refused, cool.Sum.CPUMax)
+		}
+	})
+	t.Run("limiter", func(t *testing.T) {
+		s := base
+		s.Limiter, s.Limit = true, ward.Aimd{Initial: 4, Min: 1, Max: 4, Slow: time.Second, Backoff: 0.9}
+		r := run(t, s)
+		if r.Sum.Guards[ward.GuardLimiter] == 0 || r.Sum.LimitMax != 4 {
+			t.Fatalf("limiter answered %d times, limit up to %d", r.Sum.Guards[ward.GuardLimiter], r.Sum.LimitMax)
+		}
+		for _, row := range r.Rows {
+			if row.Lent > 4 || row.Limit != 4 {
+				t.Fatalf("second %d: %d lent over a limit of %d", row.Sec, row.Lent, row.Limit)
+			}
+		}
+		if r.Sum.Peak > 4 || run(t, base).Sum.Peak <= 4 {
+			t.Fatalf("peak %d live under a limit of 4", r.Sum.Peak)
+		}
+		// A hold over Slow shrinks the limit: it moves with the load.
+		s.Limit = ward.DefaultAimd
+		s.Limit.Slow = 30 * time.Millisecond
+		if r := run(t, s); r.Sum.LimitMin >= r.Sum.LimitMax {
+			t.Fatalf("the limit stayed at %d with slow holds", r.Sum.LimitMin)
+		}
+	})
+}
+
+// The ward setting reads every guard, alone, joined by + or spaced, and
+// the knobs as their keys.
+func TestWardSettingNamesEveryGuard(t *testing.T) {
+	base := builtin(t, "steady")
+	for in, want := range map[string][]string{
+		"none":                    nil,
+		"on":                      {"breaker", "backoff"},
+		"all":                     Guards,
+		"bucket":                  {"bucket"},
+		"shedder+limiter":         {"shedder", "limiter"},
+		"limiter bucket":          {"bucket", "limiter"},
+		"breaker+backoff+shedder": {"breaker", "backoff", "shedder"},
+	} {
+		s, err := Override(base, "ward "+in)
+		if err != nil {
+			t.Fatalf("ward %s: %v", in, err)
+		}
+		if got := s.GuardsOn(); !slices.Equal(got, want) {
+			t.Errorf("ward %s: %v, want %v", in, got, want)
+		}
+	}
+	s, err := Override(base, "bucket-rate 7; bucket-burst 3; shed-cpu 500; shed-floor 0.3; cpu-idle 100; cpu-per-loan 30; limit-initial 4; limit-min 2; limit-max 50; limit-slow 500ms; limit-backoff 0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.BucketRate != 7 || s.BucketBurst != 3 || s.ShedCPU != 500 || s.ShedFloor != 0.3 || s.CPUIdle != 100 || s.CPUPerLoan != 30 ||
+		s.Limit != (ward.Aimd{Initial: 4, Min: 2, Max: 50, Slow: 500 * time.Millisecond, Backoff: 0.5}) {
+		t.Errorf("knobs read as %+v", s)
+	}
+	for _, bad := range []string{"ward sheder", "ward limiter; limit-min 5; limit-max 4", "ward limiter; limit-min 0", "ward shedder; shed-floor 2", "cpu-idle 1001"} {
+		if _, err := Override(base, bad); err == nil {
+			t.Errorf("%q is not an error", bad)
+		}
 	}
 }
