@@ -126,10 +126,14 @@ type options struct {
 	target   time.Duration
 	maxSize  int
 	minKeep  time.Duration
-	seeds    int
-	table    bool
-	serve    string
-	page     string
+	// resamples and level make a replay's p99 an interval (see
+	// engine.Resample); 0 resamples: none.
+	resamples int
+	level     float64
+	seeds     int
+	table     bool
+	serve     string
+	page      string
 }
 
 // files is where the command reads scenarios and recordings and writes
@@ -176,6 +180,8 @@ func command(fsys files, args []string, out io.Writer) error {
 	fs.DurationVar(&o.minKeep, "min-keep", 30*time.Second, "shortest Keep -suggest tries: a shorter idle timeout fits a run of seconds and churns connections in a service (0: no floor)")
 	fs.IntVar(&o.seeds, "seeds", 20, "how many seeds -suggest runs each configuration on, from -seed on")
 	fs.BoolVar(&o.table, "table", true, "print the table of one row a second")
+	fs.IntVar(&o.resamples, "resamples", 100, "with -replay: runs with the recorded holds resampled, behind the p99's interval (0: none)")
+	fs.Float64Var(&o.level, "level", 0.9, "with -replay: the share of the resampled runs the p99's interval spans")
 	fs.StringVar(&o.serve, "serve", "", "serve the simulator's page (this engine compiled to WebAssembly) at this address, such as 127.0.0.1:8080")
 	fs.StringVar(&o.page, "page", "", "write the simulator's page (index.html, wasm_exec.js, sim.wasm) to this directory")
 	// Settings of the scenario, applied over it when given.
@@ -356,12 +362,22 @@ func command(fsys files, args []string, out io.Writer) error {
 			labels = append(labels, label(sb, o.compare))
 		}
 		compare(out, runs, labels, origin)
+		if rec != nil && o.resamples > 0 {
+			if err := intervals(out, rec, []engine.Scenario{s, sb}, []func() engine.Options{again(opt), again(optB)}, o); err != nil {
+				return err
+			}
+		}
 	} else {
 		if o.table {
 			table(out, a)
 			fmt.Fprintln(out)
 		}
 		summary(out, a)
+		if rec != nil && o.resamples > 0 {
+			if err := intervals(out, rec, []engine.Scenario{s}, []func() engine.Options{again(opt)}, o); err != nil {
+				return err
+			}
+		}
 	}
 	target := time.Duration(0)
 	fs.Visit(func(f *flag.Flag) {
@@ -387,6 +403,13 @@ func command(fsys files, args []string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// again makes the options of a run like one run with opt, for the
+// resampled runs behind an interval: the same ward, CPU and dial
+// outcomes, nothing recorded.
+func again(opt engine.Options) func() engine.Options {
+	return func() engine.Options { return engine.Options{Ward: opt.Ward, CPU: opt.CPU, DialFails: opt.DialFails} }
 }
 
 // settingFlags are the flags that set the scenario, in the order they are

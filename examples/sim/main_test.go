@@ -576,3 +576,34 @@ func TestSuggestSaysItsLoadAndKeepsTheFloor(t *testing.T) {
 		t.Errorf("-min-keep 0 tried no Keep under 1s:\n%s", free)
 	}
 }
+
+// A what-if on a recording states its uncertainty: each configuration's
+// p99 as an interval of runs with the recorded holds resampled, the
+// recording's own figure among the numbers; -resamples 0 leaves it out.
+func TestReplayWhatIfGivesAnInterval(t *testing.T) {
+	csv := filepath.Join(t.TempDir(), "load.csv")
+	sim(t, "-record", csv, "-table=false")
+	out := sim(t, "-replay", csv, "-compare", "size=10", "-resamples", "30")
+	for _, want := range []string{"p99 interval   arrivals as recorded, the holds drawn again", "30 times (-resamples)",
+		"A: p99 15.06ms with the holds as recorded; 90% of the resampled runs ", "B: p99 "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	var lo, hi string
+	i := strings.Index(out, "B: p99 ")
+	if _, err := fmt.Sscanf(out[i:], "B: p99 %s with the holds as recorded; 90%% of the resampled runs %s to %s\n", new(string), &lo, &hi); err != nil {
+		t.Fatalf("B's interval unread (%v):\n%s", err, out[i:])
+	}
+	l, err1 := time.ParseDuration(lo)
+	h, err2 := time.ParseDuration(hi)
+	if err1 != nil || err2 != nil || !(l < h) {
+		t.Errorf("B's interval %s to %s", lo, hi)
+	}
+	if out := sim(t, "-replay", csv, "-compare", "size=10", "-resamples", "0"); strings.Contains(out, "p99 interval") {
+		t.Errorf("-resamples 0 still resampled:\n%s", out)
+	}
+	if out := sim(t, "-table=false"); strings.Contains(out, "p99 interval") {
+		t.Errorf("a synthetic run has an interval from no recording:\n%s", out)
+	}
+}

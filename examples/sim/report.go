@@ -371,3 +371,32 @@ func page(w io.Writer, fig *plot.Figure, summary string, runs []*engine.Result, 
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// intervals prints, for each configuration run on a recording, its p99
+// wait as an interval: the recording's holds resampled (engine.Resample),
+// so that a what-if says how much its figure rests on the holds one
+// recording happened to have.
+func intervals(w io.Writer, rec *engine.Recording, ss []engine.Scenario, opts []func() engine.Options, o options) error {
+	fmt.Fprintf(w, "\np99 interval   arrivals as recorded, the holds drawn again from the recorded ones in blocks of %v of callers, %d times (-resamples):\n", resampleBlock, o.resamples)
+	for i, s := range ss {
+		iv, err := engine.Resample(s, rec, s.Hold, opts[i], o.resamples, o.level, resampleBlock)
+		if err != nil {
+			return fmt.Errorf("-resamples: %w", err)
+		}
+		name := ""
+		if len(ss) > 1 {
+			name = fmt.Sprintf("%c: ", 'A'+i)
+		}
+		fmt.Fprintf(w, "               %sp99 %v with the holds as recorded; %s of the resampled runs %v to %v\n",
+			name, round(iv.Point), pctOf(o.level), round(iv.Lo), round(iv.Hi))
+	}
+	fmt.Fprintln(w, "               (the holds' luck, and stalls like the recording's landing elsewhere: a change of load is not in it)")
+	return nil
+}
+
+// resampleBlock is how long a stretch of callers keeps its holds together
+// when a replay's holds are resampled: long enough to hold a stall of the
+// backend or the machine whole.
+const resampleBlock = time.Second
+
+func pctOf(share float64) string { return fmt.Sprintf("%g%%", 100*share) }

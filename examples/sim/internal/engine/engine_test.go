@@ -642,3 +642,75 @@ func TestWardSettingNamesEveryGuard(t *testing.T) {
 		}
 	}
 }
+
+// A what-if's interval: the same arguments give the same interval; holds
+// that are all alike leave nothing to resample (the interval is the
+// point); holds that vary spread it, and the recording's own p99 is the
+// point. Blocks keep consecutive holds together: a recording whose long
+// holds all come in one stretch resamples into runs that have that
+// stretch once, twice or not at all, so its interval is wider than with
+// each hold drawn alone.
+func TestResampleGivesAnInterval(t *testing.T) {
+	s := builtin(t, "steady")
+	s.Seconds = 10
+	s.Limits = pool.Limits{Size: 5, Idle: 5, Keep: time.Minute} // a p99 of queueing, not of dials
+	var b bytes.Buffer
+	w := NewCSVWriter(&b)
+	a, err := Run(s, Options{Record: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ReadCSV(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iv, err := Resample(s, rec, s.Hold, nil, 40, 0.9, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Resample(s, rec, s.Hold, nil, 40, 0.9, time.Second)
+	if !slices.Equal(iv.Each, again.Each) || iv.Lo != again.Lo || iv.Hi != again.Hi {
+		t.Fatal("the same arguments gave two intervals")
+	}
+	if iv.Point != a.Sum.P99 || len(iv.Each) != 40 || !(iv.Lo < iv.Hi) || !iv.Contains(iv.Lo) || iv.Contains(iv.Hi+1) {
+		t.Fatalf("interval %v to %v around %v (the run's p99 %v), %d runs", iv.Lo, iv.Hi, iv.Point, a.Sum.P99, len(iv.Each))
+	}
+	in := 0
+	for _, d := range iv.Each {
+		if iv.Contains(d) {
+			in++
+		}
+	}
+	if in < 36 {
+		t.Fatalf("%d of 40 resampled runs within the 90%% interval", in)
+	}
+	// All holds alike: nothing to resample.
+	same := &Recording{Rows: slices.Clone(rec.Rows)}
+	for i := range same.Rows {
+		if same.Rows[i].Acquired >= 0 {
+			same.Rows[i].Release = same.Rows[i].Acquired + int64(30*time.Millisecond)
+		}
+	}
+	flat, err := Resample(s, same, s.Hold, nil, 20, 0.9, time.Second)
+	if err != nil || flat.Lo != flat.Point || flat.Hi != flat.Point {
+		t.Fatalf("alike holds: interval %v to %v around %v (%v)", flat.Lo, flat.Hi, flat.Point, err)
+	}
+	// A stall: the holds of two seconds run long together.
+	stall := &Recording{Rows: slices.Clone(rec.Rows)}
+	for i, r := range stall.Rows {
+		if r.Asked >= int64(4*time.Second) && r.Asked < int64(6*time.Second) && r.Acquired >= 0 && r.Release >= 0 {
+			stall.Rows[i].Release = r.Acquired + 4*(r.Release-r.Acquired)
+		}
+	}
+	blocks, _ := Resample(s, stall, s.Hold, nil, 40, 0.9, time.Second)
+	alone, _ := Resample(s, stall, s.Hold, nil, 40, 0.9, 0)
+	if blocks.Hi-blocks.Lo <= alone.Hi-alone.Lo {
+		t.Fatalf("a stall resampled in blocks spans %v, alone %v", blocks.Hi-blocks.Lo, alone.Hi-alone.Lo)
+	}
+	if _, err := Resample(s, &Recording{Rows: []Row{{Asked: 0, Acquired: -1, Release: -1}}}, s.Hold, nil, 5, 0.9, 0); !errors.Is(err, ErrNoHolds) {
+		t.Fatalf("no holds: %v", err)
+	}
+}
