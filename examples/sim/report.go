@@ -379,7 +379,7 @@ func page(w io.Writer, fig *plot.Figure, summary string, runs []*engine.Result, 
 func intervals(w io.Writer, rec *engine.Recording, ss []engine.Scenario, opts []func() engine.Options, o options) error {
 	fmt.Fprintf(w, "\np99 interval   arrivals as recorded, the holds drawn again from the recorded ones in blocks of %v of callers, %d times (-resamples):\n", resampleBlock, o.resamples)
 	for i, s := range ss {
-		iv, err := engine.Resample(s, rec, s.Hold, opts[i], o.resamples, o.level, resampleBlock)
+		iv, err := engine.Resample(s, rec, s.Hold, opts[i], o.resamples, o.level, resampleBlock, nil)
 		if err != nil {
 			return fmt.Errorf("-resamples: %w", err)
 		}

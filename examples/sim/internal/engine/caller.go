@@ -226,6 +226,9 @@ func (r *run) deadline(c *caller) {
 // ended records the end of c's acquire wait at t.
 func (r *run) ended(c *caller, t int64) {
 	w := time.Duration(t - c.asked)
+	if r.opt.Wait != nil {
+		r.opt.Wait(c.id, w)
+	}
 	r.waits = append(r.waits, w)
 	if w == 0 {
 		r.zeros++

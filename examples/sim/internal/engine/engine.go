@@ -32,6 +32,10 @@ type Options struct {
 	// Observe, when set, is called at the end of every second with the row
 	// just recorded and the pool's books at that instant.
 	Observe func(Second, pool.Books)
+	// Wait, when set, is told each caller's acquire wait as it ends (the
+	// caller's index in the load's order, from 0, and the wait), whether
+	// it was served, gave up or was refused.
+	Wait func(caller uint64, wait time.Duration)
 	// Record, when set, receives every caller of the run as a row of the
 	// CSV format ReadCSV reads (see CSVWriter).
 	Record *CSVWriter

@@ -667,11 +667,11 @@ func TestResampleGivesAnInterval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	iv, err := Resample(s, rec, s.Hold, nil, 40, 0.9, time.Second)
+	iv, err := Resample(s, rec, s.Hold, nil, 40, 0.9, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := Resample(s, rec, s.Hold, nil, 40, 0.9, time.Second)
+	again, _ := Resample(s, rec, s.Hold, nil, 40, 0.9, time.Second, nil)
 	if !slices.Equal(iv.Each, again.Each) || iv.Lo != again.Lo || iv.Hi != again.Hi {
 		t.Fatal("the same arguments gave two intervals")
 	}
@@ -687,6 +687,19 @@ func TestResampleGivesAnInterval(t *testing.T) {
 	if in < 36 {
 		t.Fatalf("%d of 40 resampled runs within the 90%% interval", in)
 	}
+	// A delay beyond the pool's, carried with each caller: 5 ms more for
+	// every caller is 5 ms more at p99, as recorded and resampled.
+	extra := make([]time.Duration, len(rec.Rows))
+	for i := range extra {
+		extra[i] = 5 * time.Millisecond
+	}
+	late, err := Resample(s, rec, s.Hold, nil, 40, 0.9, time.Second, extra)
+	if err != nil || late.Point != iv.Point+5*time.Millisecond || late.Lo != iv.Lo+5*time.Millisecond || late.Hi != iv.Hi+5*time.Millisecond {
+		t.Fatalf("5ms more each: %v to %v around %v, against %v to %v around %v (%v)", late.Lo, late.Hi, late.Point, iv.Lo, iv.Hi, iv.Point, err)
+	}
+	if _, err := Resample(s, rec, s.Hold, nil, 4, 0.9, time.Second, extra[1:]); err == nil {
+		t.Fatal("extra delays not one a caller: no error")
+	}
 	// All holds alike: nothing to resample.
 	same := &Recording{Rows: slices.Clone(rec.Rows)}
 	for i := range same.Rows {
@@ -694,7 +707,7 @@ func TestResampleGivesAnInterval(t *testing.T) {
 			same.Rows[i].Release = same.Rows[i].Acquired + int64(30*time.Millisecond)
 		}
 	}
-	flat, err := Resample(s, same, s.Hold, nil, 20, 0.9, time.Second)
+	flat, err := Resample(s, same, s.Hold, nil, 20, 0.9, time.Second, nil)
 	if err != nil || flat.Lo != flat.Point || flat.Hi != flat.Point {
 		t.Fatalf("alike holds: interval %v to %v around %v (%v)", flat.Lo, flat.Hi, flat.Point, err)
 	}
@@ -705,12 +718,12 @@ func TestResampleGivesAnInterval(t *testing.T) {
 			stall.Rows[i].Release = r.Acquired + 4*(r.Release-r.Acquired)
 		}
 	}
-	blocks, _ := Resample(s, stall, s.Hold, nil, 40, 0.9, time.Second)
-	alone, _ := Resample(s, stall, s.Hold, nil, 40, 0.9, 0)
+	blocks, _ := Resample(s, stall, s.Hold, nil, 40, 0.9, time.Second, nil)
+	alone, _ := Resample(s, stall, s.Hold, nil, 40, 0.9, 0, nil)
 	if blocks.Hi-blocks.Lo <= alone.Hi-alone.Lo {
 		t.Fatalf("a stall resampled in blocks spans %v, alone %v", blocks.Hi-blocks.Lo, alone.Hi-alone.Lo)
 	}
-	if _, err := Resample(s, &Recording{Rows: []Row{{Asked: 0, Acquired: -1, Release: -1}}}, s.Hold, nil, 5, 0.9, 0); !errors.Is(err, ErrNoHolds) {
+	if _, err := Resample(s, &Recording{Rows: []Row{{Asked: 0, Acquired: -1, Release: -1}}}, s.Hold, nil, 5, 0.9, 0, nil); !errors.Is(err, ErrNoHolds) {
 		t.Fatalf("no holds: %v", err)
 	}
 }

@@ -48,53 +48,83 @@ var ErrNoHolds = errors.New("sim: the recording has no complete loan to resample
 // (as Recording.Load). opt, when not nil, makes the options of every run
 // (its Load is replaced). The draws come from s.Seed, so the same
 // arguments give the same interval.
-func Resample(s Scenario, rec *Recording, hold time.Duration, opt func() Options, n int, level float64, block time.Duration) (Interval, error) {
+//
+// extra, when not nil, holds for each caller of the recording (in its
+// order) a delay beyond the pool's to add to its wait: what the machine
+// added on top of the model for that caller when the recording was made
+// (see the accuracy harness), drawn in the same blocks as the holds, so
+// that the interval carries the model's error as the recording saw it.
+// The sum is held at zero or more.
+func Resample(s Scenario, rec *Recording, hold time.Duration, opt func() Options, n int, level float64, block time.Duration, extra []time.Duration) (Interval, error) {
 	if n < 1 || !(level > 0 && level < 1) {
 		return Interval{}, errors.New("sim: resample needs at least one run and a level between 0 and 1")
 	}
-	var holds []time.Duration
-	for _, r := range rec.Rows {
+	if extra != nil && len(extra) != len(rec.Rows) {
+		return Interval{}, errors.New("sim: resample needs one extra delay for each caller of the recording")
+	}
+	// The complete loans, by their row: the holds a resampled run draws.
+	var rows []int
+	for i, r := range rec.Rows {
 		if r.Acquired >= 0 && r.Release >= 0 {
-			holds = append(holds, time.Duration(r.Release-r.Acquired))
+			rows = append(rows, i)
 		}
 	}
-	if len(holds) == 0 {
+	if len(rows) == 0 {
 		return Interval{}, ErrNoHolds
 	}
-	run := func(load Load) (time.Duration, error) {
+	// run runs load; from[i] is the row whose delay caller i carries.
+	var waits []time.Duration
+	run := func(load Load, from []int) (time.Duration, error) {
 		var o Options
 		if opt != nil {
 			o = opt()
 		}
 		o.Load = load
+		if extra != nil {
+			waits = waits[:0]
+			o.Wait = func(c uint64, w time.Duration) {
+				waits = append(waits, max(w+extra[from[c]], 0))
+			}
+		}
 		r, err := Run(s, o)
 		if err != nil {
 			return 0, err
 		}
-		return r.Sum.P99, nil
+		if extra == nil {
+			return r.Sum.P99, nil
+		}
+		slices.Sort(waits)
+		return rank(waits, 0, 99), nil
 	}
 	iv := Interval{Level: level, Each: make([]time.Duration, n)}
+	own := make([]int, len(rec.Rows))
+	for i := range own {
+		own[i] = i
+	}
 	var err error
-	if iv.Point, err = run(rec.Load(hold)); err != nil {
+	if iv.Point, err = run(rec.Load(hold), own); err != nil {
 		return Interval{}, err
 	}
 	rng := rand.New(rand.NewPCG(s.Seed^0x2545f4914f6cdd1d, 0x9fb21c651e98df25))
 	base := rec.Load(hold).(*Slice).A
 	size := 1
 	if span := rec.End(); block > 0 && span > 0 {
-		size = int(math.Round(float64(len(holds)) * float64(block) / float64(span)))
-		size = min(max(size, 1), len(holds))
+		size = int(math.Round(float64(len(rows)) * float64(block) / float64(span)))
+		size = min(max(size, 1), len(rows))
 	}
+	from := make([]int, len(base))
 	for i := range n {
 		a := slices.Clone(base)
 		for j := 0; j < len(a); {
-			from := rng.IntN(len(holds) - size + 1)
-			for k := from; k < from+size && j < len(a); k++ {
-				a[j].Hold, a[j].Recorded = holds[k], true
+			start := rng.IntN(len(rows) - size + 1)
+			for k := start; k < start+size && j < len(a); k++ {
+				row := rec.Rows[rows[k]]
+				a[j].Hold, a[j].Recorded = time.Duration(row.Release-row.Acquired), true
+				from[j] = rows[k]
 				j++
 			}
 		}
-		if iv.Each[i], err = run(&Slice{A: a}); err != nil {
+		if iv.Each[i], err = run(&Slice{A: a}, from); err != nil {
 			return Interval{}, err
 		}
 	}
