@@ -607,3 +607,22 @@ func TestReplayWhatIfGivesAnInterval(t *testing.T) {
 		t.Errorf("a synthetic run has an interval from no recording:\n%s", out)
 	}
 }
+
+// A comparison with a ward says, run by run, how many answers each guard
+// gave in the pool's stead.
+func TestCompareCountsGuardAnswers(t *testing.T) {
+	out := sim(t, "-ward", "shedder+limiter", "-cpu-per-loan", "100", "-shed-cpu", "800", "-compare", "ward=none")
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "guards answered instead") {
+			line = l
+		}
+	}
+	f := strings.Fields(line)
+	if len(f) < 8 || f[3] != "shedder" || f[4] == "0," || f[5] != "limiter" || !strings.HasSuffix(line, "no ward") {
+		t.Errorf("the guards' row is %q in:\n%s", line, out)
+	}
+	if out := sim(t, "-compare", "size=16"); strings.Contains(out, "guards answered") {
+		t.Errorf("a comparison without a ward counts guards:\n%s", out)
+	}
+}

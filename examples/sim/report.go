@@ -62,6 +62,22 @@ func summary(w io.Writer, r *engine.Result) {
 	}
 }
 
+// guardCounts is, for a comparison, how many answers each of a run's
+// guards gave in the pool's stead, or "no ward".
+func guardCounts(r *engine.Result) string {
+	on := r.Scenario.GuardsOn()
+	if len(on) == 0 {
+		return "no ward"
+	}
+	byName := map[string]ward.Guard{"breaker": ward.GuardBreaker, "backoff": ward.GuardBackoff,
+		"bucket": ward.GuardBucket, "shedder": ward.GuardShedder, "limiter": ward.GuardLimiter}
+	var out []string
+	for _, g := range on {
+		out = append(out, fmt.Sprintf("%s %d", g, r.Sum.Guards[byName[g]]))
+	}
+	return strings.Join(out, ", ")
+}
+
 // guards says what each guard of the run's ward did, with its knobs: how
 // many answers it gave in the pool's stead, and the gauge it moves.
 func guards(r *engine.Result) string {
@@ -151,6 +167,9 @@ func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Ti
 	row("timed out / shed / dial errors", func(r *engine.Result) string {
 		return fmt.Sprintf("%d / %d / %d", r.Sum.TimedOut, r.Sum.Refused, r.Sum.DialErrors)
 	})
+	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.Ward() }) {
+		row("guards answered instead", guardCounts)
+	}
 	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.Failover > 0 }) {
 		row("failover: classifier", func(r *engine.Result) string {
 			if r.Scenario.Failover <= 0 {
