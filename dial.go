@@ -30,7 +30,9 @@ func (k *Keeper[T]) startDialLocked(w *waiter[T]) {
 	k.bg++
 	if w == nil {
 		k.stats.warming++
+		return
 	}
+	k.dialers = append(k.dialers, slot[T]{w: w, ticket: w.ticket})
 }
 
 // runDial dials for j and settles the reservation with what came of it.

@@ -110,6 +110,7 @@ type Keeper[T comparable] struct {
 	limits   pool.Limits     // the pool's, as last set
 	ents     []*entry[T]     // by seat
 	q        waiters[T]
+	dialers  []slot[T] // callers whose own dial is in flight, oldest first (serveDialersLocked)
 	closed   bool
 	bg       int           // timer callbacks, dials and closers still running
 	quiet    chan struct{} // closed once closed, nothing lent, no bg work
@@ -296,7 +297,7 @@ func (k *Keeper[T]) drainedLocked() {
 // freed) at now: waiters are served, MinIdle topped up, the timer set for
 // the next expiry, and a closed Keeper told when the last loan is home.
 func (k *Keeper[T]) settledLocked(now time.Time, fx *effects[T]) {
-	if k.q.live > 0 {
+	if k.q.live > 0 || len(k.dialers) > 0 {
 		k.serveLocked(now, fx)
 	}
 	if k.minIdle > 0 {

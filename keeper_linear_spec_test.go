@@ -118,6 +118,14 @@ type linMachine struct {
 	// waiter served must have got what its call returned.
 	queue  []linWaiter
 	served map[int]bool // operations served from the queue: a failed check sends them back to its front
+
+	// The callers whose own dial is in flight, oldest first, as the
+	// Keeper keeps them (serveDialersLocked): when something is given
+	// back and nobody is queued, the first of them is served with it. A
+	// caller whose Acquire returned another resource than it dialed was
+	// served so (byReturn); one that returned its own dial must have had
+	// it land before anything idle could serve it.
+	dialers []linWaiter
 }
 
 // linOwn is the specification's own record of one resource (linMachine.own).
@@ -138,8 +146,9 @@ type linWaiter struct {
 
 // linPend is a reservation: the dial of an Acquire (own) or a TryAcquire.
 type linPend struct {
-	id     int
-	own    bool
+	id       int
+	own      bool
+	byReturn bool // the Acquire was served by a return while this dial was in flight
 	closed bool   // the Acquire was answered ErrClosed: its dial lands after Close
 	gen    int    // the generation (count of Resets) the reservation was opened in
 	pgen   uint32 // the Pool's name for it (Taken.Gen), handed back to Made
@@ -179,7 +188,14 @@ func (h *linHistory) model() porcupine.Model {
 			f.Write([]byte(s.(*linState).sum))
 			return f.Sum64()
 		},
-		DescribeOperation: func(input, output any) string { return describeLin(input.(linIn), output.(linOut)) },
+		DescribeOperation: func(input, output any) string {
+			in, ok1 := input.(linIn)
+			out, ok2 := output.(linOut)
+			if !ok1 || !ok2 {
+				return "" // the visualizer asks about an operation it has no record of
+			}
+			return describeLin(in, out)
+		},
 		DescribeState:     func(s any) string { return s.(*linState).sum },
 	}
 }
@@ -243,10 +259,17 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 					m.pending[in.n] = linPend{id: out.dialed, gen: m.resets, pgen: t.Gen}
 				case in.kind == linAcquire && out.err == linNone && out.id == out.dialed:
 					m.pending[in.n] = linPend{id: out.dialed, own: true, gen: m.resets, pgen: t.Gen}
+				case in.kind == linAcquire && out.err == linNone:
+					// Served by a return before its dial landed: the dial
+					// lands for nobody.
+					m.pending[in.n] = linPend{id: out.dialed, byReturn: true, gen: m.resets, pgen: t.Gen}
 				case in.kind == linAcquire && out.err == linClosed:
 					m.pending[in.n] = linPend{id: out.dialed, own: true, closed: true, gen: m.resets, pgen: t.Gen}
 				default:
 					return false
+				}
+				if in.kind == linAcquire {
+					m.dialers = append(m.dialers, linWaiter{n: in.n, out: out})
 				}
 				return true
 			case pool.Wait:
@@ -268,6 +291,12 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		pend, ok := m.pending[in.n]
 		if !ok || pend.id != in.id || pend.own != in.own {
 			return false
+		}
+		if i := m.dialer(in.n); i >= 0 {
+			if pend.byReturn {
+				return false // it lands first: its caller would have had it
+			}
+			m.dialers = slices.Delete(m.dialers, i, i+1)
 		}
 		delete(m.pending, in.n)
 		kept := linMade(p, in.id, pend.pgen, now)
@@ -372,11 +401,15 @@ func (m *linMachine) summary() string {
 	slices.Sort(pend)
 	b.WriteString(" ] making[")
 	for _, n := range pend {
-		fmt.Fprintf(&b, " #%d:c%d/%v/%v/g-%d", n, m.pending[n].id, m.pending[n].own, m.pending[n].closed, m.resets-m.pending[n].gen)
+		fmt.Fprintf(&b, " #%d:c%d/%v/%v/%v/g-%d", n, m.pending[n].id, m.pending[n].own, m.pending[n].byReturn, m.pending[n].closed, m.resets-m.pending[n].gen)
 	}
 	b.WriteString(" ] queue[")
 	for _, w := range m.queue {
 		fmt.Fprintf(&b, " #%d:%v", w.n, w.attempt)
+	}
+	b.WriteString(" ] dialers[")
+	for _, w := range m.dialers {
+		fmt.Fprintf(&b, " #%d", w.n)
 	}
 	served := make([]int, 0, len(m.served))
 	for n := range m.served {
@@ -811,11 +844,14 @@ func (m *linMachine) serve() bool {
 				return false
 			case w.out.err == linNone && w.out.id == w.out.dialed:
 				m.pending[w.n] = linPend{id: w.out.dialed, own: true, gen: m.resets, pgen: t.Gen}
+			case w.out.err == linNone:
+				m.pending[w.n] = linPend{id: w.out.dialed, byReturn: true, gen: m.resets, pgen: t.Gen}
 			case w.out.err == linClosed:
 				m.pending[w.n] = linPend{id: w.out.dialed, own: true, closed: true, gen: m.resets, pgen: t.Gen}
 			default:
 				return false
 			}
+			m.dialers = append(m.dialers, w)
 		case pool.Wait:
 			return true
 		case pool.Shed:
@@ -828,5 +864,48 @@ func (m *linMachine) serve() bool {
 		m.served[w.n] = true
 		m.queue = m.queue[1:]
 	}
+	return m.serveDialers()
+}
+
+// serveDialers hands what is idle, with nobody queued, to the callers whose
+// own dial is in flight, oldest first, as the Keeper's serveDialersLocked
+// does, and reports whether each so served was one whose Acquire returned
+// a resource given back (not its own dial).
+func (m *linMachine) serveDialers() bool {
+	for len(m.queue) == 0 && len(m.dialers) > 0 && !m.closed {
+		if m.p.Books().Idle == 0 {
+			return true
+		}
+		w := m.dialers[0]
+		t := m.p.Take(m.now, 0, m.cpu)
+		switch t.Kind {
+		case pool.Stale:
+			delete(m.own, t.Item)
+			continue
+		case pool.Ready:
+			if !m.pending[w.n].byReturn {
+				return false // this would have served it before its dial landed
+			}
+			if !m.lend(w.out.id) || w.out.id != t.Item {
+				return false
+			}
+		default:
+			return true // the ward would not lend: it waits on
+		}
+		m.dialers = m.dialers[1:]
+		p := m.pending[w.n]
+		p.byReturn = false // served: its dial lands for nobody, as a background one
+		m.pending[w.n] = p
+	}
 	return true
+}
+
+// dialer is the index of operation n in the dialers, or -1.
+func (m *linMachine) dialer(n int) int {
+	for i, w := range m.dialers {
+		if w.n == n {
+			return i
+		}
+	}
+	return -1
 }

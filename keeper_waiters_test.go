@@ -382,3 +382,42 @@ func TestKeeperAdmissionRefusesDoomedCallers(t *testing.T) {
 	}
 	checkBalanced(t, k, d)
 }
+
+// TestKeeperDialingCallerTakesAReturn: a caller whose dial is in flight is
+// served by a resource given back meanwhile, if that comes first; its
+// dial's resource joins the idle ones when it lands.
+func TestKeeperDialingCallerTakesAReturn(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
+	a := mustAcquire(t, k)
+	first := a.Value()
+	d.mu.Lock()
+	d.gate = make(chan struct{}) // the next dial hangs until told
+	d.mu.Unlock()
+	got := make(chan Loan[*res], 1)
+	go func() {
+		l, err := k.Acquire(bg)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	clocktest.Eventually(t, "the second dial to start", func() bool { return k.Stats().Dialing == 1 })
+	a.Release()
+	var b Loan[*res]
+	select {
+	case b = <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the caller waited for its own dial while a resource sat idle")
+	}
+	if b.Value() != first {
+		t.Fatalf("served %v, want the resource given back", b.Value())
+	}
+	close(d.gate) // the dial lands with nobody waiting for it
+	clocktest.Eventually(t, "the dialed resource to go idle", func() bool { s := k.Stats(); return s.Dialing == 0 && s.Idle == 1 })
+	b.Release()
+	if s := k.Stats(); s.Idle != 2 || s.Made != 2 {
+		t.Fatalf("stats %+v: want both idle, two made", s)
+	}
+	checkBalanced(t, k, d)
+}

@@ -13,6 +13,7 @@ import (
 // back or room was freed. Waiters whose context has ended are skipped and
 // told so (nothing is handed to a caller who cannot use it).
 func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
+	defer k.serveDialersLocked(now)
 	for k.q.live > 0 {
 		w := k.q.peek()
 		if err := w.ctx.Err(); err != nil {
@@ -40,6 +41,31 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			k.q.pop()
 			k.grantLocked(w, grant[T]{err: s.err})
 		}
+	}
+}
+
+// serveDialersLocked hands an idle resource, when the queue is empty, to
+// a caller whose own dial is still in flight, oldest first: whatever frees
+// first serves it, and its dial's resource joins the idle ones when it
+// lands (runDial, owner gone). The pool is asked as for any caller, with
+// idle resources only (no reservation is opened for a caller dialing
+// already), and decides which resource, or that none may be lent.
+func (k *Keeper[T]) serveDialersLocked(now time.Time) {
+	for k.q.live == 0 && len(k.dialers) > 0 {
+		d := k.dialers[0]
+		if !d.w.attached || d.w.ticket != d.ticket || d.w.queued || d.w.ctx.Err() != nil {
+			k.dialers = k.dialers[1:] // served by its dial, or gone
+			continue
+		}
+		s := k.decideLocked(now, d.w.stack, true)
+		if s.kind != pool.Ready {
+			return
+		}
+		k.dialers = k.dialers[1:]
+		k.grantLocked(d.w, grant[T]{loan: s.loan, check: s.check})
+	}
+	if len(k.dialers) == 0 {
+		k.dialers = nil
 	}
 }
 

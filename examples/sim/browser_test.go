@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/wardpool/wardpool/examples/sim/internal/engine"
 )
 
 // chromium returns the Chromium to drive: WARDPOOL_CHROMIUM, which
@@ -186,6 +188,24 @@ func TestBrowserRunsTheSameEngine(t *testing.T) {
 		t.Errorf("the idle control shows %q (%v) where the run has Idle 16", idle, err)
 	}
 
+	// Every guard with its knobs: the shedder on a CPU the load drives
+	// hot, and the limiter with a low ceiling, from their checkboxes.
+	if err := chromedp.Do(ctx, set("cpu-per-loan", "100"), set("shed-cpu", "800"), set("limit-max", "6")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#g-shedder"), chromedp.Click("#g-limiter")); err != nil {
+		t.Fatal(err)
+	}
+	guarded := read("the shedder and the limiter")
+	same("the shedder and the limiter", guarded, "burst: Size 16, Idle 16, Keep 2s, shedder+limiter",
+		"shedder (hot at 800‰, floor 0.1; CPU 200‰ + 100‰ a busy resource", "limiter (AIMD from 6 in [1, 6]")
+	if !slices.Contains(guarded.Args, "shedder+limiter") {
+		t.Errorf("the checkboxes gave the arguments %v", guarded.Args)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#g-shedder"), chromedp.Click("#g-limiter")); err != nil {
+		t.Fatal(err)
+	}
+
 	var shot []byte
 	if err := chromedp.Do(ctx, set("scenario", "outage"), set("compare", "ward=none")); err != nil {
 		t.Fatal(err)
@@ -244,6 +264,32 @@ func TestBrowserRunsTheSameEngine(t *testing.T) {
 	}
 	same("the Keeper's recording", read("the Keeper's recording"), "exact          297 callers lent at once", "replay of pool.rec: Size 8, Idle 8")
 	t.Logf("browser test: page built in %v, all in %v; screenshots in %s", built.Round(time.Millisecond), time.Since(began).Round(time.Millisecond), art)
+}
+
+// The page offers every setting flag as a control of its own, the
+// guards' knobs included, and a checkbox for every guard.
+func TestPageHasEveryFlag(t *testing.T) {
+	m := regexp.MustCompile(`(?s)const flags = \[(.*?)\];`).FindSubmatch(indexHTML)
+	if m == nil {
+		t.Fatal("the page lists no flags")
+	}
+	var listed []string
+	for _, q := range regexp.MustCompile(`"([^"]+)"`).FindAllSubmatch(m[1], -1) {
+		listed = append(listed, string(q[1]))
+	}
+	if !slices.Equal(listed, settingFlags) {
+		t.Errorf("the page's flags %v, the command's %v", listed, settingFlags)
+	}
+	for _, f := range settingFlags {
+		if !bytes.Contains(indexHTML, []byte(`id="`+f+`"`)) {
+			t.Errorf("no control for -%s on the page", f)
+		}
+	}
+	for _, g := range engine.Guards {
+		if !bytes.Contains(indexHTML, []byte(`id="g-`+g+`" type="checkbox"`)) {
+			t.Errorf("no checkbox for the %s on the page", g)
+		}
+	}
 }
 
 // -page writes the page, the toolchain's wasm_exec.js and the command

@@ -8,6 +8,7 @@ import (
 	"github.com/wardpool/wardpool/examples/sim/internal/engine"
 	"github.com/wardpool/wardpool/examples/sim/internal/plot"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // Panel titles, also the data-panel attribute a test finds series by.
@@ -18,6 +19,9 @@ const (
 	panelWait      = "Acquire wait of the callers served or failed that second"
 	panelBreaker   = "Breaker: share of new dials refused"
 	panelBackoff   = "Backoff: makes held back for"
+	panelBucket    = "Bucket: tokens for makes at each second's end"
+	panelShedder   = "Shedder: the CPU model at each second's end, and callers shed"
+	panelLimiter   = "Limiter: concurrency limit and loans at each second's end"
 )
 
 // answerColors colours each answer of the pool, in pool.Kind order.
@@ -48,12 +52,15 @@ func figure(runs []*engine.Result, labels []string, target time.Duration) *plot.
 		f.Text = append(f.Text, fmt.Sprintf("Each point is %d seconds: counts are their mean a second; gauges, queues, waits, refusal and backoff the most any of the %d seconds had.", k, k))
 	}
 	warded := false
+	var more guardPanels
 	for _, r := range runs {
-		warded = warded || r.Scenario.Ward()
+		s := r.Scenario
+		warded = warded || s.Breaker || s.Backoff
+		more.bucket, more.shedder, more.limiter = more.bucket || s.Bucket, more.shedder || s.Shedder, more.limiter || s.Limiter
 	}
 	apart := queueApart(runs)
 	for i, r := range runs {
-		c := column(r, labels[i], warded, apart)
+		c := column(r, labels[i], warded, apart, more)
 		if target > 0 {
 			for j := range c.Panels {
 				if c.Panels[j].Unit == "ms" && strings.HasPrefix(c.Panels[j].Title, "Acquire wait") {
@@ -162,7 +169,11 @@ func loadLine(r *engine.Result) string {
 }
 
 // column is one run's panels.
-func column(r *engine.Result, title string, warded, queueApart bool) plot.Column {
+// guardPanels says which of the newer guards' panels a figure draws: each
+// one some run of it has.
+type guardPanels struct{ bucket, shedder, limiter bool }
+
+func column(r *engine.Result, title string, warded, queueApart bool, more guardPanels) plot.Column {
 	s := r.Scenario
 	// Long runs are drawn k seconds a point: counts as their mean a
 	// second, gauges and waits as their most in the k seconds.
@@ -272,6 +283,39 @@ func column(r *engine.Result, title string, warded, queueApart bool) plot.Column
 			bo.Title += " (no backoff)"
 		}
 		c.Panels = append(c.Panels, br, bo)
+	}
+	// The newer guards, each its own panel when some run has it, titled
+	// "(no …)" in a run without.
+	if more.bucket {
+		p := plot.Panel{Title: panelBucket, Unit: "tokens"}
+		if s.Bucket {
+			p.Series = []plot.Series{{Name: "tokens", Color: "#1f77b4", Values: get(func(x *engine.Second) float64 { return x.Tokens })},
+				{Name: "makes deferred", Color: "#9467bd", Dash: true, Values: get(func(x *engine.Second) float64 { return float64(x.Guards[ward.GuardBucket]) })}}
+		} else {
+			p.Title += " (no bucket)"
+		}
+		c.Panels = append(c.Panels, p)
+	}
+	if more.shedder {
+		p := plot.Panel{Title: panelShedder, Unit: "‰, per second"}
+		if s.Shedder {
+			p.Series = []plot.Series{{Name: "CPU ‰", Color: "#d62728", Values: peak(func(x *engine.Second) float64 { return float64(x.CPU) })},
+				{Name: "hot at ‰", Color: "#7f7f7f", Dash: true, Values: get(func(*engine.Second) float64 { return float64(s.ShedCPU) })},
+				{Name: "shed", Color: "#ff7f0e", Values: get(func(x *engine.Second) float64 { return float64(x.Guards[ward.GuardShedder]) })}}
+		} else {
+			p.Title += " (no shedder)"
+		}
+		c.Panels = append(c.Panels, p)
+	}
+	if more.limiter {
+		p := plot.Panel{Title: panelLimiter, Unit: "leases"}
+		if s.Limiter {
+			p.Series = []plot.Series{{Name: "limit", Color: "#2ca02c", Values: peak(func(x *engine.Second) float64 { return float64(x.Limit) })},
+				{Name: "lent", Color: "#1f77b4", Values: peak(func(x *engine.Second) float64 { return float64(x.Lent) })}}
+		} else {
+			p.Title += " (no limiter)"
+		}
+		c.Panels = append(c.Panels, p)
 	}
 	return c
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/xml"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/wardpool/wardpool/examples/sim/internal/engine"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // drawing is what a test reads back from an SVG: every text with its
@@ -220,5 +223,54 @@ func TestTargetIsDrawn(t *testing.T) {
 	}
 	if got := rules(svg(t)); slices.ContainsFunc(got, func(r string) bool { return strings.HasPrefix(r, "target") }) {
 		t.Errorf("no -target, yet the rules %q", got)
+	}
+}
+
+// Each newer guard has a panel of its own when a run has it: the bucket's
+// tokens, the shedder's CPU model and what it shed, the limiter's limit
+// beside the loans, drawn from the rows; a run without it draws none.
+func TestChartDrawsEveryGuard(t *testing.T) {
+	r, err := engine.Run(func() engine.Scenario {
+		s, _ := engine.Builtin("burst")
+		s.Bucket, s.Shedder, s.Limiter = true, true, true
+		s.ShedCPU, s.CPUPerLoan, s.Limit.Max = 800, 100, 8
+		return s
+	}(), engine.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := figure([]*engine.Result{r}, []string{"A"}, 0).WriteSVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	drawn := lines(t, buf.Bytes())
+	for _, c := range []struct {
+		panel, series string
+		want          func(engine.Second) float64
+	}{
+		{panelBucket, "tokens", func(x engine.Second) float64 { return x.Tokens }},
+		{panelShedder, "CPU ‰", func(x engine.Second) float64 { return float64(x.CPU) }},
+		{panelShedder, "shed", func(x engine.Second) float64 { return float64(x.Guards[ward.GuardShedder]) }},
+		{panelLimiter, "limit", func(x engine.Second) float64 { return float64(x.Limit) }},
+	} {
+		got, ok := drawn["0/"+c.panel+"/"+c.series]
+		if !ok || len(got) != len(r.Rows) {
+			t.Errorf("%s / %s: %d points drawn, want %d", c.panel, c.series, len(got), len(r.Rows))
+			continue
+		}
+		for i, x := range r.Rows {
+			if w := c.want(x); math.Abs(got[i]-w) > 1e-6*max(1, math.Abs(w)) {
+				t.Errorf("%s / %s second %d: drawn %v, the row says %v", c.panel, c.series, x.Sec, got[i], w)
+				break
+			}
+		}
+	}
+	if slices.Max(drawn["0/"+panelShedder+"/shed"]) == 0 {
+		t.Error("the shedder panel shows nothing shed on a hot host")
+	}
+	for k := range lines(t, svg(t, "-table=false")) {
+		if strings.Contains(k, "Bucket") || strings.Contains(k, "Shedder") || strings.Contains(k, "Limiter") {
+			t.Errorf("a run without the newer guards draws %s", k)
+		}
 	}
 }

@@ -22,7 +22,18 @@ idle 3
 keep 1s
 life 5s
 timeout 300ms
-ward on
+ward all
+bucket-rate 7
+bucket-burst 3
+shed-cpu 500
+shed-floor 0.3
+cpu-idle 100
+cpu-per-loan 30
+limit-initial 4
+limit-min 2
+limit-max 50
+limit-slow 500ms
+limit-backoff 0.5
 `
 
 // runIn runs the command on in-memory files holding the scenario away.
@@ -57,9 +68,20 @@ func TestEveryFlagGivenApplies(t *testing.T) {
 		{"size", "12", "Size 12, Idle 3,"},
 		{"idle", "12", "Size 6, Idle 12,"},
 		{"keep", "2s", "Keep 2s, Life"},
-		{"life", "0", "Keep 1s, breaker+backoff"},
+		{"life", "0", "Keep 1s, breaker+backoff+"},
 		{"timeout", "0", "callers wait for ever"},
 		{"ward", "none", "ward off"},
+		{"bucket-rate", "50", "bucket (50 a second,"},
+		{"bucket-burst", "10", "burst 10)"},
+		{"shed-cpu", "900", "hot at 900‰"},
+		{"shed-floor", "0.1", "floor 0.1;"},
+		{"cpu-idle", "200", "CPU 200‰ +"},
+		{"cpu-per-loan", "50", "+ 50‰ a busy resource"},
+		{"limit-initial", "10", "AIMD from 10 in"},
+		{"limit-min", "1", "in [1, 50]"},
+		{"limit-max", "100", "in [2, 100]"},
+		{"limit-slow", "1s", "a hold over 1s"},
+		{"limit-backoff", "0.9", "x0.9 on"},
 	} {
 		if strings.Contains(runIn(t), c.says) {
 			t.Fatalf("-%s: the scenario alone already says %q", c.flag, c.says)
@@ -68,8 +90,8 @@ func TestEveryFlagGivenApplies(t *testing.T) {
 			t.Errorf("-%s %s is ignored: no %q in\n%s", c.flag, c.value, c.says, got[:min(len(got), 600)])
 		}
 	}
-	if len(settingFlags) != 11 {
-		t.Errorf("%d setting flags, the test covers 11", len(settingFlags))
+	if len(settingFlags) != 22 {
+		t.Errorf("%d setting flags, the test covers 22", len(settingFlags))
 	}
 }
 

@@ -24,8 +24,18 @@
 // Scenarios. -scenario names a built-in (burst, steady, slowdown, outage,
 // failover) or a file of "key value" lines (engine.Parse documents every
 // key: rate, hold, dial, size, idle, keep, life, timeout, burst, slow,
-// outage, break, ward, failover, classify; scenarios/failover.txt, a
+// outage, break, ward and the guards' knobs, failover, classify;
+// scenarios/failover.txt, a
 // database that fails and slows, is an example).
+//
+// The ward. -ward puts any of the guards a pool can hold in front of it:
+// breaker, backoff, bucket, shedder, limiter (joined by +, "on" for the
+// first two, "all" for every one), each with its knobs as flags
+// (-bucket-rate, -bucket-burst; -shed-cpu, -shed-floor; -limit-initial,
+// -limit-min, -limit-max, -limit-slow, -limit-backoff). The shedder reads
+// a CPU model the load drives: -cpu-idle thousandths with nothing busy and
+// -cpu-per-loan more for each resource busy, so a burst heats the host.
+// The summary says what each guard did, and the chart gives each a panel.
 //
 // Failover. The failover built-in (or "failover 8s" in a file) moves the
 // backend at an instant: connections opened before it reach the old node,
@@ -73,7 +83,12 @@
 // Sizing. -suggest searches the smallest Size, then Idle, then Keep whose
 // p99 wait is within -target on at least 90% of -seeds seeds (20), prints
 // the spread over the seeds and the margin to the target, and with -svg or
-// -html draws the search.
+// -html draws the search. It first says the load it answers for: Poisson
+// arrivals and exponential holds (or the recording's), the mean number
+// busy by Little's law (rate × mean hold), and each burst, plainly. It
+// tries no Keep under -min-keep (30s): a run of seconds rewards an idle
+// timeout of a second, which in a service closes and reopens connections
+// all day.
 //
 // The browser. -serve builds this command with GOOS=js GOARCH=wasm and
 // serves it with a page (web/index.html) that runs it on the settings of
@@ -110,10 +125,15 @@ type options struct {
 	suggest  bool
 	target   time.Duration
 	maxSize  int
-	seeds    int
-	table    bool
-	serve    string
-	page     string
+	minKeep  time.Duration
+	// resamples and level make a replay's p99 an interval (see
+	// engine.Resample); 0 resamples: none.
+	resamples int
+	level     float64
+	seeds     int
+	table     bool
+	serve     string
+	page      string
 }
 
 // files is where the command reads scenarios and recordings and writes
@@ -157,8 +177,11 @@ func command(fsys files, args []string, out io.Writer) error {
 	fs.BoolVar(&o.suggest, "suggest", false, "search the smallest Size, Idle and Keep keeping the p99 wait within -target on 90% of -seeds seeds")
 	fs.DurationVar(&o.target, "target", 10*time.Millisecond, "p99 acquire wait to stay within, for -suggest")
 	fs.IntVar(&o.maxSize, "max-size", 256, "largest Size -suggest tries")
+	fs.DurationVar(&o.minKeep, "min-keep", 30*time.Second, "shortest Keep -suggest tries: a shorter idle timeout fits a run of seconds and churns connections in a service (0: no floor)")
 	fs.IntVar(&o.seeds, "seeds", 20, "how many seeds -suggest runs each configuration on, from -seed on")
 	fs.BoolVar(&o.table, "table", true, "print the table of one row a second")
+	fs.IntVar(&o.resamples, "resamples", 100, "with -replay: runs with the recorded holds resampled, behind the p99's interval (0: none)")
+	fs.Float64Var(&o.level, "level", 0.9, "with -replay: the share of the resampled runs the p99's interval spans")
 	fs.StringVar(&o.serve, "serve", "", "serve the simulator's page (this engine compiled to WebAssembly) at this address, such as 127.0.0.1:8080")
 	fs.StringVar(&o.page, "page", "", "write the simulator's page (index.html, wasm_exec.js, sim.wasm) to this directory")
 	// Settings of the scenario, applied over it when given.
@@ -172,7 +195,19 @@ func command(fsys files, args []string, out io.Writer) error {
 	fs.Duration("dial", 20*time.Millisecond, "time to make a resource")
 	fs.Int("seconds", 24, "virtual seconds to run")
 	fs.Duration("timeout", 0, "how long a caller waits before giving up (0: for ever)")
-	fs.String("ward", "none", "guards in front of the backend: none, breaker, backoff, on (both)")
+	fs.String("ward", "none", "guards in front of the backend: none, on (breaker+backoff), all, or any of breaker, backoff, bucket, shedder, limiter joined by +")
+	// The guards' knobs: they apply when -ward turns the guard on.
+	fs.Float64("bucket-rate", engine.DefaultBucketRate, "bucket: makes a second it lets through")
+	fs.Float64("bucket-burst", engine.DefaultBucketBurst, "bucket: makes it lets through at once, after a quiet spell")
+	fs.Int("shed-cpu", ward.DefaultShed.CPU, "shedder: CPU in thousandths at or over which the host is hot")
+	fs.Float64("shed-floor", ward.DefaultShed.Floor, "shedder: least share of its capacity it admits however hot")
+	fs.Int("cpu-idle", engine.DefaultCPUIdle, "CPU model for the shedder: thousandths used with nothing busy")
+	fs.Int("cpu-per-loan", engine.DefaultCPUPerLoan, "CPU model for the shedder: thousandths more for each busy resource")
+	fs.Int("limit-initial", ward.DefaultAimd.Initial, "limiter: the concurrency limit it starts at")
+	fs.Int("limit-min", ward.DefaultAimd.Min, "limiter: the lowest limit")
+	fs.Int("limit-max", ward.DefaultAimd.Max, "limiter: the highest limit")
+	fs.Duration("limit-slow", ward.DefaultAimd.Slow, "limiter: a hold longer than this shrinks the limit, as a failure does")
+	fs.Float64("limit-backoff", ward.DefaultAimd.Backoff, "limiter: the factor a slow hold or a failure multiplies the limit by")
 	fs.SetOutput(out)
 	fs.Usage = func() {
 		fmt.Fprintln(out, "usage: go run ./examples/sim [flags]")
@@ -216,6 +251,7 @@ func command(fsys files, args []string, out io.Writer) error {
 			// time, unless flags say others.
 			w := kl.Source.Ward()
 			s.Limits, s.Breaker, s.Backoff = kl.Limits, w.Breaker != nil, kl.Backoff
+			s.Bucket, s.Shedder, s.Limiter = w.Bucket != nil, w.Shedder != nil, w.Limiter != nil
 			if kl.Dials > 0 {
 				s.Dial = kl.Dial
 			}
@@ -326,12 +362,22 @@ func command(fsys files, args []string, out io.Writer) error {
 			labels = append(labels, label(sb, o.compare))
 		}
 		compare(out, runs, labels, origin)
+		if rec != nil && o.resamples > 0 {
+			if err := intervals(out, rec, []engine.Scenario{s, sb}, []func() engine.Options{again(opt), again(optB)}, o); err != nil {
+				return err
+			}
+		}
 	} else {
 		if o.table {
 			table(out, a)
 			fmt.Fprintln(out)
 		}
 		summary(out, a)
+		if rec != nil && o.resamples > 0 {
+			if err := intervals(out, rec, []engine.Scenario{s}, []func() engine.Options{again(opt)}, o); err != nil {
+				return err
+			}
+		}
 	}
 	target := time.Duration(0)
 	fs.Visit(func(f *flag.Flag) {
@@ -359,10 +405,19 @@ func command(fsys files, args []string, out io.Writer) error {
 	return nil
 }
 
+// again makes the options of a run like one run with opt, for the
+// resampled runs behind an interval: the same ward, CPU and dial
+// outcomes, nothing recorded.
+func again(opt engine.Options) func() engine.Options {
+	return func() engine.Options { return engine.Options{Ward: opt.Ward, CPU: opt.CPU, DialFails: opt.DialFails} }
+}
+
 // settingFlags are the flags that set the scenario, in the order they are
 // applied: size before idle, since a size sets idle too while the two are
 // equal (flag.Visit's own order is by name, idle first).
-var settingFlags = []string{"seed", "seconds", "rate", "hold", "dial", "size", "idle", "keep", "life", "timeout", "ward"}
+var settingFlags = []string{"seed", "seconds", "rate", "hold", "dial", "size", "idle", "keep", "life", "timeout", "ward",
+	"bucket-rate", "bucket-burst", "shed-cpu", "shed-floor", "cpu-idle", "cpu-per-loan",
+	"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff"}
 
 // given applies to s every setting flag fs was given, as flag.Visit tells
 // them: a flag given with its default value applies as any other.
@@ -408,13 +463,8 @@ func scenario(fsys files, name string) (engine.Scenario, error) {
 // settings that made it the second of a comparison.
 func label(s engine.Scenario, settings string) string {
 	w := "ward off"
-	switch {
-	case s.Breaker && s.Backoff:
-		w = "breaker+backoff"
-	case s.Breaker:
-		w = "breaker"
-	case s.Backoff:
-		w = "backoff"
+	if on := s.GuardsOn(); len(on) > 0 {
+		w = strings.Join(on, "+")
 	}
 	l := fmt.Sprintf("Size %d, Idle %d, Keep %v, ", s.Limits.Size, s.Limits.Idle, s.Limits.Keep)
 	if s.Limits.Life > 0 {

@@ -36,7 +36,11 @@ func rows(t *testing.T, out string) [][]int {
 	t.Helper()
 	table, _, _ := strings.Cut(out, "\n\n")
 	lines := strings.Split(table, "\n")
-	if got := strings.Join(strings.Fields(lines[0]), " "); got != "sec lent idle queued waited made retired" {
+	if len(lines) < len(tableLegend) || !slices.Equal(lines[:len(tableLegend)], tableLegend) {
+		t.Fatalf("the table does not open with its legend:\n%s", table)
+	}
+	lines = lines[len(tableLegend):]
+	if got := strings.Join(strings.Fields(lines[0]), " "); got != "sec lent idle queued deepest waited made retired" {
 		t.Fatalf("header %q", lines[0])
 	}
 	var rs [][]int
@@ -73,7 +77,7 @@ func TestDefaultTableIsDeterministicAndHonest(t *testing.T) {
 			t.Fatalf("second %d: lent %d idle %d over size %d", row[0], lent, idle, size)
 		}
 		if i >= 8 && i < 16 {
-			waited += row[4]
+			waited += row[5]
 		}
 	}
 	if waited == 0 {
@@ -86,6 +90,52 @@ func TestDefaultTableIsDeterministicAndHonest(t *testing.T) {
 	}
 	if out == sim(t, "-seed", "2") {
 		t.Fatal("seed 2 printed the table of seed 1")
+	}
+}
+
+// The table's legend names every column it prints, and its deepest
+// column shows the queues the summary reports: the longest queue's depth
+// is within the deepest of the seconds, where the queue at the seconds' ends
+// (the queued column) can be empty all the while.
+func TestTableLegendAndDeepestQueue(t *testing.T) {
+	out := sim(t)
+	legend := strings.Join(tableLegend, " ")
+	for _, col := range []string{"lent", "idle", "queued", "deepest", "waited", "made", "retired"} {
+		if !strings.Contains(legend, col+" (") {
+			t.Errorf("the legend does not say what %q is: %s", col, legend)
+		}
+	}
+	var depth int
+	if _, err := fmt.Sscanf(out[strings.Index(out, "longest queue"):], "longest queue %s from %s s (%d deep)", new(string), new(string), &depth); err != nil || depth < 2 {
+		t.Fatalf("no longest queue's depth in the summary (%v):\n%s", err, out)
+	}
+	deepest, queued := 0, 0
+	for _, row := range rows(t, out) {
+		if row[4] < row[3] {
+			t.Errorf("second %d: deepest %d under the queue at its end %d", row[0], row[4], row[3])
+		}
+		deepest, queued = max(deepest, row[4]), max(queued, row[3])
+	}
+	if deepest < depth {
+		t.Errorf("the deepest queue of any second is %d, the summary's longest queue was %d deep", deepest, depth)
+	}
+	if queued >= depth {
+		t.Errorf("the queue at the seconds' ends reached %d: the default run no longer shows why deepest is there", queued)
+	}
+}
+
+// The summary says the load a run met: its model and, by Little's law,
+// how many were busy on average; and a burst, plainly.
+func TestSummarySaysTheLoad(t *testing.T) {
+	out := sim(t, "-table=false")
+	for _, want := range []string{"load           Poisson arrivals, exponential holds: ", " busy on average (Little's law)",
+		"burst          x2 from 8s to 16s: 200 a second, 8.00 busy on average"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if out := sim(t, "-scenario", "steady", "-table=false"); strings.Contains(out, "burst  ") {
+		t.Errorf("a steady run speaks of a burst:\n%s", out)
 	}
 }
 
@@ -474,5 +524,107 @@ func TestReplayOfAKeeperRecording(t *testing.T) {
 	os.WriteFile(cut, data[:len(data)-3], 0o644)
 	if err := cli([]string{"-replay", cut}, &bytes.Buffer{}); !errors.Is(err, record.ErrRecording) || !strings.Contains(err.Error(), "cut.rec: wardpool: bad recording") {
 		t.Errorf("a cut recording: %v", err)
+	}
+}
+
+// The planner's question as a new user asks it: the search says the load
+// model it answered for (Poisson, exponential, the mean busy by Little's
+// law), says the burst of the default scenario plainly and that a steady
+// one has none, and tries no Keep under the floor unless told to.
+func TestSuggestSaysItsLoadAndKeepsTheFloor(t *testing.T) {
+	q := []string{"-rate", "400", "-hold", "15ms", "-target", "5ms", "-seeds", "3", "-suggest"}
+	burst := sim(t, q...)
+	for _, want := range []string{
+		"load      synthetic: Poisson arrivals at 400 a second; holds exponential, mean 15ms",
+		"busy on average, by Little's law (rate × mean hold): 400 a second × 15ms = 6.00",
+		"burst     x2 from 8s to 16s: 800 a second, 12.0 busy on average",
+		"sized for the load above, bursts included (at its height 800 a second); for 400 a second throughout, -scenario steady",
+		"Keep no shorter than 30s (-min-keep)",
+	} {
+		if !strings.Contains(burst, want) {
+			t.Errorf("no %q in:\n%s", want, burst)
+		}
+	}
+	steady := sim(t, append(q, "-scenario", "steady")...)
+	if !strings.Contains(steady, "burst     none: 400 a second from start to end") || strings.Contains(steady, "bursts included") {
+		t.Errorf("the steady search does not say it has no burst:\n%s", steady)
+	}
+	keeps := func(out string) []time.Duration {
+		var ks []time.Duration
+		for _, l := range strings.Split(out, "\n") {
+			f := strings.Fields(l)
+			if len(f) > 4 && slices.Contains([]string{"size", "idle", "keep", "final"}, f[0]) {
+				if d, err := time.ParseDuration(f[3]); err == nil {
+					ks = append(ks, d)
+				}
+			}
+		}
+		return ks
+	}
+	ks := keeps(steady)
+	if len(ks) == 0 {
+		t.Fatalf("no trials read from:\n%s", steady)
+	}
+	for _, k := range ks {
+		if k < 30*time.Second {
+			t.Errorf("a trial with Keep %v under the 30s floor:\n%s", k, steady)
+		}
+	}
+	if !strings.Contains(steady, "Keep 30s\n") {
+		t.Errorf("the steady search does not suggest Keep 30s:\n%s", steady)
+	}
+	free := sim(t, append(q, "-scenario", "steady", "-min-keep", "0")...)
+	if !slices.ContainsFunc(keeps(free), func(k time.Duration) bool { return k < time.Second }) || !strings.Contains(free, "no floor on Keep") {
+		t.Errorf("-min-keep 0 tried no Keep under 1s:\n%s", free)
+	}
+}
+
+// A what-if on a recording states its uncertainty: each configuration's
+// p99 as an interval of runs with the recorded holds resampled, the
+// recording's own figure among the numbers; -resamples 0 leaves it out.
+func TestReplayWhatIfGivesAnInterval(t *testing.T) {
+	csv := filepath.Join(t.TempDir(), "load.csv")
+	sim(t, "-record", csv, "-table=false")
+	out := sim(t, "-replay", csv, "-compare", "size=10", "-resamples", "30")
+	for _, want := range []string{"p99 interval   arrivals as recorded, the holds drawn again", "30 times (-resamples)",
+		"A: p99 15.06ms with the holds as recorded; 90% of the resampled runs ", "B: p99 "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	var lo, hi string
+	i := strings.Index(out, "B: p99 ")
+	if _, err := fmt.Sscanf(out[i:], "B: p99 %s with the holds as recorded; 90%% of the resampled runs %s to %s\n", new(string), &lo, &hi); err != nil {
+		t.Fatalf("B's interval unread (%v):\n%s", err, out[i:])
+	}
+	l, err1 := time.ParseDuration(lo)
+	h, err2 := time.ParseDuration(hi)
+	if err1 != nil || err2 != nil || !(l < h) {
+		t.Errorf("B's interval %s to %s", lo, hi)
+	}
+	if out := sim(t, "-replay", csv, "-compare", "size=10", "-resamples", "0"); strings.Contains(out, "p99 interval") {
+		t.Errorf("-resamples 0 still resampled:\n%s", out)
+	}
+	if out := sim(t, "-table=false"); strings.Contains(out, "p99 interval") {
+		t.Errorf("a synthetic run has an interval from no recording:\n%s", out)
+	}
+}
+
+// A comparison with a ward says, run by run, how many answers each guard
+// gave in the pool's stead.
+func TestCompareCountsGuardAnswers(t *testing.T) {
+	out := sim(t, "-ward", "shedder+limiter", "-cpu-per-loan", "100", "-shed-cpu", "800", "-compare", "ward=none")
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "guards answered instead") {
+			line = l
+		}
+	}
+	f := strings.Fields(line)
+	if len(f) < 8 || f[3] != "shedder" || f[4] == "0," || f[5] != "limiter" || !strings.HasSuffix(line, "no ward") {
+		t.Errorf("the guards' row is %q in:\n%s", line, out)
+	}
+	if out := sim(t, "-compare", "size=16"); strings.Contains(out, "guards answered") {
+		t.Errorf("a comparison without a ward counts guards:\n%s", out)
 	}
 }

@@ -15,15 +15,28 @@ import (
 	"github.com/wardpool/wardpool/examples/sim/internal/engine"
 	"github.com/wardpool/wardpool/examples/sim/internal/plot"
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // table prints one row a second: the gauges at its end and the counts of
-// what happened in it.
+// what happened in it, under a legend that says which is which.
 func table(w io.Writer, r *engine.Result) {
-	fmt.Fprintf(w, "%4s %5s %5s %7s %7s %5s %8s\n", "sec", "lent", "idle", "queued", "waited", "made", "retired")
-	for _, x := range r.Rows {
-		fmt.Fprintf(w, "%4d %5d %5d %7d %7d %5d %8d\n", x.Sec, x.Lent, x.Idle, x.Queued, x.Waited, x.Answers[pool.Make], x.Retired)
+	for _, l := range tableLegend {
+		fmt.Fprintln(w, l)
 	}
+	fmt.Fprintf(w, "%4s %5s %5s %7s %7s %7s %5s %8s\n", "sec", "lent", "idle", "queued", "deepest", "waited", "made", "retired")
+	for _, x := range r.Rows {
+		fmt.Fprintf(w, "%4d %5d %5d %7d %7d %7d %5d %8d\n", x.Sec, x.Lent, x.Idle, x.Queued, x.QueueMax, x.Waited, x.Answers[pool.Make], x.Retired)
+	}
+}
+
+// tableLegend names the table's columns: the gauges are read at the end
+// of each second, which a queue that comes and goes within it never is.
+var tableLegend = []string{
+	"one row a second. At the second's end: lent (out on loan), idle (ready to lend), queued (callers waiting).",
+	"Within it: deepest (the most callers queued at once), waited (callers served later than they asked:",
+	"after a queue or their own dial), made (dials the pool asked for), retired (resources closed:",
+	"stale, evicted or over Idle).",
 }
 
 // summary prints what a planner reads first.
@@ -31,6 +44,12 @@ func summary(w io.Writer, r *engine.Result) {
 	s := r.Scenario
 	m := r.Sum
 	fmt.Fprintf(w, "%s: %s\n", s.Name, label(s, ""))
+	fmt.Fprintln(w, measuredLoad(r))
+	if !r.Replayed {
+		for _, b := range s.Bursts {
+			fmt.Fprintf(w, "burst          %s\n", burst(s, b))
+		}
+	}
 	fmt.Fprintf(w, "acquire wait   p50 %v  p99 %v  max %v\n", round(m.P50), round(m.P99), round(m.Max))
 	fmt.Fprintf(w, "saturated      %v in all; longest queue %s\n", round(m.Saturated), episode(m.Longest))
 	fmt.Fprintf(w, "opened         %d resources (peak %d live); %d dials, %d to a dead backend\n", m.Opened, m.Peak, m.Dials, m.DeadDials)
@@ -38,6 +57,51 @@ func summary(w io.Writer, r *engine.Result) {
 	if s.Failover > 0 {
 		fmt.Fprintf(w, "failover       at %v, classifier %s: %s\n", s.Failover, classifyOf(s), failover(m.Failover))
 	}
+	if g := guards(r); g != "" {
+		fmt.Fprintf(w, "guards         %s\n", g)
+	}
+}
+
+// guardCounts is, for a comparison, how many answers each of a run's
+// guards gave in the pool's stead, or "no ward".
+func guardCounts(r *engine.Result) string {
+	on := r.Scenario.GuardsOn()
+	if len(on) == 0 {
+		return "no ward"
+	}
+	byName := map[string]ward.Guard{"breaker": ward.GuardBreaker, "backoff": ward.GuardBackoff,
+		"bucket": ward.GuardBucket, "shedder": ward.GuardShedder, "limiter": ward.GuardLimiter}
+	var out []string
+	for _, g := range on {
+		out = append(out, fmt.Sprintf("%s %d", g, r.Sum.Guards[byName[g]]))
+	}
+	return strings.Join(out, ", ")
+}
+
+// guards says what each guard of the run's ward did, with its knobs: how
+// many answers it gave in the pool's stead, and the gauge it moves.
+func guards(r *engine.Result) string {
+	s, m := r.Scenario, r.Sum
+	var out []string
+	n := func(g ward.Guard) int { return m.Guards[g] }
+	if s.Breaker {
+		out = append(out, fmt.Sprintf("breaker shed %d", n(ward.GuardBreaker)))
+	}
+	if s.Backoff {
+		out = append(out, fmt.Sprintf("backoff deferred makes %d times", n(ward.GuardBackoff)))
+	}
+	if s.Bucket {
+		out = append(out, fmt.Sprintf("bucket (%g a second, burst %g) deferred makes %d times", s.BucketRate, s.BucketBurst, n(ward.GuardBucket)))
+	}
+	if s.Shedder {
+		out = append(out, fmt.Sprintf("shedder (hot at %d‰, floor %g; CPU %d‰ + %d‰ a busy resource, %d‰ at most) shed %d",
+			s.ShedCPU, s.ShedFloor, s.CPUIdle, s.CPUPerLoan, m.CPUMax, n(ward.GuardShedder)))
+	}
+	if s.Limiter {
+		out = append(out, fmt.Sprintf("limiter (AIMD from %d in [%d, %d], x%g on a failure or a hold over %v) answered Wait %d times; limit %d to %d",
+			min(max(s.Limit.Initial, s.Limit.Min), s.Limit.Max), s.Limit.Min, s.Limit.Max, s.Limit.Backoff, s.Limit.Slow, n(ward.GuardLimiter), m.LimitMin, m.LimitMax))
+	}
+	return strings.Join(out, "; ")
 }
 
 // classifyOf is the scenario's classifier, named.
@@ -103,6 +167,9 @@ func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Ti
 	row("timed out / shed / dial errors", func(r *engine.Result) string {
 		return fmt.Sprintf("%d / %d / %d", r.Sum.TimedOut, r.Sum.Refused, r.Sum.DialErrors)
 	})
+	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.Ward() }) {
+		row("guards answered instead", guardCounts)
+	}
 	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.Failover > 0 }) {
 		row("failover: classifier", func(r *engine.Result) string {
 			if r.Scenario.Failover <= 0 {
@@ -201,14 +268,23 @@ func suggest(fsys files, w io.Writer, s engine.Scenario, rec *engine.Recording, 
 	if rec != nil {
 		load = func() engine.Load { return rec.Load(s.Hold) }
 	}
-	best, trials, ok, err := engine.Suggest(s, load, o.target, o.maxSize, o.seeds)
+	best, trials, ok, err := engine.Suggest(s, load, o.target, o.maxSize, o.seeds, o.minKeep)
 	if err != nil {
 		return err
 	}
 	var b bytes.Buffer
 	share := fmt.Sprintf("%d of %d", int(math.Ceil(engine.FitShare*float64(o.seeds))), o.seeds)
-	fmt.Fprintf(&b, "searching the smallest Size, then Idle, then Keep keeping the p99 acquire wait within %v on at least %s seeds (%s) (%s)\n",
-		o.target, share, seedRange(s.Seed, o.seeds), s.Name)
+	fmt.Fprintf(&b, "question  the smallest Size, then Idle, then Keep keeping the p99 acquire wait within %v on at least %s seeds (%s)\n",
+		o.target, share, seedRange(s.Seed, o.seeds))
+	if o.minKeep > 0 {
+		fmt.Fprintf(&b, "          Keep no shorter than %v (-min-keep): a shorter idle timeout fits a run of seconds and churns connections in a service\n", o.minKeep)
+	} else {
+		fmt.Fprintf(&b, "          no floor on Keep (-min-keep 0): a Keep this short may close and reopen connections all day in a service\n")
+	}
+	fmt.Fprintf(&b, "scenario  %s\n", s.Name)
+	for _, l := range loadModel(s, rec) {
+		fmt.Fprintln(&b, l)
+	}
 	if rec != nil {
 		fmt.Fprintf(&b, "the load is the recording's on every seed: the seeds change only the pool's own draws\n")
 	}
@@ -233,6 +309,10 @@ func suggest(fsys files, w io.Writer, s engine.Scenario, rec *engine.Recording, 
 			o.maxSize, o.target, share, o.maxSize, round(best.P99.Judged), pct(engine.FitShare), round(best.P99.Worst))
 	} else {
 		fmt.Fprintf(&b, "suggest: Size %d, Idle %d, Keep %v\n", best.Size, best.Idle, best.Keep)
+		if rec == nil && len(s.Bursts) > 0 {
+			fmt.Fprintf(&b, "sized for the load above, bursts included (at its height %s a second); for %s a second throughout, -scenario steady\n",
+				num(peakRate(s)), num(s.Rate))
+		}
 		fmt.Fprintf(&b, "p99 wait over %d seeds: median %v, %s %v, worst %v; margin to the target %v: %v at the %s (%v at worst); missed on %d of %d seeds\n",
 			o.seeds, round(best.P99.Median), pct(engine.FitShare), round(best.P99.Judged), round(best.P99.Worst), o.target,
 			round(o.target-best.P99.Judged), pct(engine.FitShare), round(o.target-best.P99.Worst), best.P99.Missed(o.target), o.seeds)
@@ -310,3 +390,32 @@ func page(w io.Writer, fig *plot.Figure, summary string, runs []*engine.Result, 
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// intervals prints, for each configuration run on a recording, its p99
+// wait as an interval: the recording's holds resampled (engine.Resample),
+// so that a what-if says how much its figure rests on the holds one
+// recording happened to have.
+func intervals(w io.Writer, rec *engine.Recording, ss []engine.Scenario, opts []func() engine.Options, o options) error {
+	fmt.Fprintf(w, "\np99 interval   arrivals as recorded, the holds drawn again from the recorded ones in blocks of %v of callers, %d times (-resamples):\n", resampleBlock, o.resamples)
+	for i, s := range ss {
+		iv, err := engine.Resample(s, rec, s.Hold, opts[i], o.resamples, o.level, resampleBlock, nil)
+		if err != nil {
+			return fmt.Errorf("-resamples: %w", err)
+		}
+		name := ""
+		if len(ss) > 1 {
+			name = fmt.Sprintf("%c: ", 'A'+i)
+		}
+		fmt.Fprintf(w, "               %sp99 %v with the holds as recorded; %s of the resampled runs %v to %v\n",
+			name, round(iv.Point), pctOf(o.level), round(iv.Lo), round(iv.Hi))
+	}
+	fmt.Fprintln(w, "               (the holds' luck, and stalls like the recording's landing elsewhere: a change of load is not in it)")
+	return nil
+}
+
+// resampleBlock is how long a stretch of callers keeps its holds together
+// when a replay's holds are resampled: long enough to hold a stall of the
+// backend or the machine whole.
+const resampleBlock = time.Second
+
+func pctOf(share float64) string { return fmt.Sprintf("%g%%", 100*share) }

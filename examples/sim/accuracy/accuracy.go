@@ -39,6 +39,14 @@ type Plan struct {
 	// CSV, when set, is a directory each run's load is written to, as the
 	// simulator's load CSV (go run ./examples/sim -replay FILE replays it).
 	CSV string
+	// Trials is how many what-ifs from Size to WhatIf are held to their
+	// real runs at each load, each on arrivals of its own over
+	// TrialSeconds, its p99 predicted as an interval of the middle Level
+	// of Resamples resampled runs (see coverage). 0: none.
+	Trials       int
+	TrialSeconds float64
+	Resamples    int
+	Level        float64
 }
 
 // Figures are one run's acquire waits, saturation and dials.
@@ -92,6 +100,9 @@ type Report struct {
 	// of their holds. The what-if replays the first run's holds; where the
 	// second run's differ, so do its waits.
 	HoldDiffP99, HoldDiffMax time.Duration
+	// Coverage is how often the real run fell inside the predicted
+	// interval, at each load (Plan.Trials).
+	Coverage []Coverage
 }
 
 // arrival is one caller of a schedule.
@@ -406,18 +417,22 @@ func rank(w []time.Duration, p int) time.Duration {
 	return w[k-1]
 }
 
-// predict asks the simulator for the run of calls (their asks and measured
-// holds) with limits lim and dial.
-func predict(calls []caller, lim pool.Limits, dial, hold time.Duration, seconds float64) (Figures, error) {
+// recording is calls as the simulator's load: each loan as the pool
+// counts it, from when it lent the connection (for a queued caller, the
+// release that handed it over) to the release.
+func recording(calls []caller) *engine.Recording {
 	rec := &engine.Recording{Rows: make([]engine.Row, len(calls))}
 	for i, c := range calls {
-		// The loan as the pool counts it: from when it lent the
-		// connection (for a queued caller, the release that handed it
-		// over) to the release.
 		rec.Rows[i] = engine.Row{Line: i + 1, Asked: c.asked, Acquired: c.lent, Release: c.released}
 	}
 	slices.SortStableFunc(rec.Rows, func(a, b engine.Row) int { return int(a.Asked - b.Asked) })
-	s := engine.Scenario{
+	return rec
+}
+
+// scenario is the simulator's setting for a replay with limits lim and
+// dial, of arrivals over seconds.
+func scenario(lim pool.Limits, dial, hold time.Duration, seconds float64) engine.Scenario {
+	return engine.Scenario{
 		Name:    "accuracy",
 		Seconds: int(math.Ceil(seconds)) + 30, // room for the queue to drain
 		Seed:    1,
@@ -426,6 +441,13 @@ func predict(calls []caller, lim pool.Limits, dial, hold time.Duration, seconds 
 		Dial:    dial,
 		Limits:  lim,
 	}
+}
+
+// predict asks the simulator for the run of calls (their asks and measured
+// holds) with limits lim and dial.
+func predict(calls []caller, lim pool.Limits, dial, hold time.Duration, seconds float64) (Figures, error) {
+	rec := recording(calls)
+	s := scenario(lim, dial, hold, seconds)
 	res, err := engine.Run(s, engine.Options{Load: rec.Load(hold)})
 	if err != nil {
 		return Figures{}, err
@@ -517,6 +539,11 @@ func Run(ctx context.Context, pl Plan, progress io.Writer) (*Report, error) {
 			fmt.Fprintf(progress, "%s: measured p99 %v, predicted %v\n", r.Name, r.Measured.P99, p.P99)
 		}
 	}
+	if pl.Trials > 0 && pl.WhatIf > 0 {
+		if rep.Coverage, err = coverage(ctx, pl, dial, capacity, lim, progress); err != nil {
+			return nil, err
+		}
+	}
 	return rep, nil
 }
 
@@ -555,6 +582,7 @@ func (rep *Report) Table(w io.Writer) {
 		fmt.Fprintf(w, "\nThe what-if's two real runs, caller by caller (same arrival, same sleep): holds differ by %s at p99, %s at most.\n",
 			ms(rep.HoldDiffP99), ms(rep.HoldDiffMax))
 	}
+	coverageTable(w, pl, rep.Coverage)
 }
 
 // ms renders d in milliseconds, two decimals.

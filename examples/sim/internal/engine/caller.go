@@ -90,6 +90,9 @@ func (r *run) acquire(c *caller, t int64) {
 // answer counts one answer of the pool, given on c's behalf.
 func (r *run) answer(c *caller, tk pool.Taken[int32], t int64) {
 	r.cur.Answers[tk.Kind]++
+	if tk.Guard != ward.GuardNone && int(tk.Guard) < len(r.cur.Guards) {
+		r.cur.Guards[tk.Guard]++
+	}
 	if int(c.nans) < maxAnswers {
 		c.answers[c.nans] = tk.Kind
 	}
@@ -141,7 +144,9 @@ func (r *run) lend(c *caller, item int32, t int64) {
 	}
 	r.ended(c, t)
 	hold := c.hold
+	r.res.Sum.Holds++
 	if hold < 0 {
+		r.res.Sum.Held += time.Duration(r.end - t)
 		return // held past the end of the run
 	}
 	if !c.recorded {
@@ -149,6 +154,7 @@ func (r *run) lend(c *caller, item int32, t int64) {
 			hold = time.Duration(float64(hold) * f)
 		}
 	}
+	r.res.Sum.Held += min(hold, time.Duration(r.end-t))
 	r.schedule(t+int64(hold), evRelease, c, item)
 }
 
@@ -220,6 +226,9 @@ func (r *run) deadline(c *caller) {
 // ended records the end of c's acquire wait at t.
 func (r *run) ended(c *caller, t int64) {
 	w := time.Duration(t - c.asked)
+	if r.opt.Wait != nil {
+		r.opt.Wait(c.id, w)
+	}
 	r.waits = append(r.waits, w)
 	if w == 0 {
 		r.zeros++
@@ -245,10 +254,15 @@ func (r *run) done(c *caller, t int64) {
 	// event still points at it.
 }
 
-// cpu is the CPU reading a take at t passes (Options.CPU), 0 without one.
+// cpu is the CPU reading a take at t passes: Options.CPU's, else the
+// scenario's model at the pool's busy count.
 func (r *run) cpu(t int64) int {
+	var v int
 	if r.opt.CPU == nil {
-		return 0
+		v = r.s.cpuAt(r.p.Busy())
+	} else {
+		v = r.opt.CPU(time.Duration(t))
 	}
-	return r.opt.CPU(time.Duration(t))
+	r.res.Sum.CPUMax = max(r.res.Sum.CPUMax, v)
+	return v
 }

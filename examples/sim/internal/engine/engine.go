@@ -33,6 +33,10 @@ type Options struct {
 	// Observe, when set, is called at the end of every second with the row
 	// just recorded and the pool's books at that instant.
 	Observe func(Second, pool.Books)
+	// Wait, when set, is told each caller's acquire wait as it ends (the
+	// caller's index in the load's order, from 0, and the wait), whether
+	// it was served, gave up or was refused.
+	Wait func(caller uint64, wait time.Duration)
 	// Record, when set, receives every caller of the run as a row of the
 	// CSV format ReadCSV reads (see CSVWriter).
 	Record *CSVWriter
@@ -41,13 +45,14 @@ type Options struct {
 	// held against it (Reproduced).
 	Recorder *record.Recorder
 	// Ward, when set, builds the run's ward in place of the scenario's
-	// Breaker and Backoff presets: a Keeper recording's own guards
+	// guards: a Keeper recording's own guards
 	// (pool.Recording.Ward), their instants counted from the Unix epoch as
 	// the run's are. A shedder it builds sheds only with CPU set.
 	Ward func() ward.Ward
 	// CPU, when set, is the CPU reading in thousandths that a Take at t
 	// (since the run's start) passes to the ward's shedder: a Keeper
-	// recording's own readings, say. Nil reads 0: never hot.
+	// recording's own readings, say. Nil reads the scenario's CPU model
+	// (Scenario.CPUIdle, CPUPerLoan).
 	CPU func(t time.Duration) int
 	// DialFails, when set, says whether a dial begun at t (since the run's
 	// start) fails, on top of the scenario's outages: a Keeper recording's
@@ -62,7 +67,12 @@ type run struct {
 	s      *Scenario
 	load   Load
 	opt    Options
+<<<<<<< HEAD
 	p      machine // the Pool, or its recorder in front of it
+=======
+	p      *pool.Pool[int32]
+	w      ward.Ward // the pool's guards, read for the rows
+>>>>>>> planner
 	origin time.Time
 	end    int64
 
@@ -107,15 +117,8 @@ func Run(s Scenario, opt Options) (*Result, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	var w ward.Ward
 	origin := time.Unix(0, 0).UTC()
-	if s.Breaker {
-		w.Breaker = ward.NewBreaker(ward.DefaultSre, origin)
-	}
-	if s.Backoff {
-		b := ward.DefaultBackoff
-		w.Backoff = &b
-	}
+	w := s.ward(origin)
 	if opt.Ward != nil {
 		w = opt.Ward()
 	}
@@ -132,7 +135,11 @@ func Run(s Scenario, opt Options) (*Result, error) {
 		m = rec
 	}
 	r := &run{
+<<<<<<< HEAD
 		s: &s, opt: opt, p: m, origin: origin,
+=======
+		s: &s, opt: opt, p: p, w: w, origin: origin,
+>>>>>>> planner
 		end:  int64(s.Seconds) * int64(time.Second),
 		prng: rand.New(rand.NewPCG(s.Seed^0x5bd1e995, 0xc2b2ae3d27d4eb4f)),
 		drng: rand.New(rand.NewPCG(s.Seed^0x27d4eb2f, 0x165667b19e3779f9)),

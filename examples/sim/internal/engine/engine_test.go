@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 	"pgregory.net/rapid"
 )
 
@@ -341,7 +342,7 @@ func TestSuggestFindsTheEdge(t *testing.T) {
 	s := builtin(t, "burst")
 	target := 5 * time.Millisecond
 	const seeds = 5
-	best, trials, ok, err := Suggest(s, nil, target, 64, seeds)
+	best, trials, ok, err := Suggest(s, nil, target, 64, seeds, 0)
 	if err != nil || !ok {
 		t.Fatalf("ok %v err %v", ok, err)
 	}
@@ -372,7 +373,7 @@ func TestSuggestFindsTheEdge(t *testing.T) {
 		t.Fatalf("Size %d suggested without trying %d", best.Size, best.Size-1)
 	}
 	// A target nothing meets says so.
-	_, _, ok, err = Suggest(s, nil, time.Nanosecond, 4, seeds)
+	_, _, ok, err = Suggest(s, nil, time.Nanosecond, 4, seeds, 0)
 	if err != nil || ok {
 		t.Fatalf("an impossible target: ok %v err %v", ok, err)
 	}
@@ -467,8 +468,8 @@ func TestAnyScenarioKeepsTheBooksAndReplays(t *testing.T) {
 func TestSuggestJudgesOnManySeeds(t *testing.T) {
 	s := builtin(t, "burst")
 	target := 10 * time.Millisecond
-	one, _, ok1, err1 := Suggest(s, nil, target, 64, 1)
-	many, _, ok, err := Suggest(s, nil, target, 64, 20)
+	one, _, ok1, err1 := Suggest(s, nil, target, 64, 1, 0)
+	many, _, ok, err := Suggest(s, nil, target, 64, 20, 0)
 	if err1 != nil || err != nil || !ok1 || !ok {
 		t.Fatalf("one seed: ok %v err %v; 20 seeds: ok %v err %v", ok1, err1, ok, err)
 	}
@@ -503,5 +504,226 @@ func TestSuggestJudgesOnManySeeds(t *testing.T) {
 	}
 	if missed <= 2 {
 		t.Errorf("the one-seed answer (Size %d) misses on %d of 20 seeds: it would fit too", one.Size, missed)
+	}
+}
+
+// A floor on Keep holds every trial of the search at or over it, the size
+// and idle steps included, where without one the search tries Keeps of
+// a fraction of a second.
+func TestSuggestKeepsNoLowerThanTheFloor(t *testing.T) {
+	s := builtin(t, "steady")
+	s.Rate, s.Hold = 400, 15*time.Millisecond
+	const target = 5 * time.Millisecond
+	_, free, ok, err := Suggest(s, nil, target, 64, 3, 0)
+	if err != nil || !ok {
+		t.Fatalf("no floor: ok %v err %v", ok, err)
+	}
+	if !slices.ContainsFunc(free, func(tr Trial) bool { return tr.Keep < time.Second }) {
+		t.Fatalf("without a floor no Keep under 1s was tried: %+v", free)
+	}
+	floor := 30 * time.Second
+	best, trials, ok, err := Suggest(s, nil, target, 64, 3, floor)
+	if err != nil || !ok {
+		t.Fatalf("floor %v: ok %v err %v", floor, ok, err)
+	}
+	for _, tr := range trials {
+		if tr.Keep < floor {
+			t.Errorf("trial %s Size %d Idle %d tried Keep %v under the floor %v", tr.Step, tr.Size, tr.Idle, tr.Keep, floor)
+		}
+	}
+	if best.Keep < floor || !best.Fits {
+		t.Errorf("suggested Keep %v (fits %v), floor %v", best.Keep, best.Fits, floor)
+	}
+	if _, _, _, err := Suggest(s, nil, target, 64, 3, -time.Second); err == nil {
+		t.Error("a negative floor is not an error")
+	}
+}
+
+// Each guard a scenario can put in front of its pool acts, with its knobs:
+// the bucket defers makes past its rate, the shedder sheds while the CPU
+// the load drives is over its threshold (and not while it is under), and
+// the limiter keeps loans within its limit. Without the guard, the same
+// load sees none of it.
+func TestEveryGuardActs(t *testing.T) {
+	base := builtin(t, "burst")
+	run := func(t *testing.T, s Scenario) *Result {
+		t.Helper()
+		r, err := Run(s, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	t.Run("bucket", func(t *testing.T) {
+		s := base
+		s.Limits.Keep = 100 * time.Millisecond // many makes
+		free := run(t, s)
+		s.Bucket, s.BucketRate, s.BucketBurst = true, 2, 1
+		r := run(t, s)
+		if r.Sum.Guards[ward.GuardBucket] == 0 || free.Sum.Guards[ward.GuardBucket] != 0 {
+			t.Fatalf("bucket deferred %d makes, %d without it", r.Sum.Guards[ward.GuardBucket], free.Sum.Guards[ward.GuardBucket])
+		}
+		// Tokens: one at first, then two a second.
+		if most := 1 + 2*s.Seconds; r.Sum.Dials > most || free.Sum.Dials <= most {
+			t.Fatalf("%d dials with a bucket of 2 a second over %d s (at most %d), %d without", r.Sum.Dials, s.Seconds, most, free.Sum.Dials)
+		}
+	})
+	t.Run("shedder", func(t *testing.T) {
+		s := base
+		s.Shedder, s.ShedCPU, s.CPUIdle, s.CPUPerLoan = true, 800, 200, 100
+		r := run(t, s)
+		if r.Sum.Guards[ward.GuardShedder] == 0 || r.Sum.Refused != r.Sum.Guards[ward.GuardShedder] {
+			t.Fatalf("a hot host shed %d (%d refused)", r.Sum.Guards[ward.GuardShedder], r.Sum.Refused)
+		}
+		if r.Sum.CPUMax < 400 {
+			t.Fatalf("the CPU model read at most %d‰ with the load's busy resources", r.Sum.CPUMax)
+		}
+		s.CPUPerLoan = 0 // the CPU stays at 20%: never hot
+		if cool := run(t, s); cool.Sum.Refused != 0 || cool.Sum.CPUMax != 200 {
+			t.Fatalf("a cool host shed %d, CPU at most %d‰", cool.Sum.Refused, cool.Sum.CPUMax)
+		}
+	})
+	t.Run("limiter", func(t *testing.T) {
+		s := base
+		s.Limiter, s.Limit = true, ward.Aimd{Initial: 4, Min: 1, Max: 4, Slow: time.Second, Backoff: 0.9}
+		r := run(t, s)
+		if r.Sum.Guards[ward.GuardLimiter] == 0 || r.Sum.LimitMax != 4 {
+			t.Fatalf("limiter answered %d times, limit up to %d", r.Sum.Guards[ward.GuardLimiter], r.Sum.LimitMax)
+		}
+		for _, row := range r.Rows {
+			if row.Lent > 4 || row.Limit != 4 {
+				t.Fatalf("second %d: %d lent over a limit of %d", row.Sec, row.Lent, row.Limit)
+			}
+		}
+		if r.Sum.Peak > 4 || run(t, base).Sum.Peak <= 4 {
+			t.Fatalf("peak %d live under a limit of 4", r.Sum.Peak)
+		}
+		// A hold over Slow shrinks the limit: it moves with the load.
+		s.Limit = ward.DefaultAimd
+		s.Limit.Slow = 30 * time.Millisecond
+		if r := run(t, s); r.Sum.LimitMin >= r.Sum.LimitMax {
+			t.Fatalf("the limit stayed at %d with slow holds", r.Sum.LimitMin)
+		}
+	})
+}
+
+// The ward setting reads every guard, alone, joined by + or spaced, and
+// the knobs as their keys.
+func TestWardSettingNamesEveryGuard(t *testing.T) {
+	base := builtin(t, "steady")
+	for in, want := range map[string][]string{
+		"none":                    nil,
+		"on":                      {"breaker", "backoff"},
+		"all":                     Guards,
+		"bucket":                  {"bucket"},
+		"shedder+limiter":         {"shedder", "limiter"},
+		"limiter bucket":          {"bucket", "limiter"},
+		"breaker+backoff+shedder": {"breaker", "backoff", "shedder"},
+	} {
+		s, err := Override(base, "ward "+in)
+		if err != nil {
+			t.Fatalf("ward %s: %v", in, err)
+		}
+		if got := s.GuardsOn(); !slices.Equal(got, want) {
+			t.Errorf("ward %s: %v, want %v", in, got, want)
+		}
+	}
+	s, err := Override(base, "bucket-rate 7; bucket-burst 3; shed-cpu 500; shed-floor 0.3; cpu-idle 100; cpu-per-loan 30; limit-initial 4; limit-min 2; limit-max 50; limit-slow 500ms; limit-backoff 0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.BucketRate != 7 || s.BucketBurst != 3 || s.ShedCPU != 500 || s.ShedFloor != 0.3 || s.CPUIdle != 100 || s.CPUPerLoan != 30 ||
+		s.Limit != (ward.Aimd{Initial: 4, Min: 2, Max: 50, Slow: 500 * time.Millisecond, Backoff: 0.5}) {
+		t.Errorf("knobs read as %+v", s)
+	}
+	for _, bad := range []string{"ward sheder", "ward limiter; limit-min 5; limit-max 4", "ward limiter; limit-min 0", "ward shedder; shed-floor 2", "cpu-idle 1001"} {
+		if _, err := Override(base, bad); err == nil {
+			t.Errorf("%q is not an error", bad)
+		}
+	}
+}
+
+// A what-if's interval: the same arguments give the same interval; holds
+// that are all alike leave nothing to resample (the interval is the
+// point); holds that vary spread it, and the recording's own p99 is the
+// point. Blocks keep consecutive holds together: a recording whose long
+// holds all come in one stretch resamples into runs that have that
+// stretch once, twice or not at all, so its interval is wider than with
+// each hold drawn alone.
+func TestResampleGivesAnInterval(t *testing.T) {
+	s := builtin(t, "steady")
+	s.Seconds = 10
+	s.Limits = pool.Limits{Size: 5, Idle: 5, Keep: time.Minute} // a p99 of queueing, not of dials
+	var b bytes.Buffer
+	w := NewCSVWriter(&b)
+	a, err := Run(s, Options{Record: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ReadCSV(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iv, err := Resample(s, rec, s.Hold, nil, 40, 0.9, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := Resample(s, rec, s.Hold, nil, 40, 0.9, time.Second, nil)
+	if !slices.Equal(iv.Each, again.Each) || iv.Lo != again.Lo || iv.Hi != again.Hi {
+		t.Fatal("the same arguments gave two intervals")
+	}
+	if iv.Point != a.Sum.P99 || len(iv.Each) != 40 || !(iv.Lo < iv.Hi) || !iv.Contains(iv.Lo) || iv.Contains(iv.Hi+1) {
+		t.Fatalf("interval %v to %v around %v (the run's p99 %v), %d runs", iv.Lo, iv.Hi, iv.Point, a.Sum.P99, len(iv.Each))
+	}
+	in := 0
+	for _, d := range iv.Each {
+		if iv.Contains(d) {
+			in++
+		}
+	}
+	if in < 36 {
+		t.Fatalf("%d of 40 resampled runs within the 90%% interval", in)
+	}
+	// A delay beyond the pool's, carried with each caller: 5 ms more for
+	// every caller is 5 ms more at p99, as recorded and resampled.
+	extra := make([]time.Duration, len(rec.Rows))
+	for i := range extra {
+		extra[i] = 5 * time.Millisecond
+	}
+	late, err := Resample(s, rec, s.Hold, nil, 40, 0.9, time.Second, extra)
+	if err != nil || late.Point != iv.Point+5*time.Millisecond || late.Lo != iv.Lo+5*time.Millisecond || late.Hi != iv.Hi+5*time.Millisecond {
+		t.Fatalf("5ms more each: %v to %v around %v, against %v to %v around %v (%v)", late.Lo, late.Hi, late.Point, iv.Lo, iv.Hi, iv.Point, err)
+	}
+	if _, err := Resample(s, rec, s.Hold, nil, 4, 0.9, time.Second, extra[1:]); err == nil {
+		t.Fatal("extra delays not one a caller: no error")
+	}
+	// All holds alike: nothing to resample.
+	same := &Recording{Rows: slices.Clone(rec.Rows)}
+	for i := range same.Rows {
+		if same.Rows[i].Acquired >= 0 {
+			same.Rows[i].Release = same.Rows[i].Acquired + int64(30*time.Millisecond)
+		}
+	}
+	flat, err := Resample(s, same, s.Hold, nil, 20, 0.9, time.Second, nil)
+	if err != nil || flat.Lo != flat.Point || flat.Hi != flat.Point {
+		t.Fatalf("alike holds: interval %v to %v around %v (%v)", flat.Lo, flat.Hi, flat.Point, err)
+	}
+	// A stall: the holds of two seconds run long together.
+	stall := &Recording{Rows: slices.Clone(rec.Rows)}
+	for i, r := range stall.Rows {
+		if r.Asked >= int64(4*time.Second) && r.Asked < int64(6*time.Second) && r.Acquired >= 0 && r.Release >= 0 {
+			stall.Rows[i].Release = r.Acquired + 4*(r.Release-r.Acquired)
+		}
+	}
+	blocks, _ := Resample(s, stall, s.Hold, nil, 40, 0.9, time.Second, nil)
+	alone, _ := Resample(s, stall, s.Hold, nil, 40, 0.9, 0, nil)
+	if blocks.Hi-blocks.Lo <= alone.Hi-alone.Lo {
+		t.Fatalf("a stall resampled in blocks spans %v, alone %v", blocks.Hi-blocks.Lo, alone.Hi-alone.Lo)
+	}
+	if _, err := Resample(s, &Recording{Rows: []Row{{Asked: 0, Acquired: -1, Release: -1}}}, s.Hold, nil, 5, 0.9, 0, nil); !errors.Is(err, ErrNoHolds) {
+		t.Fatalf("no holds: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // Second is what happened in one second of virtual time: the gauges as they
@@ -46,6 +47,18 @@ type Second struct {
 	// Backoff is how much longer makes are held back by backoff at the end
 	// of the second (Pool.HeldUntil); zero when they are not.
 	Backoff time.Duration
+	// Guards counts the answers each guard gave instead of the pool's own
+	// (a Shed, a Later, a Wait), indexed by ward.Guard.
+	Guards [ward.GuardShared + 1]int
+	// CPU is the CPU model's reading at the end of the second, in
+	// thousandths (the scenario's model, or Options.CPU).
+	CPU int
+	// Limit is the limiter's limit at the end of the second; zero without
+	// a limiter.
+	Limit int
+	// Tokens is the bucket's tokens at the end of the second; zero
+	// without a bucket.
+	Tokens float64
 }
 
 // Episode is one stretch of time during which callers were queued.
@@ -76,6 +89,19 @@ type Summary struct {
 	Opened, Dials, DeadDials int
 	// Peak is the most resources live (idle, lent, being made) at once.
 	Peak int
+	// Guards counts the answers each guard gave over the run, indexed by
+	// ward.Guard (see Second.Guards).
+	Guards [ward.GuardShared + 1]int
+	// CPUMax is the highest CPU reading of the run; LimitMin and
+	// LimitMax the limiter's lowest and highest limit there (zero without
+	// a limiter).
+	CPUMax, LimitMin, LimitMax int
+	// Held is the total time served callers held their resources (as
+	// drawn or recorded, a slowdown's stretch included, cut at the end of
+	// the run), and Holds how many holds it adds up: Held/Holds is the
+	// mean hold of the run, the other half of Little's law.
+	Held  time.Duration
+	Holds int
 	// Failover is what the scenario's failover did; zero without one.
 	Failover FailoverSum
 }
@@ -116,6 +142,13 @@ func (r *run) tick(t int64) {
 	if until, ok := r.p.HeldUntil(); ok && until.After(now) {
 		row.Backoff = until.Sub(now)
 	}
+	row.CPU = r.cpu(t)
+	if r.w.Limiter != nil {
+		row.Limit = r.w.Limiter.Limit()
+	}
+	if r.w.Bucket != nil {
+		row.Tokens = r.w.Bucket.Tokens(now)
+	}
 	if len(r.waits) > 0 {
 		slices.Sort(r.waits)
 		row.P50, row.P99, row.Max = rank(r.waits, 0, 50), rank(r.waits, 0, 99), r.waits[len(r.waits)-1]
@@ -153,7 +186,17 @@ func (r *run) finish() {
 		r.episode(r.ep)
 	}
 	s := &r.res.Sum
-	for _, row := range r.res.Rows {
+	for i, row := range r.res.Rows {
+		for g, n := range row.Guards {
+			s.Guards[g] += n
+		}
+		s.CPUMax = max(s.CPUMax, row.CPU)
+		if r.w.Limiter != nil {
+			if i == 0 {
+				s.LimitMin = row.Limit
+			}
+			s.LimitMin, s.LimitMax = min(s.LimitMin, row.Limit), max(s.LimitMax, row.Limit)
+		}
 		s.Arrived += row.Arrived
 		s.Served += row.Served
 		s.TimedOut += row.TimedOut

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
+	"github.com/wardpool/wardpool/ward"
 )
 
 // Scenario is everything one run of the simulator needs besides its load:
@@ -58,6 +59,27 @@ type Scenario struct {
 	Breaker bool
 	// Backoff holds makes back after a failed one, by ward.DefaultBackoff.
 	Backoff bool
+	// Bucket spaces makes out with a token bucket (ward.Bucket) of
+	// BucketRate tokens a second up to BucketBurst: a make it cannot pay
+	// for is answered Later.
+	Bucket                  bool
+	BucketRate, BucketBurst float64
+	// Shedder refuses callers while the host is hot and full
+	// (ward.Shedder, DefaultShed with ShedCPU as its threshold and
+	// ShedFloor as its floor), reading the CPU model below.
+	Shedder   bool
+	ShedCPU   int // thousandths
+	ShedFloor float64
+	// CPUIdle and CPUPerLoan are the host's CPU model, in thousandths: a
+	// take at t reads CPUIdle plus CPUPerLoan for every resource busy
+	// then (lent or being made), at most 1000. So the load drives the
+	// CPU: a burst that keeps more resources busy heats the host.
+	CPUIdle, CPUPerLoan int
+	// Limiter leases every loan from an adaptive concurrency limiter
+	// (ward.Limiter, AIMD): Limit holds its policy, its Initial held
+	// between Min and Max. A take it has no lease for is answered Wait.
+	Limiter bool
+	Limit   ward.Aimd
 	// Failover, when positive, moves the backend at that instant: every
 	// resource whose dial began before it is on the old node, which turned
 	// read-only, and every loan of one that ends at or after Failover
@@ -118,7 +140,62 @@ type Outage struct {
 }
 
 // Ward reports whether the scenario has a ward.
-func (s *Scenario) Ward() bool { return s.Breaker || s.Backoff }
+func (s *Scenario) Ward() bool { return s.Breaker || s.Backoff || s.Bucket || s.Shedder || s.Limiter }
+
+// Guards are the names of the guards a scenario can put in front of its
+// pool, in the order Guards and the ward setting write them.
+var Guards = []string{"breaker", "backoff", "bucket", "shedder", "limiter"}
+
+// GuardsOn returns the names of s's guards, in the order of Guards.
+func (s *Scenario) GuardsOn() []string {
+	var on []string
+	for i, b := range []bool{s.Breaker, s.Backoff, s.Bucket, s.Shedder, s.Limiter} {
+		if b {
+			on = append(on, Guards[i])
+		}
+	}
+	return on
+}
+
+// The knobs' defaults, as every built-in has them: a bucket of 50 makes a
+// second up to 10 at once; the shedder's threshold and floor and the
+// limiter's policy as package ward's presets; a host at 20% CPU idle and
+// 5% more for each busy resource (so 16 busy is 100%).
+const (
+	DefaultBucketRate  = 50
+	DefaultBucketBurst = 10
+	DefaultCPUIdle     = 200
+	DefaultCPUPerLoan  = 50
+)
+
+// cpuAt is the CPU model's reading with busy resources busy.
+func (s *Scenario) cpuAt(busy int) int {
+	return min(s.CPUIdle+s.CPUPerLoan*busy, 1000)
+}
+
+// ward builds the scenario's guards, their clocks starting at origin.
+func (s *Scenario) ward(origin time.Time) ward.Ward {
+	var w ward.Ward
+	if s.Breaker {
+		w.Breaker = ward.NewBreaker(ward.DefaultSre, origin)
+	}
+	if s.Backoff {
+		b := ward.DefaultBackoff
+		w.Backoff = &b
+	}
+	if s.Bucket {
+		w.Bucket = ward.NewBucket(s.BucketRate, s.BucketBurst, origin)
+	}
+	if s.Shedder {
+		p := ward.DefaultShed
+		p.CPU, p.Floor = s.ShedCPU, s.ShedFloor
+		w.Shedder = ward.NewShedder(p, origin)
+	}
+	if s.Limiter {
+		w.Limiter = ward.NewLimiter(s.Limit)
+	}
+	return w
+}
 
 // Builtins lists the built-in scenarios by name.
 var Builtins = []string{"burst", "steady", "slowdown", "outage", "failover"}
@@ -129,7 +206,11 @@ func Builtin(name string) (Scenario, bool) {
 	s := Scenario{
 		Name: name, Seconds: 24, Seed: 1, Rate: 100,
 		Hold: 40 * time.Millisecond, Dial: 20 * time.Millisecond,
-		Limits: pool.Limits{Size: 12, Idle: 12, Keep: 2 * time.Second},
+		Limits:     pool.Limits{Size: 12, Idle: 12, Keep: 2 * time.Second},
+		BucketRate: DefaultBucketRate, BucketBurst: DefaultBucketBurst,
+		ShedCPU: ward.DefaultShed.CPU, ShedFloor: ward.DefaultShed.Floor,
+		CPUIdle: DefaultCPUIdle, CPUPerLoan: DefaultCPUPerLoan,
+		Limit: ward.DefaultAimd,
 	}
 	switch name {
 	case "burst":
@@ -180,6 +261,20 @@ func (s *Scenario) Validate() error {
 		return fmt.Errorf("timeout is %v, want 0 (none) or more", s.Timeout)
 	case s.Failover < 0:
 		return fmt.Errorf("failover is %v, want 0 (none) or more", s.Failover)
+	}
+	// A guard's knobs are held only while it is on: a scenario built by
+	// hand without them runs as it did before there were any.
+	switch {
+	case s.Bucket && (!(s.BucketRate >= 0) || s.BucketRate > 1e7 || !(s.BucketBurst >= 0) || s.BucketBurst > 1e7):
+		return fmt.Errorf("bucket rate %v and burst %v, want 0 to 1e7", s.BucketRate, s.BucketBurst)
+	case s.Shedder && (s.ShedCPU < 0 || s.ShedCPU > 1000 || !(s.ShedFloor >= 0 && s.ShedFloor <= 1)):
+		return fmt.Errorf("shed cpu %d and floor %v, want 0 to 1000 and 0 to 1", s.ShedCPU, s.ShedFloor)
+	case s.CPUIdle < 0 || s.CPUIdle > 1000 || s.CPUPerLoan < 0 || s.CPUPerLoan > 1000:
+		return fmt.Errorf("cpu idle %d and per loan %d, want 0 to 1000 (thousandths)", s.CPUIdle, s.CPUPerLoan)
+	case s.Limiter && (s.Limit.Min < 1 || s.Limit.Max < s.Limit.Min || s.Limit.Max > 1<<20):
+		return fmt.Errorf("limit min %d, max %d: want 1 <= min <= max <= 1048576 (initial is held between them)", s.Limit.Min, s.Limit.Max)
+	case s.Limiter && (s.Limit.Slow < 0 || !(s.Limit.Backoff > 0 && s.Limit.Backoff < 1)):
+		return fmt.Errorf("limit slow %v and backoff %v, want 0 or more and between 0 and 1", s.Limit.Slow, s.Limit.Backoff)
 	}
 	switch s.Classify {
 	case "", ClassifyReset, ClassifyDestroy, ClassifyNone:
@@ -296,7 +391,20 @@ const maxLine = 4096
 //	slow     8s 16s dial x10 hold x3   # growing to 10x and 3x by 16 s
 //	outage   8s 16s                    # every dial fails; "0.5" after: half
 //	break    8s 16s 0.1                # a tenth of loans come home broken
-//	ward     breaker backoff           # or "none", or one of the two
+//	ward     breaker backoff           # "none", "on" (these two), "all", or any of
+//	                                   # breaker, backoff, bucket, shedder, limiter
+//	                                   # (also joined: breaker+shedder)
+//	bucket-rate   50                   # the bucket's makes a second
+//	bucket-burst  10                   # and how many at once
+//	shed-cpu      900                  # the shedder's threshold, thousandths
+//	shed-floor    0.1                  # the least share of capacity it admits
+//	cpu-idle      200                  # CPU model: thousandths with nothing busy
+//	cpu-per-loan  50                   # and more for each busy resource
+//	limit-initial 10                   # the limiter's AIMD policy
+//	limit-min     1
+//	limit-max     100
+//	limit-slow    1s                   # a hold over it shrinks the limit
+//	limit-backoff 0.9                  # by this factor
 //	failover 8s                        # the backend moves; the old one answers read-only
 //	classify reset                     # what callers make of that: reset, destroy or none
 //
@@ -475,21 +583,76 @@ func (s *Scenario) set(line string) error {
 		}
 	case "ward":
 		if len(args) == 0 {
-			return errors.New("ward takes none, breaker, backoff or both")
+			return errors.New("ward takes none, on, all, or guards among breaker, backoff, bucket, shedder, limiter")
 		}
-		s.Breaker, s.Backoff = false, false
+		s.Breaker, s.Backoff, s.Bucket, s.Shedder, s.Limiter = false, false, false, false, false
 		for _, a := range args {
-			switch strings.ToLower(a) {
-			case "none", "off":
-			case "on":
-				s.Breaker, s.Backoff = true, true
-			case "breaker":
-				s.Breaker = true
-			case "backoff":
-				s.Backoff = true
-			default:
-				return fmt.Errorf("ward: unknown guard %q (none, on, breaker, backoff)", a)
+			for g := range strings.SplitSeq(a, "+") {
+				switch strings.ToLower(g) {
+				case "none", "off":
+				case "on":
+					s.Breaker, s.Backoff = true, true
+				case "all":
+					s.Breaker, s.Backoff, s.Bucket, s.Shedder, s.Limiter = true, true, true, true, true
+				case "breaker":
+					s.Breaker = true
+				case "backoff":
+					s.Backoff = true
+				case "bucket":
+					s.Bucket = true
+				case "shedder":
+					s.Shedder = true
+				case "limiter":
+					s.Limiter = true
+				default:
+					return fmt.Errorf("ward: unknown guard %q (none, on, all, breaker, backoff, bucket, shedder, limiter)", g)
+				}
 			}
+		}
+	case "bucket-rate", "bucket-burst", "shed-floor", "limit-backoff":
+		var v string
+		var x float64
+		if v, err = one(); err == nil {
+			x, err = number(v, 1e7)
+		}
+		switch key {
+		case "bucket-rate":
+			s.BucketRate = x
+		case "bucket-burst":
+			s.BucketBurst = x
+		case "shed-floor":
+			s.ShedFloor = x
+		case "limit-backoff":
+			s.Limit.Backoff = x
+		}
+	case "shed-cpu", "cpu-idle", "cpu-per-loan", "limit-initial", "limit-min", "limit-max":
+		var v string
+		var n int
+		if v, err = one(); err == nil {
+			hi := 1000
+			if strings.HasPrefix(key, "limit-") {
+				hi = 1 << 20
+			}
+			n, err = count(v, 0, hi)
+		}
+		switch key {
+		case "shed-cpu":
+			s.ShedCPU = n
+		case "cpu-idle":
+			s.CPUIdle = n
+		case "cpu-per-loan":
+			s.CPUPerLoan = n
+		case "limit-initial":
+			s.Limit.Initial = n
+		case "limit-min":
+			s.Limit.Min = n
+		case "limit-max":
+			s.Limit.Max = n
+		}
+	case "limit-slow":
+		var v string
+		if v, err = one(); err == nil {
+			s.Limit.Slow, err = duration(v)
 		}
 	default:
 		return fmt.Errorf("unknown setting %q (want one of %s)", f[0], strings.Join(keys, ", "))
@@ -502,7 +665,9 @@ func (s *Scenario) set(line string) error {
 
 var keys = func() []string {
 	k := []string{"name", "note", "seconds", "seed", "rate", "hold", "dial", "size", "idle",
-		"keep", "life", "timeout", "burst", "slow", "outage", "break", "ward", "failover", "classify"}
+		"keep", "life", "timeout", "burst", "slow", "outage", "break", "ward", "failover", "classify",
+		"bucket-rate", "bucket-burst", "shed-cpu", "shed-floor", "cpu-idle", "cpu-per-loan",
+		"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff"}
 	sort.Strings(k)
 	return k
 }()

@@ -73,8 +73,12 @@ var Keeps = []time.Duration{
 }
 
 // Suggest searches for the smallest Size whose p99 acquire wait is within
-// target on s's load (Idle equal to Size, s's Keep); then, at that Size, the
-// smallest Idle; then, at both, the shortest Keep of Keeps that still fits.
+// target on s's load (Idle equal to Size, s's Keep, or minKeep if that is
+// longer); then, at that Size, the smallest Idle; then, at both, the
+// shortest Keep of Keeps, no shorter than minKeep, that still fits. The
+// floor is there because a run of seconds rewards a Keep of a second or
+// less, which in a real service would close and reopen connections all day
+// (0: no floor).
 // A configuration is run on seeds s.Seed, s.Seed+1, … (seeds of them) and
 // fits when its p99 is within target on at least FitShare of them: one draw
 // of the load can flatter a configuration that the next misses. (A recorded load is the same on every
@@ -84,9 +88,12 @@ var Keeps = []time.Duration{
 // load makes a fresh load for each run (nil: the scenario's own). ok is
 // false when even Size maxSize does not fit; the trials then show how close
 // it came.
-func Suggest(s Scenario, load func() Load, target time.Duration, maxSize, seeds int) (best Trial, trials []Trial, ok bool, err error) {
+func Suggest(s Scenario, load func() Load, target time.Duration, maxSize, seeds int, minKeep time.Duration) (best Trial, trials []Trial, ok bool, err error) {
 	if target <= 0 || maxSize < 1 || seeds < 1 {
 		return Trial{}, nil, false, fmt.Errorf("target %v, max size %d and seeds %d must be positive", target, maxSize, seeds)
+	}
+	if minKeep < 0 {
+		return Trial{}, nil, false, fmt.Errorf("the floor of Keep is %v, want 0 (none) or more", minKeep)
 	}
 	try := func(step string, size, idle int, keep time.Duration) (Trial, error) {
 		c := s
@@ -131,6 +138,9 @@ func Suggest(s Scenario, load func() Load, target time.Duration, maxSize, seeds 
 		return hi, nil
 	}
 	keep := s.Limits.Keep
+	if keep > 0 && keep < minKeep {
+		keep = minKeep // 0 keeps for ever, which no floor raises
+	}
 	top, err := try("size", maxSize, maxSize, keep)
 	if err != nil || !top.Fits {
 		return top, trials, false, err
@@ -151,6 +161,9 @@ func Suggest(s Scenario, load func() Load, target time.Duration, maxSize, seeds 
 	}
 	best = Trial{Size: size, Idle: idle, Keep: keep}
 	for _, k := range Keeps {
+		if k < minKeep {
+			continue
+		}
 		if k >= keep && keep > 0 {
 			break // no shorter Keep fits: keep the scenario's own
 		}
