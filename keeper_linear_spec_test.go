@@ -148,10 +148,10 @@ type linWaiter struct {
 type linPend struct {
 	id       int
 	own      bool
-	byReturn bool // the Acquire was served by a return while this dial was in flight
-	closed bool   // the Acquire was answered ErrClosed: its dial lands after Close
-	gen    int    // the generation (count of Resets) the reservation was opened in
-	pgen   uint32 // the Pool's name for it (Taken.Gen), handed back to Made
+	byReturn bool   // the Acquire was served by a return while this dial was in flight
+	closed   bool   // the Acquire was answered ErrClosed: its dial lands after Close
+	gen      int    // the generation (count of Resets) the reservation was opened in
+	pgen     uint32 // the Pool's name for it (Taken.Gen), handed back to Made
 }
 
 // linState is porcupine's state: the operations taken so far, replayed on
@@ -196,7 +196,7 @@ func (h *linHistory) model() porcupine.Model {
 			}
 			return describeLin(in, out)
 		},
-		DescribeState:     func(s any) string { return s.(*linState).sum },
+		DescribeState: func(s any) string { return s.(*linState).sum },
 	}
 }
 

@@ -259,7 +259,7 @@ func (r *run) done(c *caller, t int64) {
 func (r *run) cpu(t int64) int {
 	var v int
 	if r.opt.CPU == nil {
-		v = r.s.cpuAt(r.p.Busy())
+		v = r.s.cpuAt(r.p.Books().Busy)
 	} else {
 		v = r.opt.CPU(time.Duration(t))
 	}

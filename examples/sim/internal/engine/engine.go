@@ -67,12 +67,8 @@ type run struct {
 	s      *Scenario
 	load   Load
 	opt    Options
-<<<<<<< HEAD
-	p      machine // the Pool, or its recorder in front of it
-=======
-	p      *pool.Pool[int32]
+	p      machine   // the Pool, or its recorder in front of it
 	w      ward.Ward // the pool's guards, read for the rows
->>>>>>> planner
 	origin time.Time
 	end    int64
 
@@ -135,11 +131,7 @@ func Run(s Scenario, opt Options) (*Result, error) {
 		m = rec
 	}
 	r := &run{
-<<<<<<< HEAD
-		s: &s, opt: opt, p: m, origin: origin,
-=======
-		s: &s, opt: opt, p: p, w: w, origin: origin,
->>>>>>> planner
+		s: &s, opt: opt, p: m, w: w, origin: origin,
 		end:  int64(s.Seconds) * int64(time.Second),
 		prng: rand.New(rand.NewPCG(s.Seed^0x5bd1e995, 0xc2b2ae3d27d4eb4f)),
 		drng: rand.New(rand.NewPCG(s.Seed^0x27d4eb2f, 0x165667b19e3779f9)),
