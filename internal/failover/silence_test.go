@@ -211,7 +211,7 @@ func sleepUntil(t time.Time) { time.Sleep(time.Until(t)) }
 func silenceTable(t *testing.T, title string, sides []*silentSide, tHole, tLift time.Time) {
 	t.Helper()
 	rows := [][]string{{"", "sockets at silence (idle pool)", "last closed", "still open at return (idle pool)", "longest past ctx", "calls >100 ms past ctx", "failed",
-		"dials during (open at return)", "first success after return", "call without deadline", "idle pool after return", "errors"}}
+		"dials during, connects and cancel requests (open at return)", "first success after return", "call without deadline", "idle pool after return", "errors"}}
 	for _, s := range sides {
 		last, open := s.lastGone(false)
 		_, idleOpen := s.lastGone(true)
@@ -223,7 +223,12 @@ func silenceTable(t *testing.T, title string, sides []*silentSide, tHole, tLift 
 		}
 		dials := "n/a"
 		if s.dials != nil {
-			dials = fmt.Sprintf("%d (%d)", s.dials.started(tHole, tLift), s.dials.open(tLift))
+			n, first, last := s.dials.open(tLift)
+			dials = fmt.Sprintf("%d (%d", s.dials.started(tHole, tLift), n)
+			if n > 0 {
+				dials += fmt.Sprintf(", begun %.1f–%.1f s in", first.Sub(tHole).Seconds(), last.Sub(tHole).Seconds())
+			}
+			dials += ")"
 		}
 		outcome := func(d time.Duration, err error) string {
 			if err != nil {
@@ -285,7 +290,9 @@ func checkSilence(t *testing.T, ours, peer *silentSide, tLift time.Time) {
 	}
 }
 
-// dialSpans records the dials of one pool: when each began and ended.
+// dialSpans records the dials of one pool through its DialFunc, when each
+// began and ended: pgx dials for a connection and, when it gives up on a
+// query, for the cancel request it sends before closing the connection.
 type dialSpans struct {
 	mu    sync.Mutex // guards spans
 	spans [][2]time.Time
@@ -319,17 +326,23 @@ func (d *dialSpans) started(from, to time.Time) int {
 	return n
 }
 
-// open returns how many dials were under way at t.
-func (d *dialSpans) open(t time.Time) int {
+// open returns how many dials were under way at t, and when the first
+// and the last of them began.
+func (d *dialSpans) open(t time.Time) (n int, first, last time.Time) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	n := 0
 	for _, s := range d.spans {
 		if !s[0].After(t) && (s[1].IsZero() || s[1].After(t)) {
 			n++
+			if first.IsZero() || s[0].Before(first) {
+				first = s[0]
+			}
+			if s[0].After(last) {
+				last = s[0]
+			}
 		}
 	}
-	return n
+	return n, first, last
 }
 
 // TestSilentLinkPG puts PostgreSQL in a network namespace and takes the
