@@ -27,7 +27,7 @@ const DefaultDeadPeerTimeout = deadpeer.DefaultTimeout
 // ParseConfig puts DeadPeerDialer(DefaultDeadPeerTimeout) in
 // ConnConfig.DialFunc; set it again for another bound:
 //
-//	cfg.ConnConfig.DialFunc = pgxward.DeadPeerDialer(30 * time.Second)
+//	c.ConnConfig.DialFunc = pgxward.DeadPeerDialer(30 * time.Second)
 //
 // A timeout of zero or less dials as pgx does (Go's keepalive defaults,
 // about 15 s of idleness then 9 probes 15 s apart, and no TCP_USER_TIMEOUT).
