@@ -20,9 +20,10 @@ import (
 	"github.com/wardpool/wardpool/internal/servers"
 )
 
-// The silent link's shape, the same for PostgreSQL and Redis: writers
-// callers per pool with silenceCall each, a link silent for silenceHole,
-// and after it silenceAfter of load more.
+// The silent link's shape, the same for PostgreSQL and Redis:
+// silenceWriters callers per pool with silenceCall each, a link silent for
+// silenceHole, and after it load until every side has succeeded (at most
+// silenceRecover), then silenceAfter more.
 const (
 	silenceWriters = 16
 	silenceCall    = 500 * time.Millisecond
