@@ -210,8 +210,11 @@ func TestPromtoolRules(t *testing.T) {
 			"expr: wardpool_waiting_acquires > 0\n        for: 2m\n",
 			"expr: wardpool_waiting_acquires > 0\n        for: 0m\n"},
 		{"WardpoolResetsRepeated",
-			"expr: rate(wardpool_resets_total{cause!=\"manual\"}[5m]) > 0\n        for: 10m\n",
+			"expr: rate(wardpool_resets_total{cause!~\"manual|rotate\"}[5m]) > 0\n        for: 10m\n",
 			"expr: increase(wardpool_resets_total[15m]) > 0\n        for: 0m\n"},
+		{"WardpoolResetsRepeated", // rotations page
+			"expr: rate(wardpool_resets_total{cause!~\"manual|rotate\"}[5m]) > 0\n        for: 10m\n",
+			"expr: rate(wardpool_resets_total{cause!=\"manual\"}[5m]) > 0\n        for: 10m\n"},
 		{"WardpoolBudgetStoreAway",
 			"expr: wardpool_budget_alone == 1\n        for: 3m\n",
 			"expr: max_over_time(wardpool_budget_alone[5m]) == 1\n        for: 1m\n"},
