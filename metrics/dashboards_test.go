@@ -158,6 +158,18 @@ func TestDashboard(t *testing.T) {
 	if n < 10 {
 		t.Errorf("only %d queries in the dashboard", n)
 	}
+	// What the alerts watch, an operator sees drawn.
+	for _, name := range []string{"wardpool_waiting_acquires", "wardpool_resets_total", "wardpool_budget_alone"} {
+		drawn := false
+		for _, p := range d.Panels {
+			for _, tg := range p.Targets {
+				drawn = drawn || strings.Contains(tg.Expr, name+"{")
+			}
+		}
+		if !drawn {
+			t.Errorf("no panel draws %s", name)
+		}
+	}
 }
 
 // TestPromQLParser holds the test's parser to PromQL: it takes what

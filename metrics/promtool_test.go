@@ -199,20 +199,40 @@ func TestPromtoolRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const shedExpr = "expr: rate(wardpool_shed_total[2m]) > 0\n        for: 3m\n"
-	if !bytes.Contains(rules, []byte(shedExpr)) {
-		t.Fatalf("alerts.yml no longer has %q: update this test", shedExpr)
-	}
-	dir := t.TempDir()
-	eager := bytes.Replace(rules, []byte(shedExpr), []byte("expr: rate(wardpool_shed_total[5m]) > 0\n        for: 1m\n"), 1)
-	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), eager, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "alerts_test.yml"), tests, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, code := runPromtool(t, bin, "", "test", "rules", filepath.Join(dir, "alerts_test.yml"))
-	if code == 0 || !strings.Contains(out, "WardpoolShedding") {
-		t.Errorf("alerts_test.yml passed rules that page on one shed:\n%s", out)
+	// Rules that fire on a blip must fail the tests: each eager form
+	// below is what a hasty rule would say, and alerts_test.yml must
+	// catch it, naming the alert.
+	for _, c := range []struct{ alert, rule, eager string }{
+		{"WardpoolShedding",
+			"expr: rate(wardpool_shed_total[2m]) > 0\n        for: 3m\n",
+			"expr: rate(wardpool_shed_total[5m]) > 0\n        for: 1m\n"},
+		{"WardpoolCallersWaiting",
+			"expr: wardpool_waiting_acquires > 0\n        for: 2m\n",
+			"expr: wardpool_waiting_acquires > 0\n        for: 0m\n"},
+		{"WardpoolResetsRepeated",
+			"expr: rate(wardpool_resets_total{cause!~\"manual|rotate\"}[5m]) > 0\n        for: 10m\n",
+			"expr: increase(wardpool_resets_total[15m]) > 0\n        for: 0m\n"},
+		{"WardpoolResetsRepeated", // rotations page
+			"expr: rate(wardpool_resets_total{cause!~\"manual|rotate\"}[5m]) > 0\n        for: 10m\n",
+			"expr: rate(wardpool_resets_total{cause!=\"manual\"}[5m]) > 0\n        for: 10m\n"},
+		{"WardpoolBudgetStoreAway",
+			"expr: wardpool_budget_alone == 1\n        for: 3m\n",
+			"expr: max_over_time(wardpool_budget_alone[5m]) == 1\n        for: 1m\n"},
+	} {
+		if !bytes.Contains(rules, []byte(c.rule)) {
+			t.Fatalf("alerts.yml no longer has %q: update this test", c.rule)
+		}
+		dir := t.TempDir()
+		eager := bytes.Replace(rules, []byte(c.rule), []byte(c.eager), 1)
+		if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), eager, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "alerts_test.yml"), tests, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, code := runPromtool(t, bin, "", "test", "rules", filepath.Join(dir, "alerts_test.yml"))
+		if code == 0 || !strings.Contains(out, c.alert) {
+			t.Errorf("alerts_test.yml passed a %s that fires on a blip (%q):\n%s", c.alert, c.eager, out)
+		}
 	}
 }

@@ -253,8 +253,9 @@ const (
 )
 
 // ParseConfig reads connString as pgx.ParseConfig does (URL or keyword/value
-// form) and takes out the pool options pgxpool understands, with pgxpool's
-// defaults:
+// form), sets ConnConfig.DialFunc to DeadPeerDialer(DefaultDeadPeerTimeout)
+// (pgx's is a plain net.Dialer), and takes out the pool options pgxpool
+// understands, with pgxpool's defaults:
 //
 //   - pool_max_conns: integer, 1 or more (default DefaultMaxConns())
 //   - pool_min_conns: integer, 0 or more (default 0)
@@ -274,6 +275,8 @@ func ParseConfig(connString string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	// pgx's connect_timeout bounds the dial through its context already.
+	cc.DialFunc = DeadPeerDialer(DefaultDeadPeerTimeout)
 	c := &Config{
 		ConnConfig:        cc,
 		MaxConns:          DefaultMaxConns(),

@@ -115,6 +115,20 @@ type Config struct {
 	// look inside each connection's client is turned off whatever
 	// CheckIdle says.
 	CheckIdle time.Duration
+	// DeadPeerTimeout bounds how long a connection to a server that stopped
+	// answering at the TCP level (its host gone, a link or firewall
+	// dropping packets without a reset) stays open: the kernel closes it
+	// at most this long, plus a second, after the last packet it got
+	// (TCP_USER_TIMEOUT for a command in flight or a dial's SYN, keepalive
+	// probes for an idle connection; see DefaultDeadPeerTimeout). The peek
+	// before a loan then finds it closed and it is replaced without the
+	// caller seeing it. It applies when Options.Dialer is nil (the pool
+	// dials with a net.Dialer, as go-redis would). Zero means
+	// DefaultDeadPeerTimeout; negative dials as go-redis does (keepalive
+	// every 5 minutes, no TCP_USER_TIMEOUT). An Options.Dialer of your own
+	// is used as it is; the one FromFailoverOptions installs dials the
+	// master with DefaultDeadPeerTimeout (or with fo.Dialer, when set).
+	DeadPeerTimeout time.Duration
 	// LeakAfter, when positive, records the stack of every acquire and
 	// reports a connection held longer to OnLeak. Zero turns the watch off.
 	LeakAfter time.Duration

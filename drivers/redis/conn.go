@@ -100,9 +100,10 @@ func (c *conn) track(cmd redis.Cmder) {
 	}
 }
 
-// dialer opens network connections for cfg: its Options.Dialer, or a
-// net.Dialer (with TLS when Options.TLSConfig is set) as go-redis would.
-func dialer(o *redis.Options) func(ctx context.Context) (net.Conn, error) {
+// dialer opens network connections for o: its Dialer, or a net.Dialer
+// (with TLS when o.TLSConfig is set) as go-redis would, whose connections
+// are found dead within deadPeer (Config.DeadPeerTimeout).
+func dialer(o *redis.Options, deadPeer time.Duration) func(ctx context.Context) (net.Conn, error) {
 	network := o.Network
 	if network == "" {
 		network = "tcp"
@@ -118,7 +119,7 @@ func dialer(o *redis.Options) func(ctx context.Context) (net.Conn, error) {
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
-	nd := &net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}
+	nd := netDialer(timeout, deadPeer)
 	if o.TLSConfig != nil {
 		td := &tls.Dialer{NetDialer: nd, Config: o.TLSConfig}
 		return func(ctx context.Context) (net.Conn, error) { return td.DialContext(ctx, network, addr) }

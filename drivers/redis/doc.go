@@ -127,6 +127,24 @@
 // destroyed. The command is not run again, since it may have reached the
 // server.
 //
+// # A server that vanishes
+//
+// A server whose host is gone, or behind a link or firewall that drops
+// packets without a reset, answers nothing. go-redis's ReadTimeout (5 s by
+// default) ends a command in flight on such a connection, but an idle one
+// stays open as long as the kernel keeps it (go-redis's dialer probes every
+// 5 minutes), and the peek before a loan finds nothing wrong with it, so
+// the next command on it is lost to the read timeout. When Options.Dialer
+// is nil the pool dials with Config.DeadPeerTimeout (DefaultDeadPeerTimeout,
+// 5 s, by default): the kernel closes such a connection at most that long,
+// plus a second, after the server's last packet (TCP_USER_TIMEOUT on Linux,
+// which also ends a dial whose SYN goes unanswered; keepalive probes from
+// 2 s of quiet, 1 s apart). The peek then finds it closed and it is
+// replaced before a command is lost on it. FromFailoverOptions' dialer
+// dials the master with the default; an Options.Dialer of your own is used
+// as it is. Measured in internal/failover (TestSilentLinkRedis), beside
+// go-redis: its figures are in that package's doc.
+//
 // # Sharing guards between replicas
 //
 // Store is a shared.Store (package ward/shared) whose every method is one

@@ -53,7 +53,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 	}
 	p := &Pool{
 		inner:   innerOptions(cfg.Options),
-		netDial: dialer(cfg.Options),
+		netDial: dialer(cfg.Options, cfg.DeadPeerTimeout),
 		addr:    cfg.Options.Addr,
 
 		leakAfter: cfg.LeakAfter,

@@ -83,7 +83,7 @@ func masterDialer(fo *redis.FailoverOptions) func(ctx context.Context, network, 
 	sentinels := append([]string(nil), fo.SentinelAddrs...)
 	name, user, password := fo.MasterName, fo.SentinelUsername, fo.SentinelPassword
 	dial, tlsConfig := fo.Dialer, fo.TLSConfig
-	nd := &net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}
+	nd := netDialer(timeout, DefaultDeadPeerTimeout)
 	return func(ctx context.Context, network, _ string) (net.Conn, error) {
 		addr, err := askSentinels(ctx, sentinels, name, user, password, timeout, dial, tlsConfig)
 		if err != nil {

@@ -95,6 +95,18 @@
 // transaction starves by querying the *sql.DB while it holds a
 // connection, as many at once as Limits.Size.
 //
+// # A server that vanishes
+//
+// A server whose host is gone, or behind a link that drops packets
+// without a reset, leaves its connections open for as long as the kernel
+// retransmits (about 15 minutes on Linux) unless the socket bounds it.
+// The driver dials, not sqlward, so the bound is the driver's to set:
+// DeadPeerDialer gives one that closes such a connection within
+// DefaultDeadPeerTimeout (5 s) plus a second, as pgxward and redisward do
+// by default; give it to the driver (pgx's ConnConfig.DialFunc, say). A
+// connection the kernel closed fails its SessionResetter or Pinger check
+// at once and is replaced.
+//
 // # Metrics
 //
 // A *Connector is a metrics.Source as it is (Stats, Limits, Leaked):

@@ -32,7 +32,11 @@ type Postgres struct {
 	Port int
 	// Dir holds the cluster (Dir/data), its socket and its log (Dir/log).
 	Dir string
+	// Host is the address DSN connects to: 127.0.0.1, or for a server in
+	// a network namespace (StartPostgresIn) the namespace's first address.
+	Host string
 
+	ns      *Netns // the namespace the server runs in, or nil
 	bin     string
 	mu      sync.Mutex // guards running
 	running bool
@@ -67,7 +71,23 @@ func PostgresBin(t testing.TB) string {
 // ends.
 func StartPostgres(t testing.TB) *Postgres {
 	t.Helper()
+	return startPostgres(t, nil)
+}
+
+// StartPostgresIn is StartPostgres in the network namespace ns: the server
+// listens on every address of ns (and on the namespace's own loopback),
+// and DSN connects to ns.Addrs[0], over the namespace's link.
+func StartPostgresIn(t testing.TB, ns *Netns) *Postgres {
+	t.Helper()
+	return startPostgres(t, ns)
+}
+
+func startPostgres(t testing.TB, ns *Netns) *Postgres {
+	t.Helper()
 	p := newPostgres(t)
+	if ns != nil {
+		p.ns, p.Host = ns, ns.Addrs[0]
+	}
 	if out, err := p.as(p.prog("initdb"), "-D", p.data(), "-U", "postgres", "-E", "UTF8", "--locale=C",
 		"--auth=trust", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("servers: initdb: %v\n%s", err, out)
@@ -104,7 +124,7 @@ func newPostgres(t testing.TB) *Postgres {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Postgres{Port: FreePort(t), Dir: dir, bin: bin}
+	p := &Postgres{Port: FreePort(t), Dir: dir, Host: "127.0.0.1", bin: bin}
 	t.Cleanup(func() {
 		p.end("immediate")
 		_ = os.RemoveAll(dir)
@@ -133,11 +153,15 @@ func newPostgres(t testing.TB) *Postgres {
 func (p *Postgres) prog(name string) string { return filepath.Join(p.bin, name) }
 func (p *Postgres) data() string            { return filepath.Join(p.Dir, "data") }
 
-// as is a command run as the cluster's owner, in its directory.
+// as is a command run as the cluster's owner, in its directory, and in
+// its network namespace when it has one.
 func (p *Postgres) as(args ...string) *exec.Cmd {
-	var cmd *exec.Cmd
 	if os.Geteuid() == 0 {
-		cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...)
+		args = append([]string{"runuser", "-u", "postgres", "--"}, args...)
+	}
+	var cmd *exec.Cmd
+	if p.ns != nil {
+		cmd = p.ns.Command(args[0], args[1:]...)
 	} else {
 		cmd = exec.Command(args[0], args[1:]...)
 	}
@@ -163,6 +187,14 @@ func (p *Postgres) configure(t testing.TB) {
 		"hot_standby = on",
 		"",
 	}, "\n")
+	if p.ns != nil {
+		conf += "listen_addresses = '*' # the namespace's addresses and loopback\n"
+		hba := p.as("tee", "-a", filepath.Join(p.data(), "pg_hba.conf"))
+		hba.Stdin = strings.NewReader("\n# the test's end of the namespace's link\nhost all all 198.18.0.0/15 trust\n")
+		if out, err := hba.CombinedOutput(); err != nil {
+			t.Fatalf("servers: write pg_hba.conf: %v\n%s", err, out)
+		}
+	}
 	cmd := p.as("tee", "-a", filepath.Join(p.data(), "postgresql.conf"))
 	cmd.Stdin = strings.NewReader(conf)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -175,7 +207,7 @@ func (p *Postgres) configure(t testing.TB) {
 // "application_name=w").
 func (p *Postgres) DSN(extra ...string) string {
 	q := append([]string{"sslmode=disable"}, extra...)
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?%s", p.Port, strings.Join(q, "&"))
+	return fmt.Sprintf("postgres://postgres@%s:%d/postgres?%s", p.Host, p.Port, strings.Join(q, "&"))
 }
 
 // Start starts the server (a no-op while it runs) and waits, up to 60 s,

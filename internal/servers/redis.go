@@ -75,6 +75,26 @@ func StartRedisOn(t testing.TB, port int, extra ...string) *Redis {
 	return r
 }
 
+// StartRedisIn is StartRedis in the network namespace ns: the server
+// listens on every address of ns, and Addr is ns.Addrs[0] with its port,
+// reached over the namespace's link. Protected mode is off: only the
+// test's end of the link reaches the namespace.
+func StartRedisIn(t testing.TB, ns *Netns, extra ...string) *Redis {
+	t.Helper()
+	bin := RedisBinary(t)
+	dir := t.TempDir()
+	port := strconv.Itoa(FreePort(t))
+	r := &Redis{Addr: net.JoinHostPort(ns.Addrs[0], port), Dir: dir}
+	r.args = append([]string{"ip", "netns", "exec", ns.Name, bin, "--bind", "0.0.0.0", "--port", port,
+		"--protected-mode", "no", "--save", "", "--appendonly", "no", "--dir", dir,
+		"--logfile", filepath.Join(dir, "log")}, extra...)
+	t.Cleanup(r.Stop)
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // Start starts the server again after Stop or Kill (a no-op while it runs)
 // and waits, up to 10 s, until it answers PING.
 func (r *Redis) Start() error {

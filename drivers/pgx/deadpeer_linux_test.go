@@ -1,0 +1,58 @@
+package pgxward
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// userTimeout dials a loopback listener with dial and returns the
+// connection's TCP_USER_TIMEOUT in milliseconds.
+func userTimeout(t *testing.T, dial func(ctx context.Context, network, addr string) (net.Conn, error)) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms int
+	var gerr error
+	if err := rc.Control(func(fd uintptr) {
+		ms, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if gerr != nil {
+		t.Fatal(gerr)
+	}
+	return ms
+}
+
+// TestParseConfigFindsDeadPeers holds that a user who only calls
+// ParseConfig dials with DefaultDeadPeerTimeout, whatever connect_timeout
+// says, and that DeadPeerDialer(0) dials as pgx does.
+func TestParseConfigFindsDeadPeers(t *testing.T) {
+	for _, s := range []string{base, base + "&connect_timeout=3"} {
+		cfg, err := ParseConfig(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := userTimeout(t, cfg.ConnConfig.DialFunc), int(DefaultDeadPeerTimeout.Milliseconds()); got != want {
+			t.Errorf("%s: TCP_USER_TIMEOUT %d ms, want %d", s, got, want)
+		}
+	}
+	if got := userTimeout(t, DeadPeerDialer(0)); got != 0 {
+		t.Errorf("DeadPeerDialer(0): TCP_USER_TIMEOUT %d ms, want 0", got)
+	}
+}
