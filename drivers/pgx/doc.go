@@ -53,7 +53,7 @@
 // kept. Resets are counted by cause in Stats().ResetCauses and by the
 // metrics package (wardpool_resets_total{cause}), and each is logged once
 // at warning level. Set Classify to change the list (wardpool.Destroy
-// closes the failing connection alone), or to wardpool.KeepAll to keep
+// closes the failing connection alone), or to wardpool.ReuseAll to keep
 // every connection, as pgxpool does:
 //
 //	c.Classify = func(err error) (wardpool.Verdict, string) {

@@ -31,12 +31,12 @@ func TestDefaultClassify(t *testing.T) {
 		{&pgconn.PgError{Code: "08006"}, wardpool.Reset, "08006"},
 		{&pgconn.PgError{Code: "08P01"}, wardpool.Reset, "08P01"},
 		{fmt.Errorf("insert: %w", &pgconn.PgError{Code: "25006"}), wardpool.Reset, "25006"},
-		{&pgconn.PgError{Code: "23505"}, wardpool.Keep, ""}, // unique_violation
-		{&pgconn.PgError{Code: "42601"}, wardpool.Keep, ""}, // syntax_error
-		{&pgconn.PgError{Code: "57014"}, wardpool.Keep, ""}, // query_canceled
-		{&pgconn.PgError{Code: "08"}, wardpool.Keep, ""},    // not a SQLSTATE
-		{errors.New("read tcp: connection reset"), wardpool.Keep, ""},
-		{context.DeadlineExceeded, wardpool.Keep, ""},
+		{&pgconn.PgError{Code: "23505"}, wardpool.Reuse, ""}, // unique_violation
+		{&pgconn.PgError{Code: "42601"}, wardpool.Reuse, ""}, // syntax_error
+		{&pgconn.PgError{Code: "57014"}, wardpool.Reuse, ""}, // query_canceled
+		{&pgconn.PgError{Code: "08"}, wardpool.Reuse, ""},    // not a SQLSTATE
+		{errors.New("read tcp: connection reset"), wardpool.Reuse, ""},
+		{context.DeadlineExceeded, wardpool.Reuse, ""},
 	} {
 		v, cause := DefaultClassify(c.err)
 		if v != c.want || cause != c.cause {
@@ -85,12 +85,12 @@ func TestOnPgErrorKeepsTheWorst(t *testing.T) {
 	calls := 0
 	h := p.onPgError(r, func(*pgconn.PgConn, *pgconn.PgError) bool { calls++; return calls%2 == 0 })
 	// While the connection is being dialled its errors are the dial's.
-	if h(nil, &pgconn.PgError{Code: "25006"}) || r.fail.v != wardpool.Keep || calls != 1 {
+	if h(nil, &pgconn.PgError{Code: "25006"}) || r.fail.v != wardpool.Reuse || calls != 1 {
 		t.Fatalf("an error of the dial was classified (%+v) or the next handler skipped", r.fail)
 	}
 	calls = 0
 	r.conn = new(pgx.Conn) // dialled: a stand-in, never used
-	if h(nil, &pgconn.PgError{Code: "23505"}) || r.fail.v != wardpool.Keep {
+	if h(nil, &pgconn.PgError{Code: "23505"}) || r.fail.v != wardpool.Reuse {
 		t.Fatal("a unique violation was not kept, or the next handler's answer was lost")
 	}
 	h(nil, &pgconn.PgError{Code: "XX000"})
@@ -104,7 +104,7 @@ func TestOnPgErrorKeepsTheWorst(t *testing.T) {
 	}
 	r.fail = failure{}
 	h(nil, &pgconn.PgError{Code: "PANIC"})
-	if r.fail.v != wardpool.Keep || p.Stats().Panics != 1 {
+	if r.fail.v != wardpool.Reuse || p.Stats().Panics != 1 {
 		t.Fatalf("a panicking classifier: %+v, panics %d", r.fail, p.Stats().Panics)
 	}
 	if calls != 5 {
@@ -179,13 +179,13 @@ func TestReadOnlyResetsOnce(t *testing.T) {
 }
 
 // TestReadOnlyKeptWithoutClassifier is the same without the classifier
-// (wardpool.KeepAll): the read-only connections stay in the pool, and
+// (wardpool.ReuseAll): the read-only connections stay in the pool, and
 // writes go on failing on them. It is what TestReadOnlyResetsOnce's
 // classifier buys.
 func TestReadOnlyKeptWithoutClassifier(t *testing.T) {
 	var ro atomic.Bool
 	ro.Store(true)
-	p := readOnlyPool(t, &ro, func(c *Config) { c.Classify = wardpool.KeepAll })
+	p := readOnlyPool(t, &ro, func(c *Config) { c.Classify = wardpool.ReuseAll })
 	ctx := ctxT(t)
 	tbl := table2(t)
 	c, err := p.Acquire(ctx)

@@ -33,7 +33,7 @@ type res struct {
 	ping *pendingPing
 	// fail is the worst verdict of the server's errors during the current
 	// loan (see onPgError), acted on by Conn.Release; the zero value is
-	// Keep.
+	// Reuse.
 	fail failure
 	// spare holds handles not lent yet. Every loan takes a fresh one and
 	// none is used twice, so a *Conn kept past its Release can never act on

@@ -121,12 +121,12 @@ type Config struct {
 	// OnLeak receives the leak reports; nil logs them on Logger.
 	OnLeak func(Leak)
 	// Classify says what an error reply from the server means for the
-	// connection it came on: wardpool.Keep (a command's own failure, such
+	// connection it came on: wardpool.Reuse (a command's own failure, such
 	// as WRONGTYPE), wardpool.Destroy (close this connection), or
 	// wardpool.Reset (every connection to this server is wrong now: close
 	// the idle ones at once and the lent ones as they come back, once per
 	// generation; see wardpool.Loan.Reset). Nil means DefaultClassify
-	// (READONLY, MASTERDOWN and LOADING reset); wardpool.KeepAll turns
+	// (READONLY, MASTERDOWN and LOADING reset); wardpool.ReuseAll turns
 	// resets off. It is called on the caller's goroutine for every error
 	// reply a pooled command or pipeline gets (Process, Do, Pipelined,
 	// TxPipelined, Watch, a Loan's client, Client()'s commands), not for

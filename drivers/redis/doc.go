@@ -99,7 +99,7 @@
 // Stats().ResetCauses and by the metrics package
 // (wardpool_resets_total{cause}), and each is logged once at warning
 // level. Set Classify to a function of your own to change the list, or
-// to wardpool.KeepAll to have READONLY destroy its connection alone, as
+// to wardpool.ReuseAll to have READONLY destroy its connection alone, as
 // go-redis does.
 //
 // A connection the server closed while it sat idle (CLIENT KILL, the

@@ -30,11 +30,11 @@ func TestDefaultClassify(t *testing.T) {
 		{fakeReply("LOADING Redis is loading the dataset in memory"), wardpool.Reset, "LOADING"},
 		{fakeReply("LOADING"), wardpool.Reset, "LOADING"},
 		{fmt.Errorf("set: %w", fakeReply("READONLY You can't write")), wardpool.Reset, "READONLY"},
-		{fakeReply("READONLYISH not the word"), wardpool.Keep, ""},
-		{fakeReply("WRONGTYPE Operation against a key holding the wrong kind of value"), wardpool.Keep, ""},
-		{fakeReply("ERR unknown command"), wardpool.Keep, ""},
-		{errors.New("READONLY but not a reply"), wardpool.Keep, ""},
-		{io.EOF, wardpool.Keep, ""},
+		{fakeReply("READONLYISH not the word"), wardpool.Reuse, ""},
+		{fakeReply("WRONGTYPE Operation against a key holding the wrong kind of value"), wardpool.Reuse, ""},
+		{fakeReply("ERR unknown command"), wardpool.Reuse, ""},
+		{errors.New("READONLY but not a reply"), wardpool.Reuse, ""},
+		{io.EOF, wardpool.Reuse, ""},
 	} {
 		v, cause := DefaultClassify(c.err)
 		if v != c.want || cause != c.cause {
@@ -68,10 +68,10 @@ func TestFailedJudges(t *testing.T) {
 	if !c.unfit() || c.reset.Load() != nil {
 		t.Fatal("a Destroy verdict did not mark the connection unfit")
 	}
-	c = &conn{classify: wardpool.KeepAll}
+	c = &conn{classify: wardpool.ReuseAll}
 	c.failed(fakeReply("READONLY You can't write"))
 	if !c.unfit() || c.reset.Load() != nil {
-		t.Fatal("READONLY under KeepAll: want destroyed (go-redis's rule), not reset")
+		t.Fatal("READONLY under ReuseAll: want destroyed (go-redis's rule), not reset")
 	}
 }
 
@@ -140,7 +140,7 @@ func TestReadOnlyReplyResetsOnce(t *testing.T) {
 // connection is destroyed (go-redis's rule) and the idle ones, opened to
 // the demoted server, stay.
 func TestReadOnlyReplyWithoutClassifier(t *testing.T) {
-	s := readOnlyRun(t, wardpool.KeepAll)
+	s := readOnlyRun(t, wardpool.ReuseAll)
 	if s.Resets != 0 || s.Idle != 2 || s.Dropped != 2 {
 		t.Fatalf("resets %d, idle %d, dropped %d; want 0, the 2 idle kept, the 2 writers destroyed", s.Resets, s.Idle, s.Dropped)
 	}

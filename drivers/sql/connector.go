@@ -167,7 +167,7 @@ type Config struct {
 	// metrics.LeakReturnedMessage, the same for every wardpool driver.
 	OnLeak func(Leak)
 	// Classify says what an error the driver returns means for the
-	// connection it came from: wardpool.Keep (a query's own failure),
+	// connection it came from: wardpool.Reuse (a query's own failure),
 	// wardpool.Destroy (close this connection), or wardpool.Reset (every
 	// connection to this server is wrong now: close the idle ones at once
 	// and the lent ones as they come back, once per generation; see
@@ -178,7 +178,7 @@ type Config struct {
 	// driver's word and is not classified: the connection is destroyed and
 	// database/sql retries the call on another. Nil means DefaultClassify
 	// (by SQLSTATE: 25006, 57P01, 57P02, 57P03 and class 08 reset);
-	// wardpool.KeepAll turns it off. A classifier that panics is recovered
+	// wardpool.ReuseAll turns it off. A classifier that panics is recovered
 	// and counted (see wardpool.Keeper.Classify).
 	Classify wardpool.Classifier
 	// Logger receives the pool's warnings; nil is slog.Default().

@@ -38,9 +38,9 @@ func TestDefaultClassify(t *testing.T) {
 		{stateErr("08006"), wardpool.Reset, "08006"},
 		{fmt.Errorf("exec: %w", stateErr("25006")), wardpool.Reset, "25006"},
 		{&pgconn.PgError{Code: "25006"}, wardpool.Reset, "25006"},
-		{stateErr("23505"), wardpool.Keep, ""},
-		{errors.New("25006"), wardpool.Keep, ""}, // no SQLState method
-		{driver.ErrBadConn, wardpool.Keep, ""},
+		{stateErr("23505"), wardpool.Reuse, ""},
+		{errors.New("25006"), wardpool.Reuse, ""}, // no SQLState method
+		{driver.ErrBadConn, wardpool.Reuse, ""},
 	} {
 		v, cause := DefaultClassify(c.err)
 		if v != c.want || cause != c.cause {
@@ -75,7 +75,7 @@ func TestMockReadOnlyResets(t *testing.T) {
 }
 
 // TestMockClassifyDestroyAndOff: a Destroy verdict drops the connection
-// alone; wardpool.KeepAll keeps it.
+// alone; wardpool.ReuseAll keeps it.
 func TestMockClassifyDestroyAndOff(t *testing.T) {
 	cfg := one()
 	cfg.Classify = func(error) (wardpool.Verdict, string) { return wardpool.Destroy, "" }
@@ -85,12 +85,12 @@ func TestMockClassifyDestroyAndOff(t *testing.T) {
 	if s := c.Stats(); s.Dropped != 1 || s.Resets != 0 {
 		t.Fatalf("destroy verdict: dropped %d resets %d", s.Dropped, s.Resets)
 	}
-	cfg.Classify = wardpool.KeepAll
+	cfg.Classify = wardpool.ReuseAll
 	db, c, mock, _ = newMock(t, cfg)
 	mock.ExpectExec("X").WillReturnError(stateErr("25006"))
 	_, _ = db.ExecContext(ctxT(t), "X")
 	if s := c.Stats(); s.Dropped != 0 || s.Resets != 0 || s.Idle != 1 {
-		t.Fatalf("KeepAll: %+v", s.Books)
+		t.Fatalf("ReuseAll: %+v", s.Books)
 	}
 }
 
