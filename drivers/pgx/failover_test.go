@@ -104,8 +104,8 @@ func TestOnPgErrorKeepsTheWorst(t *testing.T) {
 	}
 	r.fail = failure{}
 	h(nil, &pgconn.PgError{Code: "PANIC"})
-	if r.fail.v != wardpool.Reuse || p.Stats().Panics != 1 {
-		t.Fatalf("a panicking classifier: %+v, panics %d", r.fail, p.Stats().Panics)
+	if r.fail.v != wardpool.Reuse || p.WardStats().Panics != 1 {
+		t.Fatalf("a panicking classifier: %+v, panics %d", r.fail, p.WardStats().Panics)
 	}
 	if calls != 5 {
 		t.Fatalf("the next handler ran %d times, want 5", calls)
@@ -166,14 +166,14 @@ func TestReadOnlyResetsOnce(t *testing.T) {
 		}
 		c.Release()
 	}
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Resets != 1 || s.ResetCauses["25006"] != 1 {
 		t.Fatalf("resets %d by cause %v, want one 25006", s.Resets, s.ResetCauses)
 	}
 	if _, err := p.Exec(ctx, "INSERT INTO "+tbl+" VALUES (100)"); err != nil {
 		t.Fatalf("write after the reset: %v", err)
 	}
-	if s := p.Stats(); s.Live != 1 || s.Resets != 1 {
+	if s := p.WardStats(); s.Live != 1 || s.Resets != 1 {
 		t.Fatalf("after the reset: live %d (want the one new connection), resets %d", s.Live, s.Resets)
 	}
 }
@@ -199,7 +199,7 @@ func TestReadOnlyKeptWithoutClassifier(t *testing.T) {
 			t.Fatalf("write %d succeeded on the kept read-only connection", i)
 		}
 	}
-	if s := p.Stats(); s.Resets != 0 || s.Made != 1 {
+	if s := p.WardStats(); s.Resets != 0 || s.Made != 1 {
 		t.Fatalf("resets %d, made %d; want 0 and 1", s.Resets, s.Made)
 	}
 }
@@ -227,7 +227,7 @@ func TestTerminatedBackendResets(t *testing.T) {
 		t.Skipf("the terminated backend answered %v, not 57P01 (the FATAL was not read)", err)
 	}
 	a.Release()
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Resets != 1 || s.ResetCauses["57P01"] != 1 || s.Idle != 0 {
 		t.Fatalf("resets %d %v, idle %d; want one 57P01 reset and nothing idle", s.Resets, s.ResetCauses, s.Idle)
 	}
@@ -323,7 +323,7 @@ func TestStormResetsOnceBesidePgxpool(t *testing.T) {
 	p := readOnlyPool(t, &ro, func(c *Config) { c.MaxConns = 32 })
 	tbl := table2(t)
 	ours := storm(t, wardWriter{p}, &ro, tbl)
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Resets != 1 || s.ResetCauses["25006"] != 1 {
 		t.Fatalf("resets %d %v after a storm of 32, want exactly one 25006", s.Resets, s.ResetCauses)
 	}
@@ -371,7 +371,7 @@ func TestOwnReadOnlyTransactionKept(t *testing.T) {
 	}
 	_ = tx.Rollback(ctx)
 	c.Release()
-	if s := p.Stats(); s.Resets != 0 || s.Idle != 1 || s.Dropped != 0 {
+	if s := p.WardStats(); s.Resets != 0 || s.Idle != 1 || s.Dropped != 0 {
 		t.Fatalf("resets %d, idle %d, dropped %d; want the connection kept and no reset", s.Resets, s.Idle, s.Dropped)
 	}
 }

@@ -38,7 +38,7 @@ func TestGetAllocsBelowGoRedis(t *testing.T) {
 		if pa >= ra {
 			t.Errorf("a GET on the pool with CheckIdle %v allocates %v times, on go-redis's pool %v: want fewer", checkIdle, pa, ra)
 		}
-		if s := p.Stats(); s.CheckFailures != 0 || s.Made != 1 {
+		if s := p.WardStats(); s.CheckFailures != 0 || s.Made != 1 {
 			t.Errorf("CheckIdle %v: the pool's one connection was not kept: %+v", checkIdle, s)
 		}
 	}

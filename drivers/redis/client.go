@@ -27,7 +27,7 @@ import (
 // as it needs it: Conn holds a loan until the *redis.Conn is closed, Watch
 // for the length of its function, and Subscribe, PSubscribe and SSubscribe
 // for the life of the PubSub (a subscription's connection is counted in
-// Stats but not against Limits.Size, so subscriptions never starve
+// WardStats but not against Limits.Size, so subscriptions never starve
 // commands, as on go-redis); those connections are destroyed afterwards
 // when they were left in a state the next borrower would inherit (a
 // subscription, SELECT, CLIENT TRACKING, …). A command that would leave

@@ -70,7 +70,7 @@ func TestClient(t *testing.T) {
 	if v, _ := rdb.Get(ctx, k+"a").Int(); v != 12 {
 		t.Fatalf("after Watch: %d, want 12", v)
 	}
-	if s := p.Stats(); s.Made != 1 || s.Live != 1 || s.Busy != 0 {
+	if s := p.WardStats(); s.Made != 1 || s.Live != 1 || s.Busy != 0 {
 		t.Fatalf("want one connection made and kept: %+v", s.Books)
 	}
 }
@@ -109,7 +109,7 @@ func TestSessionCommandsRefused(t *testing.T) {
 	if v := p.Do(ctx, "GET", k+"a").Val(); v != "0" {
 		t.Fatalf("after a pipeline's SELECT, GET in database 0 = %v: the connection stayed in database 2", v)
 	}
-	if s := p.Stats(); s.Made != 2 || s.Live != 1 {
+	if s := p.WardStats(); s.Made != 2 || s.Live != 1 {
 		t.Fatalf("the pipeline's connection was lent again: %+v", s.Books)
 	}
 	if err := p.Do(ctx, "DEL", k+"a").Err(); err != nil {
@@ -126,7 +126,7 @@ func TestSessionCommandsRefused(t *testing.T) {
 	if err := p.Client().Do(ctx, "HELLO", 3).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if s := p.Stats(); s.Made != 2 || s.Live != 1 {
+	if s := p.WardStats(); s.Made != 2 || s.Live != 1 {
 		t.Fatalf("%+v", s.Books)
 	}
 }

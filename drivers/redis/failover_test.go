@@ -123,7 +123,7 @@ func readOnlyRun(t *testing.T, classify wardpool.Classifier) wardpool.Stats {
 		}
 		l.Release()
 	}
-	return p.Stats()
+	return p.WardStats()
 }
 
 // TestReadOnlyReplyResetsOnce: on a real demoted server, the first
@@ -212,7 +212,7 @@ func TestMovedPrimaryBesideGoRedis(t *testing.T) {
 		}
 		return nil
 	}, func(i int) error { return p.Do(ctx, "set", "k", i).Err() })
-	if s := p.Stats(); ours != 1 || s.Resets != 1 {
+	if s := p.WardStats(); ours != 1 || s.Resets != 1 {
 		t.Errorf("redisward: %d of 32 writes failed, %d resets; want 1 and 1", ours, s.Resets)
 	}
 

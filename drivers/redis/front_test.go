@@ -112,7 +112,7 @@ func TestClientHooksAsGoRedis(t *testing.T) {
 	if len(want) < 20 {
 		t.Fatalf("the run saw too little to compare: %q", want)
 	}
-	if s := p.Stats(); s.Busy != 0 {
+	if s := p.WardStats(); s.Busy != 0 {
 		t.Fatalf("a loan is still out: %+v", s.Books)
 	}
 }
@@ -134,13 +134,13 @@ func TestClientConnSticky(t *testing.T) {
 	if err != nil || id1 != id2 {
 		t.Fatalf("CLIENT ID on one Conn: %d then %d (%v)", id1, id2, err)
 	}
-	if s := p.Stats(); s.Busy != 1 || s.Live != 2 {
+	if s := p.WardStats(); s.Busy != 1 || s.Live != 2 {
 		t.Fatalf("while the Conn is open: %+v", s.Books)
 	}
 	if err := conn.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := p.Stats(); s.Busy != 0 || s.Live != 2 {
+	if s := p.WardStats(); s.Busy != 0 || s.Live != 2 {
 		t.Fatalf("after Close the connection should be back: %+v", s.Books)
 	}
 	// SELECT on a Conn works, and its connection is not lent again.
@@ -150,7 +150,7 @@ func TestClientConnSticky(t *testing.T) {
 	}
 	sel, _ := conn.ClientID(ctx).Result()
 	_ = conn.Close()
-	if s := p.Stats(); s.Busy != 0 || s.Live != 1 {
+	if s := p.WardStats(); s.Busy != 0 || s.Live != 1 {
 		t.Fatalf("a Conn left in database 1 was kept: %+v", s.Books)
 	}
 	for range 3 {
@@ -170,7 +170,7 @@ func TestClientSubscribe(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if s := p.Stats(); s.Busy != 1 {
+	if s := p.WardStats(); s.Busy != 1 {
 		t.Fatalf("the subscription's connection is not a loan: %+v", s.Books)
 	}
 	if err := rdb.Publish(ctx, k+"ch", "hello").Err(); err != nil {
@@ -180,11 +180,11 @@ func TestClientSubscribe(t *testing.T) {
 	if err != nil || m.Payload != "hello" {
 		t.Fatalf("ReceiveMessage: %v %v", m, err)
 	}
-	made := p.Stats().Made
+	made := p.WardStats().Made
 	if err := sub.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Busy != 0 || s.Live != int(made)-1 {
 		t.Fatalf("the subscription's connection was not destroyed: %+v", s.Books)
 	}
@@ -214,7 +214,7 @@ func TestClientClose(t *testing.T) {
 	}); !errors.Is(err, redis.ErrClosed) {
 		t.Fatalf("Pipelined after Close: %v, want redis.ErrClosed", err)
 	}
-	if s := p.Stats(); s.Busy != 0 {
+	if s := p.WardStats(); s.Busy != 0 {
 		t.Fatalf("the closed client's Conn still holds a loan: %+v", s.Books)
 	}
 	c2 := p.Client()
@@ -238,7 +238,7 @@ func TestPoolStats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, b := p.PoolStats(), p.Stats()
+	s, b := p.PoolStats(), p.WardStats()
 	if s.TotalConns != 1 || s.IdleConns != 1 || uint64(s.Hits) != b.Reused || uint64(s.Hits+s.Misses) != b.Loans || s.Hits < 3 {
 		t.Fatalf("PoolStats %+v from %+v", s, b.Books)
 	}
@@ -285,7 +285,7 @@ func TestClientHooksFifo(t *testing.T) {
 	if want := []string{"h1 pipeline start get", "h1 pipeline end <nil>"}; strings.Join(log, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("hooks saw:\n%s\nwant:\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
 	}
-	if s := p.Stats(); s.Made != 1 {
+	if s := p.WardStats(); s.Made != 1 {
 		t.Fatalf("a connection was borrowed for a command: %+v", s.Books)
 	}
 }
@@ -329,7 +329,7 @@ func TestClientHookThenWatch(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("the hook saw WATCH %d times:\n%s", n, strings.Join(log, "\n"))
 	}
-	if s := p.Stats(); s.Busy != 0 {
+	if s := p.WardStats(); s.Busy != 0 {
 		t.Fatalf("a loan is still out: %+v", s.Books)
 	}
 }
@@ -416,7 +416,7 @@ func TestClientConcurrentHooks(t *testing.T) {
 	if want := "h0 start get|h1 start get|h2 start get|h2 end get <nil>|h1 end get <nil>|h0 end get <nil>"; strings.Join(log, "|") != want {
 		t.Fatalf("hooks saw %q, want %q", strings.Join(log, "|"), want)
 	}
-	if s := p.Stats(); s.Busy != 0 {
+	if s := p.WardStats(); s.Busy != 0 {
 		t.Fatalf("a loan is still out: %+v", s.Books)
 	}
 }
@@ -445,11 +445,11 @@ func TestClientOptions(t *testing.T) {
 	if name, err := conn.ClientGetName(ctx).Result(); err != nil || name != "wardpool-test" {
 		t.Fatalf("CLIENT GETNAME on a Conn: %q %v", name, err)
 	}
-	made := p.Stats().Made
+	made := p.WardStats().Made
 	if err := conn.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := p.Stats(); s.Busy != 0 || s.Live != int(made) {
+	if s := p.WardStats(); s.Busy != 0 || s.Live != int(made) {
 		t.Fatalf("the Conn's connection was not given back: %+v", s.Books)
 	}
 	// A Conn whose first command renames its connection is destroyed.
@@ -458,7 +458,7 @@ func TestClientOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = conn.Close()
-	if s := p.Stats(); s.Busy != 0 || s.Live != int(made)-1 {
+	if s := p.WardStats(); s.Busy != 0 || s.Live != int(made)-1 {
 		t.Fatalf("a renamed connection was given back: %+v", s.Books)
 	}
 	// SELECT of the pool's own database changes nothing, and is let through.
@@ -495,7 +495,7 @@ func TestClientConnHook(t *testing.T) {
 	if want := "c start client|c end client <nil>"; strings.Join(log, "|") != want {
 		t.Fatalf("the Conn's hook saw %q, want %q", strings.Join(log, "|"), want)
 	}
-	if s := p.Stats(); s.Busy != 1 || s.Live != 2 {
+	if s := p.WardStats(); s.Busy != 1 || s.Live != 2 {
 		t.Fatalf("%+v", s.Books)
 	}
 }

@@ -100,7 +100,7 @@ func TestCommands(t *testing.T) {
 	if err := p.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Made != 1 || s.Live != 1 || s.Idle != 1 {
 		t.Fatalf("after errors that are replies, want one connection made and kept: %+v", s.Books)
 	}
@@ -151,7 +151,7 @@ func TestPipelines(t *testing.T) {
 	if !errors.Is(err, redis.TxFailedErr) {
 		t.Fatalf("Watch with a concurrent change: %v, want TxFailedErr", err)
 	}
-	if s := p.Stats(); s.Made != 2 || s.Live != 2 {
+	if s := p.WardStats(); s.Made != 2 || s.Live != 2 {
 		t.Fatalf("want both connections kept: %+v", s.Books)
 	}
 }
@@ -189,7 +189,7 @@ func TestLoan(t *testing.T) {
 	if l.Valid() {
 		t.Fatal("loan still valid after Release")
 	}
-	if s := p.Stats(); s.DoubleReleases != 1 || s.Idle != 1 {
+	if s := p.WardStats(); s.DoubleReleases != 1 || s.Idle != 1 {
 		t.Fatalf("stats after a double release: %+v", s)
 	}
 	// The next borrower gets the same connection (LIFO, kept).
@@ -201,7 +201,7 @@ func TestLoan(t *testing.T) {
 		t.Fatalf("connection %d not reused (got %d)", id, got)
 	}
 	l.Destroy()
-	if s := p.Stats(); s.Live != 0 {
+	if s := p.WardStats(); s.Live != 0 {
 		t.Fatalf("Destroy left %d live", s.Live)
 	}
 }
@@ -246,7 +246,7 @@ func TestKilledIdle(t *testing.T) {
 			if v := a.Get(ctx, k+"after").Val(); v != "ok" {
 				t.Fatalf("SET did not reach the server: %q", v)
 			}
-			s := p.Stats()
+			s := p.WardStats()
 			if s.Made != 2 || s.Live != 1 {
 				t.Fatalf("want the killed connection replaced by one new one: %+v", s.Books)
 			}
@@ -299,7 +299,7 @@ func TestRecentNotPeeked(t *testing.T) {
 				if err := p.Do(ctx, "GET", k+"x").Err(); !errors.Is(err, redis.Nil) {
 					t.Fatalf("GET %d: %v", i, err)
 				}
-				if s := p.Stats(); s.Checks != tc.looks[i] || s.Made != 1 {
+				if s := p.WardStats(); s.Checks != tc.looks[i] || s.Made != 1 {
 					t.Fatalf("after GET %d (clock moved %v): %d looks, %d made; want %d looks, 1 made",
 						i, d, s.Checks, s.Made, tc.looks[i])
 				}
@@ -330,13 +330,13 @@ func TestKilledRecently(t *testing.T) {
 	if err == nil || redisReply(err) {
 		t.Fatalf("SET on the connection killed just after its last use: %v, want a network error", err)
 	}
-	if s := p.Stats(); s.Live != 0 || s.Checks != 0 {
+	if s := p.WardStats(); s.Live != 0 || s.Checks != 0 {
 		t.Fatalf("want the killed connection dropped, unlooked at: %+v", s)
 	}
 	if err := p.Do(ctx, "SET", k+"after", "ok").Err(); err != nil {
 		t.Fatalf("the next command: %v", err)
 	}
-	if s := p.Stats(); s.Made != 2 || s.Live != 1 {
+	if s := p.WardStats(); s.Made != 2 || s.Live != 1 {
 		t.Fatalf("want one new connection: %+v", s.Books)
 	}
 	waitGoroutines(t)
@@ -364,7 +364,7 @@ func TestKilledOnLoan(t *testing.T) {
 		t.Fatal("PING on a killed connection succeeded")
 	}
 	l.Release()
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Live != 0 || s.Idle != 0 {
 		t.Fatalf("a broken connection was kept: %+v", s.Books)
 	}
@@ -395,13 +395,13 @@ func TestContext(t *testing.T) {
 	if err := p.Do(tctx, "PING").Err(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("waiting for a lent connection: %v", err)
 	}
-	if s := p.Stats(); s.Canceled == 0 {
+	if s := p.WardStats(); s.Canceled == 0 {
 		t.Fatalf("the wait was not counted: %+v", s)
 	}
 	// A waiter is served when the loan comes back.
 	done := make(chan error)
 	go func() { done <- p.Do(ctx, "PING").Err() }()
-	clocktest.Eventually(t, "the condition", func() bool { return p.Stats().Waiting == 1 })
+	clocktest.Eventually(t, "the condition", func() bool { return p.WardStats().Waiting == 1 })
 	l.Release()
 	if err := <-done; err != nil {
 		t.Fatalf("waiter: %v", err)
@@ -414,7 +414,7 @@ func TestContext(t *testing.T) {
 	if err := p.Do(tctx, "BLPOP", k+"never", 5).Err(); err == nil {
 		t.Fatal("BLPOP past its deadline succeeded")
 	}
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Live != 0 {
 		t.Fatalf("a connection cut mid-command was kept: %+v", s.Books)
 	}
@@ -457,14 +457,14 @@ func TestUnhookedBroken(t *testing.T) {
 		if hooked() {
 			t.Fatalf("%d: a connection used by Process alone carries the hook", i)
 		}
-		made := p.Stats().Made
+		made := p.WardStats().Made
 		tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		err := cut(tctx)
 		cancel()
 		if err == nil {
 			t.Fatalf("%d: BLPOP past its deadline succeeded", i)
 		}
-		if s := p.Stats(); s.Live != 0 || s.Made != made {
+		if s := p.WardStats(); s.Live != 0 || s.Made != made {
 			t.Fatalf("%d: a connection cut mid-command was kept: %+v", i, s.Books)
 		}
 	}
@@ -516,7 +516,7 @@ func TestCloseWaitsForLoans(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close after the loan came home: %v", err)
 	}
-	if s := p.Stats(); s.Live != 0 {
+	if s := p.WardStats(); s.Live != 0 {
 		t.Fatalf("Close left %d live", s.Live)
 	}
 	if err := l.Client().Ping(ctx).Err(); !errors.Is(err, redis.ErrClosed) {
@@ -548,7 +548,7 @@ func TestNewFails(t *testing.T) {
 	if err := p.Ping(ctx); err == nil {
 		t.Fatal("PING to a closed port succeeded")
 	}
-	if s := p.Stats(); s.Failed != 1 || s.Live != 0 {
+	if s := p.WardStats(); s.Failed != 1 || s.Live != 0 {
 		t.Fatalf("a failed dial should be a failed make: %+v", s.Books)
 	}
 	if err := p.Close(ctx); err != nil {
@@ -584,7 +584,7 @@ func TestConcurrent(t *testing.T) {
 				if err != nil {
 					errs.Add(1)
 				}
-				if l := p.Stats().Live; l > size {
+				if l := p.WardStats().Live; l > size {
 					t.Errorf("%d live, over %d", l, size)
 				}
 			}
@@ -598,7 +598,7 @@ func TestConcurrent(t *testing.T) {
 	if err != nil || n != workers*each {
 		t.Fatalf("counter = %d %v, want %d", n, err, workers*each)
 	}
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Made > size || s.Live > size {
 		t.Fatalf("made %d, live %d, over %d", s.Made, s.Live, size)
 	}
@@ -658,7 +658,7 @@ func TestLoanStateNotInherited(t *testing.T) {
 		}
 		l.Release()
 	}
-	made := func() uint64 { return p.Stats().Made }
+	made := func() uint64 { return p.WardStats().Made }
 
 	// Kept: go-redis's Watch (WATCH … EXEC, then UNWATCH) and TxPipelined.
 	use(func(c *redis.Client) error {
@@ -688,7 +688,7 @@ func TestLoanStateNotInherited(t *testing.T) {
 		func(c *redis.Client) error { return c.Do(ctx, "MULTI").Err() },
 	} {
 		use(f)
-		if s := p.Stats(); s.Live != 0 {
+		if s := p.WardStats(); s.Live != 0 {
 			t.Fatalf("case %d: a connection with state left on it was kept: %+v", i, s.Books)
 		}
 		// The next borrower is in database 0 with nothing watched.
@@ -707,8 +707,8 @@ func TestLoanStateNotInherited(t *testing.T) {
 		}
 		return c.Do(ctx, "UNWATCH").Err()
 	})
-	if made() != before || p.Stats().Live != 1 {
-		t.Fatalf("WATCH then UNWATCH cost the connection: %+v", p.Stats().Books)
+	if made() != before || p.WardStats().Live != 1 {
+		t.Fatalf("WATCH then UNWATCH cost the connection: %+v", p.WardStats().Books)
 	}
 }
 
@@ -717,7 +717,7 @@ func TestLoanStateNotInherited(t *testing.T) {
 func TestMinIdleAndReset(t *testing.T) {
 	p, _ := newPool(t, 4, func(c *Config) { c.MinIdle = 2 })
 	// Two kept warm beside the one New opened (lent while they were made).
-	clocktest.Eventually(t, "the condition", func() bool { return p.Stats().Idle >= 2 })
+	clocktest.Eventually(t, "the condition", func() bool { return p.WardStats().Idle >= 2 })
 	ctx := context.Background()
 	l, err := p.Acquire(ctx)
 	if err != nil {
@@ -725,9 +725,9 @@ func TestMinIdleAndReset(t *testing.T) {
 	}
 	old := clientID(t, l)
 	l.Release()
-	before := p.Stats()
+	before := p.WardStats()
 	p.Reset()
-	clocktest.Eventually(t, "the condition", func() bool { s := p.Stats(); return s.Idle == 2 && s.Made == before.Made+2 })
+	clocktest.Eventually(t, "the condition", func() bool { s := p.WardStats(); return s.Idle == 2 && s.Made == before.Made+2 })
 	l, err = p.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

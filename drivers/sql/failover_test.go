@@ -61,7 +61,7 @@ func TestMockReadOnlyResets(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "INSERT"); !errors.Is(err, stateErr("25006")) {
 		t.Fatalf("Exec = %v, want the driver's 25006", err)
 	}
-	s := c.Stats()
+	s := c.WardStats()
 	if s.Resets != 1 || s.ResetCauses["25006"] != 1 || s.Live != 0 {
 		t.Fatalf("resets %d %v, live %d; want one 25006 reset and the connection closed", s.Resets, s.ResetCauses, s.Live)
 	}
@@ -82,14 +82,14 @@ func TestMockClassifyDestroyAndOff(t *testing.T) {
 	db, c, mock, _ := newMock(t, cfg)
 	mock.ExpectExec("X").WillReturnError(stateErr("25006"))
 	_, _ = db.ExecContext(ctxT(t), "X")
-	if s := c.Stats(); s.Dropped != 1 || s.Resets != 0 {
+	if s := c.WardStats(); s.Dropped != 1 || s.Resets != 0 {
 		t.Fatalf("destroy verdict: dropped %d resets %d", s.Dropped, s.Resets)
 	}
 	cfg.Classify = wardpool.ReuseAll
 	db, c, mock, _ = newMock(t, cfg)
 	mock.ExpectExec("X").WillReturnError(stateErr("25006"))
 	_, _ = db.ExecContext(ctxT(t), "X")
-	if s := c.Stats(); s.Dropped != 0 || s.Resets != 0 || s.Idle != 1 {
+	if s := c.WardStats(); s.Dropped != 0 || s.Resets != 0 || s.Idle != 1 {
 		t.Fatalf("ReuseAll: %+v", s.Books)
 	}
 }
@@ -128,7 +128,7 @@ func TestPGReadOnlyResets(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Code != "25006" {
 		t.Fatalf("write on a read-only connection: %v, want 25006", err)
 	}
-	if s := c.Stats(); s.Resets != 1 || s.ResetCauses["25006"] != 1 {
+	if s := c.WardStats(); s.Resets != 1 || s.ResetCauses["25006"] != 1 {
 		t.Fatalf("resets %d %v, want one 25006", s.Resets, s.ResetCauses)
 	}
 	// A temporary table: refused read-only, and gone with its session.

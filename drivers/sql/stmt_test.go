@@ -39,7 +39,7 @@ func TestMockPrepareOncePerConnection(t *testing.T) {
 	if err := stmt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := c.Stats(); mc.dials.Load() != 1 || s.Loans != 4 {
+	if s := c.WardStats(); mc.dials.Load() != 1 || s.Loans != 4 {
 		t.Errorf("dials %d, books %+v", mc.dials.Load(), s.Books)
 	}
 	if err := mock.ExpectationsWereMet(); err == nil || !strings.Contains(err.Error(), "closed") {
@@ -347,7 +347,7 @@ func TestIdleHandleWaitsInTheKeeper(t *testing.T) {
 		}
 		got <- b
 	}()
-	for c.Stats().Waiting == 0 {
+	for c.WardStats().Waiting == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	if err := a.Close(); err != nil { // A goes idle; B gets the connection
@@ -374,7 +374,7 @@ func TestIdleHandleWaitsInTheKeeper(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "X"); err != nil {
 		t.Errorf("after the connection came back: %v", err)
 	}
-	if s := c.Stats(); s.Made != 1 || s.Busy != 0 {
+	if s := c.WardStats(); s.Made != 1 || s.Busy != 0 {
 		t.Errorf("books: %+v", s.Books)
 	}
 	honest(t, c)
