@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
-	"github.com/wardpool/wardpool/internal/poolname"
+	"github.com/wardpool/wardpool/internal/poolerr"
 )
 
 // Client returns a *redis.Client that runs on the pool, for code written
@@ -359,7 +359,7 @@ func (f *front) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	}
 	l, err := k.Acquire(ctx)
 	if err != nil {
-		return nil, poolname.Wrap(f.p.k.Name(), err)
+		return nil, poolerr.Wrap(f.p.k.Name(), err)
 	}
 	return newLent(f, l), nil
 }

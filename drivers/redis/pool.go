@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/poolerr"
 	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
@@ -129,7 +130,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 			defer cancel()
 			_ = k.Close(cctx)
 			_ = p.subs.Close(cctx)
-			return nil, poolname.Wrap(name, err)
+			return nil, poolerr.Wrap(name, err)
 		}
 		l.Release()
 	}
@@ -238,11 +239,11 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 }
 
 // acquire borrows a connection from the Keeper; its error names the pool
-// (poolname.Wrap), except a context's own.
+// (poolerr.Wrap), except a context's own.
 func (p *Pool) acquire(ctx context.Context) (wardpool.Loan[*conn], error) {
 	l, err := p.k.Acquire(ctx)
 	if err != nil {
-		return l, poolname.Wrap(p.k.Name(), err)
+		return l, poolerr.Wrap(p.k.Name(), err)
 	}
 	return l, nil
 }
