@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -214,8 +216,11 @@ func TestKeeperDialInFlightAcrossReset(t *testing.T) {
 		}
 		l.Release()
 	}
-	if s := k.Stats(); s.Made != 2 || s.Live != 1 {
-		t.Fatalf("stats %+v: want two made (the old one and its replacement), one live", s)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(pool.Books{Made: 2, Live: 1}, pool.Books{Made: s.Made, Live: s.Live}); diff != "" {
+			t.Fatalf("stats %+v: want two made (the old one and its replacement), one live (-want +got):\n%s", s, diff)
+		}
 	}
 	checkBalanced(t, k, d)
 }

@@ -10,12 +10,14 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/testenv"
+	"github.com/wardpool/wardpool/pool"
 )
 
 func TestDefaultClassify(t *testing.T) {
@@ -173,8 +175,11 @@ func TestReadOnlyResetsOnce(t *testing.T) {
 	if _, err := p.Exec(ctx, "INSERT INTO "+tbl+" VALUES (100)"); err != nil {
 		t.Fatalf("write after the reset: %v", err)
 	}
-	if s := p.WardStats(); s.Live != 1 || s.Resets != 1 {
-		t.Fatalf("after the reset: live %d (want the one new connection), resets %d", s.Live, s.Resets)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Live: 1}, Resets: 1}, wardpool.Stats{Books: pool.Books{Live: s.Live}, Resets: s.Resets}); diff != "" {
+			t.Fatalf("after the reset: live %d (want the one new connection), resets %d (-want +got):\n%s", s.Live, s.Resets, diff)
+		}
 	}
 }
 
@@ -199,8 +204,11 @@ func TestReadOnlyKeptWithoutClassifier(t *testing.T) {
 			t.Fatalf("write %d succeeded on the kept read-only connection", i)
 		}
 	}
-	if s := p.WardStats(); s.Resets != 0 || s.Made != 1 {
-		t.Fatalf("resets %d, made %d; want 0 and 1", s.Resets, s.Made)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Made: 1}, Resets: 0}, wardpool.Stats{Books: pool.Books{Made: s.Made}, Resets: s.Resets}); diff != "" {
+			t.Fatalf("resets %d, made %d; want 0 and 1 (-want +got):\n%s", s.Resets, s.Made, diff)
+		}
 	}
 }
 
@@ -371,7 +379,10 @@ func TestOwnReadOnlyTransactionKept(t *testing.T) {
 	}
 	_ = tx.Rollback(ctx)
 	c.Release()
-	if s := p.WardStats(); s.Resets != 0 || s.Idle != 1 || s.Dropped != 0 {
-		t.Fatalf("resets %d, idle %d, dropped %d; want the connection kept and no reset", s.Resets, s.Idle, s.Dropped)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Idle: 1, Dropped: 0}, Resets: 0}, wardpool.Stats{Books: pool.Books{Idle: s.Idle, Dropped: s.Dropped}, Resets: s.Resets}); diff != "" {
+			t.Fatalf("resets %d, idle %d, dropped %d; want the connection kept and no reset (-want +got):\n%s", s.Resets, s.Idle, s.Dropped, diff)
+		}
 	}
 }

@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/servers"
+	"github.com/wardpool/wardpool/pool"
 )
 
 func TestDefaultClassify(t *testing.T) {
@@ -141,8 +143,8 @@ func TestReadOnlyReplyResetsOnce(t *testing.T) {
 // the demoted server, stay.
 func TestReadOnlyReplyWithoutClassifier(t *testing.T) {
 	s := readOnlyRun(t, wardpool.ReuseAll)
-	if s.Resets != 0 || s.Idle != 2 || s.Dropped != 2 {
-		t.Fatalf("resets %d, idle %d, dropped %d; want 0, the 2 idle kept, the 2 writers destroyed", s.Resets, s.Idle, s.Dropped)
+	if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Idle: 2, Dropped: 2}, Resets: 0}, wardpool.Stats{Books: pool.Books{Idle: s.Idle, Dropped: s.Dropped}, Resets: s.Resets}); diff != "" {
+		t.Fatalf("resets %d, idle %d, dropped %d; want 0, the 2 idle kept, the 2 writers destroyed (-want +got):\n%s", s.Resets, s.Idle, s.Dropped, diff)
 	}
 }
 

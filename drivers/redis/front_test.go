@@ -10,10 +10,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/wardpool/wardpool/internal/testenv"
+	"github.com/wardpool/wardpool/pool"
 )
 
 // logHook logs what it wraps, into a shared log, as go-redis's own "Hook"
@@ -134,14 +136,20 @@ func TestClientConnSticky(t *testing.T) {
 	if err != nil || id1 != id2 {
 		t.Fatalf("CLIENT ID on one Conn: %d then %d (%v)", id1, id2, err)
 	}
-	if s := p.WardStats(); s.Busy != 1 || s.Live != 2 {
-		t.Fatalf("while the Conn is open: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Busy: 1, Live: 2}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+			t.Fatalf("while the Conn is open (-want +got):\n%s", diff)
+		}
 	}
 	if err := conn.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := p.WardStats(); s.Busy != 0 || s.Live != 2 {
-		t.Fatalf("after Close the connection should be back: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Busy: 0, Live: 2}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+			t.Fatalf("after Close the connection should be back (-want +got):\n%s", diff)
+		}
 	}
 	// SELECT on a Conn works, and its connection is not lent again.
 	conn = p.Client().Conn()
@@ -150,8 +158,11 @@ func TestClientConnSticky(t *testing.T) {
 	}
 	sel, _ := conn.ClientID(ctx).Result()
 	_ = conn.Close()
-	if s := p.WardStats(); s.Busy != 0 || s.Live != 1 {
-		t.Fatalf("a Conn left in database 1 was kept: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Busy: 0, Live: 1}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+			t.Fatalf("a Conn left in database 1 was kept (-want +got):\n%s", diff)
+		}
 	}
 	for range 3 {
 		if id, _ := p.Do(ctx, "CLIENT", "ID").Int64(); id == sel {
@@ -185,8 +196,8 @@ func TestClientSubscribe(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := p.WardStats()
-	if s.Busy != 0 || s.Live != int(made)-1 {
-		t.Fatalf("the subscription's connection was not destroyed: %+v", s.Books)
+	if diff := cmp.Diff(pool.Books{Busy: 0, Live: int(made) - 1}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+		t.Fatalf("the subscription's connection was not destroyed (-want +got):\n%s", diff)
 	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -449,8 +460,11 @@ func TestClientOptions(t *testing.T) {
 	if err := conn.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := p.WardStats(); s.Busy != 0 || s.Live != int(made) {
-		t.Fatalf("the Conn's connection was not given back: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Busy: 0, Live: int(made)}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+			t.Fatalf("the Conn's connection was not given back (-want +got):\n%s", diff)
+		}
 	}
 	// A Conn whose first command renames its connection is destroyed.
 	conn = p.Client().Conn()
@@ -458,8 +472,11 @@ func TestClientOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = conn.Close()
-	if s := p.WardStats(); s.Busy != 0 || s.Live != int(made)-1 {
-		t.Fatalf("a renamed connection was given back: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Busy: 0, Live: int(made) - 1}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+			t.Fatalf("a renamed connection was given back (-want +got):\n%s", diff)
+		}
 	}
 	// SELECT of the pool's own database changes nothing, and is let through.
 	if err := p.Client().Do(ctx, "SELECT", 1).Err(); err != nil {
@@ -495,7 +512,10 @@ func TestClientConnHook(t *testing.T) {
 	if want := "c start client|c end client <nil>"; strings.Join(log, "|") != want {
 		t.Fatalf("the Conn's hook saw %q, want %q", strings.Join(log, "|"), want)
 	}
-	if s := p.WardStats(); s.Busy != 1 || s.Live != 2 {
-		t.Fatalf("%+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Busy: 1, Live: 2}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+			t.Fatalf("(-want +got):\n%s", diff)
+		}
 	}
 }

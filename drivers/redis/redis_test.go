@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool"
@@ -101,8 +102,8 @@ func TestCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := p.WardStats()
-	if s.Made != 1 || s.Live != 1 || s.Idle != 1 {
-		t.Fatalf("after errors that are replies, want one connection made and kept: %+v", s.Books)
+	if diff := cmp.Diff(pool.Books{Made: 1, Live: 1, Idle: 1}, pool.Books{Made: s.Made, Live: s.Live, Idle: s.Idle}); diff != "" {
+		t.Fatalf("after errors that are replies, want one connection made and kept (-want +got):\n%s", diff)
 	}
 }
 
@@ -151,8 +152,11 @@ func TestPipelines(t *testing.T) {
 	if !errors.Is(err, redis.TxFailedErr) {
 		t.Fatalf("Watch with a concurrent change: %v, want TxFailedErr", err)
 	}
-	if s := p.WardStats(); s.Made != 2 || s.Live != 2 {
-		t.Fatalf("want both connections kept: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Made: 2, Live: 2}, pool.Books{Made: s.Made, Live: s.Live}); diff != "" {
+			t.Fatalf("want both connections kept (-want +got):\n%s", diff)
+		}
 	}
 }
 
@@ -189,8 +193,11 @@ func TestLoan(t *testing.T) {
 	if l.Valid() {
 		t.Fatal("loan still valid after Release")
 	}
-	if s := p.WardStats(); s.DoubleReleases != 1 || s.Idle != 1 {
-		t.Fatalf("stats after a double release: %+v", s)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Idle: 1}, DoubleReleases: 1}, wardpool.Stats{Books: pool.Books{Idle: s.Idle}, DoubleReleases: s.DoubleReleases}); diff != "" {
+			t.Fatalf("stats after a double release (-want +got):\n%s", diff)
+		}
 	}
 	// The next borrower gets the same connection (LIFO, kept).
 	l, err = p.Acquire(ctx)
@@ -247,8 +254,8 @@ func TestKilledIdle(t *testing.T) {
 				t.Fatalf("SET did not reach the server: %q", v)
 			}
 			s := p.WardStats()
-			if s.Made != 2 || s.Live != 1 {
-				t.Fatalf("want the killed connection replaced by one new one: %+v", s.Books)
+			if diff := cmp.Diff(pool.Books{Made: 2, Live: 1}, pool.Books{Made: s.Made, Live: s.Live}); diff != "" {
+				t.Fatalf("want the killed connection replaced by one new one (-want +got):\n%s", diff)
 			}
 			if s.CheckFailures != 1 {
 				t.Fatalf("want the peek to find it: %+v", s)
@@ -330,14 +337,20 @@ func TestKilledRecently(t *testing.T) {
 	if err == nil || redisReply(err) {
 		t.Fatalf("SET on the connection killed just after its last use: %v, want a network error", err)
 	}
-	if s := p.WardStats(); s.Live != 0 || s.Checks != 0 {
-		t.Fatalf("want the killed connection dropped, unlooked at: %+v", s)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Live: 0}, Checks: 0}, wardpool.Stats{Books: pool.Books{Live: s.Live}, Checks: s.Checks}); diff != "" {
+			t.Fatalf("want the killed connection dropped, unlooked at (-want +got):\n%s", diff)
+		}
 	}
 	if err := p.Do(ctx, "SET", k+"after", "ok").Err(); err != nil {
 		t.Fatalf("the next command: %v", err)
 	}
-	if s := p.WardStats(); s.Made != 2 || s.Live != 1 {
-		t.Fatalf("want one new connection: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Made: 2, Live: 1}, pool.Books{Made: s.Made, Live: s.Live}); diff != "" {
+			t.Fatalf("want one new connection (-want +got):\n%s", diff)
+		}
 	}
 	waitGoroutines(t)
 }
@@ -365,8 +378,8 @@ func TestKilledOnLoan(t *testing.T) {
 	}
 	l.Release()
 	s := p.WardStats()
-	if s.Live != 0 || s.Idle != 0 {
-		t.Fatalf("a broken connection was kept: %+v", s.Books)
+	if diff := cmp.Diff(pool.Books{Live: 0, Idle: 0}, pool.Books{Live: s.Live, Idle: s.Idle}); diff != "" {
+		t.Fatalf("a broken connection was kept (-want +got):\n%s", diff)
 	}
 	if err := p.Ping(ctx); err != nil {
 		t.Fatal(err)
@@ -464,8 +477,11 @@ func TestUnhookedBroken(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%d: BLPOP past its deadline succeeded", i)
 		}
-		if s := p.WardStats(); s.Live != 0 || s.Made != made {
-			t.Fatalf("%d: a connection cut mid-command was kept: %+v", i, s.Books)
+		{
+			s := p.WardStats()
+			if diff := cmp.Diff(pool.Books{Live: 0, Made: made}, pool.Books{Live: s.Live, Made: s.Made}); diff != "" {
+				t.Fatalf("%d: a connection cut mid-command was kept: %+v (-want +got):\n%s", i, s.Books, diff)
+			}
 		}
 	}
 	l, err := p.Acquire(ctx)
@@ -548,8 +564,11 @@ func TestNewFails(t *testing.T) {
 	if err := p.Ping(ctx); err == nil {
 		t.Fatal("PING to a closed port succeeded")
 	}
-	if s := p.WardStats(); s.Failed != 1 || s.Live != 0 {
-		t.Fatalf("a failed dial should be a failed make: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Failed: 1, Live: 0}, pool.Books{Failed: s.Failed, Live: s.Live}); diff != "" {
+			t.Fatalf("a failed dial should be a failed make (-want +got):\n%s", diff)
+		}
 	}
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)

@@ -11,12 +11,14 @@ import (
 	"testing"
 
 	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/testenv"
+	"github.com/wardpool/wardpool/pool"
 )
 
 // stateErr is a driver's error that tells its SQLSTATE by method, as
@@ -82,15 +84,21 @@ func TestMockClassifyDestroyAndOff(t *testing.T) {
 	db, c, mock, _ := newMock(t, cfg)
 	mock.ExpectExec("X").WillReturnError(stateErr("25006"))
 	_, _ = db.ExecContext(ctxT(t), "X")
-	if s := c.WardStats(); s.Dropped != 1 || s.Resets != 0 {
-		t.Fatalf("destroy verdict: dropped %d resets %d", s.Dropped, s.Resets)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Dropped: 1}, Resets: 0}, wardpool.Stats{Books: pool.Books{Dropped: s.Dropped}, Resets: s.Resets}); diff != "" {
+			t.Fatalf("destroy verdict: dropped %d resets %d (-want +got):\n%s", s.Dropped, s.Resets, diff)
+		}
 	}
 	cfg.Classify = wardpool.ReuseAll
 	db, c, mock, _ = newMock(t, cfg)
 	mock.ExpectExec("X").WillReturnError(stateErr("25006"))
 	_, _ = db.ExecContext(ctxT(t), "X")
-	if s := c.WardStats(); s.Dropped != 0 || s.Resets != 0 || s.Idle != 1 {
-		t.Fatalf("ReuseAll: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Dropped: 0, Idle: 1}, Resets: 0}, wardpool.Stats{Books: pool.Books{Dropped: s.Dropped, Idle: s.Idle}, Resets: s.Resets}); diff != "" {
+			t.Fatalf("ReuseAll (-want +got):\n%s", diff)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/wardpool/wardpool"
@@ -41,8 +42,8 @@ func ctxT(t *testing.T) context.Context {
 func honest(t *testing.T, c *Connector) {
 	t.Helper()
 	s := c.WardStats()
-	if s.Busy != s.Dialing || s.Live != s.Idle+s.Dialing {
-		t.Errorf("books with nothing lent: %+v, %d dialing", s.Books, s.Dialing)
+	if diff := cmp.Diff(pool.Books{Busy: s.Dialing, Live: s.Idle + s.Dialing}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+		t.Errorf("books with nothing lent: %+v, %d dialing (-want +got):\n%s", s.Books, s.Dialing, diff)
 	}
 }
 
@@ -190,8 +191,11 @@ func TestMockErrorsPassThrough(t *testing.T) {
 	if _, err := db.QueryContext(ctx, "SELECT"); !errors.Is(err, boom) {
 		t.Errorf("Query = %v", err)
 	}
-	if s := c.WardStats(); s.Dropped != 0 || s.Made != 1 {
-		t.Errorf("an ordinary error cost the connection: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(pool.Books{Dropped: 0, Made: 1}, pool.Books{Dropped: s.Dropped, Made: s.Made}); diff != "" {
+			t.Errorf("an ordinary error cost the connection (-want +got):\n%s", diff)
+		}
 	}
 	honest(t, c)
 }
@@ -256,8 +260,11 @@ func TestMockBreakerSheds(t *testing.T) {
 	if d := mc.dials.Load(); d > 50 || shed < 50 {
 		t.Errorf("100 pings on a dead driver: %d dials, %d shed", d, shed)
 	}
-	if s := c.WardStats(); s.Shed != uint64(shed) || s.Live != 0 {
-		t.Errorf("books: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(pool.Books{Shed: uint64(shed), Live: 0}, pool.Books{Shed: s.Shed, Live: s.Live}); diff != "" {
+			t.Errorf("books (-want +got):\n%s", diff)
+		}
 	}
 }
 
@@ -285,8 +292,11 @@ func TestMockSizeHolds(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("second Conn on a pool of one = %v, want Canceled", err)
 	}
-	if s := c.WardStats(); s.Canceled != 1 || s.Live != 1 {
-		t.Errorf("books: %+v", s)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Live: 1}, Canceled: 1}, wardpool.Stats{Books: pool.Books{Live: s.Live}, Canceled: s.Canceled}); diff != "" {
+			t.Errorf("books (-want +got):\n%s", diff)
+		}
 	}
 	_ = held.Close()
 	honest(t, c)
@@ -329,8 +339,11 @@ func TestCloseAndReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Reset()
-	if s := c.WardStats(); s.Live != 0 || s.Retired != 1 {
-		t.Errorf("after Reset: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(pool.Books{Live: 0, Retired: 1}, pool.Books{Live: s.Live, Retired: s.Retired}); diff != "" {
+			t.Errorf("after Reset (-want +got):\n%s", diff)
+		}
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -530,8 +543,11 @@ func TestFallbacks(t *testing.T) {
 	if err := db.PingContext(ctx); err != nil {
 		t.Errorf("Ping without a Pinger = %v", err)
 	}
-	if s := c.WardStats(); s.Made != 1 || s.Dropped != 0 {
-		t.Errorf("books: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(pool.Books{Made: 1, Dropped: 0}, pool.Books{Made: s.Made, Dropped: s.Dropped}); diff != "" {
+			t.Errorf("books (-want +got):\n%s", diff)
+		}
 	}
 	honest(t, c)
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -293,8 +294,11 @@ func TestPGBadInput(t *testing.T) {
 	if d := dials.Load(); d > 25 || shed < 25 {
 		t.Errorf("50 pings on a refusing port: %d dials, %d shed", d, shed)
 	}
-	if s := c.WardStats(); s.Live != 0 || s.Shed != uint64(shed) {
-		t.Errorf("books: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(pool.Books{Live: 0, Shed: uint64(shed)}, pool.Books{Live: s.Live, Shed: s.Shed}); diff != "" {
+			t.Errorf("books (-want +got):\n%s", diff)
+		}
 	}
 	_ = db.Close()
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/wardpool/wardpool/pool"
 )
@@ -374,8 +375,11 @@ func TestIdleHandleWaitsInTheKeeper(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "X"); err != nil {
 		t.Errorf("after the connection came back: %v", err)
 	}
-	if s := c.WardStats(); s.Made != 1 || s.Busy != 0 {
-		t.Errorf("books: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(pool.Books{Made: 1, Busy: 0}, pool.Books{Made: s.Made, Busy: s.Busy}); diff != "" {
+			t.Errorf("books (-want +got):\n%s", diff)
+		}
 	}
 	honest(t, c)
 }
