@@ -86,7 +86,7 @@ type Config[T comparable] struct {
 	// Classify says what an error a resource failed with means for it
 	// and for the resources made with it (see Classifier, Keeper.Classify
 	// and Loan.Reset): the drivers set it from their own Classify, which
-	// is on by default. Nil answers Keep for every error.
+	// is on by default. Nil answers Reuse for every error.
 	Classify Classifier
 	// MinIdle is how many idle resources the Keeper keeps warm, dialing in
 	// the background (within Size, and within the ward's backoff and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -213,3 +214,66 @@ func (e *AcquireError) Unwrap() error { return e.Err }
 
 // PoolName returns the name of the pool the acquire waited on.
 func (e *AcquireError) PoolName() string { return e.Pool }
+
+// PoolError is the error of a call that a driver's pool (pgxward,
+// redisward, sqlward) refused or could not serve: the pool's name (the
+// driver's Config.Name), and the error behind it (the Keeper's
+// *AcquireError or *ShedError, ErrClosed, or the dial's), which errors.Is
+// and errors.As reach through Unwrap. Every driver's PoolError is this
+// type. When the error behind it is a network error, the driver returns
+// a *PoolNetError instead, in which errors.As finds the *PoolError.
+type PoolError struct {
+	// Pool is the pool's name.
+	Pool string
+	// Err is the error behind it.
+	Err error
+}
+
+// Error is the pool's name, ": " and Err's message.
+func (e *PoolError) Error() string { return e.Pool + ": " + e.Err.Error() }
+
+// Unwrap returns Err.
+func (e *PoolError) Unwrap() error { return e.Err }
+
+// PoolName returns the name of the pool.
+func (e *PoolError) PoolName() string { return e.Pool }
+
+// PoolNetError is a PoolError around a network error (a dial's
+// *net.OpError, a timeout) that is a net.Error itself, as the bare error
+// was: code written for the driver's peer that asserts err.(net.Error) to
+// ask Timeout keeps working. errors.As(err, &pe) with pe a *PoolError
+// finds the PoolError it is; test for that rather than for this type.
+type PoolNetError PoolError
+
+// Error is the pool's name, ": " and Err's message.
+func (e *PoolNetError) Error() string { return (*PoolError)(e).Error() }
+
+// Unwrap returns Err.
+func (e *PoolNetError) Unwrap() error { return e.Err }
+
+// PoolName returns the name of the pool.
+func (e *PoolNetError) PoolName() string { return e.Pool }
+
+// Timeout reports whether the network error in Err's chain is a
+// timeout; false when there is none.
+func (e *PoolNetError) Timeout() bool {
+	var ne net.Error
+	return errors.As(e.Err, &ne) && ne.Timeout()
+}
+
+// Temporary reports what the Temporary of the network error in Err's
+// chain does (false when there is none): it is in net.Error's method set.
+func (e *PoolNetError) Temporary() bool {
+	var ne net.Error
+	//lint:ignore SA1019 net.Error's method set has it; we pass it on
+	return errors.As(e.Err, &ne) && ne.Temporary()
+}
+
+// As sets target to e as a *PoolError when target is a **PoolError.
+func (e *PoolNetError) As(target any) bool {
+	if t, ok := target.(**PoolError); ok {
+		*t = (*PoolError)(e)
+		return true
+	}
+	return false
+}

@@ -5,16 +5,17 @@ import (
 	"strconv"
 )
 
-// Verdict is what an error a resource failed with says about it: keep it,
-// destroy it alone, or retire every resource made with it (Reset). The
+// Verdict is what an error a resource failed with says about it: reuse
+// it, destroy it alone, or retire every resource made with it (Reset). The
 // drivers' classifiers give one for each error (see Classifier).
 type Verdict uint8
 
 const (
-	// Keep: the error is the caller's or the query's (a syntax error, a
-	// constraint, a missing key); the resource is fine. The driver's own
-	// rules still apply: a connection its client has closed is destroyed.
-	Keep Verdict = iota
+	// Reuse: the error is the caller's or the query's (a syntax error, a
+	// constraint, a missing key); the resource is fine and goes back to
+	// the pool to be lent again. The driver's own rules still apply: a
+	// connection its client has closed is destroyed.
+	Reuse Verdict = iota
 	// Destroy: this resource is broken; the others may be fine.
 	Destroy
 	// Reset: every resource made so far is wrong now (the backend it was
@@ -24,11 +25,11 @@ const (
 	Reset
 )
 
-// String returns "keep", "destroy" or "reset".
+// String returns "reuse", "destroy" or "reset".
 func (v Verdict) String() string {
 	switch v {
-	case Keep:
-		return "keep"
+	case Reuse:
+		return "reuse"
 	case Destroy:
 		return "destroy"
 	case Reset:
@@ -98,32 +99,32 @@ func (b *resetBook) read() (uint64, map[string]uint64) {
 }
 
 // Classify runs Config.Classify on err and returns its verdict and cause;
-// Keep and "" for a nil error or without a classifier. It is what drivers
+// Reuse and "" for a nil error or without a classifier. It is what drivers
 // call on the errors of the operations they run on a lent resource, and
 // it is safe for concurrent use.
 //
 // Bad answers do not take the pool down. A classifier that panics is
 // recovered: the panic is counted in Stats.Panics and logged at error
-// level, and the answer is Keep with cause CausePanic, so the resource is
+// level, and the answer is Reuse with cause CausePanic, so the resource is
 // kept unless the driver's own rules find it broken (a connection its
-// client closed is destroyed all the same). A verdict other than Keep,
-// Destroy and Reset is read as Keep. A classifier that answers Reset for
+// client closed is destroyed all the same). A verdict other than Reuse,
+// Destroy and Reset is read as Reuse. A classifier that answers Reset for
 // every error still leaves the pool serving: a Reset retires a generation
 // once (see Loan.Reset), and what is dialled after it serves until it
 // fails in turn.
 func (k *Keeper[T]) Classify(err error) (v Verdict, cause string) {
 	if err == nil || k.classify == nil {
-		return Keep, ""
+		return Reuse, ""
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			k.countPanic("Classify", r)
-			v, cause = Keep, CausePanic
+			v, cause = Reuse, CausePanic
 		}
 	}()
 	v, cause = k.classify(err)
 	if v > Reset {
-		return Keep, cause
+		return Reuse, cause
 	}
 	return v, cause
 }
@@ -181,6 +182,6 @@ func (k *Keeper[T]) retireLocked(retired []T, cause string) string {
 	return k.stats.resets.add(cause)
 }
 
-// KeepAll is a Classifier that keeps the resource whatever the error: it
-// turns a driver's default classifier off.
-func KeepAll(error) (Verdict, string) { return Keep, "" }
+// ReuseAll is a Classifier that reuses the resource whatever the error:
+// it turns a driver's default classifier off.
+func ReuseAll(error) (Verdict, string) { return Reuse, "" }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
@@ -70,8 +72,8 @@ func TestKeeperLendsDialsAndReuses(t *testing.T) {
 	b.Release()
 	c.Release()
 	s := k.Stats()
-	if s.Made != 2 || s.Idle != 2 || s.Busy != 0 || s.Acquires != 3 || s.Reused != 1 || s.EmptyAcquires != 2 {
-		t.Fatalf("stats %+v", s)
+	if diff := cmp.Diff(Stats{Books: pool.Books{Made: 2, Idle: 2, Busy: 0, Reused: 1}, Acquires: 3, EmptyAcquires: 2}, Stats{Books: pool.Books{Made: s.Made, Idle: s.Idle, Busy: s.Busy, Reused: s.Reused}, Acquires: s.Acquires, EmptyAcquires: s.EmptyAcquires}); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
 	checkBalanced(t, k, d)
 }
@@ -95,8 +97,8 @@ func TestKeeperDoubleReleaseIsANoOpEvenAfterRelending(t *testing.T) {
 		t.Fatal("the second loan was ended by the first one's late release")
 	}
 	s := k.Stats()
-	if s.DoubleReleases != 3 || s.Busy != 1 || s.Idle != 0 || s.Live != 1 {
-		t.Fatalf("stats %+v", s)
+	if diff := cmp.Diff(Stats{Books: pool.Books{Busy: 1, Idle: 0, Live: 1}, DoubleReleases: 3}, Stats{Books: pool.Books{Busy: s.Busy, Idle: s.Idle, Live: s.Live}, DoubleReleases: s.DoubleReleases}); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
 	// The pool cannot lend it a second time while the second loan holds it.
 	if _, err := k.TryAcquire(bg); !errors.Is(err, ErrWouldWait) {
@@ -126,8 +128,8 @@ func TestKeeperDestroyAndHijack(t *testing.T) {
 		t.Fatal("hijacked resource closed or wrong")
 	}
 	s := k.Stats()
-	if s.Live != 0 || s.Dropped != 2 {
-		t.Fatalf("stats %+v", s)
+	if diff := cmp.Diff(pool.Books{Live: 0, Dropped: 2}, pool.Books{Live: s.Live, Dropped: s.Dropped}); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
 	if got := d.open(); got != 1 { // the hijacked one, now the caller's
 		t.Fatalf("open %d", got)
@@ -159,8 +161,8 @@ func TestKeeperAcquireFuncAndAllIdle(t *testing.T) {
 		k.AcquireFunc(bg, func(*res) error { panic("f") })
 	}()
 	s := k.Stats()
-	if s.Idle != 2 || s.Dropped != 1 || s.Busy != 0 {
-		t.Fatalf("after a panicking f the resource should be destroyed: %+v", s)
+	if diff := cmp.Diff(pool.Books{Idle: 2, Dropped: 1, Busy: 0}, pool.Books{Idle: s.Idle, Dropped: s.Dropped, Busy: s.Busy}); diff != "" {
+		t.Fatalf("after a panicking f the resource should be destroyed (-want +got):\n%s", diff)
 	}
 	checkBalanced(t, k, d)
 }
@@ -202,8 +204,8 @@ func TestKeeperStaleOnBorrowIsClosedAndReplaced(t *testing.T) {
 		t.Fatal("a resource past Life was lent again")
 	}
 	s := k.Stats()
-	if s.LifeRetired != 1 || s.Made != 2 {
-		t.Fatalf("stats %+v", s)
+	if diff := cmp.Diff(pool.Books{LifeRetired: 1, Made: 2}, pool.Books{LifeRetired: s.LifeRetired, Made: s.Made}); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
 	b.Release()
 	checkBalanced(t, k, d)
@@ -235,8 +237,8 @@ func TestKeeperFailedCheckIsReplacedUnnoticed(t *testing.T) {
 	}
 	l.Release()
 	s := k.Stats()
-	if s.Checks != 1 || s.CheckFailures != 1 || s.Dropped != 1 || s.Acquires != 3 {
-		t.Fatalf("stats %+v", s)
+	if diff := cmp.Diff(Stats{Books: pool.Books{Dropped: 1}, Checks: 1, CheckFailures: 1, Acquires: 3}, Stats{Books: pool.Books{Dropped: s.Dropped}, Checks: s.Checks, CheckFailures: s.CheckFailures, Acquires: s.Acquires}); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
 	if !closedSoon(t, k, d.opened[0]) {
 		t.Fatal("the resource that failed its check was not closed")
@@ -311,16 +313,16 @@ func TestKeeperPanickingDialAndClose(t *testing.T) {
 		t.Fatalf("Acquire with a panicking Dial = %v", err)
 	}
 	s := k.Stats()
-	if s.Live != 0 || s.Failed != 1 || s.Panics != 1 {
-		t.Fatalf("stats after a panicking dial %+v", s)
+	if diff := cmp.Diff(Stats{Books: pool.Books{Live: 0, Failed: 1}, Panics: 1}, Stats{Books: pool.Books{Live: s.Live, Failed: s.Failed}, Panics: s.Panics}); diff != "" {
+		t.Fatalf("stats after a panicking dial (-want +got):\n%s", diff)
 	}
 	l := mustAcquire(t, k) // the room came back
 	k.close = func(*res) error { panic("close exploded") }
 	l.Destroy()
 	clocktest.Eventually(t, "the closers to finish", func() bool { return closesDone(k) })
 	s = k.Stats()
-	if s.Live != 0 || s.Panics != 2 || s.Dropped != 1 {
-		t.Fatalf("stats after a panicking close %+v", s)
+	if diff := cmp.Diff(Stats{Books: pool.Books{Live: 0, Dropped: 1}, Panics: 2}, Stats{Books: pool.Books{Live: s.Live, Dropped: s.Dropped}, Panics: s.Panics}); diff != "" {
+		t.Fatalf("stats after a panicking close (-want +got):\n%s", diff)
 	}
 }
 
@@ -371,8 +373,8 @@ func TestKeeperDialFailureThenBackoff(t *testing.T) {
 	l := <-done
 	l.Release()
 	s := k.Stats()
-	if s.Failed != 1 || s.Made != 1 || s.Live != 1 {
-		t.Fatalf("stats %+v", s)
+	if diff := cmp.Diff(pool.Books{Failed: 1, Made: 1, Live: 1}, pool.Books{Failed: s.Failed, Made: s.Made, Live: s.Live}); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
 	checkBalanced(t, k, d)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -83,8 +85,11 @@ func TestKeeperCloseCancelsDials(t *testing.T) {
 	if err := <-errc; !errors.Is(err, ErrClosed) {
 		t.Fatalf("Acquire during Close = %v", err)
 	}
-	if s := k.Stats(); s.Live != 0 || s.Dialing != 0 {
-		t.Fatalf("stats %+v", s)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(Stats{Books: pool.Books{Live: 0}, Dialing: 0}, Stats{Books: pool.Books{Live: s.Live}, Dialing: s.Dialing}); diff != "" {
+			t.Fatalf("stats (-want +got):\n%s", diff)
+		}
 	}
 }
 
@@ -105,8 +110,8 @@ func TestKeeperEvictsOnItsOneTimerAndKeepsMinIdle(t *testing.T) {
 	c.Advance(61 * time.Second) // all three pass Keep
 	clocktest.Eventually(t, "the MinIdle dial after eviction", func() bool { s := k.Stats(); return s.Idle == 1 && s.Dialing == 0 })
 	s := k.Stats()
-	if s.IdleRetired != 3 || s.Made != 4 {
-		t.Fatalf("stats %+v", s)
+	if diff := cmp.Diff(pool.Books{IdleRetired: 3, Made: 4}, pool.Books{IdleRetired: s.IdleRetired, Made: s.Made}); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
 	if c.Pending() != 1 {
 		t.Fatalf("%d timers set, want the one", c.Pending())
@@ -127,12 +132,18 @@ func TestKeeperLifeJitterSpreadsRetirement(t *testing.T) {
 	a.Release()
 	b.Release()
 	c.Advance(61 * time.Second)
-	if s := k.Stats(); s.Idle != 1 || s.LifeRetired != 1 {
-		t.Fatalf("after 61 s: %+v", s)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(pool.Books{Idle: 1, LifeRetired: 1}, pool.Books{Idle: s.Idle, LifeRetired: s.LifeRetired}); diff != "" {
+			t.Fatalf("after 61 s (-want +got):\n%s", diff)
+		}
 	}
 	c.Advance(10 * time.Second)
-	if s := k.Stats(); s.Idle != 0 || s.LifeRetired != 2 {
-		t.Fatalf("after 71 s: %+v", s)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(pool.Books{Idle: 0, LifeRetired: 2}, pool.Books{Idle: s.Idle, LifeRetired: s.LifeRetired}); diff != "" {
+			t.Fatalf("after 71 s (-want +got):\n%s", diff)
+		}
 	}
 }
 

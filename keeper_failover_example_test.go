@@ -32,7 +32,7 @@ func ExampleLoan_Reset() {
 			if errors.Is(err, errReadOnly) {
 				return wardpool.Reset, "read-only"
 			}
-			return wardpool.Keep, ""
+			return wardpool.Reuse, ""
 		},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), // the reset's warning
 	})

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -24,7 +26,7 @@ func readOnly(err error) (Verdict, string) {
 	if errors.Is(err, errReadOnly) {
 		return Reset, "ro"
 	}
-	return Keep, ""
+	return Reuse, ""
 }
 
 // TestLoanResetStormResetsOnce: 32 loans of one generation fail together;
@@ -96,7 +98,7 @@ func TestLoanResetStormResetsOnce(t *testing.T) {
 }
 
 // TestClassifyPanicsAndBadVerdicts: a classifier that panics is recovered,
-// counted and answered Keep; a verdict out of range reads as Keep.
+// counted and answered Reuse; a verdict out of range reads as Reuse.
 func TestClassifyPanicsAndBadVerdicts(t *testing.T) {
 	d := &dialer{}
 	k, _ := newTestKeeper(t, d, Config[*res]{
@@ -109,25 +111,27 @@ func TestClassifyPanicsAndBadVerdicts(t *testing.T) {
 			return Verdict(9), "odd"
 		},
 	})
-	if v, c := k.Classify(errors.New("boom")); v != Keep || c != CausePanic {
-		t.Fatalf("panicking classifier: %v %q, want keep %q", v, c, CausePanic)
+	if v, c := k.Classify(errors.New("boom")); v != Reuse || c != CausePanic {
+		t.Fatalf("panicking classifier: %v %q, want reuse %q", v, c, CausePanic)
 	}
 	if k.Stats().Panics != 1 {
 		t.Fatal("the classifier's panic was not counted")
 	}
-	if v, _ := k.Classify(errors.New("x")); v != Keep {
-		t.Fatalf("verdict 9 read as %v, want keep", v)
+	if v, _ := k.Classify(errors.New("x")); v != Reuse {
+		t.Fatalf("verdict 9 read as %v, want reuse", v)
 	}
-	if v, c := k.Classify(nil); v != Keep || c != "" {
-		t.Fatal("nil error not kept")
+	if v, c := k.Classify(nil); v != Reuse || c != "" {
+		t.Fatal("nil error not reused")
 	}
 	l := mustAcquire(t, k)
 	l.Release()
 	if k.Stats().Idle != 1 {
 		t.Fatal("the pool stopped serving after a classifier's panic")
 	}
-	if Verdict(9).String() != "Verdict(9)" || Reset.String() != "reset" {
-		t.Fatal("Verdict.String")
+	for v, want := range map[Verdict]string{Reuse: "reuse", Destroy: "destroy", Reset: "reset", Verdict(9): "Verdict(9)"} {
+		if got := v.String(); got != want {
+			t.Errorf("Verdict(%d).String() = %q, want %q", uint8(v), got, want)
+		}
 	}
 }
 
@@ -213,8 +217,11 @@ func TestKeeperDialInFlightAcrossReset(t *testing.T) {
 		}
 		l.Release()
 	}
-	if s := k.Stats(); s.Made != 2 || s.Live != 1 {
-		t.Fatalf("stats %+v: want two made (the old one and its replacement), one live", s)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(pool.Books{Made: 2, Live: 1}, pool.Books{Made: s.Made, Live: s.Live}); diff != "" {
+			t.Fatalf("stats %+v: want two made (the old one and its replacement), one live (-want +got):\n%s", s, diff)
+		}
 	}
 	checkBalanced(t, k, d)
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -260,8 +262,11 @@ func TestKeeperZeroFromDialIsAFailedDial(t *testing.T) {
 	if _, err := k.Acquire(bg); !errors.Is(err, errZeroDial) {
 		t.Fatalf("Acquire on a dial answering (nil, nil) = %v", err)
 	}
-	if s := k.Stats(); s.Failed != 1 || s.Live != 0 {
-		t.Fatalf("books %+v", s)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(pool.Books{Failed: 1, Live: 0}, pool.Books{Failed: s.Failed, Live: s.Live}); diff != "" {
+			t.Fatalf("books (-want +got):\n%s", diff)
+		}
 	}
 	l := mustAcquire(t, k)
 	if l.Value() == nil {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -33,8 +35,11 @@ func TestSetLimitsLowersSize(t *testing.T) {
 	if !closedSoon(t, k, ls[0].Value()) || !closedSoon(t, k, ls[1].Value()) {
 		t.Fatal("idle resources above the lowered Size were not closed")
 	}
-	if s := k.Stats(); s.Live != 2 || s.Idle != 0 || s.Busy != 2 {
-		t.Fatalf("stats after lowering Size with two lent: %+v", s.Books)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(pool.Books{Live: 2, Idle: 0, Busy: 2}, pool.Books{Live: s.Live, Idle: s.Idle, Busy: s.Busy}); diff != "" {
+			t.Fatalf("stats after lowering Size with two lent (-want +got):\n%s", diff)
+		}
 	}
 	ls[2].Release() // live 2 > 1: closed on return
 	if !closedSoon(t, k, ls[2].Value()) {

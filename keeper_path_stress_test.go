@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -120,8 +122,8 @@ func TestPathStressNeverLendsOneResourceTwice(t *testing.T) {
 		return k.bg == 0 && d.open() == k.p.Books().Live
 	})
 	s := k.Stats()
-	if s.Busy != 0 || s.Waiting != 0 || s.Live != s.Idle+s.Busy {
-		t.Errorf("at rest: %+v, dialer holds %d open", s, d.open())
+	if diff := cmp.Diff(Stats{Books: pool.Books{Busy: 0, Live: s.Idle + s.Busy}, Waiting: 0}, Stats{Books: pool.Books{Busy: s.Busy, Live: s.Live}, Waiting: s.Waiting}); diff != "" {
+		t.Errorf("at rest: %+v, dialer holds %d open (-want +got):\n%s", s, d.open(), diff)
 	}
 	if err := k.Close(bg); err != nil {
 		t.Fatal(err)
@@ -177,8 +179,8 @@ func TestPathCountersNeverGoDown(t *testing.T) {
 		t.Fatalf("counters moved: loans %d → %d, reused %d → %d, acquires %d → %d",
 			s1.Loans, s2.Loans, s1.Reused, s2.Reused, s1.Acquires, s2.Acquires)
 	}
-	if s1.Loans != 3 || s1.Reused != 2 || s1.Acquires != 3 {
-		t.Fatalf("after three acquires, two of them reuses: %+v", s1)
+	if diff := cmp.Diff(Stats{Books: pool.Books{Loans: 3, Reused: 2}, Acquires: 3}, Stats{Books: pool.Books{Loans: s1.Loans, Reused: s1.Reused}, Acquires: s1.Acquires}); diff != "" {
+		t.Fatalf("after three acquires, two of them reuses (-want +got):\n%s", diff)
 	}
 	checkBalanced(t, k, d)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -38,8 +40,8 @@ func TestPathBooksStayHonest(t *testing.T) {
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 4}})
 	r := makeParked(t, k) // dialed, given back, lent again, given back
 	s := k.Stats()
-	if s.Live != 1 || s.Idle != 1 || s.Busy != 0 {
-		t.Fatalf("books with a resource given back: %+v", s.Books)
+	if diff := cmp.Diff(pool.Books{Live: 1, Idle: 1, Busy: 0}, pool.Books{Live: s.Live, Idle: s.Idle, Busy: s.Busy}); diff != "" {
+		t.Fatalf("books with a resource given back (-want +got):\n%s", diff)
 	}
 	for range 3 {
 		l := mustAcquire(t, k)
@@ -49,8 +51,8 @@ func TestPathBooksStayHonest(t *testing.T) {
 		l.Release()
 	}
 	s = k.Stats()
-	if s.Loans != 5 || s.Reused != 4 || s.Acquires != 5 || s.Made != 1 {
-		t.Fatalf("counters after 5 acquires, 4 of them from idle: %+v", s)
+	if diff := cmp.Diff(Stats{Books: pool.Books{Loans: 5, Reused: 4, Made: 1}, Acquires: 5}, Stats{Books: pool.Books{Loans: s.Loans, Reused: s.Reused, Made: s.Made}, Acquires: s.Acquires}); diff != "" {
+		t.Fatalf("counters after 5 acquires, 4 of them from idle (-want +got):\n%s", diff)
 	}
 	checkBalanced(t, k, d)
 }
@@ -70,8 +72,11 @@ func TestPathKeepIsExact(t *testing.T) {
 	if !closedSoon(t, k, r) {
 		t.Fatalf("still open %v after it came back, Keep %v", c.Now().Sub(parked), keep)
 	}
-	if s := k.Stats(); s.IdleRetired != 1 || s.Live != 0 {
-		t.Fatalf("stats %+v", s)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(pool.Books{IdleRetired: 1, Live: 0}, pool.Books{IdleRetired: s.IdleRetired, Live: s.Live}); diff != "" {
+			t.Fatalf("stats (-want +got):\n%s", diff)
+		}
 	}
 	checkBalanced(t, k, d)
 }
@@ -230,8 +235,11 @@ func TestPathKeepsTheIdleCeiling(t *testing.T) {
 		if !closedSoon(t, k, b.Value()) || closedSoon(t, k, a.Value()) {
 			t.Fatalf("%+v: want the second release retired at the Idle ceiling, the first kept", l)
 		}
-		if s := k.Stats(); s.Idle != 1 || s.Retired != 1 {
-			t.Fatalf("%+v: books %+v", l, s.Books)
+		{
+			s := k.Stats()
+			if diff := cmp.Diff(pool.Books{Idle: 1, Retired: 1}, pool.Books{Idle: s.Idle, Retired: s.Retired}); diff != "" {
+				t.Fatalf("%+v: books %+v (-want +got):\n%s", l, s.Books, diff)
+			}
 		}
 		if c := mustAcquire(t, k); c.Value() != a.Value() {
 			t.Fatalf("%+v: lent %d, want the kept one", l, c.Value().id)
@@ -295,8 +303,11 @@ func TestPathReleaseRunsTheResetHook(t *testing.T) {
 	if resets < 2 || !closedSoon(t, k, r) || k.Stats().Idle != 0 {
 		t.Fatalf("resets %d; a resource that failed Reset was kept or left open", resets)
 	}
-	if s := k.Stats(); s.Dropped != 1 || s.Live != 0 {
-		t.Fatalf("stats %+v", s)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(pool.Books{Dropped: 1, Live: 0}, pool.Books{Dropped: s.Dropped, Live: s.Live}); diff != "" {
+			t.Fatalf("stats (-want +got):\n%s", diff)
+		}
 	}
 	checkBalanced(t, k, d)
 }

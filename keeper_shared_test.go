@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
@@ -63,8 +65,11 @@ func TestKeeperSharedBudget(t *testing.T) {
 	}
 	// A retry of the budget may be in flight for the caller who left.
 	clocktest.Eventually(t, "the retries to settle", func() bool { return k1.Stats().Dialing == 0 })
-	if s := k1.Stats(); s.Failed != 0 || s.Live != 3 {
-		t.Fatalf("a refused lease changed the books: %+v", s.Books)
+	{
+		s := k1.Stats()
+		if diff := cmp.Diff(pool.Books{Failed: 0, Live: 3}, pool.Books{Failed: s.Failed, Live: s.Live}); diff != "" {
+			t.Fatalf("a refused lease changed the books (-want +got):\n%s", diff)
+		}
 	}
 	if s := k1.SharedStats(); s.BudgetWaits == 0 || s.Budget.Held != 3 {
 		t.Fatalf("shared stats %+v, want budget waits counted and 3 held", s)

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -81,8 +83,8 @@ func TestKeeper64On4WithRandomCancels(t *testing.T) {
 		t.Errorf("stats say %d acquires, %d cancelled; callers saw %d, %d",
 			s.Acquires, s.Canceled, got.Load(), cancelled.Load())
 	}
-	if s.Busy != 0 || s.Waiting != 0 || s.Live != s.Idle+s.Busy {
-		t.Errorf("at rest: %+v", s)
+	if diff := cmp.Diff(Stats{Books: pool.Books{Busy: 0, Live: s.Idle + s.Busy}, Waiting: 0}, Stats{Books: pool.Books{Busy: s.Busy, Live: s.Live}, Waiting: s.Waiting}); diff != "" {
+		t.Errorf("at rest (-want +got):\n%s", diff)
 	}
 	if err := k.Close(bg); err != nil {
 		t.Fatal(err)

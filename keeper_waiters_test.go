@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wardpool/wardpool/internal/clocktest"
 	"github.com/wardpool/wardpool/pool"
 )
@@ -125,8 +127,8 @@ func TestKeeperServesWaitersInArrivalOrder(t *testing.T) {
 	}
 	held.Release()
 	s := k.Stats()
-	if s.Acquires != 17 || s.EmptyAcquires != 17 || s.Made != 1 {
-		t.Fatalf("stats %+v", s)
+	if diff := cmp.Diff(Stats{Books: pool.Books{Made: 1}, Acquires: 17, EmptyAcquires: 17}, Stats{Books: pool.Books{Made: s.Made}, Acquires: s.Acquires, EmptyAcquires: s.EmptyAcquires}); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
 }
 
@@ -144,8 +146,11 @@ func TestKeeperHandsOffWithoutBarging(t *testing.T) {
 	if _, err := k.TryAcquire(bg); !errors.Is(err, ErrWouldWait) {
 		t.Fatalf("the releaser took it back: TryAcquire = %v", err)
 	}
-	if s := k.Stats(); s.Idle != 0 || s.Busy != 1 || s.Waiting != 0 {
-		t.Fatalf("after the handoff %+v", s)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(Stats{Books: pool.Books{Idle: 0, Busy: 1}, Waiting: 0}, Stats{Books: pool.Books{Idle: s.Idle, Busy: s.Busy}, Waiting: s.Waiting}); diff != "" {
+			t.Fatalf("after the handoff (-want +got):\n%s", diff)
+		}
 	}
 	again := make(chan result, 1)
 	go func() { l, err := k.Acquire(bg); again <- result{l, err} }()
@@ -188,8 +193,11 @@ func TestKeeperSkipsExpiredWaiters(t *testing.T) {
 	if r.err != nil || r.l.Value() != held.Value() {
 		t.Fatalf("the live waiter got %v, %v", r.l.Value(), r.err)
 	}
-	if s := k.Stats(); s.Canceled != 1 || s.Waiting != 0 {
-		t.Fatalf("stats %+v", s)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(Stats{Canceled: 1, Waiting: 0}, Stats{Canceled: s.Canceled, Waiting: s.Waiting}); diff != "" {
+			t.Fatalf("stats (-want +got):\n%s", diff)
+		}
 	}
 	r.l.Release()
 	checkBalanced(t, k, d)
@@ -223,8 +231,11 @@ func TestKeeperHandoffRacingCancelLosesNothing(t *testing.T) {
 		default:
 			t.Fatal(err)
 		}
-		if s := k.Stats(); s.Idle != 1 || s.Busy != 0 {
-			t.Fatalf("resource lost: %+v", s)
+		{
+			s := k.Stats()
+			if diff := cmp.Diff(pool.Books{Idle: 1, Busy: 0}, pool.Books{Idle: s.Idle, Busy: s.Busy}); diff != "" {
+				t.Fatalf("resource lost (-want +got):\n%s", diff)
+			}
 		}
 	}
 	if won == 0 || lost == 0 {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -34,8 +36,11 @@ func TestKeeperWaitersHeldBackByBackoffAreServedByTheTimer(t *testing.T) {
 	if r := <-first; !errors.Is(r.err, errDial) {
 		t.Fatalf("first waiter: %v", r.err)
 	}
-	if s := k.Stats(); s.Waiting != 1 || s.Deferred != 1 || s.Dialing != 0 {
-		t.Fatalf("during the backoff %+v", s)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(Stats{Books: pool.Books{Deferred: 1}, Waiting: 1, Dialing: 0}, Stats{Books: pool.Books{Deferred: s.Deferred}, Waiting: s.Waiting, Dialing: s.Dialing}); diff != "" {
+			t.Fatalf("during the backoff (-want +got):\n%s", diff)
+		}
 	}
 	c.Advance(99 * time.Millisecond)
 	if k.Stats().Dialing != 0 {
@@ -60,8 +65,11 @@ func TestKeeperLimiterWaitIsServedOnRelease(t *testing.T) {
 	})
 	a := mustAcquire(t, k)
 	w := queued(t, k, bg, 1)
-	if s := k.Stats(); s.Live != 1 || s.Dialing != 0 {
-		t.Fatalf("the limiter let a second loan start: %+v", s)
+	{
+		s := k.Stats()
+		if diff := cmp.Diff(Stats{Books: pool.Books{Live: 1}, Dialing: 0}, Stats{Books: pool.Books{Live: s.Live}, Dialing: s.Dialing}); diff != "" {
+			t.Fatalf("the limiter let a second loan start (-want +got):\n%s", diff)
+		}
 	}
 	a.Release()
 	r := <-w
@@ -96,8 +104,8 @@ func TestKeeperWaiterHandedABadResourceGetsAnotherUnnoticed(t *testing.T) {
 	}
 	r.l.Release()
 	s := k.Stats()
-	if s.CheckFailures != 1 || s.Dropped != 1 || s.Acquires != 2 || s.EmptyAcquires != 2 {
-		t.Fatalf("stats %+v", s)
+	if diff := cmp.Diff(Stats{Books: pool.Books{Dropped: 1}, CheckFailures: 1, Acquires: 2, EmptyAcquires: 2}, Stats{Books: pool.Books{Dropped: s.Dropped}, CheckFailures: s.CheckFailures, Acquires: s.Acquires, EmptyAcquires: s.EmptyAcquires}); diff != "" {
+		t.Fatalf("stats (-want +got):\n%s", diff)
 	}
 	checkBalanced(t, k, d)
 }

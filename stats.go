@@ -75,6 +75,12 @@ type Stats struct {
 	Shared SharedStats
 }
 
+// WardStats returns what Stats returns, under the name every wardpool
+// driver gives the runtime's reading (pgxward.Pool.WardStats and the
+// others), so that a Keeper and a driver's pool are alike a
+// metrics.Source.
+func (k *Keeper[T]) WardStats() Stats { return k.Stats() }
+
 // Stats returns a reading of the pool's figures.
 func (k *Keeper[T]) Stats() Stats {
 	// counted adds to acquired before empty: read empty first, so that a

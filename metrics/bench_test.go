@@ -39,7 +39,7 @@ func (c *constCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *constCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.src.Stats()
+	st := c.src.WardStats()
 	for i, s := range table {
 		t := prometheus.GaugeValue
 		if s.kind == counter {

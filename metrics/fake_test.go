@@ -23,7 +23,7 @@ type fixed struct {
 	reads atomic.Int64
 }
 
-func (f *fixed) Stats() wardpool.Stats {
+func (f *fixed) WardStats() wardpool.Stats {
 	f.reads.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()

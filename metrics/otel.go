@@ -141,7 +141,7 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 	}
 
 	callback := func(_ context.Context, obs metric.Observer) error {
-		st := src.Stats()
+		st := src.WardStats()
 		for i := range list {
 			s := &list[i]
 			v := s.field.of(&st)

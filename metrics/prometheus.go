@@ -113,7 +113,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect takes one reading from the Source and sends every series of it.
 // It allocates one block for all the samples of a scrape.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	st := c.src.Stats()
+	st := c.src.WardStats()
 	n := len(c.series)
 	buf := make([]sample, n+len(reasons)+1+len(limitSeries)+1)
 	for i := range c.series {

@@ -8,12 +8,14 @@ import (
 	"github.com/wardpool/wardpool/pool"
 )
 
-// Source is what the exporters read: anything that answers one Stats
-// reading, such as a *wardpool.Keeper of any type. An exporter calls Stats once
+// Source is what the exporters read: anything that answers one reading
+// of the wardpool runtime's figures, WardStats, such as a
+// *wardpool.Keeper of any type or a driver's pool (*pgxward.Pool,
+// *redisward.Pool, *sqlward.Connector). An exporter calls WardStats once
 // per scrape or collection, never once per series, so a Keeper's mutex is
-// taken once each time. Stats must be safe for concurrent use.
+// taken once each time. WardStats must be safe for concurrent use.
 type Source interface {
-	Stats() wardpool.Stats
+	WardStats() wardpool.Stats
 }
 
 // limited is an optional part of a Source: the limits it holds itself to.
@@ -60,8 +62,8 @@ func FromBooks(books func() pool.Books) Source { return booksSource(books) }
 // booksSource is the Source FromBooks returns.
 type booksSource func() pool.Books
 
-// Stats returns the books in a Stats with the runtime's figures zero.
-func (f booksSource) Stats() wardpool.Stats { return wardpool.Stats{Books: f()} }
+// WardStats returns the books in a Stats with the runtime's figures zero.
+func (f booksSource) WardStats() wardpool.Stats { return wardpool.Stats{Books: f()} }
 
 // Options say how the exported series are named and labelled. The zero
 // Options name every series under the namespace "wardpool" with no labels.

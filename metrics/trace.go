@@ -71,7 +71,7 @@ func Outcome(err error) string {
 // ctx's span, for an acquire from src about to begin, and returns the
 // context to acquire with and the function that ends the span with the
 // acquire's error: it records AttrWait, AttrOutcome and, only when the span
-// is recording, the pool's figures (one src.Stats reading, so one lock
+// is recording, the pool's figures (one src.WardStats reading, so one lock
 // acquisition per sampled acquire), and sets the span's status to Error
 // with err when err is not nil. For any pool, including the drivers':
 //
@@ -93,7 +93,7 @@ func startSpan(ctx context.Context, tracer trace.Tracer, src Source, start time.
 			AttrOutcome.String(Outcome(err)),
 		}
 		if span.IsRecording() && src != nil {
-			s := src.Stats()
+			s := src.WardStats()
 			attrs = append(attrs, AttrLive.Int(s.Live), AttrIdle.Int(s.Idle),
 				AttrBusy.Int(s.Busy), AttrWaiting.Int(s.Waiting))
 			if l, ok := src.(limited); ok && l.Limits().Size > 0 {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/wardpool/wardpool/internal/poolname"
+	"github.com/wardpool/wardpool/internal/poolerr"
 )
 
 // errTooManyTries is Acquire's answer when PrepareConn refused every
@@ -44,7 +44,7 @@ func (p *Pool) acquire(ctx context.Context) (*Conn, error) {
 	for range p.tries {
 		l, err := p.k.Acquire(ctx)
 		if err != nil {
-			return nil, poolname.Wrap(p.name, err)
+			return nil, poolerr.Wrap(p.name, err)
 		}
 		r := l.Value()
 		if p.prepareConn == nil {
@@ -64,7 +64,7 @@ func (p *Pool) acquire(ctx context.Context) (*Conn, error) {
 			l.Destroy()
 		}
 	}
-	return nil, poolname.Wrap(p.name, errTooManyTries)
+	return nil, poolerr.Wrap(p.name, errTooManyTries)
 }
 
 // AcquireFunc acquires a connection, calls f with it and releases it. ctx

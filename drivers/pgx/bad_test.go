@@ -208,9 +208,9 @@ func TestServerRefuses(t *testing.T) {
 		t.Error("QueryRow on a dead server succeeded")
 	}
 	s := p.Stat()
-	if s.TotalConns() != 0 || s.AcquiredConns() != 0 || s.NewConnsCount() != 4 || s.Keeper().Failed != 4 {
+	if s.TotalConns() != 0 || s.AcquiredConns() != 0 || s.NewConnsCount() != 4 || s.WardStats().Failed != 4 {
 		t.Errorf("books after 4 refused dials: total %d acquired %d new %d %+v",
-			s.TotalConns(), s.AcquiredConns(), s.NewConnsCount(), s.Keeper())
+			s.TotalConns(), s.AcquiredConns(), s.NewConnsCount(), s.WardStats())
 	}
 	p.Close()
 }
@@ -236,7 +236,7 @@ func TestWrongCredentials(t *testing.T) {
 		t.Errorf("the error shows the password: %v", err)
 	}
 	if s := p.Stat(); s.TotalConns() != 0 || s.AcquiredConns() != 0 {
-		t.Errorf("books: %+v", s.Keeper())
+		t.Errorf("books: %+v", s.WardStats())
 	}
 	p.Close()
 }
@@ -343,8 +343,8 @@ func TestServerGoesAway(t *testing.T) {
 		t.Errorf("mid-query loss reported as %v", err)
 	}
 	t.Logf("mid-query error: %v", err)
-	if s := p.Stat(); s.TotalConns() != 0 || s.AcquiredConns() != 0 || s.Keeper().Dropped != 1 {
-		t.Errorf("after the loss: total %d acquired %d %+v", s.TotalConns(), s.AcquiredConns(), s.Keeper())
+	if s := p.Stat(); s.TotalConns() != 0 || s.AcquiredConns() != 0 || s.WardStats().Dropped != 1 {
+		t.Errorf("after the loss: total %d acquired %d %+v", s.TotalConns(), s.AcquiredConns(), s.WardStats())
 	}
 	_, err = p.Exec(ctx, "SELECT 1")
 	var ce *pgconn.ConnectError
@@ -393,8 +393,8 @@ func TestBreakerSheds(t *testing.T) {
 				}
 			}
 		}
-		if s := p.Stat(); s.TotalConns() != 0 || s.AcquiredConns() != 0 || s.Keeper().Shed != uint64(shed) {
-			t.Errorf("books: %+v (shed %d)", s.Keeper(), shed)
+		if s := p.Stat(); s.TotalConns() != 0 || s.AcquiredConns() != 0 || s.WardStats().Shed != uint64(shed) {
+			t.Errorf("books: %+v (shed %d)", s.WardStats(), shed)
 		}
 		return n.Load(), shed
 	}

@@ -193,12 +193,12 @@ type Config struct {
 	// (the same for every wardpool driver and the Keeper) and the pid.
 	OnLeak func(Leak)
 	// Classify says what an error the server sends means for the
-	// connection it came on: wardpool.Keep (the default for a query's own
+	// connection it came on: wardpool.Reuse (the default for a query's own
 	// errors), wardpool.Destroy (close this connection), or wardpool.Reset
 	// (every connection to this server is wrong now: close the idle ones
 	// at once and the lent ones as they come back, once per generation;
 	// see wardpool.Loan.Reset). Nil means DefaultClassify (25006, 57P01,
-	// 57P02, 57P03 and class 08 reset); wardpool.KeepAll turns it off.
+	// 57P02, 57P03 and class 08 reset); wardpool.ReuseAll turns it off.
 	//
 	// It is called, on the borrower's goroutine, for every error response
 	// the server sends on a pooled connection, whichever method sent the
@@ -213,7 +213,7 @@ type Config struct {
 	// from a server that reports itself writable (PostgreSQL 14 and later
 	// report default_transaction_read_only and in_hot_standby to every
 	// session; both off) came from a transaction the application began
-	// READ ONLY: the connection is kept, as for Keep.
+	// READ ONLY: the connection is kept, as for Reuse.
 	Classify wardpool.Classifier
 	// Logger receives the pool's warnings; nil is slog.Default().
 	Logger *slog.Logger

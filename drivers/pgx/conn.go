@@ -46,7 +46,7 @@ func (c *Conn) Release() {
 		c.loan.Reset(f.cause, f.err)
 	case f.v == wardpool.Destroy || unusable(r.conn):
 		c.loan.Destroy()
-	default: // Keep, or a 25006 of the application's own (ownReadOnly)
+	default: // Reuse, or a 25006 of the application's own (ownReadOnly)
 		c.loan.Release()
 	}
 }

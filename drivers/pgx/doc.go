@@ -55,10 +55,10 @@
 // primary). A reset is tied to the failing connection's generation: when
 // many connections get 25006 at once, the first reset retires them all
 // and the others reset nothing, so the connections dialled since are
-// kept. Resets are counted by cause in Stats().ResetCauses and by the
+// kept. Resets are counted by cause in WardStats().ResetCauses and by the
 // metrics package (wardpool_resets_total{cause}), and each is logged once
 // at warning level. Set Classify to change the list (wardpool.Destroy
-// closes the failing connection alone), or to wardpool.KeepAll to keep
+// closes the failing connection alone), or to wardpool.ReuseAll to keep
 // every connection, as pgxpool does:
 //
 //	c.Classify = func(err error) (wardpool.Verdict, string) {
@@ -117,8 +117,8 @@
 //   - MinConns and MinIdleConns both keep idle connections warm, as many as
 //     the larger of the two.
 //   - AfterRelease runs in the releasing goroutine, not a new one.
-//   - Stat.AcquireCount counts AcquireAllIdle's loans. Stat.Keeper gives
-//     every figure of the Keeper, and Pool.Stats, Pool.Limits and
+//   - Stat.AcquireCount counts AcquireAllIdle's loans. Stat.WardStats gives
+//     every figure of the Keeper, and Pool.WardStats, Pool.Limits and
 //     Pool.Leaked make the Pool a metrics.Source as it is.
 //   - Tracers: an AcquireTracer or ReleaseTracer on ConnConfig.Tracer is
 //     called as pgxpool calls it: one of this package's form is given the

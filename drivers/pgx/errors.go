@@ -2,7 +2,6 @@ package pgxward
 
 import (
 	"github.com/wardpool/wardpool"
-	"github.com/wardpool/wardpool/internal/poolname"
 )
 
 // The sentinels and error types of the Keeper, here so that code using
@@ -37,8 +36,10 @@ type ShedError = wardpool.ShedError
 // "pgxward-1@127.0.0.1:5432: wardpool: pool closed", and wraps the
 // Keeper's error (an *AcquireError, a *ShedError, ErrClosed or the dial's),
 // which errors.Is and errors.As reach. A context's bare error is returned
-// as it is. Every wardpool driver's PoolError is this one type.
-type PoolError = poolname.Error
+// as it is. It is wardpool.PoolError, every wardpool driver's, and the
+// name %T prints. A dial's network error comes in a *wardpool.PoolNetError,
+// a net.Error in which errors.As finds the *PoolError.
+type PoolError = wardpool.PoolError
 
 // Name returns the pool's name, Config.Name or the default it was given.
 // metrics.NewCollector and metrics.Observe label the series with it
@@ -47,7 +48,7 @@ func (p *Pool) Name() string { return p.name }
 
 // Leaked returns how many connections are out on loan now and have been
 // for longer than Config.LeakAfter; 0 when the leak watch is off. With
-// Stats and Limits it makes a Pool a metrics source as it is (the
+// WardStats and Limits it makes a Pool a metrics source as it is (the
 // leaked-now gauge). It takes the pool's lock and allocates: it is for
 // scrapes, not for every query.
 func (p *Pool) Leaked() int {

@@ -59,11 +59,11 @@ func ExampleNewWithConfig() {
 	var _ pgxward.DB = (*pgxpool.Pool)(nil)
 }
 
-// A Pool is a metrics source as it is (Stats, Limits), and its errors say
+// A Pool is a metrics source as it is (WardStats, Limits), and its errors say
 // what went wrong. Nothing listens on port 1 of the loopback here, so the
 // dial is refused at once: the error wraps pgx's *pgconn.ConnectError, and
 // the books count the failed dial.
-func ExamplePool_Stats() {
+func ExamplePool_WardStats() {
 	ctx := context.Background()
 	p, err := pgxward.New(ctx, "postgres://app@127.0.0.1:1/app?sslmode=disable&pool_max_conns=8")
 	if err != nil {
@@ -74,7 +74,7 @@ func ExamplePool_Stats() {
 	err = p.Ping(ctx)
 	var ce *pgconn.ConnectError
 	fmt.Println(errors.As(err, &ce), errors.Is(err, pgxward.ErrShed))
-	s := p.Stats()
+	s := p.WardStats()
 	fmt.Println(s.Made, s.Failed, s.Live, p.Limits().Size)
 	// Output:
 	// true false

@@ -20,7 +20,7 @@ import (
 //     the server is going down or not up yet;
 //   - class 08, connection exception.
 //
-// Every other error is wardpool.Keep: the query's own failure (a syntax
+// Every other error is wardpool.Reuse: the query's own failure (a syntax
 // error, a constraint) says nothing about the connection. Errors of the
 // network or of pgx itself never reach a classifier (see Config.Classify).
 //
@@ -31,14 +31,14 @@ import (
 func DefaultClassify(err error) (wardpool.Verdict, string) {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
-		return wardpool.Keep, ""
+		return wardpool.Reuse, ""
 	}
 	switch c := pe.Code; {
 	case c == "25006", c == "57P01", c == "57P02", c == "57P03",
 		len(c) == 5 && c[:2] == "08":
 		return wardpool.Reset, c
 	}
-	return wardpool.Keep, ""
+	return wardpool.Reuse, ""
 }
 
 // ownReadOnly reports whether err is a 25006 read_only_sql_transaction on

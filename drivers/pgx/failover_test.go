@@ -10,12 +10,14 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/testenv"
+	"github.com/wardpool/wardpool/pool"
 )
 
 func TestDefaultClassify(t *testing.T) {
@@ -31,12 +33,12 @@ func TestDefaultClassify(t *testing.T) {
 		{&pgconn.PgError{Code: "08006"}, wardpool.Reset, "08006"},
 		{&pgconn.PgError{Code: "08P01"}, wardpool.Reset, "08P01"},
 		{fmt.Errorf("insert: %w", &pgconn.PgError{Code: "25006"}), wardpool.Reset, "25006"},
-		{&pgconn.PgError{Code: "23505"}, wardpool.Keep, ""}, // unique_violation
-		{&pgconn.PgError{Code: "42601"}, wardpool.Keep, ""}, // syntax_error
-		{&pgconn.PgError{Code: "57014"}, wardpool.Keep, ""}, // query_canceled
-		{&pgconn.PgError{Code: "08"}, wardpool.Keep, ""},    // not a SQLSTATE
-		{errors.New("read tcp: connection reset"), wardpool.Keep, ""},
-		{context.DeadlineExceeded, wardpool.Keep, ""},
+		{&pgconn.PgError{Code: "23505"}, wardpool.Reuse, ""}, // unique_violation
+		{&pgconn.PgError{Code: "42601"}, wardpool.Reuse, ""}, // syntax_error
+		{&pgconn.PgError{Code: "57014"}, wardpool.Reuse, ""}, // query_canceled
+		{&pgconn.PgError{Code: "08"}, wardpool.Reuse, ""},    // not a SQLSTATE
+		{errors.New("read tcp: connection reset"), wardpool.Reuse, ""},
+		{context.DeadlineExceeded, wardpool.Reuse, ""},
 	} {
 		v, cause := DefaultClassify(c.err)
 		if v != c.want || cause != c.cause {
@@ -85,12 +87,12 @@ func TestOnPgErrorKeepsTheWorst(t *testing.T) {
 	calls := 0
 	h := p.onPgError(r, func(*pgconn.PgConn, *pgconn.PgError) bool { calls++; return calls%2 == 0 })
 	// While the connection is being dialled its errors are the dial's.
-	if h(nil, &pgconn.PgError{Code: "25006"}) || r.fail.v != wardpool.Keep || calls != 1 {
+	if h(nil, &pgconn.PgError{Code: "25006"}) || r.fail.v != wardpool.Reuse || calls != 1 {
 		t.Fatalf("an error of the dial was classified (%+v) or the next handler skipped", r.fail)
 	}
 	calls = 0
 	r.conn = new(pgx.Conn) // dialled: a stand-in, never used
-	if h(nil, &pgconn.PgError{Code: "23505"}) || r.fail.v != wardpool.Keep {
+	if h(nil, &pgconn.PgError{Code: "23505"}) || r.fail.v != wardpool.Reuse {
 		t.Fatal("a unique violation was not kept, or the next handler's answer was lost")
 	}
 	h(nil, &pgconn.PgError{Code: "XX000"})
@@ -104,8 +106,8 @@ func TestOnPgErrorKeepsTheWorst(t *testing.T) {
 	}
 	r.fail = failure{}
 	h(nil, &pgconn.PgError{Code: "PANIC"})
-	if r.fail.v != wardpool.Keep || p.Stats().Panics != 1 {
-		t.Fatalf("a panicking classifier: %+v, panics %d", r.fail, p.Stats().Panics)
+	if r.fail.v != wardpool.Reuse || p.WardStats().Panics != 1 {
+		t.Fatalf("a panicking classifier: %+v, panics %d", r.fail, p.WardStats().Panics)
 	}
 	if calls != 5 {
 		t.Fatalf("the next handler ran %d times, want 5", calls)
@@ -166,26 +168,29 @@ func TestReadOnlyResetsOnce(t *testing.T) {
 		}
 		c.Release()
 	}
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Resets != 1 || s.ResetCauses["25006"] != 1 {
 		t.Fatalf("resets %d by cause %v, want one 25006", s.Resets, s.ResetCauses)
 	}
 	if _, err := p.Exec(ctx, "INSERT INTO "+tbl+" VALUES (100)"); err != nil {
 		t.Fatalf("write after the reset: %v", err)
 	}
-	if s := p.Stats(); s.Live != 1 || s.Resets != 1 {
-		t.Fatalf("after the reset: live %d (want the one new connection), resets %d", s.Live, s.Resets)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Live: 1}, Resets: 1}, wardpool.Stats{Books: pool.Books{Live: s.Live}, Resets: s.Resets}); diff != "" {
+			t.Fatalf("after the reset: live %d (want the one new connection), resets %d (-want +got):\n%s", s.Live, s.Resets, diff)
+		}
 	}
 }
 
 // TestReadOnlyKeptWithoutClassifier is the same without the classifier
-// (wardpool.KeepAll): the read-only connections stay in the pool, and
+// (wardpool.ReuseAll): the read-only connections stay in the pool, and
 // writes go on failing on them. It is what TestReadOnlyResetsOnce's
 // classifier buys.
 func TestReadOnlyKeptWithoutClassifier(t *testing.T) {
 	var ro atomic.Bool
 	ro.Store(true)
-	p := readOnlyPool(t, &ro, func(c *Config) { c.Classify = wardpool.KeepAll })
+	p := readOnlyPool(t, &ro, func(c *Config) { c.Classify = wardpool.ReuseAll })
 	ctx := ctxT(t)
 	tbl := table2(t)
 	c, err := p.Acquire(ctx)
@@ -199,8 +204,11 @@ func TestReadOnlyKeptWithoutClassifier(t *testing.T) {
 			t.Fatalf("write %d succeeded on the kept read-only connection", i)
 		}
 	}
-	if s := p.Stats(); s.Resets != 0 || s.Made != 1 {
-		t.Fatalf("resets %d, made %d; want 0 and 1", s.Resets, s.Made)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Made: 1}, Resets: 0}, wardpool.Stats{Books: pool.Books{Made: s.Made}, Resets: s.Resets}); diff != "" {
+			t.Fatalf("resets %d, made %d; want 0 and 1 (-want +got):\n%s", s.Resets, s.Made, diff)
+		}
 	}
 }
 
@@ -227,7 +235,7 @@ func TestTerminatedBackendResets(t *testing.T) {
 		t.Skipf("the terminated backend answered %v, not 57P01 (the FATAL was not read)", err)
 	}
 	a.Release()
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Resets != 1 || s.ResetCauses["57P01"] != 1 || s.Idle != 0 {
 		t.Fatalf("resets %d %v, idle %d; want one 57P01 reset and nothing idle", s.Resets, s.ResetCauses, s.Idle)
 	}
@@ -323,7 +331,7 @@ func TestStormResetsOnceBesidePgxpool(t *testing.T) {
 	p := readOnlyPool(t, &ro, func(c *Config) { c.MaxConns = 32 })
 	tbl := table2(t)
 	ours := storm(t, wardWriter{p}, &ro, tbl)
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Resets != 1 || s.ResetCauses["25006"] != 1 {
 		t.Fatalf("resets %d %v after a storm of 32, want exactly one 25006", s.Resets, s.ResetCauses)
 	}
@@ -371,7 +379,10 @@ func TestOwnReadOnlyTransactionKept(t *testing.T) {
 	}
 	_ = tx.Rollback(ctx)
 	c.Release()
-	if s := p.Stats(); s.Resets != 0 || s.Idle != 1 || s.Dropped != 0 {
-		t.Fatalf("resets %d, idle %d, dropped %d; want the connection kept and no reset", s.Resets, s.Idle, s.Dropped)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Idle: 1, Dropped: 0}, Resets: 0}, wardpool.Stats{Books: pool.Books{Idle: s.Idle, Dropped: s.Dropped}, Resets: s.Resets}); diff != "" {
+			t.Fatalf("resets %d, idle %d, dropped %d; want the connection kept and no reset (-want +got):\n%s", s.Resets, s.Idle, s.Dropped, diff)
+		}
 	}
 }

@@ -127,7 +127,7 @@ func TestBackgroundDialRetried(t *testing.T) {
 	if !errors.Is(first.Err(), context.DeadlineExceeded) {
 		t.Errorf("the first dial's context ended with %v, want its deadline", first.Err())
 	}
-	if n := p.Stat().Keeper().DialTimeouts; n < 1 {
+	if n := p.Stat().WardStats().DialTimeouts; n < 1 {
 		t.Errorf("Stats.DialTimeouts = %d after a dial ran out, want 1 or more", n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -57,7 +57,7 @@ func TestPgxpoolSuite(t *testing.T) {
 	const list = "testdata/pgxpool_differences.txt"
 	diffs := peersuite.ReadDifferences(t, list)
 	dropped := peersuite.Build(ctx, t, goBin, dir, suiteEnv(""))
-	results := peersuite.Run(ctx, t, goBin, dir, suiteEnv(dsn), suiteTimeout, peersuite.NotRun(diffs))
+	results := peersuite.Run(ctx, t, goBin, dir, suiteEnv(dsn), suiteTimeout, diffs)
 
 	report := peersuite.Report(results, dropped, diffs, "pgxward", list)
 	t.Logf("pgxpool %s suite against pgxward:\n%s", pgxVersion, report.Text)

@@ -33,7 +33,7 @@ type res struct {
 	ping *pendingPing
 	// fail is the worst verdict of the server's errors during the current
 	// loan (see onPgError), acted on by Conn.Release; the zero value is
-	// Keep.
+	// Reuse.
 	fail failure
 	// spare holds handles not lent yet. Every loan takes a fresh one and
 	// none is used twice, so a *Conn kept past its Release can never act on
@@ -206,11 +206,25 @@ func (p *Pool) Stat() *Stat {
 	return &Stat{s: p.k.Stats(), max: int32(p.k.Limits().Size), newConns: p.newConns.Load()}
 }
 
-// Stats returns one reading of the Keeper's figures, the form
-// metrics.NewCollector and metrics.Observe read:
+// WardStats returns one reading of the wardpool runtime's figures
+// (wardpool.Stats), the form metrics.NewCollector and metrics.Observe
+// read:
 //
 //	reg.MustRegister(metrics.NewCollector(p, metrics.Options{}))
-func (p *Pool) Stats() wardpool.Stats { return p.k.Stats() }
+//
+// Stat is pgxpool's reading, in pgxpool's shape. Every wardpool driver
+// names the runtime's reading WardStats, so that it collides with no
+// method of the driver's peer.
+func (p *Pool) WardStats() wardpool.Stats { return p.k.Stats() }
+
+// Stats is WardStats's old name, kept for callers not moved yet: use
+// WardStats, which no pgxpool method reads like.
+func (p *Pool) Stats() wardpool.Stats {
+	// Not marked Deprecated only while examples/sim/accuracy still calls
+	// it (staticcheck would fail there): remove it once that call reads
+	// WardStats.
+	return p.k.Stats()
+}
 
 // Limits returns the Keeper's limits: Size is MaxConns (the max gauge of
 // the metrics package), Keep MaxConnIdleTime, Life MaxConnLifetime.

@@ -54,7 +54,7 @@ func ctxT(t *testing.T) context.Context {
 func honest(t *testing.T, p *Pool) {
 	t.Helper()
 	s := p.Stat()
-	k := s.Keeper()
+	k := s.WardStats()
 	if s.AcquiredConns() != 0 || s.TotalConns() != s.IdleConns()+s.ConstructingConns() || k.Live != k.Idle+k.Busy {
 		t.Errorf("books: acquired %d, total %d, idle %d, constructing %d (%+v)",
 			s.AcquiredConns(), s.TotalConns(), s.IdleConns(), s.ConstructingConns(), k)
@@ -348,7 +348,7 @@ func TestAcquireFuncAllIdleResetStat(t *testing.T) {
 
 	all := p.AcquireAllIdle(ctx)
 	if len(all) != 3 || p.Stat().IdleConns() != 0 || p.Stat().AcquiredConns() != 3 {
-		t.Errorf("AcquireAllIdle: %d conns, stat %+v", len(all), p.Stat().Keeper())
+		t.Errorf("AcquireAllIdle: %d conns, stat %+v", len(all), p.Stat().WardStats())
 	}
 	for _, c := range all {
 		if err := c.Ping(ctx); err != nil {
@@ -370,7 +370,7 @@ func TestAcquireFuncAllIdleResetStat(t *testing.T) {
 		_, err := p.Acquire(short)
 		errc <- err
 	}()
-	clocktest.Eventually(t, "the Acquire queued", func() bool { return p.Stat().Keeper().Waiting == 1 })
+	clocktest.Eventually(t, "the Acquire queued", func() bool { return p.Stat().WardStats().Waiting == 1 })
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("Acquire on a full pool = %v, want Canceled", err)
@@ -419,8 +419,8 @@ func TestReleaseDestroysDirty(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Release()
-	if s := p.Stat(); s.TotalConns() != 0 || s.Keeper().Dropped != 1 {
-		t.Errorf("in-transaction release kept: total %d, %+v", s.TotalConns(), s.Keeper())
+	if s := p.Stat(); s.TotalConns() != 0 || s.WardStats().Dropped != 1 {
+		t.Errorf("in-transaction release kept: total %d, %+v", s.TotalConns(), s.WardStats())
 	}
 	c, err = p.Acquire(ctx)
 	if err != nil {
@@ -432,8 +432,8 @@ func TestReleaseDestroysDirty(t *testing.T) {
 	}
 	rows.Next()
 	c.Release() // rows still open: the connection is busy
-	if s := p.Stat(); s.TotalConns() != 0 || s.Keeper().Dropped != 2 {
-		t.Errorf("busy release kept: total %d, %+v", s.TotalConns(), s.Keeper())
+	if s := p.Stat(); s.TotalConns() != 0 || s.WardStats().Dropped != 2 {
+		t.Errorf("busy release kept: total %d, %+v", s.TotalConns(), s.WardStats())
 	}
 	honest(t, p)
 }
@@ -592,8 +592,8 @@ func TestQueryRowNeverScannedLeaks(t *testing.T) {
 		!strings.Contains(string(l.Stack), "TestQueryRowNeverScannedLeaks") {
 		t.Errorf("leak report: returned %v held %v conn %v stack:\n%s", l.Returned, l.Held, l.Item, l.Stack)
 	}
-	if p.Stat().Keeper().Leaks != 1 {
-		t.Errorf("Leaks = %d", p.Stat().Keeper().Leaks)
+	if p.Stat().WardStats().Leaks != 1 {
+		t.Errorf("Leaks = %d", p.Stat().WardStats().Leaks)
 	}
 	var n int
 	if err := row.Scan(&n); err != nil || n != 42 {

@@ -65,6 +65,7 @@ func (s *Stat) MaxLifetimeDestroyCount() int64 { return int64(s.s.LifeRetired) }
 // past MaxConnIdleTime.
 func (s *Stat) MaxIdleDestroyCount() int64 { return int64(s.s.IdleRetired) }
 
-// Keeper returns every figure the Keeper keeps, beyond pgxpool's: sheds,
-// failed dials, checks, leaks, double releases.
-func (s *Stat) Keeper() wardpool.Stats { return s.s }
+// WardStats returns every figure the wardpool runtime keeps, beyond
+// pgxpool's: sheds, failed dials, checks, leaks, double releases. It is
+// the reading Pool.WardStats returns, taken with this Stat.
+func (s *Stat) WardStats() wardpool.Stats { return s.s }

@@ -140,8 +140,8 @@ func TestBeforeAcquire(t *testing.T) {
 	if len(refused) != 1 || refused[c.Conn().PgConn().PID()] {
 		t.Errorf("BeforeAcquire false did not replace the connection: refused %v", refused)
 	}
-	if s := p.Stat(); s.Keeper().Dropped != 1 || s.NewConnsCount() != 2 {
-		t.Errorf("dropped %d, new %d", s.Keeper().Dropped, s.NewConnsCount())
+	if s := p.Stat(); s.WardStats().Dropped != 1 || s.NewConnsCount() != 2 {
+		t.Errorf("dropped %d, new %d", s.WardStats().Dropped, s.NewConnsCount())
 	}
 }
 
@@ -188,11 +188,11 @@ func TestStatsAndLimits(t *testing.T) {
 	if err := p.Ping(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if s, l := p.Stats(), p.Limits(); s.Acquires != 1 || s.Made != 1 || l.Size != 3 {
+	if s, l := p.WardStats(), p.Limits(); s.Acquires != 1 || s.Made != 1 || l.Size != 3 {
 		t.Errorf("stats %+v, limits %+v", s, l)
 	}
 	var _ interface {
-		Stats() wardpool.Stats
+		WardStats() wardpool.Stats
 		Limits() pool.Limits
 		Leaked() int
 	} = p

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
-	"github.com/wardpool/wardpool/internal/poolname"
+	"github.com/wardpool/wardpool/internal/poolerr"
 )
 
 // Client returns a *redis.Client that runs on the pool, for code written
@@ -27,7 +27,7 @@ import (
 // as it needs it: Conn holds a loan until the *redis.Conn is closed, Watch
 // for the length of its function, and Subscribe, PSubscribe and SSubscribe
 // for the life of the PubSub (a subscription's connection is counted in
-// Stats but not against Limits.Size, so subscriptions never starve
+// WardStats but not against Limits.Size, so subscriptions never starve
 // commands, as on go-redis); those connections are destroyed afterwards
 // when they were left in a state the next borrower would inherit (a
 // subscription, SELECT, CLIENT TRACKING, …). A command that would leave
@@ -359,7 +359,7 @@ func (f *front) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	}
 	l, err := k.Acquire(ctx)
 	if err != nil {
-		return nil, poolname.Wrap(f.p.k.Name(), err)
+		return nil, poolerr.Wrap(f.p.k.Name(), err)
 	}
 	return newLent(f, l), nil
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool"
-	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
@@ -40,9 +39,11 @@ type (
 // "redisward-1@127.0.0.1:6379: dial tcp 127.0.0.1:6379: connect: connection
 // refused", and wraps the Keeper's error (an *AcquireError, a *ShedError,
 // ErrClosed, or the dial's, such as a *net.OpError), which errors.Is and
-// errors.As reach. A context's bare error is returned as it is. Every
-// wardpool driver's PoolError is this one type.
-type PoolError = poolname.Error
+// errors.As reach. A context's bare error is returned as it is. It is
+// wardpool.PoolError, every wardpool driver's, and the name %T prints. A
+// dial's network error comes in a *wardpool.PoolNetError, a net.Error (as
+// go-redis's dial error is) in which errors.As finds the *PoolError.
+type PoolError = wardpool.PoolError
 
 // DefaultCheckIdle is Config.CheckIdle's default: a connection idle for
 // more than a millisecond is peeked at before it is lent, one used more
@@ -160,12 +161,12 @@ type Config struct {
 	// OnLeak receives the leak reports; nil logs them on Logger.
 	OnLeak func(Leak)
 	// Classify says what an error reply from the server means for the
-	// connection it came on: wardpool.Keep (a command's own failure, such
+	// connection it came on: wardpool.Reuse (a command's own failure, such
 	// as WRONGTYPE), wardpool.Destroy (close this connection), or
 	// wardpool.Reset (every connection to this server is wrong now: close
 	// the idle ones at once and the lent ones as they come back, once per
 	// generation; see wardpool.Loan.Reset). Nil means DefaultClassify
-	// (READONLY, MASTERDOWN and LOADING reset); wardpool.KeepAll turns
+	// (READONLY, MASTERDOWN and LOADING reset); wardpool.ReuseAll turns
 	// resets off. It is called on the caller's goroutine for every error
 	// reply a pooled command or pipeline gets (Process, Do, Pipelined,
 	// TxPipelined, Watch, a Loan's client, Client()'s commands), not for

@@ -62,7 +62,7 @@
 //     retries a command up to three times on network errors, writes
 //     included.
 //   - A PubSub of Client() holds a connection for its life, counted in
-//     the books (Stats) but not against Limits.Size, as go-redis keeps its
+//     the books (WardStats) but not against Limits.Size, as go-redis keeps its
 //     PubSub connections outside PoolSize, and its connection is
 //     destroyed when it closes. Maintenance notifications are not pooled.
 //     Client-side caching (Options.ClientSideCacheConfig and the other
@@ -109,10 +109,10 @@
 // generation: when every connection of a pool gets READONLY at once, the
 // first reset retires them all and the others reset nothing, so the
 // connections dialled since are kept. Resets are counted by cause in
-// Stats().ResetCauses and by the metrics package
+// WardStats().ResetCauses and by the metrics package
 // (wardpool_resets_total{cause}), and each is logged once at warning
 // level. Set Classify to a function of your own to change the list, or
-// to wardpool.KeepAll to have READONLY destroy its connection alone, as
+// to wardpool.ReuseAll to have READONLY destroy its connection alone, as
 // go-redis does.
 //
 // A connection the server closed while it sat idle (CLIENT KILL, the

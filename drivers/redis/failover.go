@@ -16,13 +16,13 @@ import (
 //   - MASTERDOWN: a replica lost its primary and serves no stale data;
 //   - LOADING: the server is loading its dataset after a restart.
 //
-// Every other error is wardpool.Keep: a reply such as WRONGTYPE is the
+// Every other error is wardpool.Reuse: a reply such as WRONGTYPE is the
 // command's own failure. Errors that are not replies from the server
 // never reach a classifier (see Config.Classify).
 func DefaultClassify(err error) (wardpool.Verdict, string) {
 	re, ok := replyError(err)
 	if !ok {
-		return wardpool.Keep, ""
+		return wardpool.Reuse, ""
 	}
 	msg := re.Error()
 	for _, word := range [...]string{"READONLY", "MASTERDOWN", "LOADING"} {
@@ -30,7 +30,7 @@ func DefaultClassify(err error) (wardpool.Verdict, string) {
 			return wardpool.Reset, word
 		}
 	}
-	return wardpool.Keep, ""
+	return wardpool.Reuse, ""
 }
 
 // classify is the Keeper's Classify. Connections hold it as a method of

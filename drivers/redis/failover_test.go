@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/servers"
+	"github.com/wardpool/wardpool/pool"
 )
 
 func TestDefaultClassify(t *testing.T) {
@@ -30,11 +32,11 @@ func TestDefaultClassify(t *testing.T) {
 		{fakeReply("LOADING Redis is loading the dataset in memory"), wardpool.Reset, "LOADING"},
 		{fakeReply("LOADING"), wardpool.Reset, "LOADING"},
 		{fmt.Errorf("set: %w", fakeReply("READONLY You can't write")), wardpool.Reset, "READONLY"},
-		{fakeReply("READONLYISH not the word"), wardpool.Keep, ""},
-		{fakeReply("WRONGTYPE Operation against a key holding the wrong kind of value"), wardpool.Keep, ""},
-		{fakeReply("ERR unknown command"), wardpool.Keep, ""},
-		{errors.New("READONLY but not a reply"), wardpool.Keep, ""},
-		{io.EOF, wardpool.Keep, ""},
+		{fakeReply("READONLYISH not the word"), wardpool.Reuse, ""},
+		{fakeReply("WRONGTYPE Operation against a key holding the wrong kind of value"), wardpool.Reuse, ""},
+		{fakeReply("ERR unknown command"), wardpool.Reuse, ""},
+		{errors.New("READONLY but not a reply"), wardpool.Reuse, ""},
+		{io.EOF, wardpool.Reuse, ""},
 	} {
 		v, cause := DefaultClassify(c.err)
 		if v != c.want || cause != c.cause {
@@ -68,10 +70,10 @@ func TestFailedJudges(t *testing.T) {
 	if !c.unfit() || c.reset.Load() != nil {
 		t.Fatal("a Destroy verdict did not mark the connection unfit")
 	}
-	c = &conn{classify: wardpool.KeepAll}
+	c = &conn{classify: wardpool.ReuseAll}
 	c.failed(fakeReply("READONLY You can't write"))
 	if !c.unfit() || c.reset.Load() != nil {
-		t.Fatal("READONLY under KeepAll: want destroyed (go-redis's rule), not reset")
+		t.Fatal("READONLY under ReuseAll: want destroyed (go-redis's rule), not reset")
 	}
 }
 
@@ -123,7 +125,7 @@ func readOnlyRun(t *testing.T, classify wardpool.Classifier) wardpool.Stats {
 		}
 		l.Release()
 	}
-	return p.Stats()
+	return p.WardStats()
 }
 
 // TestReadOnlyReplyResetsOnce: on a real demoted server, the first
@@ -140,9 +142,9 @@ func TestReadOnlyReplyResetsOnce(t *testing.T) {
 // connection is destroyed (go-redis's rule) and the idle ones, opened to
 // the demoted server, stay.
 func TestReadOnlyReplyWithoutClassifier(t *testing.T) {
-	s := readOnlyRun(t, wardpool.KeepAll)
-	if s.Resets != 0 || s.Idle != 2 || s.Dropped != 2 {
-		t.Fatalf("resets %d, idle %d, dropped %d; want 0, the 2 idle kept, the 2 writers destroyed", s.Resets, s.Idle, s.Dropped)
+	s := readOnlyRun(t, wardpool.ReuseAll)
+	if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Idle: 2, Dropped: 2}, Resets: 0}, wardpool.Stats{Books: pool.Books{Idle: s.Idle, Dropped: s.Dropped}, Resets: s.Resets}); diff != "" {
+		t.Fatalf("resets %d, idle %d, dropped %d; want 0, the 2 idle kept, the 2 writers destroyed (-want +got):\n%s", s.Resets, s.Idle, s.Dropped, diff)
 	}
 }
 
@@ -212,7 +214,7 @@ func TestMovedPrimaryBesideGoRedis(t *testing.T) {
 		}
 		return nil
 	}, func(i int) error { return p.Do(ctx, "set", "k", i).Err() })
-	if s := p.Stats(); ours != 1 || s.Resets != 1 {
+	if s := p.WardStats(); ours != 1 || s.Resets != 1 {
 		t.Errorf("redisward: %d of 32 writes failed, %d resets; want 1 and 1", ours, s.Resets)
 	}
 

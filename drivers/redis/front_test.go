@@ -10,10 +10,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/wardpool/wardpool/internal/testenv"
+	"github.com/wardpool/wardpool/pool"
 )
 
 // logHook logs what it wraps, into a shared log, as go-redis's own "Hook"
@@ -112,7 +114,7 @@ func TestClientHooksAsGoRedis(t *testing.T) {
 	if len(want) < 20 {
 		t.Fatalf("the run saw too little to compare: %q", want)
 	}
-	if s := p.Stats(); s.Busy != 0 {
+	if s := p.WardStats(); s.Busy != 0 {
 		t.Fatalf("a loan is still out: %+v", s.Books)
 	}
 }
@@ -134,14 +136,20 @@ func TestClientConnSticky(t *testing.T) {
 	if err != nil || id1 != id2 {
 		t.Fatalf("CLIENT ID on one Conn: %d then %d (%v)", id1, id2, err)
 	}
-	if s := p.Stats(); s.Busy != 1 || s.Live != 2 {
-		t.Fatalf("while the Conn is open: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Busy: 1, Live: 2}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+			t.Fatalf("while the Conn is open (-want +got):\n%s", diff)
+		}
 	}
 	if err := conn.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := p.Stats(); s.Busy != 0 || s.Live != 2 {
-		t.Fatalf("after Close the connection should be back: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Busy: 0, Live: 2}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+			t.Fatalf("after Close the connection should be back (-want +got):\n%s", diff)
+		}
 	}
 	// SELECT on a Conn works, and its connection is not lent again.
 	conn = p.Client().Conn()
@@ -150,8 +158,11 @@ func TestClientConnSticky(t *testing.T) {
 	}
 	sel, _ := conn.ClientID(ctx).Result()
 	_ = conn.Close()
-	if s := p.Stats(); s.Busy != 0 || s.Live != 1 {
-		t.Fatalf("a Conn left in database 1 was kept: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Busy: 0, Live: 1}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+			t.Fatalf("a Conn left in database 1 was kept (-want +got):\n%s", diff)
+		}
 	}
 	for range 3 {
 		if id, _ := p.Do(ctx, "CLIENT", "ID").Int64(); id == sel {
@@ -170,7 +181,7 @@ func TestClientSubscribe(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if s := p.Stats(); s.Busy != 1 {
+	if s := p.WardStats(); s.Busy != 1 {
 		t.Fatalf("the subscription's connection is not a loan: %+v", s.Books)
 	}
 	if err := rdb.Publish(ctx, k+"ch", "hello").Err(); err != nil {
@@ -180,13 +191,13 @@ func TestClientSubscribe(t *testing.T) {
 	if err != nil || m.Payload != "hello" {
 		t.Fatalf("ReceiveMessage: %v %v", m, err)
 	}
-	made := p.Stats().Made
+	made := p.WardStats().Made
 	if err := sub.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s := p.Stats()
-	if s.Busy != 0 || s.Live != int(made)-1 {
-		t.Fatalf("the subscription's connection was not destroyed: %+v", s.Books)
+	s := p.WardStats()
+	if diff := cmp.Diff(pool.Books{Busy: 0, Live: int(made) - 1}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+		t.Fatalf("the subscription's connection was not destroyed (-want +got):\n%s", diff)
 	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -214,7 +225,7 @@ func TestClientClose(t *testing.T) {
 	}); !errors.Is(err, redis.ErrClosed) {
 		t.Fatalf("Pipelined after Close: %v, want redis.ErrClosed", err)
 	}
-	if s := p.Stats(); s.Busy != 0 {
+	if s := p.WardStats(); s.Busy != 0 {
 		t.Fatalf("the closed client's Conn still holds a loan: %+v", s.Books)
 	}
 	c2 := p.Client()
@@ -238,7 +249,7 @@ func TestPoolStats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, b := p.PoolStats(), p.Stats()
+	s, b := p.PoolStats(), p.WardStats()
 	if s.TotalConns != 1 || s.IdleConns != 1 || uint64(s.Hits) != b.Reused || uint64(s.Hits+s.Misses) != b.Loans || s.Hits < 3 {
 		t.Fatalf("PoolStats %+v from %+v", s, b.Books)
 	}
@@ -285,7 +296,7 @@ func TestClientHooksFifo(t *testing.T) {
 	if want := []string{"h1 pipeline start get", "h1 pipeline end <nil>"}; strings.Join(log, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("hooks saw:\n%s\nwant:\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
 	}
-	if s := p.Stats(); s.Made != 1 {
+	if s := p.WardStats(); s.Made != 1 {
 		t.Fatalf("a connection was borrowed for a command: %+v", s.Books)
 	}
 }
@@ -329,7 +340,7 @@ func TestClientHookThenWatch(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("the hook saw WATCH %d times:\n%s", n, strings.Join(log, "\n"))
 	}
-	if s := p.Stats(); s.Busy != 0 {
+	if s := p.WardStats(); s.Busy != 0 {
 		t.Fatalf("a loan is still out: %+v", s.Books)
 	}
 }
@@ -416,7 +427,7 @@ func TestClientConcurrentHooks(t *testing.T) {
 	if want := "h0 start get|h1 start get|h2 start get|h2 end get <nil>|h1 end get <nil>|h0 end get <nil>"; strings.Join(log, "|") != want {
 		t.Fatalf("hooks saw %q, want %q", strings.Join(log, "|"), want)
 	}
-	if s := p.Stats(); s.Busy != 0 {
+	if s := p.WardStats(); s.Busy != 0 {
 		t.Fatalf("a loan is still out: %+v", s.Books)
 	}
 }
@@ -445,12 +456,15 @@ func TestClientOptions(t *testing.T) {
 	if name, err := conn.ClientGetName(ctx).Result(); err != nil || name != "wardpool-test" {
 		t.Fatalf("CLIENT GETNAME on a Conn: %q %v", name, err)
 	}
-	made := p.Stats().Made
+	made := p.WardStats().Made
 	if err := conn.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := p.Stats(); s.Busy != 0 || s.Live != int(made) {
-		t.Fatalf("the Conn's connection was not given back: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Busy: 0, Live: int(made)}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+			t.Fatalf("the Conn's connection was not given back (-want +got):\n%s", diff)
+		}
 	}
 	// A Conn whose first command renames its connection is destroyed.
 	conn = p.Client().Conn()
@@ -458,8 +472,11 @@ func TestClientOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = conn.Close()
-	if s := p.Stats(); s.Busy != 0 || s.Live != int(made)-1 {
-		t.Fatalf("a renamed connection was given back: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Busy: 0, Live: int(made) - 1}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+			t.Fatalf("a renamed connection was given back (-want +got):\n%s", diff)
+		}
 	}
 	// SELECT of the pool's own database changes nothing, and is let through.
 	if err := p.Client().Do(ctx, "SELECT", 1).Err(); err != nil {
@@ -495,7 +512,10 @@ func TestClientConnHook(t *testing.T) {
 	if want := "c start client|c end client <nil>"; strings.Join(log, "|") != want {
 		t.Fatalf("the Conn's hook saw %q, want %q", strings.Join(log, "|"), want)
 	}
-	if s := p.Stats(); s.Busy != 1 || s.Live != 2 {
-		t.Fatalf("%+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Busy: 1, Live: 2}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+			t.Fatalf("(-want +got):\n%s", diff)
+		}
 	}
 }

@@ -2,7 +2,7 @@ package redisward
 
 // Leaked returns how many connections are out on loan now and have been
 // for longer than Config.LeakAfter; 0 when the leak watch is off. With
-// Stats and Limits it makes a Pool a metrics source as it is (the
+// WardStats and Limits it makes a Pool a metrics source as it is (the
 // leaked-now gauge). It takes the pool's lock and allocates: it is for
 // scrapes, not for every command.
 func (p *Pool) Leaked() int {

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/internal/poolerr"
 	"github.com/wardpool/wardpool/internal/poolname"
 	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
@@ -28,7 +29,7 @@ const maxTries = 3
 type Pool struct {
 	k *wardpool.Keeper[*conn]
 	// subs lends the connections of Pub/Sub subscriptions (Client()'s
-	// Subscribe, PSubscribe, SSubscribe): counted in Stats, not against
+	// Subscribe, PSubscribe, SSubscribe): counted in WardStats, not against
 	// Limits.Size, so that subscriptions never starve commands, as on
 	// go-redis, whose PubSub connections are outside its PoolSize too.
 	subs        *wardpool.Keeper[*conn]
@@ -133,7 +134,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 			defer cancel()
 			_ = k.Close(cctx)
 			_ = p.subs.Close(cctx)
-			return nil, poolname.Wrap(name, err)
+			return nil, poolerr.Wrap(name, err)
 		}
 		l.Release()
 	}
@@ -242,11 +243,11 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 }
 
 // acquire borrows a connection from the Keeper; its error names the pool
-// (poolname.Wrap), except a context's own.
+// (poolerr.Wrap), except a context's own.
 func (p *Pool) acquire(ctx context.Context) (wardpool.Loan[*conn], error) {
 	l, err := p.k.Acquire(ctx)
 	if err != nil {
-		return l, poolname.Wrap(p.k.Name(), err)
+		return l, poolerr.Wrap(p.k.Name(), err)
 	}
 	return l, nil
 }
@@ -389,12 +390,16 @@ func (p *Pool) Ping(ctx context.Context) error {
 	return p.Process(ctx, redis.NewStatusCmd(ctx, "ping"))
 }
 
-// Stats returns a reading of the pool's books and figures (wardpool.Stats).
+// WardStats returns a reading of the pool's books and figures
+// (wardpool.Stats), the form metrics.NewCollector and metrics.Observe
+// read. PoolStats is go-redis's reading, in go-redis's shape. Every
+// wardpool driver names the runtime's reading WardStats, so that it
+// collides with no method of the driver's peer.
 //
 // The connections of Pub/Sub subscriptions are in its books (Live, Busy,
 // Made, Loans, …) though they are not counted against Limits.Size: Busy
 // may then exceed the Size by the subscriptions open.
-func (p *Pool) Stats() wardpool.Stats {
+func (p *Pool) WardStats() wardpool.Stats {
 	s := p.k.Stats()
 	b := p.subs.Stats().Books
 	s.Live += b.Live
@@ -419,8 +424,8 @@ func (p *Pool) Stats() wardpool.Stats {
 // Unusable connections found dead when checked before a loan, TotalConns
 // and IdleConns the live and idle connections, StaleConns those retired
 // (idle too long, too old, closed by Reset), PendingRequests the callers
-// queued now. Counters are cut to 32 bits as go-redis's are. Stats has
-// the rest.
+// queued now. Counters are cut to 32 bits as go-redis's are. WardStats
+// has the rest.
 func (p *Pool) PoolStats() *redis.PoolStats {
 	s := p.k.Stats()
 	return &redis.PoolStats{

@@ -27,7 +27,7 @@ func TestSubscriptionsDoNotStarveCommands(t *testing.T) {
 		}
 		subs = append(subs, ps)
 	}
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Busy < 4 || s.Live < 4 {
 		t.Errorf("four subscriptions open: busy %d, live %d; want them in the books", s.Busy, s.Live)
 	}
@@ -63,7 +63,7 @@ func TestSubscriptionsDoNotStarveCommands(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if s := p.Stats(); s.Busy != 0 {
+	if s := p.WardStats(); s.Busy != 0 {
 		t.Errorf("after the subscriptions closed: busy %d, want 0", s.Busy)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/wardpool/wardpool"
@@ -100,9 +101,9 @@ func TestCommands(t *testing.T) {
 	if err := p.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s := p.Stats()
-	if s.Made != 1 || s.Live != 1 || s.Idle != 1 {
-		t.Fatalf("after errors that are replies, want one connection made and kept: %+v", s.Books)
+	s := p.WardStats()
+	if diff := cmp.Diff(pool.Books{Made: 1, Live: 1, Idle: 1}, pool.Books{Made: s.Made, Live: s.Live, Idle: s.Idle}); diff != "" {
+		t.Fatalf("after errors that are replies, want one connection made and kept (-want +got):\n%s", diff)
 	}
 }
 
@@ -151,8 +152,11 @@ func TestPipelines(t *testing.T) {
 	if !errors.Is(err, redis.TxFailedErr) {
 		t.Fatalf("Watch with a concurrent change: %v, want TxFailedErr", err)
 	}
-	if s := p.Stats(); s.Made != 2 || s.Live != 2 {
-		t.Fatalf("want both connections kept: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Made: 2, Live: 2}, pool.Books{Made: s.Made, Live: s.Live}); diff != "" {
+			t.Fatalf("want both connections kept (-want +got):\n%s", diff)
+		}
 	}
 }
 
@@ -189,8 +193,11 @@ func TestLoan(t *testing.T) {
 	if l.Valid() {
 		t.Fatal("loan still valid after Release")
 	}
-	if s := p.Stats(); s.DoubleReleases != 1 || s.Idle != 1 {
-		t.Fatalf("stats after a double release: %+v", s)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Idle: 1}, DoubleReleases: 1}, wardpool.Stats{Books: pool.Books{Idle: s.Idle}, DoubleReleases: s.DoubleReleases}); diff != "" {
+			t.Fatalf("stats after a double release (-want +got):\n%s", diff)
+		}
 	}
 	// The next borrower gets the same connection (LIFO, kept).
 	l, err = p.Acquire(ctx)
@@ -201,7 +208,7 @@ func TestLoan(t *testing.T) {
 		t.Fatalf("connection %d not reused (got %d)", id, got)
 	}
 	l.Destroy()
-	if s := p.Stats(); s.Live != 0 {
+	if s := p.WardStats(); s.Live != 0 {
 		t.Fatalf("Destroy left %d live", s.Live)
 	}
 }
@@ -246,9 +253,9 @@ func TestKilledIdle(t *testing.T) {
 			if v := a.Get(ctx, k+"after").Val(); v != "ok" {
 				t.Fatalf("SET did not reach the server: %q", v)
 			}
-			s := p.Stats()
-			if s.Made != 2 || s.Live != 1 {
-				t.Fatalf("want the killed connection replaced by one new one: %+v", s.Books)
+			s := p.WardStats()
+			if diff := cmp.Diff(pool.Books{Made: 2, Live: 1}, pool.Books{Made: s.Made, Live: s.Live}); diff != "" {
+				t.Fatalf("want the killed connection replaced by one new one (-want +got):\n%s", diff)
 			}
 			if s.CheckFailures != 1 {
 				t.Fatalf("want the peek to find it: %+v", s)
@@ -299,7 +306,7 @@ func TestRecentNotPeeked(t *testing.T) {
 				if err := p.Do(ctx, "GET", k+"x").Err(); !errors.Is(err, redis.Nil) {
 					t.Fatalf("GET %d: %v", i, err)
 				}
-				if s := p.Stats(); s.Checks != tc.looks[i] || s.Made != 1 {
+				if s := p.WardStats(); s.Checks != tc.looks[i] || s.Made != 1 {
 					t.Fatalf("after GET %d (clock moved %v): %d looks, %d made; want %d looks, 1 made",
 						i, d, s.Checks, s.Made, tc.looks[i])
 				}
@@ -330,14 +337,20 @@ func TestKilledRecently(t *testing.T) {
 	if err == nil || redisReply(err) {
 		t.Fatalf("SET on the connection killed just after its last use: %v, want a network error", err)
 	}
-	if s := p.Stats(); s.Live != 0 || s.Checks != 0 {
-		t.Fatalf("want the killed connection dropped, unlooked at: %+v", s)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Live: 0}, Checks: 0}, wardpool.Stats{Books: pool.Books{Live: s.Live}, Checks: s.Checks}); diff != "" {
+			t.Fatalf("want the killed connection dropped, unlooked at (-want +got):\n%s", diff)
+		}
 	}
 	if err := p.Do(ctx, "SET", k+"after", "ok").Err(); err != nil {
 		t.Fatalf("the next command: %v", err)
 	}
-	if s := p.Stats(); s.Made != 2 || s.Live != 1 {
-		t.Fatalf("want one new connection: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Made: 2, Live: 1}, pool.Books{Made: s.Made, Live: s.Live}); diff != "" {
+			t.Fatalf("want one new connection (-want +got):\n%s", diff)
+		}
 	}
 	waitGoroutines(t)
 }
@@ -364,9 +377,9 @@ func TestKilledOnLoan(t *testing.T) {
 		t.Fatal("PING on a killed connection succeeded")
 	}
 	l.Release()
-	s := p.Stats()
-	if s.Live != 0 || s.Idle != 0 {
-		t.Fatalf("a broken connection was kept: %+v", s.Books)
+	s := p.WardStats()
+	if diff := cmp.Diff(pool.Books{Live: 0, Idle: 0}, pool.Books{Live: s.Live, Idle: s.Idle}); diff != "" {
+		t.Fatalf("a broken connection was kept (-want +got):\n%s", diff)
 	}
 	if err := p.Ping(ctx); err != nil {
 		t.Fatal(err)
@@ -395,13 +408,13 @@ func TestContext(t *testing.T) {
 	if err := p.Do(tctx, "PING").Err(); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("waiting for a lent connection: %v", err)
 	}
-	if s := p.Stats(); s.Canceled == 0 {
+	if s := p.WardStats(); s.Canceled == 0 {
 		t.Fatalf("the wait was not counted: %+v", s)
 	}
 	// A waiter is served when the loan comes back.
 	done := make(chan error)
 	go func() { done <- p.Do(ctx, "PING").Err() }()
-	clocktest.Eventually(t, "the condition", func() bool { return p.Stats().Waiting == 1 })
+	clocktest.Eventually(t, "the condition", func() bool { return p.WardStats().Waiting == 1 })
 	l.Release()
 	if err := <-done; err != nil {
 		t.Fatalf("waiter: %v", err)
@@ -414,7 +427,7 @@ func TestContext(t *testing.T) {
 	if err := p.Do(tctx, "BLPOP", k+"never", 5).Err(); err == nil {
 		t.Fatal("BLPOP past its deadline succeeded")
 	}
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Live != 0 {
 		t.Fatalf("a connection cut mid-command was kept: %+v", s.Books)
 	}
@@ -457,15 +470,18 @@ func TestUnhookedBroken(t *testing.T) {
 		if hooked() {
 			t.Fatalf("%d: a connection used by Process alone carries the hook", i)
 		}
-		made := p.Stats().Made
+		made := p.WardStats().Made
 		tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		err := cut(tctx)
 		cancel()
 		if err == nil {
 			t.Fatalf("%d: BLPOP past its deadline succeeded", i)
 		}
-		if s := p.Stats(); s.Live != 0 || s.Made != made {
-			t.Fatalf("%d: a connection cut mid-command was kept: %+v", i, s.Books)
+		{
+			s := p.WardStats()
+			if diff := cmp.Diff(pool.Books{Live: 0, Made: made}, pool.Books{Live: s.Live, Made: s.Made}); diff != "" {
+				t.Fatalf("%d: a connection cut mid-command was kept: %+v (-want +got):\n%s", i, s.Books, diff)
+			}
 		}
 	}
 	l, err := p.Acquire(ctx)
@@ -516,7 +532,7 @@ func TestCloseWaitsForLoans(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatalf("Close after the loan came home: %v", err)
 	}
-	if s := p.Stats(); s.Live != 0 {
+	if s := p.WardStats(); s.Live != 0 {
 		t.Fatalf("Close left %d live", s.Live)
 	}
 	if err := l.Client().Ping(ctx).Err(); !errors.Is(err, redis.ErrClosed) {
@@ -548,8 +564,11 @@ func TestNewFails(t *testing.T) {
 	if err := p.Ping(ctx); err == nil {
 		t.Fatal("PING to a closed port succeeded")
 	}
-	if s := p.Stats(); s.Failed != 1 || s.Live != 0 {
-		t.Fatalf("a failed dial should be a failed make: %+v", s.Books)
+	{
+		s := p.WardStats()
+		if diff := cmp.Diff(pool.Books{Failed: 1, Live: 0}, pool.Books{Failed: s.Failed, Live: s.Live}); diff != "" {
+			t.Fatalf("a failed dial should be a failed make (-want +got):\n%s", diff)
+		}
 	}
 	if err := p.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -584,7 +603,7 @@ func TestConcurrent(t *testing.T) {
 				if err != nil {
 					errs.Add(1)
 				}
-				if l := p.Stats().Live; l > size {
+				if l := p.WardStats().Live; l > size {
 					t.Errorf("%d live, over %d", l, size)
 				}
 			}
@@ -598,7 +617,7 @@ func TestConcurrent(t *testing.T) {
 	if err != nil || n != workers*each {
 		t.Fatalf("counter = %d %v, want %d", n, err, workers*each)
 	}
-	s := p.Stats()
+	s := p.WardStats()
 	if s.Made > size || s.Live > size {
 		t.Fatalf("made %d, live %d, over %d", s.Made, s.Live, size)
 	}
@@ -658,7 +677,7 @@ func TestLoanStateNotInherited(t *testing.T) {
 		}
 		l.Release()
 	}
-	made := func() uint64 { return p.Stats().Made }
+	made := func() uint64 { return p.WardStats().Made }
 
 	// Kept: go-redis's Watch (WATCH … EXEC, then UNWATCH) and TxPipelined.
 	use(func(c *redis.Client) error {
@@ -688,7 +707,7 @@ func TestLoanStateNotInherited(t *testing.T) {
 		func(c *redis.Client) error { return c.Do(ctx, "MULTI").Err() },
 	} {
 		use(f)
-		if s := p.Stats(); s.Live != 0 {
+		if s := p.WardStats(); s.Live != 0 {
 			t.Fatalf("case %d: a connection with state left on it was kept: %+v", i, s.Books)
 		}
 		// The next borrower is in database 0 with nothing watched.
@@ -707,8 +726,8 @@ func TestLoanStateNotInherited(t *testing.T) {
 		}
 		return c.Do(ctx, "UNWATCH").Err()
 	})
-	if made() != before || p.Stats().Live != 1 {
-		t.Fatalf("WATCH then UNWATCH cost the connection: %+v", p.Stats().Books)
+	if made() != before || p.WardStats().Live != 1 {
+		t.Fatalf("WATCH then UNWATCH cost the connection: %+v", p.WardStats().Books)
 	}
 }
 
@@ -717,7 +736,7 @@ func TestLoanStateNotInherited(t *testing.T) {
 func TestMinIdleAndReset(t *testing.T) {
 	p, _ := newPool(t, 4, func(c *Config) { c.MinIdle = 2 })
 	// Two kept warm beside the one New opened (lent while they were made).
-	clocktest.Eventually(t, "the condition", func() bool { return p.Stats().Idle >= 2 })
+	clocktest.Eventually(t, "the condition", func() bool { return p.WardStats().Idle >= 2 })
 	ctx := context.Background()
 	l, err := p.Acquire(ctx)
 	if err != nil {
@@ -725,9 +744,9 @@ func TestMinIdleAndReset(t *testing.T) {
 	}
 	old := clientID(t, l)
 	l.Release()
-	before := p.Stats()
+	before := p.WardStats()
 	p.Reset()
-	clocktest.Eventually(t, "the condition", func() bool { s := p.Stats(); return s.Idle == 2 && s.Made == before.Made+2 })
+	clocktest.Eventually(t, "the condition", func() bool { s := p.WardStats(); return s.Idle == 2 && s.Made == before.Made+2 })
 	l, err = p.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -95,7 +95,7 @@ func TestStore(t *testing.T) {
 		t.Fatalf("Del left %d keys", n)
 	}
 	// Nothing above cost a connection.
-	if st := p.Stats(); uint64(st.Live) != st.Made {
+	if st := p.WardStats(); uint64(st.Live) != st.Made {
 		t.Fatalf("connections lost: %+v", st.Books)
 	}
 }

@@ -38,7 +38,7 @@ func TestWardBucketSpacesDials(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if s := p.Stats(); s.Made != 1 {
+	if s := p.WardStats(); s.Made != 1 {
 		t.Fatalf("made %d connections, want 1", s.Made)
 	}
 }
@@ -71,7 +71,7 @@ func TestWardBreakerSheds(t *testing.T) {
 	if shed == nil || shed.Guard != ward.GuardBreaker || !errors.Is(shed, wardpool.ErrShed) {
 		t.Fatalf("no refusal by the breaker after 500 failed dials (last: %v)", shed)
 	}
-	if s := p.Stats(); s.Shed == 0 || s.Failed == 0 {
+	if s := p.WardStats(); s.Shed == 0 || s.Failed == 0 {
 		t.Fatalf("books: %+v", s.Books)
 	}
 }

@@ -37,7 +37,7 @@ func TestRetirementOnAFakeClock(t *testing.T) {
 		t.Fatal("a connection idle for less than Keep was replaced")
 	}
 	clock.Advance(61 * time.Second) // the eviction timer runs
-	if s := c.Stats(); !first.isClosed(t, c) || s.IdleRetired != 1 || s.Live != 0 {
+	if s := c.WardStats(); !first.isClosed(t, c) || s.IdleRetired != 1 || s.Live != 0 {
 		t.Errorf("past Keep: closed %v, %+v", first.isClosed(t, c), s.Books)
 	}
 	exec()
@@ -50,7 +50,7 @@ func TestRetirementOnAFakeClock(t *testing.T) {
 		clock.Advance(30 * time.Second)
 		exec()
 	}
-	if s := c.Stats(); !second.isClosed(t, c) || s.LifeRetired != 1 || s.IdleRetired != 1 {
+	if s := c.WardStats(); !second.isClosed(t, c) || s.LifeRetired != 1 || s.IdleRetired != 1 {
 		t.Errorf("past Life: closed %v, %+v", second.isClosed(t, c), s.Books)
 	}
 	if len(fc.conns) != 3 {

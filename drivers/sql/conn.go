@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/wardpool/wardpool"
-	"github.com/wardpool/wardpool/internal/poolname"
+	"github.com/wardpool/wardpool/internal/poolerr"
 )
 
 // conn is one of the driver's connections as the Keeper holds it: the
@@ -173,7 +173,7 @@ var (
 func (h *handle) bind(ctx context.Context) error {
 	l, err := h.c.k.Acquire(ctx)
 	if err != nil {
-		return poolname.Wrap(h.c.name, err)
+		return poolerr.Wrap(h.c.name, err)
 	}
 	h.cn, h.loan = l.Value(), l
 	return nil

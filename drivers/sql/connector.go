@@ -8,7 +8,7 @@
 //	}
 //	defer db.Close()
 //	err = db.QueryRowContext(ctx, "SELECT 1").Scan(&n)
-//	fmt.Println(c.Stats().Live)
+//	fmt.Println(c.WardStats().Live)
 //
 // # How the two pools share the work
 //
@@ -109,7 +109,7 @@
 //
 // # Metrics
 //
-// A *Connector is a metrics.Source as it is (Stats, Limits, Leaked):
+// A *Connector is a metrics.Source as it is (WardStats, Limits, Leaked):
 //
 //	reg.MustRegister(metrics.NewCollector(c, metrics.Options{Labels: map[string]string{"pool": "orders"}}))
 //
@@ -220,7 +220,7 @@ type Config struct {
 	// (about 300 ns a borrow); with LeakAfter set, its stacks serve.
 	StallSites bool
 	// Classify says what an error the driver returns means for the
-	// connection it came from: wardpool.Keep (a query's own failure),
+	// connection it came from: wardpool.Reuse (a query's own failure),
 	// wardpool.Destroy (close this connection), or wardpool.Reset (every
 	// connection to this server is wrong now: close the idle ones at once
 	// and the lent ones as they come back, once per generation; see
@@ -231,7 +231,7 @@ type Config struct {
 	// driver's word and is not classified: the connection is destroyed and
 	// database/sql retries the call on another. Nil means DefaultClassify
 	// (by SQLSTATE: 25006, 57P01, 57P02, 57P03 and class 08 reset);
-	// wardpool.KeepAll turns it off. A classifier that panics is recovered
+	// wardpool.ReuseAll turns it off. A classifier that panics is recovered
 	// and counted (see wardpool.Keeper.Classify).
 	Classify wardpool.Classifier
 	// Logger receives the pool's warnings; nil is slog.Default().
@@ -350,7 +350,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 // OpenDB is NewConnector followed by sql.OpenDB, with database/sql's own
 // idle pool sized to keep every handle (db.SetMaxIdleConns(Limits.Size);
 // see the package doc for why). It returns the Connector too, for its
-// Stats. db.Close closes the Connector.
+// WardStats. db.Close closes the Connector.
 func OpenDB(base driver.Connector, cfg Config) (*sql.DB, *Connector, error) {
 	c, err := NewConnector(base, cfg)
 	if err != nil {
@@ -408,14 +408,17 @@ func (c *Connector) Close() error {
 // ctx's error when ctx ends first. It does not close the base connector.
 func (c *Connector) CloseContext(ctx context.Context) error { return c.k.Close(ctx) }
 
-// Stats returns a reading of the Keeper's books, the form
-// metrics.NewCollector and metrics.Observe read:
+// WardStats returns a reading of the wardpool runtime's books and figures
+// (wardpool.Stats), the form metrics.NewCollector and metrics.Observe
+// read:
 //
 //	reg.MustRegister(metrics.NewCollector(c, metrics.Options{}))
 //
 // Read these rather than db.Stats(): database/sql's DBStats count its own
 // view, in which every borrow is a new connection (see the package doc).
-func (c *Connector) Stats() wardpool.Stats { return c.k.Stats() }
+// Every wardpool driver names the runtime's reading WardStats, so that it
+// collides with no method of the driver's peer.
+func (c *Connector) WardStats() wardpool.Stats { return c.k.Stats() }
 
 // Limits returns the Keeper's limits (Config.Limits); Size is the max gauge
 // of the metrics package.

@@ -2,7 +2,6 @@ package sqlward
 
 import (
 	"github.com/wardpool/wardpool"
-	"github.com/wardpool/wardpool/internal/poolname"
 )
 
 // AcquireError is the error of a Connect (so of a query) whose context
@@ -21,6 +20,8 @@ type ShedError = wardpool.ShedError
 // refused or could not serve: it names the pool (Config.Name), as in
 // "sqlward-1: wardpool: pool closed", and wraps the Keeper's error, an
 // *AcquireError, a *ShedError, ErrClosed or the base connector's, which
-// errors.Is and errors.As reach. Every wardpool driver's PoolError is this
-// one type.
-type PoolError = poolname.Error
+// errors.Is and errors.As reach. It is wardpool.PoolError, every wardpool
+// driver's, and the name %T prints. A network error of the base
+// connector comes in a *wardpool.PoolNetError, a net.Error in which
+// errors.As finds the *PoolError.
+type PoolError = wardpool.PoolError

@@ -37,7 +37,7 @@ func TestAcquireErrorSaysWhy(t *testing.T) {
 	if !strings.Contains(err.Error(), "1 of 1 resource busy") || !strings.HasPrefix(err.Error(), c.Name()+": ") {
 		t.Errorf("message %q", err)
 	}
-	if s := c.Stats(); s.Canceled != 1 {
+	if s := c.WardStats(); s.Canceled != 1 {
 		t.Errorf("canceled %d, want 1", s.Canceled)
 	}
 }

@@ -44,7 +44,7 @@ func ExampleOpenDB() {
 	var a, b int
 	_ = db.QueryRow("SELECT 1").Scan(&a)
 	_ = db.QueryRow("SELECT 2").Scan(&b)
-	s := c.Stats()
+	s := c.WardStats()
 	fmt.Println(a+b, s.Made, s.Loans, s.Idle)
 	// Output: 3 1 2 1
 }

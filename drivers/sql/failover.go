@@ -15,25 +15,25 @@ import (
 // read_only_sql_transaction, 57P01 admin_shutdown, 57P02 crash_shutdown,
 // 57P03 cannot_connect_now, and class 08, connection exception (the
 // codes pgxward's DefaultClassify resets on). Every other error is
-// wardpool.Keep; so is every error of a driver whose errors carry no
+// wardpool.Reuse; so is every error of a driver whose errors carry no
 // SQLState method: give such a driver a Classify of its own.
 //
 // A write inside a transaction the application began READ ONLY gets 25006
 // too, and database/sql hides the connection's word on whether the server
 // itself is read-only (pgxward reads it), so here it resets the pool: an
 // application that writes in its own read-only transactions should answer
-// wardpool.Keep for 25006 with a Classify of its own.
+// wardpool.Reuse for 25006 with a Classify of its own.
 func DefaultClassify(err error) (wardpool.Verdict, string) {
 	var st interface{ SQLState() string }
 	if !errors.As(err, &st) {
-		return wardpool.Keep, ""
+		return wardpool.Reuse, ""
 	}
 	switch c := st.SQLState(); {
 	case c == "25006", c == "57P01", c == "57P02", c == "57P03",
 		len(c) == 5 && c[:2] == "08":
 		return wardpool.Reset, c
 	}
-	return wardpool.Keep, ""
+	return wardpool.Reuse, ""
 }
 
 // failure is the worst verdict the errors of one loan earned, with the

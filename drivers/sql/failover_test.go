@@ -11,12 +11,14 @@ import (
 	"testing"
 
 	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/wardpool/wardpool"
 	"github.com/wardpool/wardpool/internal/testenv"
+	"github.com/wardpool/wardpool/pool"
 )
 
 // stateErr is a driver's error that tells its SQLSTATE by method, as
@@ -38,9 +40,9 @@ func TestDefaultClassify(t *testing.T) {
 		{stateErr("08006"), wardpool.Reset, "08006"},
 		{fmt.Errorf("exec: %w", stateErr("25006")), wardpool.Reset, "25006"},
 		{&pgconn.PgError{Code: "25006"}, wardpool.Reset, "25006"},
-		{stateErr("23505"), wardpool.Keep, ""},
-		{errors.New("25006"), wardpool.Keep, ""}, // no SQLState method
-		{driver.ErrBadConn, wardpool.Keep, ""},
+		{stateErr("23505"), wardpool.Reuse, ""},
+		{errors.New("25006"), wardpool.Reuse, ""}, // no SQLState method
+		{driver.ErrBadConn, wardpool.Reuse, ""},
 	} {
 		v, cause := DefaultClassify(c.err)
 		if v != c.want || cause != c.cause {
@@ -61,7 +63,7 @@ func TestMockReadOnlyResets(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "INSERT"); !errors.Is(err, stateErr("25006")) {
 		t.Fatalf("Exec = %v, want the driver's 25006", err)
 	}
-	s := c.Stats()
+	s := c.WardStats()
 	if s.Resets != 1 || s.ResetCauses["25006"] != 1 || s.Live != 0 {
 		t.Fatalf("resets %d %v, live %d; want one 25006 reset and the connection closed", s.Resets, s.ResetCauses, s.Live)
 	}
@@ -75,22 +77,28 @@ func TestMockReadOnlyResets(t *testing.T) {
 }
 
 // TestMockClassifyDestroyAndOff: a Destroy verdict drops the connection
-// alone; wardpool.KeepAll keeps it.
+// alone; wardpool.ReuseAll keeps it.
 func TestMockClassifyDestroyAndOff(t *testing.T) {
 	cfg := one()
 	cfg.Classify = func(error) (wardpool.Verdict, string) { return wardpool.Destroy, "" }
 	db, c, mock, _ := newMock(t, cfg)
 	mock.ExpectExec("X").WillReturnError(stateErr("25006"))
 	_, _ = db.ExecContext(ctxT(t), "X")
-	if s := c.Stats(); s.Dropped != 1 || s.Resets != 0 {
-		t.Fatalf("destroy verdict: dropped %d resets %d", s.Dropped, s.Resets)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Dropped: 1}, Resets: 0}, wardpool.Stats{Books: pool.Books{Dropped: s.Dropped}, Resets: s.Resets}); diff != "" {
+			t.Fatalf("destroy verdict: dropped %d resets %d (-want +got):\n%s", s.Dropped, s.Resets, diff)
+		}
 	}
-	cfg.Classify = wardpool.KeepAll
+	cfg.Classify = wardpool.ReuseAll
 	db, c, mock, _ = newMock(t, cfg)
 	mock.ExpectExec("X").WillReturnError(stateErr("25006"))
 	_, _ = db.ExecContext(ctxT(t), "X")
-	if s := c.Stats(); s.Dropped != 0 || s.Resets != 0 || s.Idle != 1 {
-		t.Fatalf("KeepAll: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Dropped: 0, Idle: 1}, Resets: 0}, wardpool.Stats{Books: pool.Books{Dropped: s.Dropped, Idle: s.Idle}, Resets: s.Resets}); diff != "" {
+			t.Fatalf("ReuseAll (-want +got):\n%s", diff)
+		}
 	}
 }
 
@@ -128,7 +136,7 @@ func TestPGReadOnlyResets(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Code != "25006" {
 		t.Fatalf("write on a read-only connection: %v, want 25006", err)
 	}
-	if s := c.Stats(); s.Resets != 1 || s.ResetCauses["25006"] != 1 {
+	if s := c.WardStats(); s.Resets != 1 || s.ResetCauses["25006"] != 1 {
 		t.Fatalf("resets %d %v, want one 25006", s.Resets, s.ResetCauses)
 	}
 	// A temporary table: refused read-only, and gone with its session.

@@ -28,7 +28,7 @@ func TestSetLimits(t *testing.T) {
 		t.Fatalf("SetLimits(Idle -1) = %v, want ErrConfig", err)
 	}
 	_ = conn.Close()
-	if s := c.Stats(); s.Live != 1 {
+	if s := c.WardStats(); s.Live != 1 {
 		t.Fatalf("live %d after the connection came back at Size 3, want 1", s.Live)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
 	"github.com/wardpool/wardpool"
@@ -40,9 +41,9 @@ func ctxT(t *testing.T) context.Context {
 // still in flight (one a caller gave up waiting for) counts as busy.
 func honest(t *testing.T, c *Connector) {
 	t.Helper()
-	s := c.Stats()
-	if s.Busy != s.Dialing || s.Live != s.Idle+s.Dialing {
-		t.Errorf("books with nothing lent: %+v, %d dialing", s.Books, s.Dialing)
+	s := c.WardStats()
+	if diff := cmp.Diff(pool.Books{Busy: s.Dialing, Live: s.Idle + s.Dialing}, pool.Books{Busy: s.Busy, Live: s.Live}); diff != "" {
+		t.Errorf("books with nothing lent: %+v, %d dialing (-want +got):\n%s", s.Books, s.Dialing, diff)
 	}
 }
 
@@ -119,14 +120,14 @@ func TestMockQueriesGoThroughTheKeeper(t *testing.T) {
 		t.Error(err)
 	}
 	// One dial, reused for all three; database/sql keeps nothing idle.
-	s := c.Stats()
+	s := c.WardStats()
 	if mc.dials.Load() != 1 || s.Made != 1 || s.Loans != 3 || s.Reused != 2 || s.Idle != 1 {
 		t.Errorf("dials %d, books %+v", mc.dials.Load(), s.Books)
 	}
 	// database/sql keeps its handle idle; the handle holds no connection
 	// between uses (the Keeper has it idle).
-	if db.Stats().Idle != 1 || c.Stats().Busy != 0 {
-		t.Errorf("database/sql holds %d idle handles, the Keeper %d busy connections", db.Stats().Idle, c.Stats().Busy)
+	if db.Stats().Idle != 1 || c.WardStats().Busy != 0 {
+		t.Errorf("database/sql holds %d idle handles, the Keeper %d busy connections", db.Stats().Idle, c.WardStats().Busy)
 	}
 	honest(t, c)
 }
@@ -141,13 +142,13 @@ func TestMockBadConnDestroyed(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "UPDATE a"); err != nil {
 		t.Fatalf("database/sql's retry failed: %v", err)
 	}
-	s := c.Stats()
+	s := c.WardStats()
 	if mc.dials.Load() != 2 || s.Dropped != 1 || s.Made != 2 {
 		t.Errorf("dials %d, books %+v", mc.dials.Load(), s.Books)
 	}
 	// The bad connection is closed on a closer goroutine, and sqlmock's
 	// Close reads the expectations the test is about to add: let it end.
-	clocktest.Eventually(t, "the bad connection's close", func() bool { s := c.Stats(); return s.Closing == 0 && s.Closed >= 1 })
+	clocktest.Eventually(t, "the bad connection's close", func() bool { s := c.WardStats(); return s.Closing == 0 && s.Closed >= 1 })
 
 	// Through a prepared statement too. (On a *sql.Conn: a statement
 	// prepared on the *sql.DB is prepared again on every borrow, see the
@@ -170,7 +171,7 @@ func TestMockBadConnDestroyed(t *testing.T) {
 	if err := mock.ExpectationsWereMet(); err != nil {
 		t.Error(err)
 	}
-	if s := c.Stats(); s.Dropped != 2 {
+	if s := c.WardStats(); s.Dropped != 2 {
 		t.Errorf("after a bad statement: %+v", s.Books)
 	}
 	honest(t, c)
@@ -190,8 +191,11 @@ func TestMockErrorsPassThrough(t *testing.T) {
 	if _, err := db.QueryContext(ctx, "SELECT"); !errors.Is(err, boom) {
 		t.Errorf("Query = %v", err)
 	}
-	if s := c.Stats(); s.Dropped != 0 || s.Made != 1 {
-		t.Errorf("an ordinary error cost the connection: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(pool.Books{Dropped: 0, Made: 1}, pool.Books{Dropped: s.Dropped, Made: s.Made}); diff != "" {
+			t.Errorf("an ordinary error cost the connection (-want +got):\n%s", diff)
+		}
 	}
 	honest(t, c)
 }
@@ -214,7 +218,7 @@ func TestMockPingOnBorrow(t *testing.T) {
 	if err := mock.ExpectationsWereMet(); err != nil {
 		t.Error(err)
 	}
-	if s := c.Stats(); mc.dials.Load() != 2 || s.CheckFailures != 1 || s.Dropped != 1 {
+	if s := c.WardStats(); mc.dials.Load() != 2 || s.CheckFailures != 1 || s.Dropped != 1 {
 		t.Errorf("dials %d, %+v", mc.dials.Load(), s)
 	}
 	honest(t, c)
@@ -228,7 +232,7 @@ func TestMockDialErrors(t *testing.T) {
 	if !errors.Is(err, refused) || !strings.Contains(err.Error(), "sqlward: connect") {
 		t.Errorf("Ping on a refusing driver = %v", err)
 	}
-	if s := c.Stats(); s.Live != 0 || s.Failed == 0 {
+	if s := c.WardStats(); s.Live != 0 || s.Failed == 0 {
 		t.Errorf("books: %+v", s.Books)
 	}
 }
@@ -256,8 +260,11 @@ func TestMockBreakerSheds(t *testing.T) {
 	if d := mc.dials.Load(); d > 50 || shed < 50 {
 		t.Errorf("100 pings on a dead driver: %d dials, %d shed", d, shed)
 	}
-	if s := c.Stats(); s.Shed != uint64(shed) || s.Live != 0 {
-		t.Errorf("books: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(pool.Books{Shed: uint64(shed), Live: 0}, pool.Books{Shed: s.Shed, Live: s.Live}); diff != "" {
+			t.Errorf("books (-want +got):\n%s", diff)
+		}
 	}
 }
 
@@ -278,15 +285,18 @@ func TestMockSizeHolds(t *testing.T) {
 		_, err := db.Conn(short)
 		errc <- err
 	}()
-	for c.Stats().Waiting == 0 {
+	for c.WardStats().Waiting == 0 {
 		time.Sleep(time.Millisecond) // until the Keeper has queued it
 	}
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("second Conn on a pool of one = %v, want Canceled", err)
 	}
-	if s := c.Stats(); s.Canceled != 1 || s.Live != 1 {
-		t.Errorf("books: %+v", s)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(wardpool.Stats{Books: pool.Books{Live: 1}, Canceled: 1}, wardpool.Stats{Books: pool.Books{Live: s.Live}, Canceled: s.Canceled}); diff != "" {
+			t.Errorf("books (-want +got):\n%s", diff)
+		}
 	}
 	_ = held.Close()
 	honest(t, c)
@@ -329,8 +339,11 @@ func TestCloseAndReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Reset()
-	if s := c.Stats(); s.Live != 0 || s.Retired != 1 {
-		t.Errorf("after Reset: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(pool.Books{Live: 0, Retired: 1}, pool.Books{Live: s.Live, Retired: s.Retired}); diff != "" {
+			t.Errorf("after Reset (-want +got):\n%s", diff)
+		}
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -476,7 +489,7 @@ func TestResetterAndValidator(t *testing.T) {
 	first.reset = errors.New("some hiccup")
 	first.mu.Unlock()
 	exec()
-	if len(fc.conns) != 1 || c.Stats().Dropped != 0 {
+	if len(fc.conns) != 1 || c.WardStats().Dropped != 0 {
 		t.Errorf("an ordinary reset error replaced the connection: %d conns", len(fc.conns))
 	}
 
@@ -485,16 +498,16 @@ func TestResetterAndValidator(t *testing.T) {
 	first.mu.Unlock()
 	exec()
 	second := fc.last()
-	if second == first || !first.isClosed(t, c) || c.Stats().CheckFailures != 1 {
-		t.Errorf("ErrBadConn from ResetSession: conns %d, first closed %v, %+v", len(fc.conns), first.isClosed(t, c), c.Stats())
+	if second == first || !first.isClosed(t, c) || c.WardStats().CheckFailures != 1 {
+		t.Errorf("ErrBadConn from ResetSession: conns %d, first closed %v, %+v", len(fc.conns), first.isClosed(t, c), c.WardStats())
 	}
 
 	second.mu.Lock()
 	second.valid = false
 	second.mu.Unlock()
 	exec() // the return finds it invalid
-	if !second.isClosed(t, c) || c.Stats().Live != 0 {
-		t.Errorf("IsValid false on return: closed %v, %+v", second.isClosed(t, c), c.Stats().Books)
+	if !second.isClosed(t, c) || c.WardStats().Live != 0 {
+		t.Errorf("IsValid false on return: closed %v, %+v", second.isClosed(t, c), c.WardStats().Books)
 	}
 	exec()
 	if len(fc.conns) != 3 {
@@ -530,8 +543,11 @@ func TestFallbacks(t *testing.T) {
 	if err := db.PingContext(ctx); err != nil {
 		t.Errorf("Ping without a Pinger = %v", err)
 	}
-	if s := c.Stats(); s.Made != 1 || s.Dropped != 0 {
-		t.Errorf("books: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(pool.Books{Made: 1, Dropped: 0}, pool.Books{Made: s.Made, Dropped: s.Dropped}); diff != "" {
+			t.Errorf("books (-want +got):\n%s", diff)
+		}
 	}
 	honest(t, c)
 }

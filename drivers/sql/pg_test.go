@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -70,8 +71,8 @@ func TestPGQueries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if c.Stats().Busy != 1 {
-		t.Errorf("open transaction: Busy = %d", c.Stats().Busy)
+	if c.WardStats().Busy != 1 {
+		t.Errorf("open transaction: Busy = %d", c.WardStats().Busy)
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func TestPGQueries(t *testing.T) {
 	if err := db.PingContext(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s := c.Stats()
+	s := c.WardStats()
 	if s.Made != 1 || s.Busy != 0 || db.Stats().Idle != 1 {
 		t.Errorf("sequential use made %d connections, %d busy; database/sql idle %d (one handle, holding nothing)", s.Made, s.Busy, db.Stats().Idle)
 	}
@@ -218,14 +219,14 @@ func TestPGConcurrent(t *testing.T) {
 					t.Errorf("goroutine %d: %d, %v", g, n, err)
 					return
 				}
-				if live := int64(c.Stats().Live); live > peak.Load() {
+				if live := int64(c.WardStats().Live); live > peak.Load() {
 					peak.Store(live)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	s := c.Stats()
+	s := c.WardStats()
 	if peak.Load() > 8 || s.Made > 8 || s.Loans != 64*50 {
 		t.Errorf("peak %d live, %d made, %d loans", peak.Load(), s.Made, s.Loans)
 	}
@@ -252,7 +253,7 @@ func TestPGBadInput(t *testing.T) {
 	if !errors.As(err, &pgErr) || pgErr.Code != "28P01" {
 		t.Errorf("wrong password: %v", err)
 	}
-	if s := c.Stats(); s.Live != 0 {
+	if s := c.WardStats(); s.Live != 0 {
 		t.Errorf("books: %+v", s.Books)
 	}
 	_ = db.Close()
@@ -293,8 +294,11 @@ func TestPGBadInput(t *testing.T) {
 	if d := dials.Load(); d > 25 || shed < 25 {
 		t.Errorf("50 pings on a refusing port: %d dials, %d shed", d, shed)
 	}
-	if s := c.Stats(); s.Live != 0 || s.Shed != uint64(shed) {
-		t.Errorf("books: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(pool.Books{Live: 0, Shed: uint64(shed)}, pool.Books{Live: s.Live, Shed: s.Shed}); diff != "" {
+			t.Errorf("books (-want +got):\n%s", diff)
+		}
 	}
 	_ = db.Close()
 

@@ -198,6 +198,6 @@ func (s stdlibSuite) run(ctx context.Context, t *testing.T, mode stdlibMode, dif
 	}
 	env := peersuite.Env([]string{"PGX_TEST_", "PGX_BENCH_"}, "PGX_TEST_DATABASE="+dsn)
 	dropped := peersuite.Build(ctx, t, goBin, dir, env)
-	results := peersuite.Run(ctx, t, goBin, dir, env, 3*time.Minute, peersuite.NotRun(diffs))
+	results := peersuite.Run(ctx, t, goBin, dir, env, 3*time.Minute, diffs)
 	return stdlibRun{results: results, dropped: dropped}
 }

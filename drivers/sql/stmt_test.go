@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/wardpool/wardpool/pool"
 )
@@ -39,7 +40,7 @@ func TestMockPrepareOncePerConnection(t *testing.T) {
 	if err := stmt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := c.Stats(); mc.dials.Load() != 1 || s.Loans != 4 {
+	if s := c.WardStats(); mc.dials.Load() != 1 || s.Loans != 4 {
 		t.Errorf("dials %d, books %+v", mc.dials.Load(), s.Books)
 	}
 	if err := mock.ExpectationsWereMet(); err == nil || !strings.Contains(err.Error(), "closed") {
@@ -347,7 +348,7 @@ func TestIdleHandleWaitsInTheKeeper(t *testing.T) {
 		}
 		got <- b
 	}()
-	for c.Stats().Waiting == 0 {
+	for c.WardStats().Waiting == 0 {
 		time.Sleep(time.Millisecond)
 	}
 	if err := a.Close(); err != nil { // A goes idle; B gets the connection
@@ -374,8 +375,11 @@ func TestIdleHandleWaitsInTheKeeper(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "X"); err != nil {
 		t.Errorf("after the connection came back: %v", err)
 	}
-	if s := c.Stats(); s.Made != 1 || s.Busy != 0 {
-		t.Errorf("books: %+v", s.Books)
+	{
+		s := c.WardStats()
+		if diff := cmp.Diff(pool.Books{Made: 1, Busy: 0}, pool.Books{Made: s.Made, Busy: s.Busy}); diff != "" {
+			t.Errorf("books (-want +got):\n%s", diff)
+		}
 	}
 	honest(t, c)
 }

@@ -9,7 +9,9 @@
 // A test that fails, hangs or does not build and is not on the list is
 // unexpected; a listed one that passes is reported, so the list can
 // shrink. A reason that begins with "not run:" keeps the test from being
-// started at all (one that would hang).
+// started at all (one that would hang); one that begins with "alone:"
+// runs the test in a test binary of its own (one that fails and takes the
+// binary down with it).
 //
 // It is for tests only; its functions fail or skip the testing.TB they are
 // given.
@@ -256,10 +258,14 @@ var runningTest = regexp.MustCompile(`^\s+(Test[^\s/]*)\S* \(`)
 // no outcome yet run again in another round, as long as each round
 // finishes some. A hung test is left out of the next round; one the
 // binary died in without a timeout (a panic outside the test's goroutine,
-// os.Exit) counts as failed. The tests in skip are not started. With go
-// test -v, the output of each failing test is logged.
-func Run(ctx context.Context, t testing.TB, goBin, dir string, env []string, timeout time.Duration, skip map[string]bool) map[string]string {
+// os.Exit) counts as failed. The tests diffs lists as "not run:" are not
+// started; those it lists as "alone:" run after the others, each in a
+// test binary of its own, so that a test that takes its binary down
+// (a synctest deadlock's panic) fails alone. With go test -v, the output
+// of each failing test is logged.
+func Run(ctx context.Context, t testing.TB, goBin, dir string, env []string, timeout time.Duration, diffs map[string]string) map[string]string {
 	t.Helper()
+	skip, alone := NotRun(diffs), Alone(diffs)
 	cmd := exec.CommandContext(ctx, goBin, "test", "-list", ".", ".")
 	cmd.Dir = dir
 	cmd.Env = env
@@ -267,13 +273,28 @@ func Run(ctx context.Context, t testing.TB, goBin, dir string, env []string, tim
 	if err != nil {
 		t.Fatalf("listing the peer's tests: %v\n%s", err, out)
 	}
-	var todo []string
+	var todo, alones []string
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "Test") && !skip[line] {
+		switch {
+		case !strings.HasPrefix(line, "Test") || skip[line]:
+		case alone[line]:
+			alones = append(alones, line)
+		default:
 			todo = append(todo, line)
 		}
 	}
 	results := map[string]string{}
+	runRounds(ctx, t, goBin, dir, env, timeout, todo, results)
+	for _, n := range alones {
+		runRounds(ctx, t, goBin, dir, env, timeout, []string{n}, results)
+	}
+	return results
+}
+
+// runRounds runs the tests in todo in as many rounds as it takes (see
+// Run), recording each outcome in results.
+func runRounds(ctx context.Context, t testing.TB, goBin, dir string, env []string, timeout time.Duration, todo []string, results map[string]string) {
+	t.Helper()
 	for round := 0; len(todo) > 0; round++ {
 		before := len(results)
 		hung, timedOut := runRound(ctx, t, goBin, dir, env, timeout, todo, results)
@@ -298,7 +319,6 @@ func Run(ctx context.Context, t testing.TB, goBin, dir string, env []string, tim
 			t.Fatalf("round %d of the peer's suite finished no test; left: %v", round+1, todo)
 		}
 	}
-	return results
 }
 
 // runRound runs the top-level tests in names once, recording each outcome
@@ -364,6 +384,23 @@ func runRound(ctx context.Context, t testing.TB, goBin, dir string, env []string
 // NotRunPrefix starts the reason of an entry whose test is not run at all:
 // one that hangs, and would cost the suite its whole timeout.
 const NotRunPrefix = "not run:"
+
+// AlonePrefix starts the reason of an entry whose test reaches its
+// verdict but takes its test binary down with it (a panic the testing
+// package cannot recover, such as synctest's deadlock), which would fail
+// the tests running beside it: it runs in a binary of its own.
+const AlonePrefix = "alone:"
+
+// Alone returns the top-level tests the list says to run alone.
+func Alone(diffs map[string]string) map[string]bool {
+	alone := map[string]bool{}
+	for n, r := range diffs {
+		if strings.HasPrefix(r, AlonePrefix) && !strings.Contains(n, "/") {
+			alone[n] = true
+		}
+	}
+	return alone
+}
 
 // NotRun returns the top-level tests the list says not to run.
 func NotRun(diffs map[string]string) map[string]bool {

@@ -31,6 +31,18 @@ func TestReadDifferences(t *testing.T) {
 	}
 }
 
+// A test listed "alone:" is run in a binary of its own; a subtest's entry
+// names no test to run alone.
+func TestAlone(t *testing.T) {
+	diffs := map[string]string{"TestA": "fails", "TestB": "not run: hangs", "TestC": "alone: fails, then synctest panics", "TestD/sub": "alone: x"}
+	if got := Alone(diffs); !got["TestC"] || len(got) != 1 {
+		t.Errorf("Alone = %v, want only TestC", got)
+	}
+	if got := NotRun(diffs); !got["TestB"] || len(got) != 1 {
+		t.Errorf("NotRun = %v, want only TestB", got)
+	}
+}
+
 func TestDropDecls(t *testing.T) {
 	src := `package x_test
 
