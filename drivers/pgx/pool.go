@@ -217,15 +217,6 @@ func (p *Pool) Stat() *Stat {
 // method of the driver's peer.
 func (p *Pool) WardStats() wardpool.Stats { return p.k.Stats() }
 
-// Stats is WardStats's old name, kept for callers not moved yet: use
-// WardStats, which no pgxpool method reads like.
-func (p *Pool) Stats() wardpool.Stats {
-	// Not marked Deprecated only while examples/sim/accuracy still calls
-	// it (staticcheck would fail there): remove it once that call reads
-	// WardStats.
-	return p.k.Stats()
-}
-
 // Limits returns the Keeper's limits: Size is MaxConns (the max gauge of
 // the metrics package), Keep MaxConnIdleTime, Life MaxConnLifetime.
 func (p *Pool) Limits() pool.Limits { return p.k.Limits() }

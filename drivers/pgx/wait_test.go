@@ -40,7 +40,7 @@ func TestAcquireTimeoutReachesTheKeeper(t *testing.T) {
 		if !errors.Is(err, wardpool.ErrAcquireTimeout) || !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &ae) || ae.Pool != p.Name() {
 			t.Fatalf("Acquire = %v, want an *AcquireError of the pool's acquire timeout", err)
 		}
-		if s := p.Stats(); s.AcquireTimeouts != 1 {
+		if s := p.WardStats(); s.AcquireTimeouts != 1 {
 			t.Fatalf("%d acquire timeouts counted", s.AcquireTimeouts)
 		}
 	})

@@ -38,7 +38,7 @@ func TestAcquireTimeoutReachesTheKeeper(t *testing.T) {
 		_, err := p.Acquire(context.Background())
 		errc <- err
 	}()
-	clocktest.Eventually(t, "the dial to start", func() bool { return p.Stats().Dialing == 1 })
+	clocktest.Eventually(t, "the dial to start", func() bool { return p.WardStats().Dialing == 1 })
 	clock.Advance(50 * time.Millisecond)
 	select {
 	case err = <-errc:
@@ -48,7 +48,7 @@ func TestAcquireTimeoutReachesTheKeeper(t *testing.T) {
 	if !errors.Is(err, wardpool.ErrAcquireTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire = %v, want the pool's acquire timeout", err)
 	}
-	if s := p.Stats(); s.AcquireTimeouts != 1 {
+	if s := p.WardStats(); s.AcquireTimeouts != 1 {
 		t.Fatalf("%d acquire timeouts counted", s.AcquireTimeouts)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

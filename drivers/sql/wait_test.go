@@ -45,9 +45,9 @@ func TestAcquireTimeoutAndStallWatch(t *testing.T) {
 		_, err := db.ExecContext(ctx, "X")
 		errc <- err
 	}()
-	clocktest.Eventually(t, "the query to queue", func() bool { return c.Stats().Waiting == 1 })
+	clocktest.Eventually(t, "the query to queue", func() bool { return c.WardStats().Waiting == 1 })
 	clock.Advance(time.Second)
-	if s := c.Stats(); s.Stalls != 1 || !strings.Contains(log.String(), wardpool.StallMessage) {
+	if s := c.WardStats(); s.Stalls != 1 || !strings.Contains(log.String(), wardpool.StallMessage) {
 		t.Fatalf("no stall report at StallAfter: %d stalls, log %q", s.Stalls, log.String())
 	}
 	clock.Advance(4 * time.Second)
@@ -59,7 +59,7 @@ func TestAcquireTimeoutAndStallWatch(t *testing.T) {
 	if !errors.Is(err, wardpool.ErrAcquireTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("query = %v, want the pool's acquire timeout", err)
 	}
-	if s := c.Stats(); s.AcquireTimeouts != 1 {
+	if s := c.WardStats(); s.AcquireTimeouts != 1 {
 		t.Fatalf("%d acquire timeouts counted", s.AcquireTimeouts)
 	}
 	if err := held.Close(); err != nil {

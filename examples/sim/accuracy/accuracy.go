@@ -281,7 +281,7 @@ func runReal(ctx context.Context, dsn string, size int, sched []arrival) ([]call
 		}
 	}
 	lendings(calls)
-	return calls, int(p.Stats().Made + p.Stats().Failed), queued(calls, size), nil
+	return calls, int(p.WardStats().Made + p.WardStats().Failed), queued(calls, size), nil
 }
 
 // stall is the longest wait of a caller who found room when it asked,
