@@ -70,8 +70,8 @@
 // replays the recording itself first (pool.Replay) and says whether every
 // step came out the same, reads the CPU as recorded (for a shedder), and
 // prints what it read exactly (callers
-// lent at once, after a recorded Wait, or by their own dial: asked, lent and
-// returned at recorded instants) and what it estimated: the lane's loans,
+// lent at once, after a recorded Wait, by their own dial, or by a return
+// while dialing: asked, lent and returned at recorded instants) and what it estimated: the lane's loans,
 // recorded only as counts, are spread evenly between recorded instants, and
 // a caller that queued behind others is first seen when the Keeper asked
 // for it at the head of its queue. With the
@@ -494,7 +494,7 @@ func writeFile(fsys files, name string, write func(io.Writer) error) error {
 func keeperNotes(w io.Writer, kl *engine.KeeperLoad, s engine.Scenario) {
 	c := kl.Counts
 	fmt.Fprintf(w, "recording      %d steps (%d dropped by the recorder's ring before them), limits %+v\n", kl.Steps, kl.Dropped, kl.Limits)
-	fmt.Fprintf(w, "exact          %d callers lent at once, %d after a recorded Wait, %d by their own dial: asked, lent and returned as recorded\n", c.Lock, c.Queued, c.Dialed)
+	fmt.Fprintf(w, "exact          %d callers lent at once, %d after a recorded Wait, %d by their own dial, %d by a return while dialing: asked, lent and returned as recorded\n", c.Lock, c.Queued, c.Dialed, c.Returned)
 	fmt.Fprintf(w, "estimated      %d lane loans (count exact, instants spread evenly between recorded ones); %d first seen when the Keeper served its queue (queued behind others: arrival late)\n", c.Lane, c.AtReturn)
 	fmt.Fprintf(w, "not served     %d refused or failed dials, %d gave up (what is left of them: a waiter never served, a dial handed on), %d waiting at the end: each holds for -hold (%v) if served now\n", c.Failed, c.GaveUp, c.Waiting, s.Hold)
 	if c.Before+c.Open+c.Guessed > 0 {

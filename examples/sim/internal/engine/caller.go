@@ -102,8 +102,10 @@ func (r *run) answer(c *caller, tk pool.Taken[int32], t int64) {
 }
 
 // serve asks the pool on behalf of the queue, oldest first, while it has
-// something for them, as Keeper.serveLocked does.
+// something for them, then, the queue empty, for the callers dialing, as
+// Keeper.serveLocked does.
 func (r *run) serve(t int64) {
+	defer r.serveDialers(t)
 	now := r.now(t)
 	for r.qlive > 0 {
 		c := r.peek()
@@ -136,6 +138,54 @@ func (r *run) serve(t int64) {
 	}
 }
 
+// dialer is a caller whose own dial is in flight, as it was when the dial
+// began (gen).
+type dialer struct {
+	c   *caller
+	gen uint32
+}
+
+// serveDialers hands an idle resource, while nobody is queued, to the
+// callers whose own dial is in flight, oldest first, as
+// Keeper.serveDialersLocked does: the pool is asked only while it has
+// something idle (no reservation is opened for a caller dialing already),
+// and the first answer other than Ready (a refusal) ends it, the caller
+// dialing on. The dial of a caller served so lands for nobody (dialed).
+func (r *run) serveDialers(t int64) {
+	for r.qlive == 0 && r.dhead < len(r.dialers) {
+		d := r.dialers[r.dhead]
+		c := d.c
+		if c.gen != d.gen || c.state != stDialing {
+			r.dialers[r.dhead] = dialer{}
+			r.dhead++ // served by its dial, or gone
+			continue
+		}
+		if r.p.Books().Idle == 0 {
+			break
+		}
+		tk := r.p.Take(r.now(t), r.prng.Float64(), r.cpu(t))
+		r.answer(c, tk, t)
+		if tk.Kind == pool.Stale {
+			r.cur.Retired++
+			r.gone(tk.Item)
+			continue
+		}
+		if tk.Kind != pool.Ready {
+			break
+		}
+		r.dialers[r.dhead] = dialer{}
+		r.dhead++
+		r.lend(c, tk.Item, t)
+	}
+	if r.dhead == len(r.dialers) {
+		r.dialers, r.dhead = r.dialers[:0], 0
+	} else if r.dhead > 1024 && r.dhead > len(r.dialers)/2 {
+		n := copy(r.dialers, r.dialers[r.dhead:])
+		clear(r.dialers[n:])
+		r.dialers, r.dhead = r.dialers[:n], 0
+	}
+}
+
 func (r *run) lend(c *caller, item int32, t int64) {
 	c.state, c.got = stLent, t
 	r.cur.Served++
@@ -161,6 +211,7 @@ func (r *run) lend(c *caller, item int32, t int64) {
 func (r *run) dial(c *caller, t int64, gen uint32) {
 	c.state = stDialing
 	r.deadline(c)
+	r.dialers = append(r.dialers, dialer{c: c, gen: c.gen})
 	r.res.Sum.Dials++
 	d := r.s.Dial
 	f, _ := r.s.slowAt(time.Duration(t))
@@ -206,7 +257,10 @@ func (r *run) dialed(e *event, t int64) {
 		r.lend(c, id, t)
 		return
 	}
-	r.cur.Orphans++ // a loan to nobody: the pool counts it, then takes it back
+	// A loan to nobody (its caller gave up, or was served by a return
+	// meanwhile): the pool counts it, then takes it back, and it serves
+	// the queue and the callers dialing as a return does.
+	r.cur.Orphans++
 	if !r.p.Give(id, now) {
 		r.cur.Retired++
 		r.gone(id)

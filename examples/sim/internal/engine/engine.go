@@ -9,10 +9,12 @@
 // queue; otherwise they ask the pool and act on its answer (Ready: lent;
 // Stale: closed, ask again; Make: dial for this caller; Wait: queue; Later:
 // sleep that long, ask again; Shed: fail at once). Every resource given back
-// or made with nobody to take it serves the queue oldest first; one timer
+// or made with nobody to take it serves the queue oldest first, then, nobody
+// queued, the callers whose own dial is in flight, oldest first, while
+// something is idle: whatever frees first serves a caller dialing. One timer
 // evicts what the pool names (Next). A caller whose timeout passes leaves
-// the queue; a dial it started goes on, and its resource is handed on as a
-// return.
+// the queue; a dial it started goes on, and its resource, like that of a
+// caller served meanwhile, is handed on as a return.
 package engine
 
 import (
@@ -83,6 +85,9 @@ type run struct {
 	queue []*caller // FIFO; done callers are skipped
 	qhead int
 	qlive int
+
+	dialers []dialer // callers whose own dial is in flight, oldest first (serveDialers)
+	dhead   int
 
 	pending  Arrival // the next arrival, scheduled
 	havePend bool

@@ -572,7 +572,9 @@ func TestEveryGuardActs(t *testing.T) {
 		s := base
 		s.Shedder, s.ShedCPU, s.CPUIdle, s.CPUPerLoan = true, 800, 200, 100
 		r := run(t, s)
-		if r.Sum.Guards[ward.GuardShedder] == 0 || r.Sum.Refused != r.Sum.Guards[ward.GuardShedder] {
+		// Every caller refused was shed; a Shed answered for a caller
+		// dialing (asked for it at a return) refuses nobody: it dials on.
+		if r.Sum.Refused == 0 || r.Sum.Refused > r.Sum.Guards[ward.GuardShedder] {
 			t.Fatalf("a hot host shed %d (%d refused)", r.Sum.Guards[ward.GuardShedder], r.Sum.Refused)
 		}
 		if r.Sum.CPUMax < 400 {

@@ -40,8 +40,16 @@ import (
 //   - A Take that answers Make starts a dial; the next Made begins the loan of
 //     the oldest caller dialing (in order: exact when dials end in the order
 //     they began), unless the Keeper hands the new resource on at once, which
-//     means its caller had given up (or the dial was a background one). An
-//     Unmade ends the oldest caller's dial with an error.
+//     means nobody waited for it: its caller had given up or been served by
+//     a return (below), or the dial was a background one. An Unmade ends
+//     the oldest dial with an error, and the wait of its caller if a return
+//     did not serve it.
+//   - With nobody queued, the Keeper asks at a return for the callers
+//     dialing, oldest first, while something is idle: a Take at a return
+//     past the queue that lends (after any Stale) serves the oldest caller
+//     dialing that no return served yet, and its dial lands later for
+//     nobody (a Made handed on). Any other answer leaves it dialing. Such
+//     callers are counted as Returned: every instant recorded.
 //   - A Made names no seat; the loan's seat is learnt when a seat no known
 //     loan holds comes back (the oldest such loan, when several are out).
 //   - The lane's loans reach the pool only as Relent counts, the last of them
@@ -75,8 +83,8 @@ var ErrKeeperLoad = errors.New("sim: no load in the Keeper recording")
 type KeeperLoad struct {
 	// Recording holds the callers as rows (Row.Line is the number of the
 	// step that settled the caller's acquire, plus one; Row.Answers says
-	// how it was read: lock, queued, dialed, atreturn, lane, failed,
-	// gaveup, waiting), in order of Asked, in nanoseconds since the
+	// how it was read: lock, queued, dialed, returned, atreturn, lane,
+	// failed, gaveup, waiting), in order of Asked, in nanoseconds since the
 	// recording's first instant. Its Load replays them.
 	Recording
 	// Limits are the recorded pool's limits; Backoff is the recorded ward's
@@ -108,6 +116,10 @@ type KeeperCounts struct {
 	Queued int
 	// Dialed: served by a dial of their own (paired with dials in order).
 	Dialed int
+	// Returned: served while their own dial was in flight by a resource
+	// given back meanwhile (the oldest such caller first, as the Keeper
+	// serves them); their dial lands for nobody.
+	Returned int
 	// AtReturn: first seen when the Keeper served its queue, with no Wait
 	// of their own on record: callers that had queued behind others
 	// (arrival late), or that arrived at that very instant (exact).
@@ -133,17 +145,17 @@ type KeeperCounts struct {
 }
 
 // Estimated is how many callers of the load have an instant that is not
-// the recorded one (Lane and AtReturn; Queued and Dialed are exact unless
-// someone gave up or dials ended out of order).
+// the recorded one (Lane and AtReturn; Queued, Dialed and Returned are
+// exact unless someone gave up or dials ended out of order).
 func (c KeeperCounts) Estimated() int { return c.Lane + c.AtReturn }
 
 // String says in one line how the callers were read.
 func (c KeeperCounts) String() string {
-	return fmt.Sprintf("%d through the lock at once, %d after a recorded Wait, %d by their own dial (exact); "+
+	return fmt.Sprintf("%d through the lock at once, %d after a recorded Wait, %d by their own dial, %d by a return while dialing (exact); "+
 		"%d first seen when the Keeper served its queue (arrival late, or exact), %d lane loans (spread evenly: estimated); "+
 		"%d refused or failed, %d gave up, %d waiting at the end, %d still out; %d loans begun before the recording left out; "+
 		"%d returns paired with one of several dialed loans (a guess)",
-		c.Lock, c.Queued, c.Dialed, c.AtReturn, c.Lane, c.Failed, c.GaveUp, c.Waiting, c.Open, c.Before, c.Guessed)
+		c.Lock, c.Queued, c.Dialed, c.Returned, c.AtReturn, c.Lane, c.Failed, c.GaveUp, c.Waiting, c.Open, c.Before, c.Guessed)
 }
 
 // ReadKeeper reads a recording written by pool.Recorder and rebuilds its

@@ -18,11 +18,46 @@ func (kr *keeperReader) wake(t int64) *kcaller {
 	return c
 }
 
+// dialer returns the oldest caller dialing that no return served yet, or
+// nil: the one the Keeper asks for at a return when nobody is queued.
+func (kr *keeperReader) dialer() *kcaller {
+	for _, c := range kr.dialing {
+		if !c.bg && !c.served {
+			return c
+		}
+	}
+	return nil
+}
+
+// landed takes the dial a Made settles off the dials in flight: the oldest
+// (dials end in the order they began), or, when the new resource is lent
+// (lends), the oldest whose caller still waits for it, if any: a dial
+// whose caller a return served lands for nobody.
+func (kr *keeperReader) landed(lends bool) *kcaller {
+	if len(kr.dialing) == 0 {
+		return nil
+	}
+	i := 0
+	if lends {
+		for j, c := range kr.dialing {
+			if !c.bg && !c.served {
+				i = j
+				break
+			}
+		}
+	}
+	c := kr.dialing[i]
+	kr.dialing = slices.Delete(kr.dialing, i, i+1)
+	return c
+}
+
 // lend begins c's loan at t in seat (-1: not known yet).
 func (kr *keeperReader) lend(c *kcaller, seat int32, t int64, line int) {
 	how := c.how
-	switch how {
-	case "lock", "queued", "dialed":
+	switch {
+	case c.served && how == "dialed":
+		how = "returned"
+	case how == "lock", how == "queued", how == "dialed":
 	default:
 		how = "atreturn"
 	}
@@ -95,6 +130,8 @@ func (kr *keeperReader) count(how string, d int) {
 		c.Queued += d
 	case "dialed":
 		c.Dialed += d
+	case "returned":
+		c.Returned += d
 	case "atreturn":
 		c.AtReturn += d
 	}

@@ -18,6 +18,7 @@ type kcaller struct {
 	wake   int64  // told Later: when it asks again
 	bg     bool   // a background dial (Reserve): no caller
 	last   bool   // first seen right after a return at its instant
+	served bool   // dialing, served by a return: its dial lands for nobody
 }
 
 // keeperReader rebuilds the callers of one recording.
@@ -27,7 +28,7 @@ type keeperReader struct {
 	open     map[int32]int // seat → row of the loan out in it
 	unseated []int         // rows of loans made whose seat is not yet known
 	queue    []*kcaller    // callers queued by a recorded Wait, oldest first
-	dialing  []*kcaller    // dials in flight, oldest first
+	dialing  []*kcaller    // dials in flight, oldest first (served or not)
 	sleepers []*kcaller    // callers told Later
 	dials    []time.Duration
 	seats    seatModel
@@ -70,6 +71,7 @@ func (kr *keeperReader) read(steps []record.Step) error {
 		roomAt int64 // at this instant
 		stale  *kcaller
 		staleQ bool  // the stale caller is the queue's head
+		staleD bool  // the stale caller is dialing, asked for at a return
 		retry  int64 = -1
 		// queued says a caller may be queued that the recording has not
 		// shown: since a Wait, until a return that no Take follows at
@@ -88,15 +90,22 @@ func (kr *keeperReader) read(steps []record.Step) error {
 				return fmt.Errorf("%w: step %d: a Take answer %q that does not read", ErrKeeperLoad, s.Index, s.Answer())
 			}
 			var c *kcaller
-			head := false // c is the head of the queue
+			head := false    // c is the head of the queue
+			dialing := false // c is dialing, asked for at a return
 			serve := false
 			serves := room && roomAt == t || retry >= 0 && t >= retry && len(kr.queue) > 0
 			if serves && len(kr.queue) == 0 && !queued {
 				serves = false // nobody can be queued: a caller arriving at the instant of a return
 			}
+			// With nobody queued, the Keeper asks at a return for the
+			// callers dialing, oldest first, while something is idle:
+			// never a Make or a Wait then.
+			idleAnswer := kind != pool.Make && kind != pool.Wait
 			switch {
-			case stale != nil:
-				c, head, serve = stale, staleQ, room
+			case stale != nil && (!staleD || idleAnswer):
+				c, head, serve, dialing = stale, staleQ, room, staleD
+			case room && roomAt == t && len(kr.queue) == 0 && idleAnswer && kr.dialer() != nil:
+				c, serve, dialing = kr.dialer(), true, true
 			case serves:
 				serve = true
 				if len(kr.queue) > 0 {
@@ -123,8 +132,23 @@ func (kr *keeperReader) read(steps []record.Step) error {
 					c = &kcaller{asked: t, how: "lock", last: room && roomAt == t}
 				}
 			}
-			stale, staleQ = nil, false
+			stale, staleQ, staleD = nil, false, false
 			retry = -1
+			if dialing {
+				switch kind {
+				case pool.Ready:
+					c.served = true
+					kr.seats.used(seat)
+					kr.lend(c, seat, t, line)
+				case pool.Stale:
+					kr.seats.release(seat)
+					stale, staleD = c, true
+				}
+				// A refusal leaves it dialing, and the Keeper asks no more.
+				room = kind == pool.Ready || stale != nil && room
+				roomAt = t
+				continue
+			}
 			pop := func() {
 				if head {
 					kr.queue = kr.queue[1:]
@@ -175,27 +199,27 @@ func (kr *keeperReader) read(steps []record.Step) error {
 			roomAt = t
 			continue
 		case "Made":
-			var c *kcaller
-			if len(kr.dialing) > 0 {
-				c, kr.dialing = kr.dialing[0], kr.dialing[1:]
-			}
-			if c != nil && !c.bg {
-				kr.dials = append(kr.dials, time.Duration(t-c.dialAt))
-			}
 			seat := int32(-1)
 			if s.Answer() == "true" {
 				seat = kr.seats.alloc()
 			}
+			handed := s.Answer() == "true" && i+1 < len(steps) && handedOn(steps[i+1], t, seat, kr.open)
+			c := kr.landed(s.Answer() == "true" && !handed)
+			if c != nil && !c.bg {
+				kr.dials = append(kr.dials, time.Duration(t-c.dialAt))
+			}
+			waited := c != nil && !c.bg && !c.served // its caller still waited for it
 			switch {
 			case s.Answer() != "true": // closed while dialing
-				if c != nil && !c.bg {
+				if waited {
 					c.how = "failed"
 					kr.fail(c, line)
 				}
-			case i+1 < len(steps) && handedOn(steps[i+1], t, seat, kr.open):
+			case handed:
 				// The Keeper gave the new resource back at once: nobody
-				// waited for it.
-				if c != nil && !c.bg {
+				// waited for it (a background dial, a caller served by a
+				// return meanwhile, or one that gave up).
+				if waited {
 					c.how = "gaveup"
 					kr.fail(c, line)
 				}
@@ -205,7 +229,7 @@ func (kr *keeperReader) read(steps []record.Step) error {
 				i++
 				ret = true
 			default:
-				if c == nil || c.bg {
+				if !waited {
 					c = &kcaller{asked: t, how: "atreturn"}
 				}
 				kr.lend(c, seat, t, line)
@@ -215,7 +239,7 @@ func (kr *keeperReader) read(steps []record.Step) error {
 			if len(kr.dialing) > 0 {
 				c := kr.dialing[0]
 				kr.dialing = kr.dialing[1:]
-				if !c.bg {
+				if !c.bg && !c.served {
 					c.how = "failed"
 					kr.fail(c, line)
 				}
@@ -255,7 +279,7 @@ func (kr *keeperReader) read(steps []record.Step) error {
 		kr.fail(c, 0)
 	}
 	for _, c := range kr.dialing {
-		if !c.bg {
+		if !c.bg && !c.served {
 			c.how = "waiting"
 			kr.fail(c, 0)
 		}

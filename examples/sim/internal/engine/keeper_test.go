@@ -26,16 +26,30 @@ func clockTo(c *clocktest.Clock, at time.Time) { c.Advance(at.Sub(c.Now())) }
 // gatedDialer makes resources whose dials end when the test opens them.
 type gatedDialer struct {
 	mu    sync.Mutex
-	gates []chan struct{} // dials begun, not yet let through
+	gates []gate // dials begun, not yet let through
 	n     int
 }
 
+// gate holds one dial until the test closes ch; caller is the index of the
+// caller it was made for (its context's callerKey), -1 for none.
+type gate struct {
+	ch     chan struct{}
+	caller int
+}
+
+// callerKey keys a caller's index in its context: a Keeper's dial gets its
+// caller's values.
+type callerKey struct{}
+
 func (d *gatedDialer) dial(ctx context.Context) (*int, error) {
-	g := make(chan struct{})
+	g := gate{ch: make(chan struct{}), caller: -1}
+	if i, ok := ctx.Value(callerKey{}).(int); ok {
+		g.caller = i
+	}
 	d.mu.Lock()
 	d.gates = append(d.gates, g)
 	d.mu.Unlock()
-	<-g
+	<-g.ch
 	d.mu.Lock()
 	d.n++
 	v := d.n
@@ -43,7 +57,7 @@ func (d *gatedDialer) dial(ctx context.Context) (*int, error) {
 	return &v, nil
 }
 
-func (d *gatedDialer) take() []chan struct{} {
+func (d *gatedDialer) take() []gate {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	g := d.gates
@@ -97,13 +111,16 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, give
 		i    int                // the caller releasing, or -1: a dial ending
 		stop context.CancelFunc // a caller giving up
 		loan wardpool.Loan[*int]
-		gate chan struct{}
+		gate gate
 	}
 	var pending []timed
 	now := time.Duration(0)
 	outstanding := 0
+	answered := make([]bool, len(load)) // the caller's Acquire returned
 	// settle waits until every caller asking has been lent a resource or is
-	// queued or waiting on a dial that is held at its gate.
+	// queued or waiting on a dial that is held at its gate. A caller
+	// dialing may be served by a return before its dial lands: its dial
+	// then lands for nobody, and it is no longer asking.
 	settle := func() {
 		deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing check
 		for {
@@ -113,6 +130,7 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, give
 			select {
 			case r := <-results:
 				outstanding--
+				answered[r.i] = true
 				if r.err != nil {
 					if _, ok := giveUp[r.i]; !ok {
 						t.Fatalf("caller %d: %v", r.i, r.err)
@@ -128,13 +146,23 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, give
 			d.mu.Lock()
 			held := len(d.gates)
 			d.mu.Unlock()
-			blocked := 0
+			blocked, dialing, holding := 0, 0, 0
 			for _, p := range pending {
-				if p.i < 0 && p.stop == nil {
+				switch {
+				case p.stop != nil:
+				case p.i < 0:
 					blocked++
+					if p.gate.caller >= 0 && !answered[p.gate.caller] {
+						dialing++ // its caller still waits for it
+					}
+				default:
+					holding++
 				}
 			}
-			if held == 0 && st.Dialing == blocked && outstanding == st.Waiting+st.Dialing {
+			// Every dial let through has landed, every resource lent has
+			// reached its caller (Busy less the dials is what is lent), and
+			// every caller asking is queued or waits for its dial.
+			if held == 0 && st.Dialing == blocked && st.Busy-st.Dialing == holding && outstanding == st.Waiting+dialing {
 				return
 			}
 			if time.Now().After(deadline) {
@@ -168,7 +196,7 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, give
 			next++
 			seen[i].behind = k.Stats().Waiting > 0
 			outstanding++
-			ctx, stop := context.WithCancel(context.Background())
+			ctx, stop := context.WithCancel(context.WithValue(context.Background(), callerKey{}, i))
 			if at, ok := giveUp[i]; ok {
 				pending = append(pending, timed{at: at, i: i, stop: stop})
 			}
@@ -183,7 +211,7 @@ func drive(t *testing.T, load []Arrival, l pool.Limits, dial time.Duration, give
 			if p.stop != nil {
 				p.stop()
 			} else if p.i < 0 {
-				close(p.gate)
+				close(p.gate.ch)
 			} else {
 				seen[p.i].released = int64(now)
 				p.loan.Release()
@@ -370,10 +398,60 @@ func TestKeeperRecordingReplaysItsDecisions(t *testing.T) {
 		all.Lock += kl.Counts.Lock
 		all.Queued += kl.Counts.Queued
 		all.Dialed += kl.Counts.Dialed
+		all.Returned += kl.Counts.Returned
 		all.AtReturn += kl.Counts.AtReturn
 	}
 	t.Logf("%v", all)
 	if all.Lock == 0 || all.Queued == 0 || all.Dialed == 0 {
 		t.Fatalf("the loads did not queue, dial and queue behind: %v", all)
+	}
+}
+
+// A caller whose own dial is in flight is served by a resource given back
+// meanwhile, and its dial lands for nobody: the new resource goes idle and
+// serves the caller queued by then. ReadKeeper reads the Take at the return
+// as the dialing caller's acquire (one caller, not two) and the landing as a
+// dial handed on, and the sim replaying the load gives back every decision.
+func TestKeeperRecordingOfADialerServedByAReturn(t *testing.T) {
+	ms := time.Millisecond
+	// Size 2, dials of 10 ms. Caller 0 dials and holds until 15 ms; caller
+	// 1 dials at 12 ms and is served by caller 0's return at 15 ms; caller 2
+	// queues at 20 ms (one lent, one being made: Size reached) and is
+	// served at 22 ms by caller 1's dial, landing for nobody; caller 3
+	// finds both idle.
+	load := []Arrival{{At: 0, Hold: 5 * ms}, {At: 12 * ms, Hold: 20 * ms}, {At: 20 * ms, Hold: 3 * ms}, {At: 40 * ms, Hold: 5 * ms}}
+	const dial = 10 * time.Millisecond
+	data, seen := drive(t, load, pool.Limits{Size: 2, Idle: 2, Keep: time.Minute}, dial, nil)
+	if seen[1].got != int64(15*ms) || seen[2].got != int64(22*ms) {
+		t.Fatalf("the Keeper served caller 1 at %v and caller 2 at %v, want 15ms and 22ms: %+v",
+			time.Duration(seen[1].got), time.Duration(seen[2].got), seen)
+	}
+	kl, err := ReadKeeper(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := kl.Counts
+	if c.Dialed != 1 || c.Returned != 1 || c.Queued != 1 || c.Lock != 1 ||
+		c.AtReturn+c.Lane+c.Failed+c.GaveUp+c.Waiting+c.Open+c.Before+c.Guessed != 0 {
+		t.Fatalf("%v", c)
+	}
+	want := []Row{
+		{Asked: 0, Acquired: int64(10 * ms), Release: int64(15 * ms), Answers: "dialed"},
+		{Asked: int64(12 * ms), Acquired: int64(15 * ms), Release: int64(35 * ms), Answers: "returned"},
+		{Asked: int64(20 * ms), Acquired: int64(22 * ms), Release: int64(25 * ms), Answers: "queued"},
+		{Asked: int64(40 * ms), Acquired: int64(40 * ms), Release: int64(45 * ms), Answers: "lock"},
+	}
+	for i := range kl.Rows {
+		kl.Rows[i].Line = 0
+	}
+	if !slices.Equal(kl.Rows, want) {
+		t.Fatalf("rows %+v, want %+v", kl.Rows, want)
+	}
+	checkRows(t, kl.Rows, seen)
+	if kl.Dials != 2 || kl.Dial != dial {
+		t.Errorf("%d dials of %v read, want 2 of %v", kl.Dials, kl.Dial, dial)
+	}
+	if m := replayed(t, kl, dial); !m.Exact() || m.Recorded != 6 {
+		t.Errorf("replay: %v", m)
 	}
 }

@@ -32,9 +32,10 @@ type Second struct {
 	// had to wait for it, TimedOut those who gave up, Refused those shed,
 	// DialErrors those whose own dial failed.
 	Served, Waited, TimedOut, Refused, DialErrors int
-	// Orphans counts dials that succeeded after their caller had given up:
-	// the pool counts a loan (Books.Loans) and the resource is given back
-	// at once, as Keeper does.
+	// Orphans counts dials that succeeded after their caller had given up
+	// or had been served by a resource given back meanwhile: the pool
+	// counts a loan (Books.Loans) and the resource is given back at once,
+	// as Keeper does.
 	Orphans int
 	// P50, P99 and Max are percentiles of the acquire waits that ended in
 	// this second (served or not); zero when none ended.
