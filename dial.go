@@ -32,7 +32,9 @@ func (k *Keeper[T]) startDialLocked(w *waiter[T]) {
 		k.stats.warming++
 		return
 	}
-	k.dialers = append(k.dialers, slot[T]{w: w, ticket: w.ticket})
+	if k.check == nil || k.checkIdle >= 0 {
+		k.dialers = append(k.dialers, slot[T]{w: w, ticket: w.ticket})
+	}
 }
 
 // runDial dials for j and settles the reservation with what came of it.

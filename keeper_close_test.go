@@ -100,8 +100,13 @@ func TestKeeperEvictsOnItsOneTimerAndKeepsMinIdle(t *testing.T) {
 		MinIdle: 1,
 	})
 	clocktest.Eventually(t, "MinIdle warmed", func() bool { return k.Stats().Idle == 1 })
-	a, b := mustAcquire(t, k), mustAcquire(t, k)
+	// One at a time, each taking the warm one and the pool warming the
+	// next (a caller dialing while a warm one lands would take that one,
+	// and its own dial would then land idle: one more made).
+	a := mustAcquire(t, k)
 	clocktest.Eventually(t, "MinIdle topped up", func() bool { s := k.Stats(); return s.Idle == 1 && s.Dialing == 0 })
+	b := mustAcquire(t, k)
+	clocktest.Eventually(t, "MinIdle topped up again", func() bool { s := k.Stats(); return s.Idle == 1 && s.Dialing == 0 })
 	a.Release()
 	b.Release()
 	if n := k.Stats().Idle; n != 3 {

@@ -76,6 +76,7 @@ type linHistory struct {
 	start  time.Time
 	limits pool.Limits
 	guards linGuards // the ward's shedder and limiter, if any
+	checks bool      // Config.Check on every loan (checkhook)
 	// samples is how many times the CPU sampler ran: timers, but no
 	// operations.
 	samples int
@@ -125,7 +126,8 @@ type linMachine struct {
 	// caller whose Acquire returned another resource than it dialed was
 	// served so (byReturn); one that returned its own dial must have had
 	// it land before anything idle could serve it.
-	dialers []linWaiter
+	dialers  []linWaiter
+	checkAll bool // Config.Check on every loan (CheckIdle < 0): no dialer is served by a return
 }
 
 // linOwn is the specification's own record of one resource (linMachine.own).
@@ -209,7 +211,7 @@ func (h *linHistory) machine(steps []linStep) *linMachine {
 		panic(err)
 	}
 	m := &linMachine{p: p, w: w, limits: h.limits, start: h.start, now: h.start,
-		own: map[int]linOwn{}, served: map[int]bool{}, pending: map[int]linPend{}, cpu: h.guards.cpu}
+		own: map[int]linOwn{}, served: map[int]bool{}, pending: map[int]linPend{}, cpu: h.guards.cpu, checkAll: h.checks}
 	for _, s := range steps {
 		if !m.apply(s.in, s.out) {
 			panic("replay of an accepted step refused")
@@ -872,6 +874,10 @@ func (m *linMachine) serve() bool {
 // does, and reports whether each so served was one whose Acquire returned
 // a resource given back (not its own dial).
 func (m *linMachine) serveDialers() bool {
+	if m.checkAll {
+		m.dialers = nil // every loan is checked: a dialing caller waits for its dial
+		return true
+	}
 	for len(m.queue) == 0 && len(m.dialers) > 0 && !m.closed {
 		if m.p.Books().Idle == 0 {
 			return true

@@ -326,7 +326,7 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 		w.maxSize = c.limits.Size
 	}
 	w.cond = sync.NewCond(&w.mu)
-	h := &linHistory{seed: seed, limits: c.limits, start: w.clock.Now(), cfg: c.String(), guards: c.guards}
+	h := &linHistory{seed: seed, limits: c.limits, start: w.clock.Now(), cfg: c.String(), guards: c.guards, checks: c.checkHook}
 	cfg := Config[*res]{
 		Limits: c.limits,
 		Dial:   w.dial,

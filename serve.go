@@ -50,7 +50,15 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 // lands (runDial, owner gone). The pool is asked as for any caller, with
 // idle resources only (no reservation is opened for a caller dialing
 // already), and decides which resource, or that none may be lent.
+//
+// Not when every loan is checked first (Config.CheckIdle < 0): a caller
+// handed a resource whose check fails asks again, and its own dial would
+// still be in flight behind it; it waits for its dial instead.
 func (k *Keeper[T]) serveDialersLocked(now time.Time) {
+	if k.check != nil && k.checkIdle < 0 {
+		k.dialers = nil // none is served so: none is kept
+		return
+	}
 	for k.q.live == 0 && len(k.dialers) > 0 {
 		d := k.dialers[0]
 		if !d.w.attached || d.w.ticket != d.ticket || d.w.queued || d.w.ctx.Err() != nil {
