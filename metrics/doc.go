@@ -41,6 +41,7 @@
 //	wardpool_max_idle_resources / db.client.connection.idle.max  Limits.Idle, for a Source with Limits, when set
 //	wardpool_leaked_loans / wardpool.loans.leaked            loans out past LeakAfter now, for a Source with Leaked
 //	wardpool_stalled / wardpool.stalled                      1 while a reported stall lasts (Keeper only)
+//	wardpool_rotating_resources / wardpool.resources.rotating  resources of a generation being replaced over a window (Rotate; Keeper only)
 //
 // Counters:
 //

@@ -146,6 +146,7 @@ func wantPoints(prefix, attrs string, st wardpool.Stats, runtime bool) []point {
 			p("dial.timeouts", "{dial}", "counter", st.DialTimeouts),
 			p("acquire.timeouts", "{acquire}", "counter", st.AcquireTimeouts),
 			p("stalls", "{stall}", "counter", st.Stalls),
+			p("resources.rotating", "{resource}", "updown", st.Rotating),
 			p("stalled", "1", "updown", stalled),
 			point{prefix + ".resets", "{reset}", "counter", with("cause=manual"), "0"}, // known before any reset
 			p("breaker.refusal", "1", "gauge", st.Refusal),

@@ -74,6 +74,7 @@ func wantAll(st wardpool.Stats, runtime bool) []want {
 			want{"dial_timeouts_total", "counter", n(st.DialTimeouts)},
 			want{"acquire_timeouts_total", "counter", n(st.AcquireTimeouts)},
 			want{"stalls_total", "counter", n(st.Stalls)},
+			want{"rotating_resources", "gauge", n(st.Rotating)},
 			want{"stalled", "gauge", n(stalled)},
 			// A known label value starts at 0: no reset yet in these readings.
 			want{"resets_total", "counter", [][2]string{{`cause="manual"`, "0"}}},

@@ -195,6 +195,7 @@ const (
 	fAcquireTimeouts
 	fStalls
 	fStalled
+	fRotating
 )
 
 // of returns the figure f of s; a Duration in nanoseconds.
@@ -289,6 +290,8 @@ func (f field) of(s *wardpool.Stats) int64 {
 			return 1
 		}
 		return 0
+	case fRotating:
+		return int64(s.Rotating)
 	}
 	panic("metrics: unknown field")
 }
@@ -435,6 +438,9 @@ var table = []series{
 	{prom: "stalls_total", otel: "stalls", unit: "{stall}", kind: counter, runtime: true,
 		help:  "Stalls reported: callers waited longer than StallAfter and no loan came back for as long (the log names the holders).",
 		field: fStalls},
+	{prom: "rotating_resources", otel: "resources.rotating", unit: "{resource}", kind: gauge, runtime: true,
+		help:  "Resources of a generation being replaced over a window (Rotate) still live: 0 once it is done.",
+		field: fRotating},
 	{prom: "stalled", otel: "stalled", unit: "1", kind: gauge, runtime: true,
 		help:  "1 while a reported stall lasts (callers wait, no loan has come back since the report), else 0.",
 		field: fStalled},
