@@ -103,7 +103,7 @@ func (p *Pool[T]) Reset(now time.Time, over time.Duration) []T {
 	if over <= 0 {
 		return append(out, p.drainIdle(t)...)
 	}
-	p.startRotation(old, p.z.idle+p.z.lent, t, over)
+	p.startRotation(old, p.live(), t, over) // dials in flight are of the old generation too
 	return p.rotEvict(t, out)
 }
 
