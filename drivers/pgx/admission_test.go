@@ -271,7 +271,7 @@ func admWard(t *testing.T, calls []admCall, admission bool) (admFigures, wardpoo
 		}
 		return c, nil
 	})
-	s := p.Stats()
+	s := p.WardStats()
 	f.dials = int64(s.Made+s.Failed) - admSize
 	return f, s
 }

@@ -359,12 +359,12 @@ func TestRotateBesidePgxpool(t *testing.T) {
 			name: "pgxward",
 			q:    p,
 			counts: func() (int, int) {
-				s := p.Stats()
+				s := p.WardStats()
 				return s.Live, s.Dialing
 			},
 			replace: func() { p.Rotate(rotOver) },
 		})
-		stats = p.Stats()
+		stats = p.WardStats()
 		t.Logf("pgxward: %+v (per second %v), rotating %d, reset causes %v", ours, ours.perSecond, stats.Rotating, stats.ResetCauses)
 		if ours.failed != 0 {
 			t.Errorf("%d of %d queries failed through the rotation (first: %v), want none", ours.failed, ours.ok+ours.failed, ours.firstErr)

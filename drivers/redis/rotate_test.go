@@ -247,8 +247,8 @@ func TestRotateBesideGoRedis(t *testing.T) {
 			c.Options.CredentialsProviderContext = cr.provide
 			c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 		})
-		ours = run(t, cr, p.Client(), func() int { return p.Stats().Live }, func() { p.Rotate(rotOver) })
-		s := p.Stats()
+		ours = run(t, cr, p.Client(), func() int { return p.WardStats().Live }, func() { p.Rotate(rotOver) })
+		s := p.WardStats()
 		t.Logf("redisward: %+v, rotating %d, reset causes %v", ours, s.Rotating, s.ResetCauses)
 		if ours.failed != 0 {
 			t.Errorf("%d of %d calls failed through the rotation (first: %v), want none", ours.failed, ours.ok+ours.failed, ours.first)
