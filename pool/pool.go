@@ -145,6 +145,9 @@ func (p *Pool[T]) rebase(now time.Time, t int64) int64 {
 	if p.holdUntil != 0 {
 		p.holdUntil = move(p.holdUntil)
 	}
+	if p.rot.on {
+		p.rot.from, p.rot.until = move(p.rot.from), move(p.rot.until)
+	}
 	p.epoch, p.last, p.lastAt = now, 0, now
 	return 0
 }

@@ -120,6 +120,29 @@ func TestModelMadeUnreservedLease(t *testing.T) {
 // way FuzzPool does, and then checks that the driver made the pool do each
 // thing worth checking at least once: a driver that never reached a double
 // give or an expiry at its very edge would pass without testing it.
+// TestModelRuntimeReaches: with the runtime's calls, the driver makes the
+// pool rotate a generation over a window and settle a reservation opened
+// before the last Reset, the two cases a handful of random calls might
+// never reach.
+func TestModelRuntimeReaches(t *testing.T) {
+	reached = map[string]int{}
+	defer func() { reached = nil }()
+	r := rand.New(rand.NewPCG(2026, 12))
+	for range 400 {
+		data := make([]byte, 100+r.IntN(1500))
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		s := &byteSource{b: data}
+		runOps(t, s, len(data), wardKind(s.intn(4, "ward")), opTableRuntime)
+	}
+	for _, want := range []string{"Reset over a window", "Made of a reservation older than the last Reset"} {
+		if reached[want] == 0 {
+			t.Errorf("the driver never reached %q", want)
+		}
+	}
+}
+
 func TestModelReaches(t *testing.T) {
 	reached = map[string]int{}
 	defer func() { reached = nil }()

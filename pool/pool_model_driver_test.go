@@ -532,8 +532,15 @@ func (d *driver) step(s source) {
 			d.fail("Refusal(%v) = %v, want 0 (no breaker refusing)", at, got)
 		}
 	case op == 'R':
-		got, want := d.c.Reset(now, 0), d.m.reset(now)
-		d.logf("Reset(%v) = %v", at, got)
+		var over time.Duration
+		if s.intn(3, "rolling?") == 0 {
+			over = time.Duration(1+s.intn(300, "over")) * time.Millisecond
+		}
+		got, want := d.c.Reset(now, over), d.m.reset(now, over)
+		d.logf("Reset(%v, over %v) = %v", at, over, got)
+		if over > 0 {
+			d.reach("Reset over a window")
+		}
 		d.reach(fmt.Sprint("Reset ", len(got) > 0))
 		if !sameItems(got, want) {
 			d.fail("Reset(%v), in any order (-model +pool):\n%s", at, diffItems(want, got))

@@ -31,6 +31,15 @@ type model struct {
 	gen    int     // Resets so far
 	ceil   int     // SetCeiling's ceiling, or -1 (set by the driver)
 
+	// A generation being retired over a window (Reset with over > 0): one
+	// due at from, one more every per, every one due at until.
+	rot struct {
+		on               bool
+		gen              int
+		from, until, per int64
+		done             int
+	}
+
 	books pool.Books // counters only; gauges are computed
 }
 
@@ -60,6 +69,10 @@ func (m *model) clock(now time.Time) int64 {
 				seats[i].born -= d
 				seats[i].since -= d
 			}
+		}
+		if m.rot.on {
+			m.rot.from -= d
+			m.rot.until -= d
 		}
 		m.epoch, m.last = now, 0
 		return 0
@@ -150,6 +163,12 @@ func (m *model) takeOr(now time.Time, refused *pool.Taken[int]) pool.Taken[int] 
 		if why := m.age(s, t); why != "" {
 			m.idle = m.idle[:n-1]
 			m.retire(why)
+			return pool.Taken[int]{Kind: pool.Stale, Item: s.item}
+		}
+		if m.rot.on && s.gen == m.rot.gen && t >= m.rot.until {
+			m.idle = m.idle[:n-1]
+			m.books.Retired++
+			m.rot.done++
 			return pool.Taken[int]{Kind: pool.Stale, Item: s.item}
 		}
 		if r, ok := accept(ward.GuardShedder, ward.GuardLimiter); ok {
@@ -247,7 +266,18 @@ func (m *model) give(item int, now time.Time) bool {
 	}
 	s := m.lent[i]
 	m.lent = slices.Delete(m.lent, i, i+1)
-	if m.closed || s.gen != m.gen || (m.lim.Idle > 0 && len(m.idle) >= m.lim.Idle) ||
+	if s.gen != m.gen && m.rot.on && s.gen == m.rot.gen && !m.closed {
+		// Rotating out: retired when its turn is due, kept before.
+		if m.rotDue(max(back, s.since)) {
+			m.rot.done++
+			m.books.Retired++
+			return false
+		}
+	} else if s.gen != m.gen {
+		m.books.Retired++
+		return false
+	}
+	if m.closed || (m.lim.Idle > 0 && len(m.idle) >= m.lim.Idle) ||
 		(m.ceil >= 0 && m.live()+1 > m.ceil) || (m.lim.Size > 0 && m.live()+1 > m.lim.Size) {
 		m.books.Retired++
 		return false
@@ -261,20 +291,74 @@ func (m *model) give(item int, now time.Time) bool {
 	return true
 }
 
-// reset retires everything idle and marks what is lent as of an older
-// generation, retired when it comes back.
-func (m *model) reset(now time.Time) []int {
-	m.clock(now)
+// reset retires the generation: with over zero everything idle now and
+// what is lent when it comes back; with over positive at a pace, one at
+// once and one more every over/live, idle longest first, lent ones when
+// their turn is due. What is left of an earlier rotation goes at once.
+func (m *model) reset(now time.Time, over time.Duration) []int {
+	t := m.clock(now)
 	if m.closed {
 		return nil
 	}
-	m.gen++
 	var out []int
-	for _, s := range m.idle {
-		out = append(out, s.item)
-		m.books.Retired++
+	if m.rot.on {
+		kept := m.idle[:0:0]
+		for _, s := range m.idle {
+			if s.gen == m.rot.gen {
+				out = append(out, s.item)
+				m.books.Retired++
+				continue
+			}
+			kept = append(kept, s)
+		}
+		m.idle = kept
+		m.rot.on = false
 	}
-	m.idle = nil
+	old := m.gen
+	m.gen++
+	if over <= 0 {
+		for _, s := range m.idle {
+			out = append(out, s.item)
+			m.books.Retired++
+		}
+		m.idle = nil
+		return out
+	}
+	if total := m.live(); total > 0 {
+		until := t + int64(over)
+		if until < t {
+			until = 1<<63 - 1
+		}
+		m.rot.on, m.rot.gen, m.rot.from, m.rot.until, m.rot.per, m.rot.done = true, old, t, until, max(int64(over)/int64(total), 1), 0
+	}
+	return m.rotEvict(t, out)
+}
+
+// rotDue says whether one more of the rotating generation is due at t.
+func (m *model) rotDue(t int64) bool {
+	return t >= m.rot.until || int64(m.rot.done) <= (t-m.rot.from)/m.rot.per
+}
+
+// rotEvict retires idle ones of the rotating generation, idle longest
+// first, while one is due at t, and ends the rotation past its window.
+func (m *model) rotEvict(t int64, out []int) []int {
+	if !m.rot.on {
+		return out
+	}
+	kept := m.idle[:0:0]
+	for _, s := range m.idle {
+		if s.gen == m.rot.gen && m.rotDue(t) {
+			out = append(out, s.item)
+			m.books.Retired++
+			m.rot.done++
+			continue
+		}
+		kept = append(kept, s)
+	}
+	m.idle = kept
+	if t >= m.rot.until {
+		m.rot.on = false
+	}
 	return out
 }
 
@@ -333,7 +417,7 @@ func (m *model) evict(now time.Time) []int {
 		kept = append(kept, s)
 	}
 	m.idle = kept
-	return out
+	return m.rotEvict(t, out)
 }
 
 func (m *model) close() []int {
@@ -375,6 +459,16 @@ func (m *model) next() (time.Time, bool) {
 			}
 		}
 	}
+	if m.rot.on {
+		for _, s := range m.idle {
+			if s.gen == m.rot.gen {
+				if at := min(m.rot.from+int64(m.rot.done)*m.rot.per, m.rot.until); !ok || at < best {
+					best, ok = at, true
+				}
+				break
+			}
+		}
+	}
 	if !ok {
 		return time.Time{}, false
 	}
@@ -384,6 +478,15 @@ func (m *model) next() (time.Time, bool) {
 func (m *model) booksNow() pool.Books {
 	b := m.books
 	b.Live, b.Idle, b.Busy = m.live(), len(m.idle), len(m.lent)+m.making
+	if m.rot.on {
+		for _, seats := range [][]mseat{m.idle, m.lent} {
+			for _, s := range seats {
+				if s.gen == m.rot.gen {
+					b.Rotating++
+				}
+			}
+		}
+	}
 	return b
 }
 
