@@ -14,6 +14,7 @@
 //	go run ./examples/sim -scenario outage -compare ward=none -svg outage.svg
 //	go run ./examples/sim -scenario slowdown -compare size=24
 //	go run ./examples/sim -scenario failover -compare classify=none
+//	go run ./examples/sim -scenario steady -rotate-at 10s -rotate-over 5s -compare rotate-over=0
 //	go run ./examples/sim -scenario my.txt           # a scenario file (see below)
 //	go run ./examples/sim -record load.csv           # write the run's load as CSV
 //	go run ./examples/sim -replay load.csv -size 8 -compare size=16
@@ -208,6 +209,9 @@ func command(fsys files, args []string, out io.Writer) error {
 	fs.Int("limit-max", ward.DefaultAimd.Max, "limiter: the highest limit")
 	fs.Duration("limit-slow", ward.DefaultAimd.Slow, "limiter: a hold longer than this shrinks the limit, as a failure does")
 	fs.Float64("limit-backoff", ward.DefaultAimd.Backoff, "limiter: the factor a slow hold or a failure multiplies the limit by")
+	// A rotation: on the command line, not (yet) on the page.
+	fs.Duration("rotate-at", 0, "replace every resource at this instant, as after rotated credentials (Pool.Reset; 0: no rotation)")
+	fs.Duration("rotate-over", 0, "with -rotate-at: retire the old resources at a bounded pace over this window (0: all at once)")
 	fs.SetOutput(out)
 	fs.Usage = func() {
 		fmt.Fprintln(out, "usage: go run ./examples/sim [flags]")
@@ -296,7 +300,7 @@ func command(fsys files, args []string, out io.Writer) error {
 		defer recFile.Close()
 		csvOut = engine.NewCSVWriter(recFile)
 	}
-	opt := engine.Options{Load: load(), Record: csvOut}
+	opt := engine.Options{Load: load(), Record: csvOut, RotationRead: rotationRead(s, o.compare)}
 	if useRecorded {
 		opt.Ward = kl.Source.Ward
 	}
@@ -346,7 +350,7 @@ func command(fsys files, args []string, out io.Writer) error {
 		if sb.Name == s.Name {
 			sb.Name = s.Name + ", " + o.compare
 		}
-		optB := engine.Options{Load: load(), CPU: opt.CPU, DialFails: opt.DialFails}
+		optB := engine.Options{Load: load(), CPU: opt.CPU, DialFails: opt.DialFails, RotationRead: opt.RotationRead}
 		keep := useRecorded && !strings.Contains(o.compare, "ward")
 		if keep {
 			optB.Ward = kl.Source.Ward // the other limits, the same ward
@@ -405,6 +409,22 @@ func command(fsys files, args []string, out io.Writer) error {
 	return nil
 }
 
+// rotationRead is how long after its instant a rotation's figures are
+// read when s is compared with its settings overridden by compare: over
+// the longer of the two windows and engine.RotationTail, so that both runs
+// are read over the same stretch. Zero (the engine's own reading) without
+// a comparison.
+func rotationRead(s engine.Scenario, compare string) time.Duration {
+	if compare == "" {
+		return 0
+	}
+	read := s.RotateOver
+	if sb, err := engine.Override(s, compare); err == nil { // an error is reported with the comparison
+		read = max(read, sb.RotateOver)
+	}
+	return read + engine.RotationTail
+}
+
 // again makes the options of a run like one run with opt, for the
 // resampled runs behind an interval: the same ward, CPU and dial
 // outcomes, nothing recorded.
@@ -419,13 +439,17 @@ var settingFlags = []string{"seed", "seconds", "rate", "hold", "dial", "size", "
 	"bucket-rate", "bucket-burst", "shed-cpu", "shed-floor", "cpu-idle", "cpu-per-loan",
 	"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff"}
 
+// commandFlags set the scenario too, after settingFlags, but only on the
+// command line: the page has no controls for them.
+var commandFlags = []string{"rotate-at", "rotate-over"}
+
 // given applies to s every setting flag fs was given, as flag.Visit tells
 // them: a flag given with its default value applies as any other.
 func given(fs *flag.FlagSet, s engine.Scenario) (engine.Scenario, error) {
 	set := map[string]string{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = f.Value.String() })
 	var settings []string
-	for _, name := range settingFlags {
+	for _, name := range append(settingFlags[:len(settingFlags):len(settingFlags)], commandFlags...) {
 		if v, ok := set[name]; ok {
 			settings = append(settings, name+" "+v)
 		}

@@ -57,6 +57,9 @@ func summary(w io.Writer, r *engine.Result) {
 	if s.Failover > 0 {
 		fmt.Fprintf(w, "failover       at %v, classifier %s: %s\n", s.Failover, classifyOf(s), failover(m.Failover))
 	}
+	if s.RotateAt > 0 {
+		fmt.Fprintf(w, "rotation       at %v, %s: %s\n", s.RotateAt, rotationForm(s), rotation(m.Rotation))
+	}
 	if g := guards(r); g != "" {
 		fmt.Fprintf(w, "guards         %s\n", g)
 	}
@@ -110,6 +113,20 @@ func classifyOf(s engine.Scenario) string {
 		return engine.ClassifyReset
 	}
 	return s.Classify
+}
+
+// rotationForm names the scenario's rotation: at once or over a window.
+func rotationForm(s engine.Scenario) string {
+	if s.RotateOver <= 0 {
+		return "at once"
+	}
+	return fmt.Sprintf("over %v", s.RotateOver)
+}
+
+// rotation is a rotation's figures, for the summary.
+func rotation(m engine.RotationSum) string {
+	return fmt.Sprintf("from %v to %v %d dials (peak %d a second), %d callers waited, %d timed out, wait p99 %v max %v",
+		m.From, m.To, m.Dials, m.DialsPeak, m.Waited, m.TimedOut, round(m.P99), round(m.Max))
 }
 
 // failover is the failover's figures in a line.
@@ -193,6 +210,26 @@ func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Ti
 			return "-"
 		})
 		row("resets", func(r *engine.Result) string { return fmt.Sprint(r.Sum.Failover.Resets) })
+	}
+	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.RotateAt > 0 }) {
+		rot := func(f func(engine.RotationSum) string) func(*engine.Result) string {
+			return func(r *engine.Result) string {
+				if r.Scenario.RotateAt <= 0 || r.Sum.Rotation.To <= 0 {
+					return "-"
+				}
+				return f(r.Sum.Rotation)
+			}
+		}
+		row("rotation", func(r *engine.Result) string {
+			if r.Scenario.RotateAt <= 0 {
+				return "no rotation"
+			}
+			return fmt.Sprintf("at %v, %s", r.Scenario.RotateAt, rotationForm(r.Scenario))
+		})
+		row("  read over", rot(func(m engine.RotationSum) string { return fmt.Sprintf("%v to %v", m.From, m.To) }))
+		row("  dials / peak a second", rot(func(m engine.RotationSum) string { return fmt.Sprintf("%d / %d", m.Dials, m.DialsPeak) }))
+		row("  callers waited / timed out", rot(func(m engine.RotationSum) string { return fmt.Sprintf("%d / %d", m.Waited, m.TimedOut) }))
+		row("  wait p99 / max", rot(func(m engine.RotationSum) string { return fmt.Sprintf("%v / %v", round(m.P99), round(m.Max)) }))
 	}
 	tw.Flush()
 	for _, l := range trades(runs) {

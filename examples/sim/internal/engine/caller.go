@@ -191,6 +191,9 @@ func (r *run) lend(c *caller, item int32, t int64) {
 	r.cur.Served++
 	if t > c.asked {
 		r.cur.Waited++
+		if r.inRotation(t) {
+			r.res.Sum.Rotation.Waited++
+		}
 	}
 	r.ended(c, t)
 	hold := c.hold
@@ -213,6 +216,7 @@ func (r *run) dial(c *caller, t int64, gen uint32) {
 	r.deadline(c)
 	r.dialers = append(r.dialers, dialer{c: c, gen: c.gen})
 	r.res.Sum.Dials++
+	r.rotDial(t)
 	d := r.s.Dial
 	f, _ := r.s.slowAt(time.Duration(t))
 	if f != 1 {
@@ -284,6 +288,7 @@ func (r *run) ended(c *caller, t int64) {
 		r.opt.Wait(c.id, w)
 	}
 	r.waits = append(r.waits, w)
+	r.rotWait(t, w)
 	if w == 0 {
 		r.zeros++
 	} else {

@@ -12,7 +12,8 @@
 // or made with nobody to take it serves the queue oldest first, then, nobody
 // queued, the callers whose own dial is in flight, oldest first, while
 // something is idle: whatever frees first serves a caller dialing. One timer
-// evicts what the pool names (Next). A caller whose timeout passes leaves
+// evicts what the pool names (Next); a rotation (Scenario.RotateAt) resets
+// the pool, at once or over a window, and that timer paces it. A caller whose timeout passes leaves
 // the queue; a dial it started goes on, and its resource, like that of a
 // caller served meanwhile, is handed on as a return.
 package engine
@@ -60,6 +61,11 @@ type Options struct {
 	// start) fails, on top of the scenario's outages: a Keeper recording's
 	// own dial outcomes, say.
 	DialFails func(t time.Duration) bool
+	// RotationRead, when positive, is how long from Scenario.RotateAt
+	// the rotation's figures (Summary.Rotation) are read, so that runs
+	// compared side by side are read over the same stretch; zero reads
+	// RotateOver and RotationTail after it.
+	RotationRead time.Duration
 }
 
 // ErrLoad is returned for a load that goes back in time.
@@ -110,6 +116,12 @@ type run struct {
 	// and on the old node, and how many are.
 	old     []bool
 	oldLive int
+
+	// The rotation's books (rotation.go): dials begun in each second of
+	// its stretch, and the waits that ended there.
+	rotDials []int
+	rotWaits []time.Duration
+	rotZeros int
 }
 
 // Run runs scenario s and returns what happened. It fails for a scenario
@@ -150,6 +162,7 @@ func Run(s Scenario, opt Options) (*Result, error) {
 	r.cur.Sec = 1
 	r.schedule(int64(time.Second), evTick, nil, 0)
 	r.failoverStart()
+	r.rotateStart()
 	if err := r.nextArrival(); err != nil {
 		return nil, err
 	}
@@ -171,9 +184,10 @@ func Run(s Scenario, opt Options) (*Result, error) {
 		}
 		r.peak = max(r.peak, r.p.Books().Live)
 		switch e.kind {
-		case evRelease, evDialed, evEvict:
-			// Only a resource coming (back) to idle can bring the next
-			// expiry forward; the other events only take from idle.
+		case evRelease, evDialed, evEvict, evRotate:
+			// Only a resource coming (back) to idle, or a rotation
+			// beginning, can bring the next expiry forward; the other
+			// events only take from idle.
 			r.arm(e.at)
 		}
 	}
@@ -194,6 +208,7 @@ type machine interface {
 	Drop(item int32, now time.Time) bool
 	Evict(now time.Time) []int32
 	ResetFor(item int32, now time.Time) ([]int32, bool)
+	Reset(now time.Time, over time.Duration) []int32
 	Refusal(now time.Time) float64
 	Loans(now time.Time) []pool.Lent[int32]
 	Books() pool.Books
@@ -290,6 +305,9 @@ func (r *run) handle(e *event) error {
 			fallthrough
 		case stSleeping, stDialing:
 			r.cur.TimedOut++
+			if r.inRotation(t) {
+				r.res.Sum.Rotation.TimedOut++
+			}
 			r.ended(c, t)
 			r.done(c, t)
 		}
@@ -297,6 +315,8 @@ func (r *run) handle(e *event) error {
 		r.tick(t)
 	case evMark:
 		r.res.Sum.Failover.OldOpen = r.oldLive
+	case evRotate:
+		r.rotate(t)
 	}
 	return nil
 }

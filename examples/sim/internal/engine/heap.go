@@ -10,7 +10,8 @@ const (
 	evWake
 	evTimeout
 	evTick
-	evMark // a second after the failover: its figures are read
+	evMark   // a second after the failover: its figures are read
+	evRotate // the scenario's rotation: Pool.Reset(now, RotateOver)
 )
 
 // event is one thing due at an instant of virtual time (ns since the start).

@@ -105,6 +105,8 @@ type Summary struct {
 	Holds int
 	// Failover is what the scenario's failover did; zero without one.
 	Failover FailoverSum
+	// Rotation is what the scenario's rotation did; zero without one.
+	Rotation RotationSum
 }
 
 // Result is one run.
@@ -211,6 +213,7 @@ func (r *run) finish() {
 		s.Max = r.all[n-1]
 	}
 	s.Peak = r.peak
+	r.rotateFinish()
 	if r.opt.Record != nil {
 		r.opt.Record.flush(true)
 	}

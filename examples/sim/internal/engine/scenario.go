@@ -94,6 +94,13 @@ type Scenario struct {
 	// failing resource alone; ClassifyNone keeps it, as pgxpool does. The
 	// zero value is ClassifyReset.
 	Classify string
+	// RotateAt, when positive, rotates the pool's resources at that
+	// instant (credentials rotated, an endpoint moved): Pool.Reset(now,
+	// RotateOver). RotateOver zero retires the whole generation at once
+	// (idle ones now, lent ones on return); positive, at a bounded pace
+	// over that window (one at once, one more every RotateOver/n). Zero
+	// RotateAt: no rotation.
+	RotateAt, RotateOver time.Duration
 }
 
 // The values of Scenario.Classify.
@@ -261,6 +268,8 @@ func (s *Scenario) Validate() error {
 		return fmt.Errorf("timeout is %v, want 0 (none) or more", s.Timeout)
 	case s.Failover < 0:
 		return fmt.Errorf("failover is %v, want 0 (none) or more", s.Failover)
+	case s.RotateAt < 0 || s.RotateOver < 0:
+		return fmt.Errorf("rotate-at %v and rotate-over %v, want 0 or more", s.RotateAt, s.RotateOver)
 	}
 	// A guard's knobs are held only while it is on: a scenario built by
 	// hand without them runs as it did before there were any.
@@ -407,6 +416,8 @@ const maxLine = 4096
 //	limit-backoff 0.9                  # by this factor
 //	failover 8s                        # the backend moves; the old one answers read-only
 //	classify reset                     # what callers make of that: reset, destroy or none
+//	rotate-at 10s                      # every resource is replaced (Pool.Reset) at that instant
+//	rotate-over 5s                     # at a bounded pace over that window (0: at once)
 //
 // Idle follows size (a size line sets idle too) while the two are equal;
 // an idle line sets it apart. Durations are Go durations ("250ms", "1m30s"); a bare number is seconds.
@@ -502,7 +513,7 @@ func (s *Scenario) set(line string) error {
 				err = fmt.Errorf("%q is not reset, destroy or none", v)
 			}
 		}
-	case "hold", "dial", "keep", "life", "timeout", "failover":
+	case "hold", "dial", "keep", "life", "timeout", "failover", "rotate-at", "rotate-over":
 		var v string
 		var d time.Duration
 		if v, err = one(); err == nil {
@@ -521,6 +532,10 @@ func (s *Scenario) set(line string) error {
 			s.Timeout = d
 		case "failover":
 			s.Failover = d
+		case "rotate-at":
+			s.RotateAt = d
+		case "rotate-over":
+			s.RotateOver = d
 		}
 	case "size", "idle":
 		var v string
@@ -665,7 +680,7 @@ func (s *Scenario) set(line string) error {
 
 var keys = func() []string {
 	k := []string{"name", "note", "seconds", "seed", "rate", "hold", "dial", "size", "idle",
-		"keep", "life", "timeout", "burst", "slow", "outage", "break", "ward", "failover", "classify",
+		"keep", "life", "timeout", "burst", "slow", "outage", "break", "ward", "failover", "classify", "rotate-at", "rotate-over",
 		"bucket-rate", "bucket-burst", "shed-cpu", "shed-floor", "cpu-idle", "cpu-per-loan",
 		"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff"}
 	sort.Strings(k)
