@@ -746,7 +746,10 @@ func TestMinIdleAndReset(t *testing.T) {
 	l.Release()
 	before := p.WardStats()
 	p.Reset()
-	clocktest.Eventually(t, "the condition", func() bool { s := p.WardStats(); return s.Idle == 2 && s.Made == before.Made+2 })
+	// Two new ones warmed (more when a warm dial was in flight at the
+	// Reset: its connection is of the old generation, closed when it
+	// lands, and another made).
+	clocktest.Eventually(t, "the condition", func() bool { s := p.WardStats(); return s.Idle == 2 && s.Made >= before.Made+2 && s.Dialing == 0 })
 	l, err = p.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
