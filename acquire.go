@@ -152,7 +152,7 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 			s := k.decideLocked(now, st, false)
 			switch s.kind {
 			case pool.Ready:
-				if k.minIdle > 0 {
+				if k.warms() {
 					k.topUpLocked(now, &fx)
 				}
 				if !s.check && !waited {
@@ -317,7 +317,7 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 		s := k.decideLocked(now, st, false)
 		switch s.kind {
 		case pool.Ready:
-			if k.minIdle > 0 {
+			if k.warms() {
 				k.topUpLocked(now, &fx)
 			}
 			if !s.check {

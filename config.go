@@ -93,6 +93,12 @@ type Config[T comparable] struct {
 	// breaker), at most warmDials at once. It must not exceed Limits.Size or
 	// Limits.Idle when those are set.
 	MinIdle int
+	// MinLive is how many resources the Keeper keeps open, idle or lent,
+	// dialing in the background when fewer are (pgxpool's MinConns): a
+	// loan does not start a dial while the pool holds MinLive, and a
+	// resource closed on return is replaced. With MinIdle both hold. The
+	// same bounds apply: at most Limits.Size and Limits.Idle when set.
+	MinLive int
 	// LifeJitter lengthens each resource's Life by a draw in [0,
 	// LifeJitter), so that resources made together do not retire together.
 	LifeJitter time.Duration
@@ -203,6 +209,12 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		return bad("MinIdle is %d, more than Limits.Size %d", cfg.MinIdle, l.Size)
 	case l.Idle > 0 && cfg.MinIdle > l.Idle:
 		return bad("MinIdle is %d, more than Limits.Idle %d: the pool would close what it warmed", cfg.MinIdle, l.Idle)
+	case cfg.MinLive < 0:
+		return bad("MinLive is %d, want 0 or more", cfg.MinLive)
+	case l.Size > 0 && cfg.MinLive > l.Size:
+		return bad("MinLive is %d, more than Limits.Size %d", cfg.MinLive, l.Size)
+	case l.Idle > 0 && cfg.MinLive > l.Idle:
+		return bad("MinLive is %d, more than Limits.Idle %d: the pool would close what it warmed", cfg.MinLive, l.Idle)
 	case cfg.LifeJitter < 0:
 		return bad("LifeJitter is %v, want 0 or more", cfg.LifeJitter)
 	case cfg.AcquireTimeout < 0:
@@ -228,6 +240,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		reuse:       cfg.BeforeReuse,
 		classify:    cfg.Classify,
 		minIdle:     cfg.MinIdle,
+		minLive:     cfg.MinLive,
 		jitter:      cfg.LifeJitter,
 		leakAfter:   cfg.LeakAfter,
 		stallAfter:  cfg.StallAfter,

@@ -167,10 +167,22 @@ func (k *Keeper[T]) safeDial(ctx context.Context) (v T, err error) {
 	return k.dial(ctx)
 }
 
+// warms reports whether the Keeper keeps resources warm at all.
+func (k *Keeper[T]) warms() bool { return k.minIdle > 0 || k.minLive > 0 }
+
+// shortLocked reports whether the pool holds fewer than MinIdle idle
+// resources (counting warming dials) or fewer than MinLive live ones
+// (counting every dial: a reservation is live).
+func (k *Keeper[T]) shortLocked() bool {
+	b := k.p.Books()
+	return b.Idle+k.stats.warming < k.minIdle || b.Live < k.minLive
+}
+
 // topUpLocked starts background dials until idle and warming resources
-// reach MinIdle, as far as the pool lets it, at most warmDials at once.
+// reach MinIdle and live ones MinLive, as far as the pool lets it, at most
+// warmDials at once.
 func (k *Keeper[T]) topUpLocked(now time.Time, fx *effects[T]) {
-	for k.p.Books().Idle+k.stats.warming < k.minIdle && !k.closed {
+	for k.shortLocked() && !k.closed {
 		if k.stats.warming >= warmDials {
 			return // a dial that ends tops up again (armRetryLocked)
 		}
@@ -184,10 +196,10 @@ func (k *Keeper[T]) topUpLocked(now time.Time, fx *effects[T]) {
 	}
 }
 
-// armRetryLocked sets the timer for when MinIdle can be topped up again,
-// if it is short.
+// armRetryLocked sets the timer for when MinIdle or MinLive can be topped
+// up again, if either is short.
 func (k *Keeper[T]) armRetryLocked(now time.Time) {
-	if k.p.Books().Idle+k.stats.warming >= k.minIdle || k.closed {
+	if !k.shortLocked() || k.closed {
 		return
 	}
 	at := now.Add(time.Second)

@@ -59,7 +59,8 @@ type settings[T comparable] struct {
 	admission   bool
 	reuse       func(context.Context, T) error
 	classify    Classifier
-	minIdle     int
+	minIdle     int // Config.MinIdle
+	minLive     int // Config.MinLive
 	jitter      time.Duration
 	leakAfter   time.Duration
 	stallAfter  time.Duration // Config.StallAfter, resolved; 0: off
@@ -300,7 +301,7 @@ func (k *Keeper[T]) settledLocked(now time.Time, fx *effects[T]) {
 	if k.q.live > 0 || len(k.dialers) > 0 {
 		k.serveLocked(now, fx)
 	}
-	if k.minIdle > 0 {
+	if k.warms() {
 		k.topUpLocked(now, fx)
 	}
 	if k.limits.Life > 0 || (!k.alarm.armed && k.limits.Keep > 0) {

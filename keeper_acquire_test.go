@@ -40,6 +40,9 @@ func TestKeeperConfigErrors(t *testing.T) {
 		{"negative min idle", func(c *Config[*res]) { c.MinIdle = -1 }, "MinIdle is -1"},
 		{"min idle over size", func(c *Config[*res]) { c.Limits.Size = 2; c.MinIdle = 3 }, "more than Limits.Size"},
 		{"min idle over idle", func(c *Config[*res]) { c.Limits.Idle = 2; c.MinIdle = 3 }, "more than Limits.Idle"},
+		{"negative min live", func(c *Config[*res]) { c.MinLive = -1 }, "MinLive is -1"},
+		{"min live over size", func(c *Config[*res]) { c.Limits.Size = 2; c.MinLive = 3 }, "MinLive is 3, more than Limits.Size"},
+		{"min live over idle", func(c *Config[*res]) { c.Limits.Idle = 2; c.MinLive = 3 }, "MinLive is 3, more than Limits.Idle"},
 		{"negative jitter", func(c *Config[*res]) { c.LifeJitter = -1 }, "LifeJitter"},
 		{"negative leak", func(c *Config[*res]) { c.LeakAfter = -1 }, "LeakAfter"},
 	}

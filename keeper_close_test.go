@@ -249,3 +249,42 @@ func TestKeeperLeakWatchAllocatesNothingPerLoan(t *testing.T) {
 	}
 	l.Release()
 }
+
+// TestKeeperKeepsMinLive: MinLive is a floor on every resource open, idle
+// or lent (pgxpool's MinConns), not on the idle ones: a loan out of it
+// starts no dial, a resource destroyed under it is replaced, and with
+// MinIdle beside it both floors hold.
+func TestKeeperKeepsMinLive(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 4}, MinLive: 2})
+	clocktest.Eventually(t, "MinLive warmed", func() bool { s := k.Stats(); return s.Idle == 2 && s.Dialing == 0 })
+	a := mustAcquire(t, k)
+	// The loan was decided under the lock, and a dial it started would be
+	// counted there too: read at once.
+	if s := k.Stats(); s.Dialing != 0 || s.Made != 2 || s.Live != 2 {
+		t.Fatalf("after a loan out of MinLive 2: dialing %d, made %d, live %d; want 0, 2, 2", s.Dialing, s.Made, s.Live)
+	}
+	a.Destroy()
+	clocktest.Eventually(t, "the destroyed one replaced", func() bool { s := k.Stats(); return s.Idle == 2 && s.Dialing == 0 })
+	if s := k.Stats(); s.Made != 3 || s.Live != 2 {
+		t.Fatalf("after the replacement: made %d, live %d; want 3, 2", s.Made, s.Live)
+	}
+	checkBalanced(t, k, d)
+
+	d2 := &dialer{}
+	k2, _ := newTestKeeper(t, d2, Config[*res]{Limits: pool.Limits{Size: 4}, MinLive: 3, MinIdle: 1})
+	clocktest.Eventually(t, "MinLive 3 warmed", func() bool { s := k2.Stats(); return s.Idle == 3 && s.Dialing == 0 })
+	b, c := mustAcquire(t, k2), mustAcquire(t, k2)
+	if s := k2.Stats(); s.Dialing != 0 || s.Made != 3 {
+		t.Fatalf("two loans leaving one idle of MinIdle 1: dialing %d, made %d; want 0, 3", s.Dialing, s.Made)
+	}
+	e := mustAcquire(t, k2) // the last idle one: MinIdle is short now
+	clocktest.Eventually(t, "MinIdle topped up beside MinLive", func() bool { s := k2.Stats(); return s.Idle == 1 && s.Dialing == 0 })
+	for _, l := range []Loan[*res]{b, c, e} {
+		l.Release()
+	}
+	if s := k2.Stats(); s.Made != 4 || s.Idle != 4 {
+		t.Fatalf("all home: made %d, idle %d; want 4, 4", s.Made, s.Idle)
+	}
+	checkBalanced(t, k2, d2)
+}

@@ -35,6 +35,10 @@ func (k *Keeper[T]) SetLimits(l pool.Limits) error {
 		return bad("MinIdle is %d, more than Limits.Size %d", k.minIdle, l.Size)
 	case l.Idle > 0 && k.minIdle > l.Idle:
 		return bad("MinIdle is %d, more than Limits.Idle %d: the pool would close what it warmed", k.minIdle, l.Idle)
+	case l.Size > 0 && k.minLive > l.Size:
+		return bad("MinLive is %d, more than Limits.Size %d", k.minLive, l.Size)
+	case l.Idle > 0 && k.minLive > l.Idle:
+		return bad("MinLive is %d, more than Limits.Idle %d: the pool would close what it warmed", k.minLive, l.Idle)
 	}
 	var fx effects[T]
 	now := k.now()

@@ -157,7 +157,7 @@ func (k *Keeper[T]) sharedLocked() {
 // someone: callers wait, or MinIdle is short, and the ceiling (not Size) is
 // what holds the pool back.
 func (k *Keeper[T]) wantSlotLocked() bool {
-	if k.q.live == 0 && k.p.Books().Idle+k.stats.warming >= k.minIdle {
+	if k.q.live == 0 && !k.shortLocked() {
 		return false
 	}
 	c := k.ceiling

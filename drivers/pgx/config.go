@@ -154,10 +154,9 @@ type Config struct {
 	// MaxConns is how many connections may be open at once: idle, lent and
 	// being dialled. At least 1: 0 is refused, as in pgxpool.
 	MaxConns int32
-	// MinConns and MinIdleConns ask for connections kept open in the
-	// background. The Keeper keeps a number of idle connections warm, so
-	// the pool keeps max(MinConns, MinIdleConns) idle (never beyond
-	// MaxConns): it holds at least as many as pgxpool would.
+	// MinConns is how many connections are kept open, idle or acquired,
+	// and MinIdleConns how many idle, as in pgxpool: the Keeper dials in
+	// the background when either is short (never beyond MaxConns).
 	MinConns     int32
 	MinIdleConns int32
 	// HealthCheckPeriod is accepted for compatibility and otherwise unused:

@@ -114,8 +114,11 @@
 //     closes every idle connection at each health check when the idle
 //     time is zero). Idle and lifetime retirement happen when a connection
 //     passes its age, not at the next HealthCheckPeriod, which is unused.
-//   - MinConns and MinIdleConns both keep idle connections warm, as many as
-//     the larger of the two.
+//   - MinConns keeps that many connections open, idle or acquired, and
+//     MinIdleConns that many idle, both dialled in the background as in
+//     pgxpool. One difference: an idle connection past MaxConnIdleTime is
+//     closed even when that leaves fewer than MinConns, and another is
+//     dialled, where pgxpool keeps it.
 //   - AfterRelease runs in the releasing goroutine, not a new one.
 //   - Stat.AcquireCount counts AcquireAllIdle's loans. Stat.WardStats gives
 //     every figure of the Keeper, and Pool.WardStats, Pool.Limits and

@@ -67,8 +67,9 @@ func (p *Pool) Leaked() int {
 }
 
 // MinIdle returns how many idle connections the pool keeps open:
-// max(MinConns, MinIdleConns), at most MaxConns. metrics.Observe exports
-// it as db.client.connection.idle.min.
+// MinIdleConns, at most MaxConns. metrics.Observe exports it as
+// db.client.connection.idle.min. MinConns, a floor on all connections
+// open, idle or acquired, is not an idle floor and is not counted here.
 func (p *Pool) MinIdle() int {
-	return min(int(max(p.config.MinConns, p.config.MinIdleConns)), int(p.config.MaxConns))
+	return min(int(p.config.MinIdleConns), int(p.config.MaxConns))
 }

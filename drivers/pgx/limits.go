@@ -16,7 +16,7 @@ import (
 // limits. The bound on PrepareConn's retries stays the configured
 // MaxConns+1. It fails, with an error wrapping ErrConfig and changing
 // nothing, when l.Size is under 1 (pgxpool has no unbounded pool), a field
-// is negative, or MinConns is above the new Size or Idle.
+// is negative, or MinConns or MinIdleConns is above the new Size or Idle.
 func (p *Pool) SetLimits(l pool.Limits) error {
 	if l.Size < 1 {
 		return fmt.Errorf("pgxward: %w: Size (MaxConns) is %d, want 1 or more", ErrConfig, l.Size)
