@@ -13,7 +13,7 @@ type decision[T comparable] struct {
 	kind  pool.Kind     // Ready, Make, Wait, Later, Shed or Closed; never Stale
 	loan  Loan[T]       // Ready: the loan, begun
 	check bool          // Ready: Config.Check is due before the caller has it
-	delay time.Duration // Later: how long to hold back
+	delay time.Duration // Later: how long to hold back; Wait: when to ask again (a full backend), or 0
 	err   error         // Shed and Closed: the taker's error
 	gen   uint32        // Make: the reservation's generation, for Made
 }
@@ -49,7 +49,7 @@ func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decisi
 		case pool.Closed:
 			return decision[T]{kind: pool.Closed, err: ErrClosed}
 		}
-		return decision[T]{kind: t.Kind, gen: t.Gen} // Make, Wait
+		return decision[T]{kind: t.Kind, gen: t.Gen, delay: t.Delay} // Make, Wait
 	}
 }
 
@@ -87,7 +87,9 @@ func (k *Keeper[T]) shedErrorLocked(t pool.Taken[T], now time.Time) error {
 // what the pool was doing (ctx.Err() itself when ctx had ended before the
 // call); when Config.AcquireTimeout runs out first, one that unwraps to
 // ErrAcquireTimeout; ErrClosed after Close; a *ShedError when the ward
-// refuses; and Dial's error when the dial made for this caller fails.
+// refuses; and Dial's error when the dial made for this caller fails,
+// unless the backend refused it for want of room (a Full verdict) while
+// other resources are live: then the caller waits for one to come back.
 //
 // A resource found past its age is closed and another taken; one that fails
 // Config.Check is dropped and replaced; the caller sees neither, and neither
@@ -183,6 +185,7 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 					k.q.push(w)
 				}
 				k.stallWaitLocked(now)
+				k.waitLocked(now, s)
 				if err := k.admitLocked(ctx, now, w, front); err != nil {
 					k.unlockDo(&fx)
 					k.recycle(w)

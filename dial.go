@@ -77,12 +77,18 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		fallthrough
 	case err != nil:
 		refused := errors.Is(err, ErrSharedOpen) || errors.Is(err, ErrSharedRate)
-		if refused {
+		wait := false
+		switch v, _ := k.verdict(err); {
+		case refused:
 			// A shared guard refused the dial before it was made: the
 			// pool counts a refusal, and its own breaker and backoff hear
 			// nothing (the fleet's breaker speaks for the backend).
 			k.p.Unmade(now, 0, ward.GuardShared)
-		} else {
+		case v == Full:
+			// The backend has no room for another: the pool decides
+			// whether the caller waits for a return instead.
+			wait = k.p.Unmade(now, k.roll(), ward.GuardFull)
+		default:
 			k.p.Unmade(now, k.roll(), ward.GuardNone)
 		}
 		if timedOut {
@@ -95,9 +101,16 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		if !refused {
 			k.stats.lastDial, k.stats.lastDialAt = err, now
 		}
-		if owner {
+		switch {
+		case owner && wait && !k.closed:
+			// Back to the front of the queue, where it was: the next
+			// resource to come back, or the next make, is its.
+			k.q.pushFront(j.w)
+			k.stallWaitLocked(now)
+			unseen = err
+		case owner:
 			k.grantLocked(j.w, grant[T]{err: err})
-		} else {
+		default:
 			unseen = err // nobody will see it: log it, after unlocking
 		}
 		k.serveLocked(now, &fx)

@@ -23,9 +23,18 @@ const (
 	// the Keeper's generation is retired, idle resources at once and lent
 	// ones as they come back, and new ones are dialled (see Loan.Reset).
 	Reset
+	// Full: the backend refused a new resource for want of room
+	// (PostgreSQL's 53300 too_many_connections; Redis's "max number of
+	// clients reached"). It is about a dial's error: the Keeper tells its
+	// Pool (ward.GuardFull), which decides that the caller the dial was
+	// for waits for a resource to come back while others are lent,
+	// instead of failing (see pool.Pool.Unmade). Keeper.Classify, which
+	// judges the errors of operations on a lent resource, reads it as
+	// Destroy.
+	Full
 )
 
-// String returns "reuse", "destroy" or "reset".
+// String returns "reuse", "destroy", "reset" or "full".
 func (v Verdict) String() string {
 	switch v {
 	case Reuse:
@@ -34,12 +43,14 @@ func (v Verdict) String() string {
 		return "destroy"
 	case Reset:
 		return "reset"
+	case Full:
+		return "full"
 	}
 	return "Verdict(" + strconv.Itoa(int(v)) + ")"
 }
 
-// Classifier says what err, returned by an operation on a resource, means:
-// a Verdict and a short cause that names the reason in Stats.ResetCauses,
+// Classifier says what err, returned by an operation on a resource or by
+// Config.Dial, means: a Verdict and a short cause that names the reason in Stats.ResetCauses,
 // the metrics and the log ("25006", "READONLY"); the cause matters only
 // for Reset. It must be safe for concurrent use and quick: it runs on the
 // goroutine of the caller that got the error. It is never called with a
@@ -107,12 +118,21 @@ func (b *resetBook) read() (uint64, map[string]uint64) {
 // recovered: the panic is counted in Stats.Panics and logged at error
 // level, and the answer is Reuse with cause CausePanic, so the resource is
 // kept unless the driver's own rules find it broken (a connection its
-// client closed is destroyed all the same). A verdict other than Reuse,
-// Destroy and Reset is read as Reuse. A classifier that answers Reset for
+// client closed is destroyed all the same). Full, a verdict about dials,
+// is read as Destroy here; a verdict other than Reuse, Destroy, Reset and
+// Full is read as Reuse. A classifier that answers Reset for
 // every error still leaves the pool serving: a Reset retires a generation
 // once (see Loan.Reset), and what is dialled after it serves until it
 // fails in turn.
 func (k *Keeper[T]) Classify(err error) (v Verdict, cause string) {
+	if v, cause = k.verdict(err); v == Full {
+		return Destroy, cause
+	}
+	return v, cause
+}
+
+// verdict is Classify without reading Full as Destroy: the dials ask it.
+func (k *Keeper[T]) verdict(err error) (v Verdict, cause string) {
 	if err == nil || k.classify == nil {
 		return Reuse, ""
 	}
@@ -123,7 +143,7 @@ func (k *Keeper[T]) Classify(err error) (v Verdict, cause string) {
 		}
 	}()
 	v, cause = k.classify(err)
-	if v > Reset {
+	if v > Full {
 		return Reuse, cause
 	}
 	return v, cause

@@ -14,7 +14,7 @@ type machine[T comparable] interface {
 	Take(now time.Time, roll float64, cpu int) pool.Taken[T]
 	Reserve(now time.Time, roll float64, cpu int) pool.Taken[T]
 	Made(item T, gen uint32, now time.Time, extra time.Duration) bool
-	Unmade(now time.Time, roll float64, by ward.Guard)
+	Unmade(now time.Time, roll float64, by ward.Guard) bool
 	Give(item T, now time.Time) bool
 	Drop(item T, now time.Time) bool
 	Evict(now time.Time) []T

@@ -32,6 +32,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			k.startDialLocked(w)
 			fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: w.ctx, gen: s.gen})
 		case pool.Wait:
+			k.waitLocked(now, s)
 			return
 		case pool.Later:
 			k.alarm.retry = true
@@ -41,6 +42,16 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			k.q.pop()
 			k.grantLocked(w, grant[T]{err: s.err})
 		}
+	}
+}
+
+// waitLocked carries out a Wait answer's Delay, when it has one (a full
+// backend): the timer asks for the waiters again then, whether or not a
+// resource comes back first.
+func (k *Keeper[T]) waitLocked(now time.Time, s decision[T]) {
+	if s.delay > 0 {
+		k.alarm.retry = true
+		k.armLocked(now, now.Add(s.delay))
 	}
 }
 

@@ -73,6 +73,8 @@ func (r *xRun) apply(c xCall, now time.Time) xAnswer {
 		a.ok = p.Made(c.id, gen, now, c.extra)
 	case opUnmade:
 		p.Unmade(now, 0.5, ward.GuardNone)
+	case opUnmadeFull:
+		a.ok = p.Unmade(now, 0.5, ward.GuardFull)
 	case opGive:
 		a.ok = p.Give(c.id, now)
 	case opGiveEarlier:

@@ -44,6 +44,12 @@ type xModel struct {
 	failures int
 	hold     int64
 
+	// The room a full backend left (Unmade with ward.GuardFull): while
+	// roomOn, no make while room are live, for roomLeft more ns.
+	roomOn   bool
+	room     int
+	roomLeft int64
+
 	idle   []xRes // the idle stack, top (last given back) first
 	lent   []xRes // out on loan, in the order lent
 	making int
@@ -131,6 +137,10 @@ func (m *xModel) take() pool.Taken[int] {
 		m.books.Waited++
 		return pool.Taken[int]{Kind: pool.Wait}
 	}
+	if m.roomFull() {
+		m.books.Waited++
+		return pool.Taken[int]{Kind: pool.Wait, Guard: ward.GuardFull, Delay: time.Duration(m.roomLeft)}
+	}
 	if m.backoff && m.failures > 0 && m.hold > 0 {
 		m.books.Deferred++
 		return pool.Taken[int]{Kind: pool.Later, Delay: time.Duration(m.hold), Guard: ward.GuardBackoff}
@@ -141,6 +151,15 @@ func (m *xModel) take() pool.Taken[int] {
 	}
 	m.making++
 	return pool.Taken[int]{Kind: pool.Make}
+}
+
+// roomFull reports whether as many are live as a full backend left room
+// for; the room is forgotten once its second is up.
+func (m *xModel) roomFull() bool {
+	if m.roomOn && m.roomLeft <= 0 {
+		m.roomOn = false
+	}
+	return m.roomOn && m.live() >= m.room
 }
 
 // born is a new lent resource with life extra.
@@ -162,6 +181,7 @@ func (m *xModel) made(id int, extra time.Duration, old bool) bool {
 	if reserved {
 		m.making--
 		m.failures, m.hold = 0, 0 // a make that succeeded ends the backoff
+		m.roomOn = false          // and the backend had room
 	}
 	if m.holds(id) {
 		return true
@@ -173,7 +193,7 @@ func (m *xModel) made(id int, extra time.Duration, old bool) bool {
 		}
 		return false
 	}
-	if !reserved && (m.lim.Size > 0 && m.live() >= m.lim.Size || m.noLease()) {
+	if !reserved && (m.lim.Size > 0 && m.live() >= m.lim.Size || m.roomFull() || m.noLease()) {
 		return false
 	}
 	r := born(id, extra)
@@ -182,6 +202,23 @@ func (m *xModel) made(id int, extra time.Duration, old bool) bool {
 	m.books.Made++
 	m.books.Loans++
 	return true
+}
+
+// unmadeFull is Unmade with ward.GuardFull: with others live the caller
+// waits (true) and the pool makes no more than it has made for a second;
+// with none, a failed make as unmade.
+func (m *xModel) unmadeFull() bool {
+	if m.making == 0 {
+		return false
+	}
+	if m.live() > 1 && !m.closed {
+		m.making--
+		m.books.Failed++
+		m.roomOn, m.room, m.roomLeft = true, m.live()-m.making, int64(time.Second)
+		return true
+	}
+	m.unmade()
+	return false
 }
 
 func (m *xModel) unmade() {
@@ -209,6 +246,7 @@ func (m *xModel) give(id int, early int64) bool {
 		}
 		m.making--
 		m.failures, m.hold = 0, 0 // a make that succeeded ends the backoff
+		m.roomOn = false          // and the backend had room
 		m.lent = append(m.lent, xRes{id: id})
 		m.books.Made++
 		m.books.Loans++
@@ -300,7 +338,7 @@ func (m *xModel) reset() []int {
 // counted nowhere.
 func (m *xModel) reserve() bool {
 	switch {
-	case m.closed, m.lim.Size > 0 && m.live() >= m.lim.Size,
+	case m.closed, m.lim.Size > 0 && m.live() >= m.lim.Size, m.roomFull(),
 		m.backoff && m.failures > 0 && m.hold > 0, m.noLease():
 		return false
 	}
@@ -310,6 +348,7 @@ func (m *xModel) reserve() bool {
 
 func (m *xModel) step(d int64) {
 	m.hold -= d
+	m.roomLeft -= d
 	for _, rs := range [][]xRes{m.idle, m.lent} {
 		for i := range rs {
 			rs[i].since += d

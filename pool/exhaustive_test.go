@@ -21,9 +21,10 @@ import (
 // each class of draws, Unmade, Made of a fresh handle (with and without a
 // life extra, extreme ones included) and of each held one, Give and Drop of
 // each held resource and of a foreign one (never seen, and one the pool has
-// let go of), Evict, Close, Reset, Reserve, a reading earlier than the
-// latest, and clock steps that land one before, on and one after each
-// resource's Keep and Life edge (and the edge of a backoff's hold), plus a
+// let go of), Evict, Close, Reset, Reserve, Unmade of a full backend, a
+// reading earlier than the latest, and clock steps that land one before,
+// on and one after each resource's Keep and Life edge (and the edges of a
+// backoff's hold and of a full backend's room), plus a
 // step of one nanosecond and a step of decades. The walk may
 // also begin with a stray zero time.Time as the pool's first reading.
 //
@@ -188,6 +189,7 @@ func TestExhaustivePool(t *testing.T) {
 		"Drop held true closed=false", "Drop foreign false closed=false",
 		"Evict 0", "Evict 1", "Close 1", "Reset 1", "Reserve true", "Reserve false", "Give of one lent before a Reset false", "clock decades", "far first reading",
 		"MadeJitter -9223372036854775808", "MadeJitter 9223372036854775807",
+		"Unmade full true", "Unmade full false", "Take Wait full",
 	}
 	if depth >= 5 {
 		want = append(want, "Evict 2", "Close 2")

@@ -54,6 +54,9 @@ func (w *xWorld) key() string {
 		// Failures past the second all wait the cap.
 		fmt.Fprintf(&b, "b%d/%d", min(m.failures, 3), max(m.hold, 0))
 	}
+	if m.roomOn && m.roomLeft > 0 {
+		fmt.Fprintf(&b, "r%d/%d", m.room, m.roomLeft)
+	}
 	b.WriteByte('m')
 	b.WriteString(strconv.Itoa(m.making))
 	b.WriteByte('i')
@@ -95,6 +98,7 @@ const (
 	opFarFirst
 	opReset
 	opReserve
+	opUnmadeFull // Unmade with ward.GuardFull: the backend had no room
 )
 
 // xCall is one concrete call: the op with its arguments resolved.
@@ -140,6 +144,8 @@ func (c xCall) String() string {
 		return "Reset"
 	case opReserve:
 		return "Reserve"
+	case opUnmadeFull:
+		return "Unmade(full)"
 	}
 	return "?"
 }
@@ -171,7 +177,7 @@ func (w *xWorld) calls(depth int) []xCall {
 	for _, d := range [][2]float64{{0, 0}, {0.999999, 1000}, {math.NaN(), -1}} {
 		out = append(out, xCall{op: opTake, roll: d[0], cpu: int(d[1])})
 	}
-	out = append(out, xCall{op: opTakeEarlier}, xCall{op: opUnmade})
+	out = append(out, xCall{op: opTakeEarlier}, xCall{op: opUnmade}, xCall{op: opUnmadeFull})
 	out = append(out, xCall{op: opMade, id: fresh, what: "fresh"})
 	if m.making > 0 {
 		// Made under a reservation taken before the last Reset: the
@@ -245,6 +251,9 @@ func (w *xWorld) calls(depth int) []xCall {
 	if m.backoff && m.hold > 0 {
 		edge(m.hold)
 	}
+	if m.roomOn && m.roomLeft > 0 {
+		edge(m.roomLeft)
+	}
 	if !w.decades {
 		steps[int64(xDecades)] = true
 	}
@@ -276,6 +285,8 @@ func (w *xWorld) apply(c xCall) xAnswer {
 		a.ok = m.made(c.id, c.extra, c.old)
 	case opUnmade:
 		m.unmade()
+	case opUnmadeFull:
+		a.ok = m.unmadeFull()
 	case opGive:
 		a.ok = m.give(c.id, 0)
 	case opGiveEarlier:
@@ -405,6 +416,8 @@ func (st *xStats) note(c xCall, want xAnswer, w *xWorld) {
 		st.reached[fmt.Sprintf("%v %d", c, min(len(want.items), 2))]++
 	case opReserve:
 		st.reached[fmt.Sprintf("Reserve %v", want.ok)]++
+	case opUnmadeFull:
+		st.reached[fmt.Sprintf("Unmade full %v", want.ok)]++
 	case opStep:
 		if c.step == int64(xDecades) {
 			st.reached["clock decades"]++

@@ -59,6 +59,13 @@ type Pool[T comparable] struct {
 	// (SetCeiling); -1 when none is set.
 	ceiling int
 
+	// room is how many resources the backend last had room for: a make
+	// it refused as full (Unmade with ward.GuardFull) while others were
+	// live sets it to those made, and no make starts while as many are live,
+	// until roomUntil or a make succeeds; -1 when not set.
+	room      int
+	roomUntil int64
+
 	// How long loans are held, as the pool has measured them: a moving
 	// mean of the loans given back or dropped (1/16 weight to each new one),
 	// and how many it has seen (up to holdsMax). Admit predicts waits
@@ -91,7 +98,7 @@ func New[T comparable](l Limits, w ward.Ward) (*Pool[T], error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Pool[T]{limits: l, ward: w, warded: !w.IsZero(), hint: none, ceiling: -1}
+	p := &Pool[T]{limits: l, ward: w, warded: !w.IsZero(), hint: none, ceiling: -1, room: -1}
 	capacity := l.Size
 	if capacity == 0 || capacity > 1024 {
 		capacity = 16
@@ -210,9 +217,9 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 		p.books.Reused++
 		return Taken[T]{Kind: Ready, Item: s.item, Idle: sat, Seat: i}
 	}
-	if g, full := p.full(); full {
+	if g, full := p.full(t); full {
 		p.books.Waited++
-		return Taken[T]{Kind: Wait, Guard: g}
+		return p.waiting(g, t)
 	}
 	if p.warded {
 		if refusal, ok := p.admit(t, roll, cpu, true); !ok {
@@ -279,7 +286,7 @@ func (p *Pool[T]) Made(item T, gen uint32, now time.Time, extra time.Duration) b
 		// ceiling) and the lease and flight every loan holds (asked with a
 		// cool CPU reading and no breaker: it is made already). It is of
 		// the current generation: no reservation says otherwise.
-		if _, full := p.full(); full {
+		if _, full := p.full(t); full {
 			return false
 		}
 		if _, ok := p.admit(t, 0, 0, false); !ok {
@@ -324,21 +331,46 @@ func shift(t int64, d time.Duration) int64 {
 //     hear nothing (the shared guard speaks for the backend already, and
 //     one outage must not trip two breakers), and the limiter's lease and
 //     the shedder's flight go back without a sample.
+//   - ward.GuardFull: the backend refused the make for want of room (too
+//     many connections). It is counted as failed. While other resources
+//     are live (made, or being made), the backend is well and one of them
+//     will serve: the pool remembers how many it has made as the
+//     backend's room, answers Wait (with ward.GuardFull) instead of Make
+//     while as many are live, for a second or until a make succeeds, and
+//     Unmade returns true: the caller
+//     the make was for waits for a resource to come back, or for the next
+//     make, rather than fail. The breaker and backoff hear nothing. With
+//     none live, nothing will come back: it is a failed make as with
+//     ward.GuardNone, and Unmade returns false.
 //
-// With no reservation open, Unmade does nothing.
-func (p *Pool[T]) Unmade(now time.Time, roll float64, by ward.Guard) {
+// Unmade returns whether the caller the make was for should wait; false
+// but for the full backend above. With no reservation open, Unmade does
+// nothing and returns false.
+func (p *Pool[T]) Unmade(now time.Time, roll float64, by ward.Guard) (wait bool) {
 	t := p.clock(now)
 	if p.making == 0 {
-		return
+		return false
 	}
 	p.making--
-	if by != ward.GuardNone {
+	switch by {
+	case ward.GuardNone:
+	case ward.GuardFull:
+		if live := p.live(); live > 0 && !p.closed {
+			p.books.Failed++
+			// The backend holds the ones made; the makes still in flight
+			// may be refused too, or clear the room by succeeding.
+			p.room, p.roomUntil = live-p.making, t+int64(roomHold)
+			p.unlease(t)
+			return true
+		}
+	default:
 		p.books.Shed++
 		p.unlease(t)
-		return
+		return false
 	}
 	p.books.Failed++
 	p.onUnmade(t, roll)
+	return false
 }
 
 // Give hands a lent resource back at now, keeping the birth it was lent

@@ -164,6 +164,7 @@ func TestModelReaches(t *testing.T) {
 		"Give foreign false true", "Drop lent true", "Drop idle true", "Drop foreign false",
 		"Evict true", "Close true", "Loans true", "clock to an edge", "Evict at an edge",
 		"clock decades away", "Take Later", "Take Shed", "Made refused by the ward",
+		"Unmade full true", "Unmade full false", "Take Wait full",
 	} {
 		if reached[want] == 0 {
 			t.Errorf("the driver never reached %q", want)

@@ -201,7 +201,7 @@ func (d *driver) finish() {
 	}
 	for d.m.making > 0 {
 		d.c.Unmade(d.now, 0, ward.GuardNone)
-		d.m.unmade(d.now, false)
+		d.m.unmade(d.now, ward.GuardNone)
 		d.logf("Unmade")
 		d.check()
 	}

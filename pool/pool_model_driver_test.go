@@ -97,7 +97,7 @@ func refusingWard(s source, now time.Time) ward.Ward {
 type calls interface {
 	Take(now time.Time, roll float64, cpu int) pool.Taken[int]
 	Made(item int, gen uint32, now time.Time, extra time.Duration) bool
-	Unmade(now time.Time, roll float64, by ward.Guard)
+	Unmade(now time.Time, roll float64, by ward.Guard) bool
 	Give(item int, now time.Time) bool
 	Drop(item int, now time.Time) bool
 	Evict(now time.Time) []int
@@ -273,7 +273,7 @@ func runOps(t tb, s source, steps int, wk wardKind, ops string) {
 	if err != nil {
 		t.Fatalf("New(%+v): %v", lim, err)
 	}
-	d := &driver{t: t, p: p, c: p, m: &model{lim: lim, ceil: -1}, w: w, wk: wk, lim: lim, now: start, foreign: 1, ops: ops}
+	d := &driver{t: t, p: p, c: p, m: &model{lim: lim, ceil: -1, room: -1}, w: w, wk: wk, lim: lim, now: start, foreign: 1, ops: ops}
 	// With the runtime's calls and a ward a recording can rebuild, the run
 	// is recorded (in a small ring, so that it rolls) and must replay.
 	var rec *record.Pool[int]
@@ -414,6 +414,9 @@ func (d *driver) step(s source) {
 		got, want := d.take(now, roll, cpu)
 		d.logf("Take(%v) = %v %d", at, got.Kind, got.Item)
 		d.reach("Take " + got.Kind.String())
+		if got.Kind == pool.Wait && got.Guard == ward.GuardFull {
+			d.reach("Take Wait full")
+		}
 		if got != want {
 			d.fail("Take(%v) (-model +pool):\n%s", at, cmp.Diff(want, got))
 		}
@@ -468,12 +471,18 @@ func (d *driver) step(s source) {
 	case op == 'u':
 		roll := draw(s)
 		by := ward.GuardNone
-		if s.intn(4, "refused outside") == 0 {
+		switch s.intn(6, "refused outside") {
+		case 0:
 			by = ward.GuardShared // a fleet's shared guard refused the make
+		case 1, 2:
+			by = ward.GuardFull // the backend had no room
 		}
-		d.c.Unmade(now, roll, by)
-		d.m.unmade(now, by != ward.GuardNone)
-		d.logf("Unmade(%v, %v)", at, by)
+		got, want := d.c.Unmade(now, roll, by), d.m.unmade(now, by)
+		d.logf("Unmade(%v, %v) = %v", at, by, got)
+		d.reach(fmt.Sprint("Unmade ", by, " ", got))
+		if got != want {
+			d.fail("Unmade(%v, %v): got %v, want %v", at, by, got, want)
+		}
 	case op == 'g':
 		item, kind := d.pickItem(s, "give", true)
 		arg, hasArg = item, true

@@ -31,6 +31,12 @@ type model struct {
 	gen    int     // Resets so far
 	ceil   int     // SetCeiling's ceiling, or -1 (set by the driver)
 
+	// The room a full backend left (Unmade with ward.GuardFull): no make
+	// while room are live, until roomUntil or a make succeeds; -1 for
+	// none (set by the driver).
+	room      int
+	roomUntil int64
+
 	// A generation being retired over a window (Reset with over > 0): one
 	// due at from, one more every per, every one due at until.
 	rot struct {
@@ -188,11 +194,24 @@ func (m *model) takeOr(now time.Time, refused *pool.Taken[int]) pool.Taken[int] 
 		m.books.Waited++
 		return pool.Taken[int]{Kind: pool.Wait, Guard: ward.GuardCeiling}
 	}
+	if m.roomFull(t) {
+		m.books.Waited++
+		return pool.Taken[int]{Kind: pool.Wait, Guard: ward.GuardFull, Delay: time.Duration(m.roomUntil - t)}
+	}
 	if r, ok := accept(ward.GuardBackoff, ward.GuardBreaker, ward.GuardShedder, ward.GuardLimiter, ward.GuardBucket); ok {
 		return r
 	}
 	m.making++
 	return pool.Taken[int]{Kind: pool.Make, Gen: uint32(m.gen)}
+}
+
+// roomFull reports whether as many are live as a full backend left room
+// for, forgetting the room once its second is up.
+func (m *model) roomFull(t int64) bool {
+	if m.room >= 0 && t >= m.roomUntil {
+		m.room = -1
+	}
+	return m.room >= 0 && m.live() >= m.room
 }
 
 // made is Made. It answers whether the pool holds item afterwards, which
@@ -205,6 +224,7 @@ func (m *model) made(item int, gen int, now time.Time, extra time.Duration) bool
 	reserved := m.making > 0
 	if reserved {
 		m.making--
+		m.room = -1 // a make succeeded: the backend had room
 	}
 	if m.holds(item) {
 		return true // the existing seat stands; the reservation is settled
@@ -216,7 +236,7 @@ func (m *model) made(item int, gen int, now time.Time, extra time.Duration) bool
 		}
 		return false
 	}
-	if !reserved && ((m.lim.Size > 0 && m.live() >= m.lim.Size) || (m.ceil >= 0 && m.live() >= m.ceil)) {
+	if !reserved && ((m.lim.Size > 0 && m.live() >= m.lim.Size) || (m.ceil >= 0 && m.live() >= m.ceil) || m.roomFull(t)) {
 		return false
 	}
 	if !reserved {
@@ -228,19 +248,32 @@ func (m *model) made(item int, gen int, now time.Time, extra time.Duration) bool
 	return true
 }
 
-// unmade is Unmade: a failed make, or, refused, one a guard outside the
-// pool refused (counted shed, not failed).
-func (m *model) unmade(now time.Time, refused bool) {
-	m.clock(now)
+// unmade is Unmade: a failed make (by none), one a guard outside the pool
+// refused (counted shed, not failed), or one the backend refused for want
+// of room (by ward.GuardFull): the caller waits, and the pool makes no more
+// than it has made for a second, when any are live. It answers whether the
+// caller waits.
+func (m *model) unmade(now time.Time, by ward.Guard) bool {
+	t := m.clock(now)
 	if m.making == 0 {
-		return
+		return false
 	}
 	m.making--
-	if refused {
+	switch by {
+	case ward.GuardNone:
+	case ward.GuardFull:
+		m.books.Failed++
+		if m.live() > 0 && !m.closed {
+			m.room, m.roomUntil = m.live()-m.making, t+int64(time.Second)
+			return true
+		}
+		return false
+	default:
 		m.books.Shed++
-		return
+		return false
 	}
 	m.books.Failed++
+	return false
 }
 
 func (m *model) give(item int, now time.Time) bool {
@@ -255,6 +288,7 @@ func (m *model) give(item int, now time.Time) bool {
 			return false
 		}
 		m.making--
+		m.room = -1 // a make succeeded: the backend had room
 		m.lent = append(m.lent, mseat{item: item, born: t, since: t, gen: m.gen})
 		m.books.Made++
 		m.books.Loans++

@@ -41,8 +41,8 @@ func (p *Pool[T]) Reserve(now time.Time, roll float64, cpu int) Taken[T] {
 		return Taken[T]{Kind: Closed}
 	}
 	t := p.clock(now)
-	if g, full := p.full(); full {
-		return Taken[T]{Kind: Wait, Guard: g}
+	if g, full := p.full(t); full {
+		return p.waiting(g, t)
 	}
 	if refusal, ok := p.admit(t, roll, cpu, true); !ok {
 		return refusal // admit counts nothing: Take counts its own refusals
@@ -131,10 +131,11 @@ func (p *Pool[T]) ResetFor(item T, now time.Time) ([]T, bool) {
 	return p.Reset(now, 0), true
 }
 
-// full reports whether the pool has no room for another resource: Size is
-// reached (ward.GuardNone), or the ceiling set from outside is
-// (ward.GuardCeiling).
-func (p *Pool[T]) full() (ward.Guard, bool) {
+// full reports whether the pool has no room for another resource at t:
+// Size is reached (ward.GuardNone), the ceiling set from outside is
+// (ward.GuardCeiling), or as many are live as the backend last had room
+// for (ward.GuardFull, until roomUntil: then the room is forgotten).
+func (p *Pool[T]) full(t int64) (ward.Guard, bool) {
 	live := p.live()
 	if p.limits.Size > 0 && live >= p.limits.Size {
 		return ward.GuardNone, true
@@ -142,7 +143,28 @@ func (p *Pool[T]) full() (ward.Guard, bool) {
 	if p.ceiling >= 0 && live >= p.ceiling {
 		return ward.GuardCeiling, true
 	}
+	if p.room >= 0 {
+		if t >= p.roomUntil {
+			p.room = -1
+		} else if live >= p.room {
+			return ward.GuardFull, true
+		}
+	}
 	return ward.GuardNone, false
+}
+
+// roomHold is how long the room a full backend left is held to (see
+// Unmade): then a make is tried again, whether or not a resource came back.
+const roomHold = time.Second
+
+// waiting is the Wait answer for guard g at t: with the backend full, Delay
+// says when the pool will try a make again even if nothing comes back.
+func (p *Pool[T]) waiting(g ward.Guard, t int64) Taken[T] {
+	w := Taken[T]{Kind: Wait, Guard: g}
+	if g == ward.GuardFull {
+		w.Delay = time.Duration(p.roomUntil - t)
+	}
+	return w
 }
 
 // SetCeiling sets the most resources that may be live from now on, below

@@ -105,6 +105,8 @@ func (p *Pool[T]) AppendState(dst []byte, origin time.Time) ([]byte, error) {
 	b = wire.AppendI(b, p.holdUntil)
 	b = wire.AppendI(b, int64(p.lastDelay))
 	b = wire.AppendI(b, int64(p.ceiling))
+	b = wire.AppendI(b, int64(p.room))
+	b = wire.AppendI(b, p.roomUntil)
 	b = wire.AppendI(b, p.held)
 	b = wire.AppendU(b, uint64(p.holds))
 	b = wire.AppendB(b, p.rot.on)
@@ -220,6 +222,7 @@ func ReadState(src []byte, origin time.Time) (*Pool[uint64], ward.Ward, int, err
 	}
 	p.failures, p.holdUntil, p.lastDelay = c.failures, c.holdUntil, c.lastDelay
 	p.ceiling = max(c.ceiling, -1)
+	p.room, p.roomUntil = max(c.room, -1), c.roomUntil
 	p.held, p.holds, p.rot = c.held, c.holds, c.rot
 	p.books = c.books
 	p.z.s = c.seats
@@ -251,6 +254,8 @@ type snapshot struct {
 	gen                       uint32
 	hint                      int32
 	making, failures, ceiling int
+	room                      int
+	roomUntil                 int64
 	holdUntil, held           int64
 	holds                     int
 	rot                       rotation
@@ -280,6 +285,7 @@ func (c *snapshot) read(r *wire.Reader, origin time.Time) {
 	c.failures = r.N()
 	c.holdUntil, c.lastDelay = r.I(), time.Duration(r.I())
 	c.ceiling = int(r.I())
+	c.room, c.roomUntil = int(r.I()), r.I()
 	c.held, c.holds = r.I(), r.N()
 	if c.held < 0 || c.holds > holdsMax {
 		r.Fail("a mean hold of %d over %d loans", c.held, c.holds)

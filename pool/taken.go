@@ -51,13 +51,18 @@ type Taken[T comparable] struct {
 	Kind Kind
 	// Item is the resource, for Ready and Stale; the zero T otherwise.
 	Item T
-	// Delay is how long making is held back, for Later; zero otherwise.
+	// Delay is how long making is held back, for Later, and for a Wait
+	// with Guard ward.GuardFull how long until the pool tries a make again
+	// even if nothing comes back (the runtime asks again then); zero
+	// otherwise.
 	Delay time.Duration
 	// Idle is how long Item sat idle before this take, for Ready; a runtime
 	// uses it to decide whether to check the resource before lending it.
 	Idle time.Duration
 	// Guard names the guard of the ward that answered Shed, Later, or a
-	// limiter's Wait; ward.GuardNone when the pool answered by itself.
+	// limiter's Wait; for a Wait, ward.GuardCeiling or ward.GuardFull when
+	// the ceiling or the backend's room holds the pool; ward.GuardNone
+	// when the pool answered by itself.
 	Guard ward.Guard
 	// Seat is Item's seat, for Ready (see Pool.SeatOf); zero otherwise.
 	Seat int32

@@ -44,12 +44,18 @@ const (
 	// GuardShared is not a guard of a Ward either: it names a guard the
 	// runtime asks on its own, shared with other replicas through a store
 	// (a fleet's breaker or rate on dials, package ward/shared), that
-	// refused a make before it was tried (see pool.Unreserve).
+	// refused a make before it was tried (see pool.Unmade).
 	GuardShared
+	// GuardFull is not a guard of a Ward either: it names the backend
+	// itself refusing a make for want of room (PostgreSQL's 53300, too
+	// many connections; Redis's "max number of clients reached"), told to
+	// the pool through Unmade. Take answers Wait with it while the pool
+	// holds as many as the backend last had room for (see pool.Unmade).
+	GuardFull
 )
 
 // String returns the guard's name in lower case: "breaker", "shedder",
-// "bucket", "backoff", "limiter", "ceiling", "shared", or "none".
+// "bucket", "backoff", "limiter", "ceiling", "shared", "full", or "none".
 func (g Guard) String() string {
 	switch g {
 	case GuardBreaker:
@@ -66,6 +72,8 @@ func (g Guard) String() string {
 		return "ceiling"
 	case GuardShared:
 		return "shared"
+	case GuardFull:
+		return "full"
 	case GuardNone:
 		return "none"
 	}

@@ -20,6 +20,12 @@ import (
 //     the server is going down or not up yet;
 //   - class 08, connection exception.
 //
+// It answers wardpool.Full, cause "53300", for 53300 too_many_connections
+// (max_connections reached, or the slots left are reserved): a dial the
+// server refuses so, while the pool has other connections, does not fail
+// its caller, who waits for one of them to be released (see
+// pool.Pool.Unmade).
+//
 // Every other error is wardpool.Reuse: the query's own failure (a syntax
 // error, a constraint) says nothing about the connection. Errors of the
 // network or of pgx itself never reach a classifier (see Config.Classify).
@@ -37,6 +43,8 @@ func DefaultClassify(err error) (wardpool.Verdict, string) {
 	case c == "25006", c == "57P01", c == "57P02", c == "57P03",
 		len(c) == 5 && c[:2] == "08":
 		return wardpool.Reset, c
+	case c == "53300":
+		return wardpool.Full, c
 	}
 	return wardpool.Reuse, ""
 }

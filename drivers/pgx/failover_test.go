@@ -33,6 +33,8 @@ func TestDefaultClassify(t *testing.T) {
 		{&pgconn.PgError{Code: "08006"}, wardpool.Reset, "08006"},
 		{&pgconn.PgError{Code: "08P01"}, wardpool.Reset, "08P01"},
 		{fmt.Errorf("insert: %w", &pgconn.PgError{Code: "25006"}), wardpool.Reset, "25006"},
+		{&pgconn.PgError{Code: "53300"}, wardpool.Full, "53300"}, // too_many_connections
+		{&pgconn.ConnectError{Config: &pgconn.Config{}}, wardpool.Reuse, ""},
 		{&pgconn.PgError{Code: "23505"}, wardpool.Reuse, ""}, // unique_violation
 		{&pgconn.PgError{Code: "42601"}, wardpool.Reuse, ""}, // syntax_error
 		{&pgconn.PgError{Code: "57014"}, wardpool.Reuse, ""}, // query_canceled

@@ -16,6 +16,12 @@ import (
 //   - MASTERDOWN: a replica lost its primary and serves no stale data;
 //   - LOADING: the server is loading its dataset after a restart.
 //
+// It answers wardpool.Full, cause "maxclients", for "ERR max number of
+// clients reached", the reply to a new connection's first command when the
+// server holds maxclients already: a dial refused so, while the pool has
+// other connections, does not fail its caller, who waits for one of them
+// to come back (see pool.Pool.Unmade).
+//
 // Every other error is wardpool.Reuse: a reply such as WRONGTYPE is the
 // command's own failure. Errors that are not replies from the server
 // never reach a classifier (see Config.Classify).
@@ -25,6 +31,9 @@ func DefaultClassify(err error) (wardpool.Verdict, string) {
 		return wardpool.Reuse, ""
 	}
 	msg := re.Error()
+	if msg == "ERR max number of clients reached" {
+		return wardpool.Full, "maxclients"
+	}
 	for _, word := range [...]string{"READONLY", "MASTERDOWN", "LOADING"} {
 		if strings.HasPrefix(msg, word) && (len(msg) == len(word) || msg[len(word)] == ' ') {
 			return wardpool.Reset, word

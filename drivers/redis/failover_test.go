@@ -35,6 +35,8 @@ func TestDefaultClassify(t *testing.T) {
 		{fakeReply("READONLYISH not the word"), wardpool.Reuse, ""},
 		{fakeReply("WRONGTYPE Operation against a key holding the wrong kind of value"), wardpool.Reuse, ""},
 		{fakeReply("ERR unknown command"), wardpool.Reuse, ""},
+		{fakeReply("ERR max number of clients reached"), wardpool.Full, "maxclients"},
+		{fmt.Errorf("dial: %w", fakeReply("ERR max number of clients reached")), wardpool.Full, "maxclients"},
 		{errors.New("READONLY but not a reply"), wardpool.Reuse, ""},
 		{io.EOF, wardpool.Reuse, ""},
 	} {

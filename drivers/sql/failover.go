@@ -14,7 +14,10 @@ import (
 // say every connection to this server is wrong now: 25006
 // read_only_sql_transaction, 57P01 admin_shutdown, 57P02 crash_shutdown,
 // 57P03 cannot_connect_now, and class 08, connection exception (the
-// codes pgxward's DefaultClassify resets on). Every other error is
+// codes pgxward's DefaultClassify resets on); and wardpool.Full for 53300
+// too_many_connections, so that a dial the server refuses for want of
+// room waits for a connection the pool has lent to come back (see
+// pool.Pool.Unmade). Every other error is
 // wardpool.Reuse; so is every error of a driver whose errors carry no
 // SQLState method: give such a driver a Classify of its own.
 //
@@ -32,6 +35,8 @@ func DefaultClassify(err error) (wardpool.Verdict, string) {
 	case c == "25006", c == "57P01", c == "57P02", c == "57P03",
 		len(c) == 5 && c[:2] == "08":
 		return wardpool.Reset, c
+	case c == "53300":
+		return wardpool.Full, c
 	}
 	return wardpool.Reuse, ""
 }

@@ -40,6 +40,7 @@ func TestDefaultClassify(t *testing.T) {
 		{stateErr("08006"), wardpool.Reset, "08006"},
 		{fmt.Errorf("exec: %w", stateErr("25006")), wardpool.Reset, "25006"},
 		{&pgconn.PgError{Code: "25006"}, wardpool.Reset, "25006"},
+		{stateErr("53300"), wardpool.Full, "53300"},
 		{stateErr("23505"), wardpool.Reuse, ""},
 		{errors.New("25006"), wardpool.Reuse, ""}, // no SQLState method
 		{driver.ErrBadConn, wardpool.Reuse, ""},

@@ -89,10 +89,11 @@ func (s Step) Kind() pool.Kind {
 }
 
 // OK is the answer of a Made, Give or Drop: whether the pool kept (or,
-// for Drop, held) the resource; false for any other step.
+// for Drop, held) the resource; of an Unmade, whether the caller waits
+// (see pool.Pool.Unmade); false for any other step.
 func (s Step) OK() bool {
 	switch s.op {
-	case opMade, opGive, opDrop:
+	case opMade, opGive, opDrop, opUnmade:
 		return s.answer < len(s.raw) && s.raw[s.answer] == 1
 	}
 	return false
@@ -158,7 +159,7 @@ func ReadRecording(data []byte) (*Recording, error) {
 	r := &wire.Reader{B: body, Off: len(magic)}
 	if v := r.U(); r.Err == nil && v != version {
 		if v < version {
-			return bad("version %d, written by an older wardpool (before recordings held each reservation's generation); this build reads version %d only: replay it with the release that wrote it", v, version)
+			return bad("version %d, written by an older wardpool (before recordings held a full backend's room); this build reads version %d only: replay it with the release that wrote it", v, version)
 		}
 		return bad("version %d, this build reads version %d", v, version)
 	}
@@ -299,10 +300,10 @@ func skipAnswer(r *wire.Reader, o op) {
 			r.I()
 		case pool.Stale, pool.Make:
 			r.U()
-		case pool.Later:
+		case pool.Later, pool.Wait:
 			r.I()
 		}
-	case opMade, opGive, opDrop:
+	case opMade, opGive, opDrop, opUnmade:
 		r.Byte()
 	case opEvict, opClose, opReset, opCeiling, opLimits:
 		for n := r.Count(1); n > 0; n-- {
@@ -339,11 +340,20 @@ func describeAnswer(o op, ans []byte) string {
 			out += fmt.Sprintf(" seat=%d", int64(r.U())-1)
 		case pool.Later:
 			out += fmt.Sprintf(" delay=%v", time.Duration(r.I()))
+		case pool.Wait:
+			if d := time.Duration(r.I()); d > 0 {
+				out += fmt.Sprintf(" delay=%v", d)
+			}
 		case pool.Make:
 			out += fmt.Sprintf(" gen=%d", r.U())
 		}
 	case opMade, opGive, opDrop:
 		out = strconv.FormatBool(r.Byte() == 1)
+	case opUnmade:
+		out = "fail"
+		if r.Byte() == 1 {
+			out = "wait"
+		}
 	case opEvict, opClose, opReset, opCeiling, opLimits:
 		seats := []string{}
 		for n := r.Count(1); n > 0; n-- {

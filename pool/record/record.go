@@ -61,7 +61,7 @@ func (o op) String() string {
 }
 
 // version is the format's version; a reader refuses any other.
-const version = 3
+const version = 4
 
 const magic = "wprc"
 
@@ -292,7 +292,7 @@ func appendTaken[T comparable](b []byte, a pool.Taken[T]) []byte {
 		b = wire.AppendI(b, int64(a.Idle))
 	case pool.Stale:
 		b = wire.AppendU(b, uint64(a.Seat)+1)
-	case pool.Later:
+	case pool.Later, pool.Wait:
 		b = wire.AppendI(b, int64(a.Delay))
 	case pool.Make:
 		b = wire.AppendU(b, uint64(a.Gen))
@@ -315,10 +315,11 @@ func (w *Pool[T]) Made(item T, gen uint32, now time.Time, extra time.Duration) b
 }
 
 // Unmade is pool.Pool.Unmade, recorded.
-func (w *Pool[T]) Unmade(now time.Time, roll float64, by ward.Guard) {
+func (w *Pool[T]) Unmade(now time.Time, roll float64, by ward.Guard) bool {
 	w.roll()
-	w.p.Unmade(now, roll, by)
-	w.end(append(wire.AppendF(w.begin(opUnmade, now), roll), byte(by)))
+	wait := w.p.Unmade(now, roll, by)
+	w.end(wire.AppendB(append(wire.AppendF(w.begin(opUnmade, now), roll), byte(by)), wait))
+	return wait
 }
 
 // Reserve is pool.Pool.Reserve, recorded.

@@ -203,7 +203,7 @@ func Run(s Scenario, opt Options) (*Result, error) {
 type machine interface {
 	Take(now time.Time, roll float64, cpu int) pool.Taken[int32]
 	Made(item int32, gen uint32, now time.Time, extra time.Duration) bool
-	Unmade(now time.Time, roll float64, by ward.Guard)
+	Unmade(now time.Time, roll float64, by ward.Guard) bool
 	Give(item int32, now time.Time) bool
 	Drop(item int32, now time.Time) bool
 	Evict(now time.Time) []int32

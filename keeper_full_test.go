@@ -1,0 +1,138 @@
+package wardpool
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wardpool/wardpool/internal/clocktest"
+	"github.com/wardpool/wardpool/pool"
+)
+
+// errNoRoom stands for a backend's "too many connections" (PostgreSQL's
+// 53300), which classifyNoRoom answers Full for.
+var errNoRoom = errors.New("sorry, too many clients already")
+
+func classifyNoRoom(err error) (Verdict, string) {
+	if errors.Is(err, errNoRoom) {
+		return Full, "53300"
+	}
+	return Reuse, ""
+}
+
+func (d *dialer) dialCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.dials
+}
+
+// TestKeeperFullBackendWaitsForReturn: a dial the backend refuses for want
+// of room, while others are lent, does not fail its caller: the caller
+// waits for a return, no further dial goes to the full backend while as
+// many are live, and a second later the pool tries a dial again.
+func TestKeeperFullBackendWaitsForReturn(t *testing.T) {
+	var full atomic.Bool
+	d := &dialer{fail: func(int) error {
+		if full.Load() {
+			return errNoRoom
+		}
+		return nil
+	}}
+	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 4}, Classify: classifyNoRoom, Logger: quietLogger()})
+	a, b := mustAcquire(t, k), mustAcquire(t, k)
+	full.Store(true)
+
+	third := acquireAsync(k, bg)
+	clocktest.Eventually(t, "the third caller's dial refused, the caller queued", func() bool {
+		s := k.Stats()
+		return s.Failed == 1 && s.Waiting == 1 && s.Dialing == 0
+	})
+	if s := k.Stats(); s.Live != 2 || !errors.Is(s.LastDialError, errNoRoom) {
+		t.Fatalf("after the refusal: live %d, last dial error %v; want 2, the refusal", s.Live, s.LastDialError)
+	}
+	a.Release()
+	r3 := within(t, third)
+	if r3.err != nil || r3.l.Value() != a.Value() {
+		t.Fatalf("third caller: %v, %v; want the returned resource %v", r3.l.Value(), r3.err, a.Value())
+	}
+
+	// Two lent, the backend's room is two: a fourth caller waits without
+	// dialing.
+	fourth := acquireAsync(k, bg)
+	clocktest.Eventually(t, "the fourth caller queued", func() bool { return k.Stats().Waiting == 1 })
+	if n := d.dialCount(); n != 3 {
+		t.Fatalf("%d dials, want 3: the pool dialled a backend that said it was full", n)
+	}
+	// A second later the room is forgotten and the pool dials again.
+	full.Store(false)
+	c.Advance(time.Second)
+	r4 := within(t, fourth)
+	if r4.err != nil {
+		t.Fatalf("fourth caller after the room lifted: %v", r4.err)
+	}
+	if n := d.dialCount(); n != 4 {
+		t.Fatalf("%d dials, want 4", n)
+	}
+	for _, l := range []Loan[*res]{b, r3.l, r4.l} {
+		l.Release()
+	}
+	checkBalanced(t, k, d)
+	if s := k.Stats(); s.Made != 3 || s.Failed != 1 {
+		t.Fatalf("made %d failed %d, want 3 and 1", s.Made, s.Failed)
+	}
+}
+
+// TestKeeperFullBackendNothingLent: with nothing of the pool's live, no
+// return is coming: the refusal is the caller's error, as any failed dial.
+func TestKeeperFullBackendNothingLent(t *testing.T) {
+	d := &dialer{fail: func(int) error { return errNoRoom }}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 4}, Classify: classifyNoRoom, Logger: quietLogger()})
+	if _, err := k.Acquire(bg); !errors.Is(err, errNoRoom) {
+		t.Fatalf("Acquire = %v, want the refusal", err)
+	}
+	if s := k.Stats(); s.Failed != 1 || s.Waiting != 0 {
+		t.Fatalf("failed %d waiting %d, want 1 and 0", s.Failed, s.Waiting)
+	}
+}
+
+// TestKeeperFullBackendCallerDeadline: a caller waiting on a full backend
+// still leaves when its context ends, and the books stay balanced.
+func TestKeeperFullBackendCallerDeadline(t *testing.T) {
+	var full atomic.Bool
+	d := &dialer{fail: func(int) error {
+		if full.Load() {
+			return errNoRoom
+		}
+		return nil
+	}}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}, Classify: classifyNoRoom, Logger: quietLogger()})
+	a := mustAcquire(t, k)
+	full.Store(true)
+	ctx, cancel := context.WithCancel(bg)
+	w := acquireAsync(k, ctx)
+	clocktest.Eventually(t, "the caller queued after the refusal", func() bool { return k.Stats().Waiting == 1 })
+	cancel()
+	if r := within(t, w); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("Acquire = %v, want context.Canceled", r.err)
+	}
+	a.Release()
+	if s := k.Stats(); s.Waiting != 0 || s.Idle != 1 {
+		t.Fatalf("waiting %d idle %d, want 0 and 1", s.Waiting, s.Idle)
+	}
+	checkBalanced(t, k, d)
+}
+
+// TestClassifyReadsFullAsDestroy: Full is about dials; on an operation's
+// error Keeper.Classify reads it as Destroy.
+func TestClassifyReadsFullAsDestroy(t *testing.T) {
+	d := &dialer{}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}, Classify: classifyNoRoom})
+	if v, cause := k.Classify(errNoRoom); v != Destroy || cause != "53300" {
+		t.Fatalf("Classify = %v %q, want destroy 53300", v, cause)
+	}
+	if Full.String() != "full" {
+		t.Fatalf("Full.String() = %q", Full.String())
+	}
+}
