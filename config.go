@@ -99,6 +99,18 @@ type Config[T comparable] struct {
 	// resource closed on return is replaced. With MinIdle both hold. The
 	// same bounds apply: at most Limits.Size and Limits.Idle when set.
 	MinLive int
+	// Hold, when its For is positive, holds callers through a failover:
+	// after a reset on the word of a resource (a Reset verdict, see
+	// Loan.Reset), the Pool dials one resource at a time, at most one every
+	// Hold.Every (DefaultHoldEvery: 100 ms), until one is made (the new
+	// node) or Hold.For has passed, and the callers that come meanwhile
+	// wait, within their contexts and AcquireTimeout, instead of each
+	// dialing a node that is down or read-only and failing. A dial that
+	// fails meanwhile does not fail its caller either: it waits for the
+	// next. After For, callers dial and fail as without a hold. Zero holds
+	// nothing, as pgxpool and go-redis do; Keeper.Reset and Rotate never
+	// hold. Stats.Holding says a hold is on.
+	Hold pool.Hold
 	// LifeJitter lengthens each resource's Life by a draw in [0,
 	// LifeJitter), so that resources made together do not retire together.
 	LifeJitter time.Duration
@@ -215,6 +227,8 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		return bad("MinLive is %d, more than Limits.Size %d", cfg.MinLive, l.Size)
 	case l.Idle > 0 && cfg.MinLive > l.Idle:
 		return bad("MinLive is %d, more than Limits.Idle %d: the pool would close what it warmed", cfg.MinLive, l.Idle)
+	case cfg.Hold.For < 0 || cfg.Hold.Every < 0:
+		return bad("Hold is %+v, want no negative durations", cfg.Hold)
 	case cfg.LifeJitter < 0:
 		return bad("LifeJitter is %v, want 0 or more", cfg.LifeJitter)
 	case cfg.AcquireTimeout < 0:
@@ -241,6 +255,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		classify:    cfg.Classify,
 		minIdle:     cfg.MinIdle,
 		minLive:     cfg.MinLive,
+		hold:        cfg.Hold,
 		jitter:      cfg.LifeJitter,
 		leakAfter:   cfg.LeakAfter,
 		stallAfter:  cfg.StallAfter,

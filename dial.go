@@ -85,11 +85,13 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 			// nothing (the fleet's breaker speaks for the backend).
 			k.p.Unmade(now, 0, ward.GuardShared)
 		case v == Full:
-			// The backend has no room for another: the pool decides
+			// The backend has no room for another: the Pool decides
 			// whether the caller waits for a return instead.
 			wait = k.p.Unmade(now, k.roll(), ward.GuardFull)
 		default:
-			k.p.Unmade(now, k.roll(), ward.GuardNone)
+			// During a hold after a failover, the Pool has the caller
+			// wait for the next dial.
+			wait = k.p.Unmade(now, k.roll(), ward.GuardNone)
 		}
 		if timedOut {
 			k.stats.dialTimeouts++
@@ -104,7 +106,8 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		switch {
 		case owner && wait && !k.closed:
 			// Back to the front of the queue, where it was: the next
-			// resource to come back, or the next make, is its.
+			// resource to come back, or the next make, is its (a full
+			// backend, or a hold after a failover).
 			k.q.pushFront(j.w)
 			k.stallWaitLocked(now)
 			unseen = err

@@ -158,6 +158,11 @@ func (k *Keeper[T]) verdict(err error) (v Verdict, cause string) {
 // err; the resource itself is closed either way. It reports whether it
 // reset.
 //
+// With Config.Hold set, the Pool then holds the callers that come while it
+// looks for the backend's new node (see pool.Hold): they wait, within
+// their contexts and the hold, while one dial at a time tries, instead of
+// each dialing a node that is down or read-only and failing.
+//
 // The generation is the resource's, not the moment's: when every
 // connection of a pool fails with the same error after a failover, the
 // first one to come back resets, and the others, retired by that reset
@@ -177,7 +182,7 @@ func (l Loan[T]) Reset(cause string, err error) bool {
 	now := k.now()
 	k.mu.Lock()
 	k.endedLocked(l.e, l.item, now, &fx)
-	retired, ok := k.p.ResetFor(l.item, now)
+	retired, ok := k.p.ResetFor(l.item, now, k.hold)
 	if ok {
 		cause = k.retireLocked(retired, cause)
 	}

@@ -59,8 +59,9 @@ type settings[T comparable] struct {
 	admission   bool
 	reuse       func(context.Context, T) error
 	classify    Classifier
-	minIdle     int // Config.MinIdle
-	minLive     int // Config.MinLive
+	minIdle     int       // Config.MinIdle
+	minLive     int       // Config.MinLive
+	hold        pool.Hold // Config.Hold
 	jitter      time.Duration
 	leakAfter   time.Duration
 	stallAfter  time.Duration // Config.StallAfter, resolved; 0: off

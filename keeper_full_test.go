@@ -136,3 +136,139 @@ func TestClassifyReadsFullAsDestroy(t *testing.T) {
 		t.Fatalf("Full.String() = %q", Full.String())
 	}
 }
+
+// errDown stands for the dials that fail while no node takes writes;
+// errReadOnly (keeper_failover_test.go) for the error that resets.
+var errDown = errors.New("connection refused")
+
+// TestKeeperHoldsCallersThroughFailover: after a reset on a resource's
+// word, with Config.Hold, callers wait while one dial at a time, one per
+// Hold.Every, looks for the new node; a dial that fails meanwhile does not
+// fail its caller; the first dial that succeeds ends the hold and every
+// caller is served.
+func TestKeeperHoldsCallersThroughFailover(t *testing.T) {
+	var down atomic.Bool
+	d := &dialer{fail: func(int) error {
+		if down.Load() {
+			return errDown
+		}
+		return nil
+	}}
+	k, c := newTestKeeper(t, d, Config[*res]{
+		Limits:   pool.Limits{Size: 4},
+		Classify: readOnly,
+		Hold:     pool.Hold{For: 5 * time.Second, Every: 100 * time.Millisecond},
+		Logger:   quietLogger(),
+	})
+	a, b := mustAcquire(t, k), mustAcquire(t, k)
+	down.Store(true)
+	if !a.Reset("25006", errReadOnly) {
+		t.Fatal("the read-only error reset nothing")
+	}
+	if s := k.Stats(); !s.Holding {
+		t.Fatal("no hold after the failover's reset")
+	}
+	first := acquireAsync(k, bg)
+	clocktest.Eventually(t, "the first caller's dial failed and the caller waits", func() bool {
+		s := k.Stats()
+		return s.Failed == 1 && s.Waiting == 1 && s.Dialing == 0
+	})
+	second := acquireAsync(k, bg)
+	clocktest.Eventually(t, "the second caller waits", func() bool { return k.Stats().Waiting == 2 })
+	if n := d.dialCount(); n != 3 {
+		t.Fatalf("%d dials, want 3: one per Every during the hold", n)
+	}
+	c.Advance(100 * time.Millisecond) // the next dial of the hold, still down
+	clocktest.Eventually(t, "the hold's second dial failed", func() bool {
+		s := k.Stats()
+		return s.Failed == 2 && s.Dialing == 0 && s.Waiting == 2
+	})
+	if n := d.dialCount(); n != 4 {
+		t.Fatalf("%d dials after one Every, want 4", n)
+	}
+	down.Store(false) // the new node takes writes
+	c.Advance(100 * time.Millisecond)
+	r1 := within(t, first)
+	if r1.err != nil {
+		t.Fatalf("first caller: %v", r1.err)
+	}
+	if s := k.Stats(); s.Holding {
+		t.Fatal("still holding after a dial succeeded")
+	}
+	c.Advance(100 * time.Millisecond) // the second caller is asked for again
+	r2 := within(t, second)
+	if r2.err != nil {
+		t.Fatalf("second caller: %v", r2.err)
+	}
+	for _, l := range []Loan[*res]{b, r1.l, r2.l} {
+		l.Release()
+	}
+	checkBalanced(t, k, d)
+	if s := k.Stats(); s.Resets != 1 || s.Failed != 2 || s.Canceled != 0 {
+		t.Fatalf("resets %d failed %d canceled %d, want 1, 2, 0", s.Resets, s.Failed, s.Canceled)
+	}
+}
+
+// TestKeeperHoldRunsOut: when no dial succeeds within Hold.For, the hold
+// ends and a waiting caller gets its dial's error, as without a hold.
+func TestKeeperHoldRunsOut(t *testing.T) {
+	var down atomic.Bool
+	d := &dialer{fail: func(int) error {
+		if down.Load() {
+			return errDown
+		}
+		return nil
+	}}
+	k, c := newTestKeeper(t, d, Config[*res]{
+		Limits:   pool.Limits{Size: 2},
+		Classify: readOnly,
+		Hold:     pool.Hold{For: 300 * time.Millisecond},
+		Logger:   quietLogger(),
+	})
+	a := mustAcquire(t, k)
+	down.Store(true)
+	a.Reset("25006", errReadOnly)
+	w := acquireAsync(k, bg)
+	clocktest.Eventually(t, "the caller waits after a failed dial", func() bool {
+		s := k.Stats()
+		return s.Failed == 1 && s.Waiting == 1 && s.Dialing == 0
+	})
+	for i := range 3 { // DefaultHoldEvery, three times: the hold runs out
+		c.Advance(pool.DefaultHoldEvery)
+		clocktest.Eventually(t, "the next dial failed", func() bool {
+			s := k.Stats()
+			return s.Failed == uint64(i+2) && s.Dialing == 0
+		})
+	}
+	if r := within(t, w); !errors.Is(r.err, errDown) {
+		t.Fatalf("Acquire after the hold ran out = %v, want the dial's error", r.err)
+	}
+	if s := k.Stats(); s.Holding || s.Waiting != 0 {
+		t.Fatalf("holding %v waiting %d after the hold ran out", s.Holding, s.Waiting)
+	}
+	if n := d.dialCount(); n != 5 {
+		t.Fatalf("%d dials, want 5: the first, three during the hold, the one after", n)
+	}
+}
+
+// TestKeeperNoHoldByDefault: without Config.Hold a dial that fails after a
+// failover fails its caller at once, as pgxpool's does.
+func TestKeeperNoHoldByDefault(t *testing.T) {
+	var down atomic.Bool
+	d := &dialer{fail: func(int) error {
+		if down.Load() {
+			return errDown
+		}
+		return nil
+	}}
+	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}, Classify: readOnly, Logger: quietLogger()})
+	a := mustAcquire(t, k)
+	down.Store(true)
+	a.Reset("25006", errReadOnly)
+	if _, err := k.Acquire(bg); !errors.Is(err, errDown) {
+		t.Fatalf("Acquire = %v, want the dial's error", err)
+	}
+	if k.Stats().Holding {
+		t.Fatal("holding without Config.Hold")
+	}
+}

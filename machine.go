@@ -20,7 +20,7 @@ type machine[T comparable] interface {
 	Evict(now time.Time) []T
 	Close() []T
 	Reset(now time.Time, over time.Duration) []T
-	ResetFor(item T, now time.Time) ([]T, bool)
+	ResetFor(item T, now time.Time, h pool.Hold) ([]T, bool)
 	SetCeiling(n int, now time.Time) []T
 	SetLimits(l pool.Limits, now time.Time) ([]T, error)
 	Refusal(now time.Time) float64

@@ -42,6 +42,7 @@
 //	wardpool_leaked_loans / wardpool.loans.leaked            loans out past LeakAfter now, for a Source with Leaked
 //	wardpool_stalled / wardpool.stalled                      1 while a reported stall lasts (Keeper only)
 //	wardpool_rotating_resources / wardpool.resources.rotating  resources of a generation being replaced over a window (Rotate; Keeper only)
+//	wardpool_holding / wardpool.holding                  1 while callers are held through a failover (Config.Hold; Keeper only)
 //
 // Counters:
 //

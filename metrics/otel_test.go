@@ -106,7 +106,10 @@ func wantPoints(prefix, attrs string, st wardpool.Stats, runtime bool) []point {
 	r := func(reason string, v uint64) point {
 		return point{prefix + ".retired", "{resource}", "counter", with("reason=" + reason), fmt.Sprint(v)}
 	}
-	stalled := 0
+	stalled, holding := 0, 0
+	if st.Holding {
+		holding = 1
+	}
 	if st.Stalled {
 		stalled = 1
 	}
@@ -147,6 +150,7 @@ func wantPoints(prefix, attrs string, st wardpool.Stats, runtime bool) []point {
 			p("acquire.timeouts", "{acquire}", "counter", st.AcquireTimeouts),
 			p("stalls", "{stall}", "counter", st.Stalls),
 			p("resources.rotating", "{resource}", "updown", st.Rotating),
+			p("holding", "1", "updown", holding),
 			p("stalled", "1", "updown", stalled),
 			point{prefix + ".resets", "{reset}", "counter", with("cause=manual"), "0"}, // known before any reset
 			p("breaker.refusal", "1", "gauge", st.Refusal),

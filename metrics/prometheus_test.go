@@ -34,9 +34,12 @@ type want struct {
 // series, as for FromBooks.
 func wantAll(st wardpool.Stats, runtime bool) []want {
 	n := func(v any) [][2]string { return [][2]string{{"", fmt.Sprint(v)}} }
-	stalled := 0
+	stalled, holding := 0, 0
 	if st.Stalled {
 		stalled = 1
+	}
+	if st.Holding {
+		holding = 1
 	}
 	w := []want{
 		{"live_resources", "gauge", n(st.Live)},
@@ -75,6 +78,7 @@ func wantAll(st wardpool.Stats, runtime bool) []want {
 			want{"acquire_timeouts_total", "counter", n(st.AcquireTimeouts)},
 			want{"stalls_total", "counter", n(st.Stalls)},
 			want{"rotating_resources", "gauge", n(st.Rotating)},
+			want{"holding", "gauge", n(holding)},
 			want{"stalled", "gauge", n(stalled)},
 			// A known label value starts at 0: no reset yet in these readings.
 			want{"resets_total", "counter", [][2]string{{`cause="manual"`, "0"}}},

@@ -215,6 +215,9 @@ func TestPromtoolRules(t *testing.T) {
 		{"WardpoolResetsRepeated", // rotations page
 			"expr: rate(wardpool_resets_total{cause!~\"manual|rotate\"}[5m]) > 0\n        for: 10m\n",
 			"expr: rate(wardpool_resets_total{cause!=\"manual\"}[5m]) > 0\n        for: 10m\n"},
+		{"WardpoolCallersHeld",
+			"expr: min_over_time(wardpool_holding[1m]) == 1\n",
+			"expr: max_over_time(wardpool_holding[1m]) == 1\n"},
 		{"WardpoolBudgetStoreAway",
 			"expr: wardpool_budget_alone == 1\n        for: 3m\n",
 			"expr: max_over_time(wardpool_budget_alone[5m]) == 1\n        for: 1m\n"},

@@ -196,6 +196,7 @@ const (
 	fStalls
 	fStalled
 	fRotating
+	fHolding
 )
 
 // of returns the figure f of s; a Duration in nanoseconds.
@@ -292,6 +293,11 @@ func (f field) of(s *wardpool.Stats) int64 {
 		return 0
 	case fRotating:
 		return int64(s.Rotating)
+	case fHolding:
+		if s.Holding {
+			return 1
+		}
+		return 0
 	}
 	panic("metrics: unknown field")
 }
@@ -441,6 +447,9 @@ var table = []series{
 	{prom: "rotating_resources", otel: "resources.rotating", unit: "{resource}", kind: gauge, runtime: true,
 		help:  "Resources of a generation being replaced over a window (Rotate) still live: 0 once it is done.",
 		field: fRotating},
+	{prom: "holding", otel: "holding", unit: "1", kind: gauge, runtime: true,
+		help:  "1 while the pool holds its callers through a failover (HoldOnFailover, Config.Hold): one dial at a time looks for the new node while they wait; else 0.",
+		field: fHolding},
 	{prom: "stalled", otel: "stalled", unit: "1", kind: gauge, runtime: true,
 		help:  "1 while a reported stall lasts (callers wait, no loan has come back since the report), else 0.",
 		field: fStalled},

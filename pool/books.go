@@ -23,6 +23,10 @@ type Books struct {
 	// generation being retired over a window (Reset with a window): zero
 	// once it is done.
 	Rotating int
+	// Holding says the pool holds its callers after a failover (ResetFor
+	// with a Hold), making one resource at a time until one is made or
+	// the hold runs out.
+	Holding bool
 
 	// Made counts resources that joined the pool: Made accepted them, or Give
 	// filled an open reservation with one the pool did not know.

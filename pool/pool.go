@@ -66,6 +66,8 @@ type Pool[T comparable] struct {
 	room      int
 	roomUntil int64
 
+	hold holding // callers held after a failover (see Hold)
+
 	// How long loans are held, as the pool has measured them: a moving
 	// mean of the loans given back or dropped (1/16 weight to each new one),
 	// and how many it has seen (up to holdsMax). Admit predicts waits
@@ -221,12 +223,17 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 		p.books.Waited++
 		return p.waiting(g, t)
 	}
+	if w, wait := p.holdWait(t); wait {
+		p.books.Waited++
+		return w
+	}
 	if p.warded {
 		if refusal, ok := p.admit(t, roll, cpu, true); !ok {
 			return p.count(refusal)
 		}
 	}
 	p.making++
+	p.spaceHold(t)
 	return Taken[T]{Kind: Make, Gen: p.gen}
 }
 
@@ -264,6 +271,9 @@ func (p *Pool[T]) Made(item T, gen uint32, now time.Time, extra time.Duration) b
 	if reserved {
 		p.making--
 		p.onMade(t)
+		if gen == p.gen {
+			p.hold = holding{} // the new generation has a node: the hold is over
+		}
 	}
 	if _, held := p.z.find(item); held {
 		// Already on the books (lent or idle), closed pool or not: the
@@ -352,6 +362,13 @@ func (p *Pool[T]) Unmade(now time.Time, roll float64, by ward.Guard) (wait bool)
 		return false
 	}
 	p.making--
+	if by == ward.GuardNone && !p.closed && p.holdsAt(t) {
+		// A make of the hold failed: its caller waits for the next, and
+		// the ward hears nothing (the hold spaces the makes).
+		p.books.Failed++
+		p.unlease(t)
+		return true
+	}
 	switch by {
 	case ward.GuardNone:
 	case ward.GuardFull:
@@ -405,6 +422,7 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 		}
 		p.making--
 		p.onMade(t)
+		p.hold = holding{}
 		i = p.z.add(item, t, p.gen)
 		p.books.Made++
 		p.books.Loans++
@@ -585,6 +603,7 @@ func (p *Pool[T]) Books() Books {
 	b := p.books
 	b.Live, b.Idle, b.Busy = p.live(), p.z.idle, p.busy()
 	b.Rotating = p.rotLive()
+	b.Holding = p.hold.until > p.last
 	return b
 }
 

@@ -136,7 +136,8 @@ func TestModelRuntimeReaches(t *testing.T) {
 		s := &byteSource{b: data}
 		runOps(t, s, len(data), wardKind(s.intn(4, "ward")), opTableRuntime)
 	}
-	for _, want := range []string{"Reset over a window", "Made of a reservation older than the last Reset"} {
+	for _, want := range []string{"Reset over a window", "Made of a reservation older than the last Reset",
+		"ResetFor true hold true", "ResetFor false hold true", "Take Wait hold", "Unmade none true"} {
 		if reached[want] == 0 {
 			t.Errorf("the driver never reached %q", want)
 		}

@@ -103,6 +103,7 @@ type calls interface {
 	Evict(now time.Time) []int
 	Close() []int
 	Reset(now time.Time, over time.Duration) []int
+	ResetFor(item int, now time.Time, h pool.Hold) ([]int, bool)
 	SetCeiling(n int, now time.Time) []int
 	SetLimits(l pool.Limits, now time.Time) ([]int, error)
 	Refusal(now time.Time) float64
@@ -229,9 +230,10 @@ func (d *driver) pickItem(s source, label string, freshOK bool) (int, string) {
 const opTable = "tttttgtmtgjmgutgmdtcgeltmgjrdugtktmegtgt"
 
 // opTableRuntime adds the calls a runtime makes beyond taking and giving: R
-// Reset, C SetCeiling, S SetLimits. The fuzz corpus decodes its bytes with opTable, which is
+// Reset, F ResetFor (with a hold, or none), C SetCeiling, S SetLimits. The
+// fuzz corpus decodes its bytes with opTable, which is
 // left as it was.
-const opTableRuntime = opTable + "RgtCSCgtSg"
+const opTableRuntime = opTable + "RgtCSCgtSgFtut"
 
 func draw(s source) float64 {
 	switch s.intn(8, "roll") {
@@ -414,8 +416,8 @@ func (d *driver) step(s source) {
 		got, want := d.take(now, roll, cpu)
 		d.logf("Take(%v) = %v %d", at, got.Kind, got.Item)
 		d.reach("Take " + got.Kind.String())
-		if got.Kind == pool.Wait && got.Guard == ward.GuardFull {
-			d.reach("Take Wait full")
+		if got.Kind == pool.Wait && got.Guard != ward.GuardNone {
+			d.reach("Take Wait " + got.Guard.String())
 		}
 		if got != want {
 			d.fail("Take(%v) (-model +pool):\n%s", at, cmp.Diff(want, got))
@@ -553,6 +555,23 @@ func (d *driver) step(s source) {
 		d.reach(fmt.Sprint("Reset ", len(got) > 0))
 		if !sameItems(got, want) {
 			d.fail("Reset(%v), in any order (-model +pool):\n%s", at, diffItems(want, got))
+		}
+		handed = append(handed, got...)
+	case op == 'F':
+		item, kind := d.pickItem(s, "reset for", false)
+		arg, hasArg = item, true
+		d.see(item)
+		var h pool.Hold
+		if s.intn(3, "hold?") > 0 {
+			h.For = time.Duration(1+s.intn(500, "hold for")) * time.Millisecond
+			h.Every = time.Duration(s.intn(40, "hold every")) * time.Millisecond
+		}
+		got, ok := d.c.ResetFor(item, now, h)
+		want, wok := d.m.resetFor(item, now, h)
+		d.logf("ResetFor(%d %s, %v, %+v) = %v %v", item, kind, at, h, got, ok)
+		d.reach(fmt.Sprint("ResetFor ", ok, " hold ", h.For > 0))
+		if ok != wok || !sameItems(got, want) {
+			d.fail("ResetFor(%d, %v): got %v %v, want %v %v", item, at, got, ok, want, wok)
 		}
 		handed = append(handed, got...)
 	case op == 'C':

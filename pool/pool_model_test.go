@@ -37,6 +37,10 @@ type model struct {
 	room      int
 	roomUntil int64
 
+	// A hold after a failover (ResetFor with a Hold): until holdUntil (0:
+	// none), one make at a time, the next not before holdNext.
+	holdUntil, holdEvery, holdNext int64
+
 	// A generation being retired over a window (Reset with over > 0): one
 	// due at from, one more every per, every one due at until.
 	rot struct {
@@ -198,11 +202,56 @@ func (m *model) takeOr(now time.Time, refused *pool.Taken[int]) pool.Taken[int] 
 		m.books.Waited++
 		return pool.Taken[int]{Kind: pool.Wait, Guard: ward.GuardFull, Delay: time.Duration(m.roomUntil - t)}
 	}
+	if m.holding(t) && t < m.holdNext {
+		m.books.Waited++
+		return pool.Taken[int]{Kind: pool.Wait, Guard: ward.GuardHold, Delay: time.Duration(min(m.holdNext, m.holdUntil) - t)}
+	}
 	if r, ok := accept(ward.GuardBackoff, ward.GuardBreaker, ward.GuardShedder, ward.GuardLimiter, ward.GuardBucket); ok {
 		return r
 	}
 	m.making++
+	if m.holdUntil != 0 {
+		m.holdNext = t + m.holdEvery
+	}
 	return pool.Taken[int]{Kind: pool.Make, Gen: uint32(m.gen)}
+}
+
+// holding reports whether a hold lasts at t, ending it when it ran out.
+func (m *model) holding(t int64) bool {
+	if m.holdUntil != 0 && t >= m.holdUntil {
+		m.holdUntil, m.holdEvery, m.holdNext = 0, 0, 0
+	}
+	return m.holdUntil != 0
+}
+
+// resetFor is ResetFor: a reset on the word of a held resource of the
+// current generation (or of the one rotating out), then hold h.
+func (m *model) resetFor(item int, now time.Time, h pool.Hold) ([]int, bool) {
+	if m.closed {
+		return nil, false
+	}
+	where, i := m.find(item)
+	var s mseat
+	switch where {
+	case "idle":
+		s = m.idle[i]
+	case "lent":
+		s = m.lent[i]
+	default:
+		return nil, false
+	}
+	if s.gen != m.gen && !(m.rot.on && s.gen == m.rot.gen) {
+		return nil, false
+	}
+	out := m.reset(now, 0)
+	if h.For > 0 {
+		every := h.Every
+		if every <= 0 {
+			every = pool.DefaultHoldEvery
+		}
+		m.holdUntil, m.holdEvery, m.holdNext = m.last+int64(h.For), int64(every), m.last
+	}
+	return out, true
 }
 
 // roomFull reports whether as many are live as a full backend left room
@@ -225,6 +274,9 @@ func (m *model) made(item int, gen int, now time.Time, extra time.Duration) bool
 	if reserved {
 		m.making--
 		m.room = -1 // a make succeeded: the backend had room
+		if gen == m.gen {
+			m.holdUntil, m.holdEvery, m.holdNext = 0, 0, 0 // and the new node is found
+		}
 	}
 	if m.holds(item) {
 		return true // the existing seat stands; the reservation is settled
@@ -259,6 +311,10 @@ func (m *model) unmade(now time.Time, by ward.Guard) bool {
 		return false
 	}
 	m.making--
+	if by == ward.GuardNone && !m.closed && m.holding(t) {
+		m.books.Failed++
+		return true
+	}
 	switch by {
 	case ward.GuardNone:
 	case ward.GuardFull:
@@ -289,6 +345,7 @@ func (m *model) give(item int, now time.Time) bool {
 		}
 		m.making--
 		m.room = -1 // a make succeeded: the backend had room
+		m.holdUntil, m.holdEvery, m.holdNext = 0, 0, 0
 		m.lent = append(m.lent, mseat{item: item, born: t, since: t, gen: m.gen})
 		m.books.Made++
 		m.books.Loans++
@@ -512,6 +569,7 @@ func (m *model) next() (time.Time, bool) {
 func (m *model) booksNow() pool.Books {
 	b := m.books
 	b.Live, b.Idle, b.Busy = m.live(), len(m.idle), len(m.lent)+m.making
+	b.Holding = m.holdUntil > m.last
 	if m.rot.on {
 		for _, seats := range [][]mseat{m.idle, m.lent} {
 			for _, s := range seats {

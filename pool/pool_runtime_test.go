@@ -92,7 +92,7 @@ func TestResetForOncePerGeneration(t *testing.T) {
 		}
 	}
 	p.Give(5, t0) // one idle, five lent
-	retired, ok := p.ResetFor(0, t0)
+	retired, ok := p.ResetFor(0, t0, Hold{})
 	if !ok {
 		t.Fatalf("first ResetFor = %v, %v; want true", retired, ok)
 	}
@@ -108,7 +108,7 @@ func TestResetForOncePerGeneration(t *testing.T) {
 	}
 	resets := 0
 	for i := 1; i < 5; i++ {
-		if _, ok := p.ResetFor(i, t0); ok {
+		if _, ok := p.ResetFor(i, t0, Hold{}); ok {
 			resets++
 		}
 		if p.Give(i, t0) {
@@ -121,15 +121,15 @@ func TestResetForOncePerGeneration(t *testing.T) {
 	if !p.Give(10, t0) || p.Books().Idle != 1 {
 		t.Fatal("the resource made after the reset was not kept")
 	}
-	if _, ok := p.ResetFor(99, t0); ok {
+	if _, ok := p.ResetFor(99, t0, Hold{}); ok {
 		t.Fatal("ResetFor of a resource not on the books reset")
 	}
 	// A resource of the new generation resets again.
-	if got, ok := p.ResetFor(10, t0); !ok || len(got) != 1 {
+	if got, ok := p.ResetFor(10, t0, Hold{}); !ok || len(got) != 1 {
 		t.Fatalf("ResetFor of the current generation = %v, %v", got, ok)
 	}
 	p.Close()
-	if _, ok := p.ResetFor(10, t0); ok {
+	if _, ok := p.ResetFor(10, t0, Hold{}); ok {
 		t.Fatal("ResetFor reset a closed pool")
 	}
 }
@@ -181,7 +181,7 @@ func TestMadeUnderAReservationFromBeforeAReset(t *testing.T) {
 	if !p.Made("new", after.Gen, t0, 0) || !p.Made("old", before.Gen, t0, 0) {
 		t.Fatal("Made refused a reservation's resource")
 	}
-	if _, reset := p.ResetFor("old", t0); reset {
+	if _, reset := p.ResetFor("old", t0, Hold{}); reset {
 		t.Fatal("a resource of the old generation reset the pool")
 	}
 	if p.Give("old", t0) {

@@ -44,10 +44,14 @@ func (p *Pool[T]) Reserve(now time.Time, roll float64, cpu int) Taken[T] {
 	if g, full := p.full(t); full {
 		return p.waiting(g, t)
 	}
+	if w, wait := p.holdWait(t); wait {
+		return w
+	}
 	if refusal, ok := p.admit(t, roll, cpu, true); !ok {
 		return refusal // admit counts nothing: Take counts its own refusals
 	}
 	p.making++
+	p.spaceHold(t)
 	return Taken[T]{Kind: Make, Gen: p.gen}
 }
 
@@ -118,9 +122,14 @@ func (p *Pool[T]) Reset(now time.Time, over time.Duration) []T {
 // caller to close, as Reset does; nil and false when it resets nothing,
 // in which case nothing changes. item itself is not given back: when lent,
 // its Give (or Drop) follows as usual, and Give retires it after a reset.
-// A recording holds a reset as a Reset step; one that did not reset
-// changed nothing and is not recorded.
-func (p *Pool[T]) ResetFor(item T, now time.Time) ([]T, bool) {
+//
+// With a Hold (h.For positive), the pool then holds its callers: see Hold.
+// Until the hold ends, Take and Reserve start at most one make every
+// h.Every and answer Wait (with ward.GuardHold and the Delay until the next
+// may start) otherwise; Unmade of a failed make answers true (its caller
+// waits for the next) and the ward hears nothing; the first resource of
+// the new generation made ends it, as For running out does.
+func (p *Pool[T]) ResetFor(item T, now time.Time, h Hold) ([]T, bool) {
 	if p.closed {
 		return nil, false
 	}
@@ -128,7 +137,9 @@ func (p *Pool[T]) ResetFor(item T, now time.Time) ([]T, bool) {
 	if !ok || p.z.s[i].gen() != p.gen && !p.rotating(&p.z.s[i]) {
 		return nil, false
 	}
-	return p.Reset(now, 0), true
+	out := p.Reset(now, 0)
+	p.startHold(h, p.last)
+	return out, true
 }
 
 // full reports whether the pool has no room for another resource at t:

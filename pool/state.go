@@ -107,6 +107,9 @@ func (p *Pool[T]) AppendState(dst []byte, origin time.Time) ([]byte, error) {
 	b = wire.AppendI(b, int64(p.ceiling))
 	b = wire.AppendI(b, int64(p.room))
 	b = wire.AppendI(b, p.roomUntil)
+	b = wire.AppendI(b, p.hold.until)
+	b = wire.AppendI(b, p.hold.every)
+	b = wire.AppendI(b, p.hold.next)
 	b = wire.AppendI(b, p.held)
 	b = wire.AppendU(b, uint64(p.holds))
 	b = wire.AppendB(b, p.rot.on)
@@ -223,6 +226,7 @@ func ReadState(src []byte, origin time.Time) (*Pool[uint64], ward.Ward, int, err
 	p.failures, p.holdUntil, p.lastDelay = c.failures, c.holdUntil, c.lastDelay
 	p.ceiling = max(c.ceiling, -1)
 	p.room, p.roomUntil = max(c.room, -1), c.roomUntil
+	p.hold = c.hold
 	p.held, p.holds, p.rot = c.held, c.holds, c.rot
 	p.books = c.books
 	p.z.s = c.seats
@@ -256,6 +260,7 @@ type snapshot struct {
 	making, failures, ceiling int
 	room                      int
 	roomUntil                 int64
+	hold                      holding
 	holdUntil, held           int64
 	holds                     int
 	rot                       rotation
@@ -286,6 +291,11 @@ func (c *snapshot) read(r *wire.Reader, origin time.Time) {
 	c.holdUntil, c.lastDelay = r.I(), time.Duration(r.I())
 	c.ceiling = int(r.I())
 	c.room, c.roomUntil = int(r.I()), r.I()
+	c.hold = holding{until: r.I(), every: r.I(), next: r.I()}
+	if c.hold.until != 0 && c.hold.every <= 0 {
+		r.Fail("a hold until %d spaced by %d", c.hold.until, c.hold.every)
+		return
+	}
 	c.held, c.holds = r.I(), r.N()
 	if c.held < 0 || c.holds > holdsMax {
 		r.Fail("a mean hold of %d over %d loans", c.held, c.holds)

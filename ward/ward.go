@@ -52,10 +52,14 @@ const (
 	// the pool through Unmade. Take answers Wait with it while the pool
 	// holds as many as the backend last had room for (see pool.Unmade).
 	GuardFull
+	// GuardHold is not a guard of a Ward either: it names a pool holding
+	// its callers after a failover while it looks for the new writable
+	// node, one make at a time (see pool.Hold).
+	GuardHold
 )
 
 // String returns the guard's name in lower case: "breaker", "shedder",
-// "bucket", "backoff", "limiter", "ceiling", "shared", "full", or "none".
+// "bucket", "backoff", "limiter", "ceiling", "shared", "full", "hold", or "none".
 func (g Guard) String() string {
 	switch g {
 	case GuardBreaker:
@@ -74,6 +78,8 @@ func (g Guard) String() string {
 		return "shared"
 	case GuardFull:
 		return "full"
+	case GuardHold:
+		return "hold"
 	case GuardNone:
 		return "none"
 	}

@@ -150,6 +150,14 @@ type Config struct {
 	// error is a *wardpool.LateError, which errors.Is reads as
 	// context.DeadlineExceeded. See wardpool.Config.Admission.
 	Admission bool
+	// HoldOnFailover, when positive, holds callers through a failover for
+	// up to that long: after a reset on a 25006, 57P01 or other error (Classify's Reset
+	// verdict), the pool dials one connection at a time, ten a second,
+	// until one is made (the new primary) or the time is up, and the
+	// callers that come meanwhile wait, within their contexts, instead of
+	// each dialing a node that is down or read-only (with target_session_attrs=read-write) and failing. Zero holds nothing,
+	// as in pgxpool. See wardpool.Config.Hold.
+	HoldOnFailover time.Duration
 
 	// MaxConns is how many connections may be open at once: idle, lent and
 	// being dialled. At least 1: 0 is refused, as in pgxpool.

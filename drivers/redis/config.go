@@ -149,6 +149,14 @@ type Config struct {
 	// error is a *wardpool.LateError, which errors.Is reads as
 	// context.DeadlineExceeded. See wardpool.Config.Admission.
 	Admission bool
+	// HoldOnFailover, when positive, holds callers through a failover for
+	// up to that long: after a reset on a READONLY or other error (Classify's Reset
+	// verdict), the pool dials one connection at a time, ten a second,
+	// until one is made (the new primary) or the time is up, and the
+	// callers that come meanwhile wait, within their contexts, instead of
+	// each dialing a node that is down or a replica and failing. Zero holds nothing,
+	// as in go-redis. See wardpool.Config.Hold.
+	HoldOnFailover time.Duration
 	// StallAfter is the stall watch's threshold: when callers have waited
 	// longer and no connection has come back for as long, one warning on
 	// Logger says how many wait, how many are held and where each holder

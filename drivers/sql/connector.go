@@ -208,6 +208,14 @@ type Config struct {
 	// error is a *wardpool.LateError, which errors.Is reads as
 	// context.DeadlineExceeded. See wardpool.Config.Admission.
 	Admission bool
+	// HoldOnFailover, when positive, holds callers through a failover for
+	// up to that long: after a reset on a 25006, 57P01 or other error (Classify's Reset
+	// verdict), the pool dials one connection at a time, ten a second,
+	// until one is made (the new primary) or the time is up, and the
+	// callers that come meanwhile wait, within their contexts, instead of
+	// each dialing a node that is down or read-only and failing. Zero holds nothing,
+	// as in database/sql. See wardpool.Config.Hold.
+	HoldOnFailover time.Duration
 	// StallAfter is the stall watch's threshold: when borrowers have
 	// waited longer and no connection has come back for as long, one
 	// warning on Logger says how many wait, how many are held and where
@@ -326,6 +334,7 @@ func NewConnector(base driver.Connector, cfg Config) (*Connector, error) {
 	}
 	kc.AcquireTimeout, kc.StallAfter, kc.StallSites = cfg.AcquireTimeout, cfg.StallAfter, cfg.StallSites
 	kc.Admission = cfg.Admission
+	kc.Hold = pool.Hold{For: cfg.HoldOnFailover}
 	if kc.Classify == nil {
 		kc.Classify = DefaultClassify
 	}

@@ -111,6 +111,17 @@ func failedFrom(ops []op, t time.Time) int {
 	return n
 }
 
+// startedFailed counts the calls that began at or after t and failed.
+func startedFailed(ops []op, t time.Time) int {
+	n := 0
+	for _, o := range ops {
+		if o.err != nil && !o.start.Before(t) {
+			n++
+		}
+	}
+	return n
+}
+
 // firstOK returns how long after t the first call that started at or after
 // t succeeded, or -1 when none did.
 func firstOK(ops []op, t time.Time) time.Duration {

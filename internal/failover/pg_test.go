@@ -13,6 +13,7 @@ import (
 	pgxward "github.com/wardpool/wardpool/drivers/pgx"
 	"github.com/wardpool/wardpool/internal/servers"
 	"github.com/wardpool/wardpool/internal/testenv"
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -47,6 +48,19 @@ var pgSides = []string{"pgxward", "pgxpool"}
 // the jitter to the reconnects that follow it.
 var wardedSides = []string{"pgxward", "pgxward+ward", "pgxpool"}
 
+// promotionSides adds a fourth side to the warded ones: pgxward holding
+// its callers through the failover (HoldOnFailover), one dial every
+// 100 ms looking for the new primary while they wait.
+var promotionSides = []string{"pgxward", "pgxward+hold", "pgxward+ward", "pgxpool"}
+
+// promotionHold is the hold of the pgxward+hold side: longer than the
+// promotion takes, so that it ends by finding the new primary.
+const promotionHold = 10 * time.Second
+
+// pgxwardHoldEvery is the spacing of a hold's dials, which pgxward leaves
+// at the Keeper's default.
+const pgxwardHoldEvery = pool.DefaultHoldEvery
+
 // openPG opens the named pool on dsn with room for maxConns connections
 // and a lifetime of life (none when zero); it is closed when the test ends.
 func openPG(t *testing.T, name, dsn string, maxConns int32, life time.Duration) pgPool {
@@ -55,7 +69,7 @@ func openPG(t *testing.T, name, dsn string, maxConns int32, life time.Duration) 
 	defer cancel()
 	var p pgPool
 	switch name {
-	case "pgxward", "pgxward+ward":
+	case "pgxward", "pgxward+ward", "pgxward+hold":
 		cfg, err := pgxward.ParseConfig(dsn)
 		if err != nil {
 			t.Fatal(err)
@@ -63,6 +77,9 @@ func openPG(t *testing.T, name, dsn string, maxConns int32, life time.Duration) 
 		if name == "pgxward+ward" {
 			b := ward.DefaultBackoff
 			cfg.Ward = ward.Ward{Backoff: &b, Bucket: ward.NewBucket(50, 8, time.Now())}
+		}
+		if name == "pgxward+hold" {
+			cfg.HoldOnFailover = promotionHold
 		}
 		cfg.MaxConns = maxConns
 		if life > 0 {
@@ -143,7 +160,7 @@ func TestPromotion(t *testing.T) {
 	const writers = 32
 	life := 3 * time.Second // Life, scaled down from minutes: see the ages table
 	var sides []*side
-	for _, name := range wardedSides {
+	for _, name := range promotionSides {
 		s := &side{name: name, proxies: []*servers.Proxy{
 			servers.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", primary.Port)),
 			servers.StartProxy(t, fmt.Sprintf("127.0.0.1:%d", standby.Port)),
@@ -195,6 +212,21 @@ func TestPromotion(t *testing.T) {
 		if firstOn(s.ops, standby.Port, tProm) < 0 {
 			t.Errorf("%s: no write succeeded after the promotion", s.name)
 		}
+		if s.name == "pgxward+hold" {
+			// Held: the writes in flight when the primary stopped fail
+			// (at most one per writer), no other; one dial per 100 ms at
+			// most goes to the standby while it is read-only.
+			if n := failedFrom(s.ops, tStop); n > writers {
+				t.Errorf("%s: %d writes failed, more than the %d in flight when the primary stopped", s.name, n, writers)
+			}
+			if n := startedFailed(s.ops, tDown); n > 0 {
+				t.Errorf("%s: %d writes begun after the primary was down failed, want none", s.name, n)
+			}
+			secs := max(tProm.Sub(tStop).Seconds(), 0.001)
+			if rate := float64(s.proxies[1].AcceptedBetween(tStop, tProm)) / secs; rate > 1/pgxwardHoldEvery.Seconds()+2/secs {
+				t.Errorf("%s: %.0f dials a second to the read-only standby, want at most one per %v", s.name, rate, pgxwardHoldEvery)
+			}
+		}
 		if openOld[i] != 0 {
 			t.Logf("%s: %d connections still open to the stopped primary 1 s after the promotion", s.name, openOld[i])
 		}
@@ -212,7 +244,7 @@ func backendAges(t *testing.T, s *servers.Postgres) map[string][]time.Duration {
 		t.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	rows, err := c.Query(ctx, "SELECT application_name, (extract(epoch FROM now() - backend_start) * 1000)::bigint FROM pg_stat_activity WHERE application_name = ANY($1)", wardedSides)
+	rows, err := c.Query(ctx, "SELECT application_name, (extract(epoch FROM now() - backend_start) * 1000)::bigint FROM pg_stat_activity WHERE application_name = ANY($1)", promotionSides)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +269,7 @@ func backendAges(t *testing.T, s *servers.Postgres) map[string][]time.Duration {
 func ageTable(t *testing.T, life, since time.Duration, ages map[string][]time.Duration) {
 	t.Helper()
 	rows := [][]string{{"", "connections", "youngest", "median", "oldest", "distinct 100 ms births"}}
-	for _, name := range wardedSides {
+	for _, name := range promotionSides {
 		a := ages[name]
 		sort.Slice(a, func(i, j int) bool { return a[i] < a[j] })
 		births := map[int64]bool{}

@@ -63,6 +63,7 @@ type Step struct {
 	N     int           // Ceiling: the ceiling; Admit: the callers ahead
 	Wait  time.Duration // Admit: how long the caller may wait
 	Over  time.Duration // Reset: the window (0: at once)
+	Hold  pool.Hold     // ResetFor: the hold that follows it
 	// Limits is a Limits step's new limits (Pool.SetLimits).
 	Limits pool.Limits
 
@@ -107,6 +108,11 @@ func (s Step) String() string {
 	switch s.op {
 	case opMade, opGive, opDrop:
 		fmt.Fprintf(&b, " ref=%d", s.Ref)
+	case opResetFor:
+		fmt.Fprintf(&b, " ref=%d", s.Ref)
+		if s.Hold.For > 0 {
+			fmt.Fprintf(&b, " hold=%v every=%v", s.Hold.For, s.Hold.Every)
+		}
 	case opCeiling:
 		fmt.Fprintf(&b, " n=%d", s.N)
 	case opAdmit:
@@ -272,6 +278,9 @@ func readStep(r *wire.Reader) Step {
 		s.Ref = r.U()
 	case opReset:
 		s.Over = time.Duration(r.I())
+	case opResetFor:
+		s.Ref = r.U()
+		s.Hold = pool.Hold{For: time.Duration(r.I()), Every: time.Duration(r.I())}
 	case opEvict, opClose, opRefusal, opLoans:
 	case opCeiling:
 		s.N = int(r.I())
@@ -305,7 +314,7 @@ func skipAnswer(r *wire.Reader, o op) {
 		}
 	case opMade, opGive, opDrop, opUnmade:
 		r.Byte()
-	case opEvict, opClose, opReset, opCeiling, opLimits:
+	case opEvict, opClose, opReset, opResetFor, opCeiling, opLimits:
 		for n := r.Count(1); n > 0; n-- {
 			r.U()
 		}
@@ -354,7 +363,7 @@ func describeAnswer(o op, ans []byte) string {
 		if r.Byte() == 1 {
 			out = "wait"
 		}
-	case opEvict, opClose, opReset, opCeiling, opLimits:
+	case opEvict, opClose, opReset, opResetFor, opCeiling, opLimits:
 		seats := []string{}
 		for n := r.Count(1); n > 0; n-- {
 			seats = append(seats, strconv.FormatInt(int64(r.U())-1, 10))

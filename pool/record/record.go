@@ -40,13 +40,14 @@ const (
 	opRefusal
 	opLoans
 	opAdmit
+	opResetFor
 
 	opCheckpoint op = 0x40
 	opEnd        op = 0x41
 )
 
 var opNames = [...]string{"Op(0)", "Take", "Made", "Unmade", "Reserve", "Give",
-	"Drop", "Evict", "Close", "Reset", "Ceiling", "Limits", "Refusal", "Loans", "Admit"}
+	"Drop", "Evict", "Close", "Reset", "Ceiling", "Limits", "Refusal", "Loans", "Admit", "ResetFor"}
 
 func (o op) String() string {
 	switch {
@@ -378,13 +379,17 @@ func (w *Pool[T]) Reset(now time.Time, over time.Duration) []T {
 	return out
 }
 
-// ResetFor is pool.Pool.ResetFor, recorded as a Reset when it resets; one
-// that resets nothing changes nothing and is not recorded.
-func (w *Pool[T]) ResetFor(item T, now time.Time) ([]T, bool) {
+// ResetFor is pool.Pool.ResetFor, recorded when it resets; one that resets
+// nothing changes nothing and is not recorded.
+func (w *Pool[T]) ResetFor(item T, now time.Time, h pool.Hold) ([]T, bool) {
 	w.roll()
-	out, ok := w.p.ResetFor(item, now)
+	ref := w.ref(item)
+	out, ok := w.p.ResetFor(item, now, h)
 	if ok {
-		w.end(w.appendRetired(wire.AppendI(w.begin(opReset, now), 0), out))
+		b := wire.AppendU(w.begin(opResetFor, now), ref)
+		b = wire.AppendI(b, int64(h.For))
+		b = wire.AppendI(b, int64(h.Every))
+		w.end(w.appendRetired(b, out))
 	}
 	return out, ok
 }

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -19,9 +20,9 @@ func count(rc *Recording, op string) int {
 	return n
 }
 
-// TestResetForIsRecordedAsReset: a recording holds a ResetFor that reset
-// as a Reset step, and one that did not as nothing; it replays.
-func TestResetForIsRecordedAsReset(t *testing.T) {
+// TestResetForIsRecorded: a recording holds a ResetFor that reset, with
+// its hold, and nothing for one that did not; the hold's answers replay.
+func TestResetForIsRecorded(t *testing.T) {
 	now := time.Unix(50, 0)
 	raw, _ := pool.New[*int](pool.Limits{Size: 4}, ward.Ward{})
 	p, err := Wrap(raw, New(1024), now)
@@ -34,14 +35,24 @@ func TestResetForIsRecordedAsReset(t *testing.T) {
 		p.Made(r, tk.Gen, now, 0)
 	}
 	p.Give(c, now)
-	if _, ok := p.ResetFor(a, now); !ok {
+	hold := pool.Hold{For: 5 * time.Second, Every: 200 * time.Millisecond}
+	if _, ok := p.ResetFor(a, now, hold); !ok {
 		t.Fatal("no reset")
 	}
-	if _, ok := p.ResetFor(b, now); ok {
+	if _, ok := p.ResetFor(b, now, hold); ok {
 		t.Fatal("a second reset from the old generation")
 	}
 	p.Give(a, now)
 	p.Give(b, now)
+	if tk := p.Take(now, 0, 0); tk.Kind != pool.Make {
+		t.Fatalf("the hold's first take: %v, want Make", tk.Kind)
+	}
+	if tk := p.Take(now.Add(time.Millisecond), 0, 0); tk.Kind != pool.Wait || tk.Guard != ward.GuardHold || tk.Delay != 199*time.Millisecond {
+		t.Fatalf("the hold's second take: %+v, want Wait by the hold for 199ms", tk)
+	}
+	if !p.Unmade(now.Add(2*time.Millisecond), 0, ward.GuardNone) {
+		t.Fatal("a failed make of the hold: its caller does not wait")
+	}
 	data := p.Recording(nil)
 	if err := Replay(data); err != nil {
 		t.Fatalf("replay: %v", err)
@@ -50,8 +61,20 @@ func TestResetForIsRecordedAsReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := count(rc, "Reset"); n != 1 {
-		t.Fatalf("%d Reset steps, want 1", n)
+	if n := count(rc, "Reset"); n != 0 {
+		t.Fatalf("%d Reset steps, want 0", n)
+	}
+	var got []pool.Hold
+	for i := range rc.Steps {
+		if s := rc.Steps[i]; s.Op == "ResetFor" {
+			got = append(got, s.Hold)
+			if !strings.Contains(s.String(), "hold=5s every=200ms") {
+				t.Errorf("step reads %q", s.String())
+			}
+		}
+	}
+	if len(got) != 1 || got[0] != hold {
+		t.Fatalf("ResetFor steps hold %v, want one of %v", got, hold)
 	}
 }
 

@@ -151,6 +151,10 @@ func (rc *Recording) Replay() (err error) {
 			w.Close()
 		case opReset:
 			w.Reset(now, s.Over)
+		case opResetFor:
+			if v, ok = item(s.Ref); ok {
+				w.ResetFor(v, now, s.Hold)
+			}
 		case opCeiling:
 			w.SetCeiling(s.N, now)
 		case opLimits:

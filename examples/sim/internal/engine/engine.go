@@ -207,7 +207,7 @@ type machine interface {
 	Give(item int32, now time.Time) bool
 	Drop(item int32, now time.Time) bool
 	Evict(now time.Time) []int32
-	ResetFor(item int32, now time.Time) ([]int32, bool)
+	ResetFor(item int32, now time.Time, h pool.Hold) ([]int32, bool)
 	Reset(now time.Time, over time.Duration) []int32
 	Refusal(now time.Time) float64
 	Loans(now time.Time) []pool.Lent[int32]

@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/wardpool/wardpool/pool"
+)
 
 // FailoverSum is what a scenario's failover did (Scenario.Failover): the
 // figures a planner compares between classifiers.
@@ -92,7 +96,7 @@ func (r *run) releaseFailover(res int32, t int64) bool {
 	now := r.now(t)
 	switch r.s.classify() {
 	case ClassifyReset:
-		if retired, ok := r.p.ResetFor(res, now); ok {
+		if retired, ok := r.p.ResetFor(res, now, pool.Hold{}); ok {
 			fo.Resets++
 			r.cur.Retired += len(retired)
 			r.goneAll(retired)
