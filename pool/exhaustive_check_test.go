@@ -72,7 +72,9 @@ func (r *xRun) apply(c xCall, now time.Time) xAnswer {
 		}
 		a.ok = p.Made(c.id, gen, now, c.extra)
 	case opUnmade:
-		p.Unmade(now, 0.5, ward.GuardNone)
+		a.ok = p.Unmade(now, 0.5, ward.GuardNone)
+	case opResetFor:
+		a.items, a.ok = p.ResetFor(c.id, now, xHold)
 	case opUnmadeFull:
 		a.ok = p.Unmade(now, 0.5, ward.GuardFull)
 	case opGive:

@@ -50,6 +50,11 @@ type xModel struct {
 	room     int
 	roomLeft int64
 
+	// A hold after a failover (ResetFor with xHold): while holdOn, for
+	// holdLeft more ns, one make at a time, the next not for holdNext ns.
+	holdOn             bool
+	holdLeft, holdNext int64
+
 	idle   []xRes // the idle stack, top (last given back) first
 	lent   []xRes // out on loan, in the order lent
 	making int
@@ -141,6 +146,10 @@ func (m *xModel) take() pool.Taken[int] {
 		m.books.Waited++
 		return pool.Taken[int]{Kind: pool.Wait, Guard: ward.GuardFull, Delay: time.Duration(m.roomLeft)}
 	}
+	if m.holding() && m.holdNext > 0 {
+		m.books.Waited++
+		return pool.Taken[int]{Kind: pool.Wait, Guard: ward.GuardHold, Delay: time.Duration(min(m.holdNext, m.holdLeft))}
+	}
 	if m.backoff && m.failures > 0 && m.hold > 0 {
 		m.books.Deferred++
 		return pool.Taken[int]{Kind: pool.Later, Delay: time.Duration(m.hold), Guard: ward.GuardBackoff}
@@ -150,7 +159,36 @@ func (m *xModel) take() pool.Taken[int] {
 		return pool.Taken[int]{Kind: pool.Wait, Guard: ward.GuardLimiter}
 	}
 	m.making++
+	m.spaceHold()
 	return pool.Taken[int]{Kind: pool.Make}
+}
+
+// holding reports whether a hold lasts, ending it when it ran out.
+func (m *xModel) holding() bool {
+	if m.holdOn && m.holdLeft <= 0 {
+		m.holdOn = false
+	}
+	return m.holdOn
+}
+
+// spaceHold notes a make starting during a hold: the next waits Every.
+func (m *xModel) spaceHold() {
+	if m.holdOn {
+		m.holdNext = int64(xHold.Every)
+	}
+}
+
+// resetFor is ResetFor with xHold: a reset on the word of a held resource
+// of the current generation (not one lent before the last Reset), then the
+// hold.
+func (m *xModel) resetFor(id int) ([]int, bool) {
+	idle, i := m.find(id)
+	if m.closed || i < 0 || !idle && m.lent[i].old {
+		return nil, false
+	}
+	out := m.reset()
+	m.holdOn, m.holdLeft, m.holdNext = true, int64(xHold.For), 0
+	return out, true
 }
 
 // roomFull reports whether as many are live as a full backend left room
@@ -182,6 +220,9 @@ func (m *xModel) made(id int, extra time.Duration, old bool) bool {
 		m.making--
 		m.failures, m.hold = 0, 0 // a make that succeeded ends the backoff
 		m.roomOn = false          // and the backend had room
+		if !old {
+			m.holdOn = false // and the new generation has a node
+		}
 	}
 	if m.holds(id) {
 		return true
@@ -217,11 +258,23 @@ func (m *xModel) unmadeFull() bool {
 		m.roomOn, m.room, m.roomLeft = true, m.live()-m.making, int64(time.Second)
 		return true
 	}
-	m.unmade()
+	m.unmadeFailed()
 	return false
 }
 
-func (m *xModel) unmade() {
+// unmade is Unmade of a failed make; during a hold its caller waits
+// (true) and the ward hears nothing.
+func (m *xModel) unmade() bool {
+	if m.making > 0 && !m.closed && m.holding() {
+		m.making--
+		m.books.Failed++
+		return true
+	}
+	m.unmadeFailed()
+	return false
+}
+
+func (m *xModel) unmadeFailed() {
 	if m.making > 0 {
 		m.making--
 		m.books.Failed++
@@ -247,6 +300,7 @@ func (m *xModel) give(id int, early int64) bool {
 		m.making--
 		m.failures, m.hold = 0, 0 // a make that succeeded ends the backoff
 		m.roomOn = false          // and the backend had room
+		m.holdOn = false
 		m.lent = append(m.lent, xRes{id: id})
 		m.books.Made++
 		m.books.Loans++
@@ -339,16 +393,20 @@ func (m *xModel) reset() []int {
 func (m *xModel) reserve() bool {
 	switch {
 	case m.closed, m.lim.Size > 0 && m.live() >= m.lim.Size, m.roomFull(),
+		m.holding() && m.holdNext > 0,
 		m.backoff && m.failures > 0 && m.hold > 0, m.noLease():
 		return false
 	}
 	m.making++
+	m.spaceHold()
 	return true
 }
 
 func (m *xModel) step(d int64) {
 	m.hold -= d
 	m.roomLeft -= d
+	m.holdLeft -= d
+	m.holdNext -= d
 	for _, rs := range [][]xRes{m.idle, m.lent} {
 		for i := range rs {
 			rs[i].since += d
@@ -360,6 +418,7 @@ func (m *xModel) step(d int64) {
 func (m *xModel) booksNow() pool.Books {
 	b := m.books
 	b.Live, b.Idle, b.Busy = m.live(), len(m.idle), m.busy()
+	b.Holding = m.holdOn && m.holdLeft > 0
 	return b
 }
 

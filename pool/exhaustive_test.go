@@ -21,10 +21,12 @@ import (
 // each class of draws, Unmade, Made of a fresh handle (with and without a
 // life extra, extreme ones included) and of each held one, Give and Drop of
 // each held resource and of a foreign one (never seen, and one the pool has
-// let go of), Evict, Close, Reset, Reserve, Unmade of a full backend, a
+// let go of), Evict, Close, Reset, ResetFor with a hold (where the
+// configuration has one), Reserve, Unmade of a full backend, a
 // reading earlier than the latest, and clock steps that land one before,
 // on and one after each resource's Keep and Life edge (and the edges of a
-// backoff's hold and of a full backend's room), plus a
+// backoff's hold, of a full backend's room, and of a failover's hold and
+// its next make), plus a
 // step of one nanosecond and a step of decades. The walk may
 // also begin with a stray zero time.Time as the pool's first reading.
 //
@@ -91,11 +93,17 @@ type xConfig struct {
 	// backoff puts a ward Backoff in front of the pool: rigid waits of
 	// xBackoff.Base doubling to its Cap after each failed make.
 	backoff bool
+	// hold offers ResetFor with xHold in the alphabet.
+	hold bool
 }
 
 // xBackoff is the policy of the configurations with a backoff: waits of 2ns
 // then 4ns (the cap), so that each edge is a step or two away.
 var xBackoff = ward.Backoff{Base: 2, Factor: 2, Cap: 4, Attempts: 3}
+
+// xHold is the hold of the configurations with one: five nanoseconds,
+// a make every two, so that each edge is a step or two away.
+var xHold = pool.Hold{For: 5, Every: 2}
 
 func (c xConfig) String() string {
 	s := fmt.Sprintf("size=%d idle=%d keep=%v life=%v", c.lim.Size, c.lim.Idle, c.lim.Keep > 0, c.lim.Life > 0)
@@ -104,6 +112,9 @@ func (c xConfig) String() string {
 	}
 	if c.backoff {
 		s += " backoff"
+	}
+	if c.hold {
+		s += " hold"
 	}
 	return s
 }
@@ -126,6 +137,8 @@ func xConfigs() []xConfig {
 	for _, size := range []int{2, 0} {
 		out = append(out, xConfig{lim: pool.Limits{Size: size, Keep: xKeep}, backoff: true})
 	}
+	out = append(out, xConfig{lim: pool.Limits{Size: 2}, hold: true},
+		xConfig{lim: pool.Limits{Size: 3, Keep: xKeep}, hold: true, backoff: true})
 	return out
 }
 
@@ -190,6 +203,7 @@ func TestExhaustivePool(t *testing.T) {
 		"Evict 0", "Evict 1", "Close 1", "Reset 1", "Reserve true", "Reserve false", "Give of one lent before a Reset false", "clock decades", "far first reading",
 		"MadeJitter -9223372036854775808", "MadeJitter 9223372036854775807",
 		"Unmade full true", "Unmade full false", "Take Wait full",
+		"ResetFor hold true", "ResetFor hold false", "Take Wait hold", "Unmade true", "Unmade false",
 	}
 	if depth >= 5 {
 		want = append(want, "Evict 2", "Close 2")

@@ -57,6 +57,9 @@ func (w *xWorld) key() string {
 	if m.roomOn && m.roomLeft > 0 {
 		fmt.Fprintf(&b, "r%d/%d", m.room, m.roomLeft)
 	}
+	if m.holdOn && m.holdLeft > 0 {
+		fmt.Fprintf(&b, "h%d/%d", m.holdLeft, max(m.holdNext, 0))
+	}
 	b.WriteByte('m')
 	b.WriteString(strconv.Itoa(m.making))
 	b.WriteByte('i')
@@ -99,6 +102,7 @@ const (
 	opReset
 	opReserve
 	opUnmadeFull // Unmade with ward.GuardFull: the backend had no room
+	opResetFor   // ResetFor with xHold
 )
 
 // xCall is one concrete call: the op with its arguments resolved.
@@ -146,6 +150,8 @@ func (c xCall) String() string {
 		return "Reserve"
 	case opUnmadeFull:
 		return "Unmade(full)"
+	case opResetFor:
+		return fmt.Sprintf("ResetFor(%d %s, hold)", c.id, c.what)
 	}
 	return "?"
 }
@@ -159,6 +165,7 @@ type xWorld struct {
 	gone    int  // the last handle the pool let go of, or -1
 	decades bool // the decades step has been taken
 	far     bool // the pool's first reading was a zero time.Time
+	hold    bool // the configuration offers ResetFor with xHold
 }
 
 var xBase = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -224,6 +231,17 @@ func (w *xWorld) calls(depth int) []xCall {
 		out = append(out, xCall{op: opGive, id: w.gone, what: "let go of"})
 	}
 	out = append(out, xCall{op: opEvict}, xCall{op: opClose}, xCall{op: opReset}, xCall{op: opReserve})
+	if w.hold {
+		// ResetFor on the word of the first held resource of each kind:
+		// the top idle one, a lent one, one lent before the last Reset.
+		kinds := map[string]bool{}
+		for _, h := range held {
+			if k := strings.SplitN(h.what, " ", 2)[0] + fmt.Sprint(strings.Contains(h.what, "Reset")); !kinds[k] {
+				kinds[k] = true
+				out = append(out, xCall{op: opResetFor, id: h.id, what: h.what})
+			}
+		}
+	}
 	if depth == 0 {
 		out = append(out, xCall{op: opFarFirst})
 	}
@@ -253,6 +271,12 @@ func (w *xWorld) calls(depth int) []xCall {
 	}
 	if m.roomOn && m.roomLeft > 0 {
 		edge(m.roomLeft)
+	}
+	if m.holdOn && m.holdLeft > 0 {
+		edge(m.holdLeft)
+		if m.holdNext > 0 {
+			edge(m.holdNext)
+		}
 	}
 	if !w.decades {
 		steps[int64(xDecades)] = true
@@ -284,7 +308,9 @@ func (w *xWorld) apply(c xCall) xAnswer {
 	case opMade:
 		a.ok = m.made(c.id, c.extra, c.old)
 	case opUnmade:
-		m.unmade()
+		a.ok = m.unmade()
+	case opResetFor:
+		a.items, a.ok = m.resetFor(c.id)
 	case opUnmadeFull:
 		a.ok = m.unmadeFull()
 	case opGive:
@@ -353,7 +379,7 @@ func replay(t testing.TB, c xConfig, path []xCall) *xRun {
 // difference, with the path that leads to it.
 func walk(t testing.TB, c xConfig, depth int) xStats {
 	st := xStats{reached: map[string]int{}}
-	root := xWorld{m: xModel{lim: c.lim, leases: c.leases, backoff: c.backoff}, now: xBase, gone: -1}
+	root := xWorld{m: xModel{lim: c.lim, leases: c.leases, backoff: c.backoff}, now: xBase, gone: -1, hold: c.hold}
 	seen := map[string]bool{root.key(): true}
 	frontier := []xNode{{w: root}}
 	st.states = 1
@@ -418,6 +444,10 @@ func (st *xStats) note(c xCall, want xAnswer, w *xWorld) {
 		st.reached[fmt.Sprintf("Reserve %v", want.ok)]++
 	case opUnmadeFull:
 		st.reached[fmt.Sprintf("Unmade full %v", want.ok)]++
+	case opUnmade:
+		st.reached[fmt.Sprintf("Unmade %v", want.ok)]++
+	case opResetFor:
+		st.reached[fmt.Sprintf("ResetFor hold %v", want.ok)]++
 	case opStep:
 		if c.step == int64(xDecades) {
 			st.reached["clock decades"]++

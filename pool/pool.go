@@ -157,6 +157,18 @@ func (p *Pool[T]) rebase(now time.Time, t int64) int64 {
 	if p.rot.on {
 		p.rot.from, p.rot.until = move(p.rot.from), move(p.rot.until)
 	}
+	// A room or a hold that ends by the new epoch (instant 0) has ended:
+	// 0 means none for a hold.
+	if p.room >= 0 {
+		if p.roomUntil = move(p.roomUntil); p.roomUntil <= 0 {
+			p.room = -1
+		}
+	}
+	if p.hold.until != 0 {
+		if p.hold.until, p.hold.next = move(p.hold.until), move(p.hold.next); p.hold.until <= 0 {
+			p.hold = holding{}
+		}
+	}
 	p.epoch, p.last, p.lastAt = now, 0, now
 	return 0
 }

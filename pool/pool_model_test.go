@@ -84,6 +84,18 @@ func (m *model) clock(now time.Time) int64 {
 			m.rot.from -= d
 			m.rot.until -= d
 		}
+		// A room or a hold that ends by the new origin has ended.
+		if m.room >= 0 {
+			if m.roomUntil -= d; m.roomUntil <= 0 {
+				m.room = -1
+			}
+		}
+		if m.holdUntil != 0 {
+			m.holdUntil, m.holdNext = m.holdUntil-d, m.holdNext-d
+			if m.holdUntil <= 0 {
+				m.holdUntil, m.holdEvery, m.holdNext = 0, 0, 0
+			}
+		}
 		m.epoch, m.last = now, 0
 		return 0
 	}
