@@ -191,11 +191,19 @@ func (m *xModel) resetFor(id int) ([]int, bool) {
 	return out, true
 }
 
+// roomFor raises a full backend's room to the resources held: one just
+// joined, so the backend had room for it.
+func (m *xModel) roomFor() {
+	if m.roomOn {
+		m.room = max(m.room, len(m.idle)+len(m.lent))
+	}
+}
+
 // roomFull reports whether as many are live as a full backend left room
-// for; the room is forgotten once its second is up.
+// for; once its second is up the room grows by one, for another second.
 func (m *xModel) roomFull() bool {
 	if m.roomOn && m.roomLeft <= 0 {
-		m.roomOn = false
+		m.room, m.roomLeft = m.room+1, int64(time.Second)
 	}
 	return m.roomOn && m.live() >= m.room
 }
@@ -219,7 +227,6 @@ func (m *xModel) made(id int, extra time.Duration, old bool) bool {
 	if reserved {
 		m.making--
 		m.failures, m.hold = 0, 0 // a make that succeeded ends the backoff
-		m.roomOn = false          // and the backend had room
 		if !old {
 			m.holdOn = false // and the new generation has a node
 		}
@@ -240,6 +247,7 @@ func (m *xModel) made(id int, extra time.Duration, old bool) bool {
 	r := born(id, extra)
 	r.old = old && reserved
 	m.lent = append(m.lent, r)
+	m.roomFor()
 	m.books.Made++
 	m.books.Loans++
 	return true
@@ -299,9 +307,9 @@ func (m *xModel) give(id int, early int64) bool {
 		}
 		m.making--
 		m.failures, m.hold = 0, 0 // a make that succeeded ends the backoff
-		m.roomOn = false          // and the backend had room
 		m.holdOn = false
 		m.lent = append(m.lent, xRes{id: id})
+		m.roomFor()
 		m.books.Made++
 		m.books.Loans++
 		i = len(m.lent) - 1

@@ -54,8 +54,8 @@ func (w *xWorld) key() string {
 		// Failures past the second all wait the cap.
 		fmt.Fprintf(&b, "b%d/%d", min(m.failures, 3), max(m.hold, 0))
 	}
-	if m.roomOn && m.roomLeft > 0 {
-		fmt.Fprintf(&b, "r%d/%d", m.room, m.roomLeft)
+	if m.roomOn {
+		fmt.Fprintf(&b, "r%d/%d", m.room, max(m.roomLeft, 0))
 	}
 	if m.holdOn && m.holdLeft > 0 {
 		fmt.Fprintf(&b, "h%d/%d", m.holdLeft, max(m.holdNext, 0))

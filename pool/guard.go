@@ -89,7 +89,6 @@ func (p *Pool[T]) count(r Taken[T]) Taken[T] {
 // onMade tells the ward a make succeeded at t.
 func (p *Pool[T]) onMade(t int64) {
 	p.failures, p.holdUntil, p.lastDelay = 0, 0, 0
-	p.room = -1 // the backend had room after all
 	if p.ward.Breaker != nil {
 		p.ward.Breaker.Pass(p.instant(t))
 	}

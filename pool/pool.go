@@ -61,8 +61,9 @@ type Pool[T comparable] struct {
 
 	// room is how many resources the backend last had room for: a make
 	// it refused as full (Unmade with ward.GuardFull) while others were
-	// live sets it to those made, and no make starts while as many are live,
-	// until roomUntil or a make succeeds; -1 when not set.
+	// live sets it to those made, a resource made since raises it to those
+	// held, it grows by one at roomUntil (and roomUntil moves a roomHold
+	// on), and no make starts while as many are live; -1 when not set.
 	room      int
 	roomUntil int64
 
@@ -157,8 +158,9 @@ func (p *Pool[T]) rebase(now time.Time, t int64) int64 {
 	if p.rot.on {
 		p.rot.from, p.rot.until = move(p.rot.from), move(p.rot.until)
 	}
-	// A room or a hold that ends by the new epoch (instant 0) has ended:
-	// 0 means none for a hold.
+	// A hold that ends by the new epoch (instant 0) has ended (0 means
+	// none), and a room that would have grown by then is forgotten:
+	// decades have passed.
 	if p.room >= 0 {
 		if p.roomUntil = move(p.roomUntil); p.roomUntil <= 0 {
 			p.room = -1
@@ -317,6 +319,7 @@ func (p *Pool[T]) Made(item T, gen uint32, now time.Time, extra time.Duration) b
 		gen = p.gen
 	}
 	i := p.z.add(item, t, gen)
+	p.roomFor()
 	p.z.s[i].born = shift(t, extra)
 	p.books.Made++
 	p.books.Loans++
@@ -358,10 +361,10 @@ func shift(t int64, d time.Duration) int64 {
 //     are live (made, or being made), the backend is well and one of them
 //     will serve: the pool remembers how many it has made as the
 //     backend's room, answers Wait (with ward.GuardFull) instead of Make
-//     while as many are live, for a second or until a make succeeds, and
-//     Unmade returns true: the caller
-//     the make was for waits for a resource to come back, or for the next
-//     make, rather than fail. The breaker and backoff hear nothing. With
+//     while as many are live, lets the room grow by one each second after
+//     (so one more make a second is tried; a make that succeeds raises the
+//     room to the resources held), and Unmade returns true: the caller the make was for waits for a
+//     resource to come back, or for the next make, rather than fail. The breaker and backoff hear nothing. With
 //     none live, nothing will come back: it is a failed make as with
 //     ward.GuardNone, and Unmade returns false.
 //
@@ -436,6 +439,7 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 		p.onMade(t)
 		p.hold = holding{}
 		i = p.z.add(item, t, p.gen)
+		p.roomFor()
 		p.books.Made++
 		p.books.Loans++
 	}

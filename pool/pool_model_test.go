@@ -32,7 +32,8 @@ type model struct {
 	ceil   int     // SetCeiling's ceiling, or -1 (set by the driver)
 
 	// The room a full backend left (Unmade with ward.GuardFull): no make
-	// while room are live, until roomUntil or a make succeeds; -1 for
+	// while room are live; at roomUntil it grows by one, for another second;
+	// a make raises it to the resources held; -1 for
 	// none (set by the driver).
 	room      int
 	roomUntil int64
@@ -266,11 +267,19 @@ func (m *model) resetFor(item int, now time.Time, h pool.Hold) ([]int, bool) {
 	return out, true
 }
 
+// roomFor raises a full backend's room to the resources held: one just
+// joined, so the backend had room for it.
+func (m *model) roomFor() {
+	if m.room >= 0 {
+		m.room = max(m.room, len(m.idle)+len(m.lent))
+	}
+}
+
 // roomFull reports whether as many are live as a full backend left room
-// for, forgetting the room once its second is up.
+// for; once its second is up the room grows by one, for another second.
 func (m *model) roomFull(t int64) bool {
 	if m.room >= 0 && t >= m.roomUntil {
-		m.room = -1
+		m.room, m.roomUntil = m.room+1, t+int64(time.Second)
 	}
 	return m.room >= 0 && m.live() >= m.room
 }
@@ -285,7 +294,6 @@ func (m *model) made(item int, gen int, now time.Time, extra time.Duration) bool
 	reserved := m.making > 0
 	if reserved {
 		m.making--
-		m.room = -1 // a make succeeded: the backend had room
 		if gen == m.gen {
 			m.holdUntil, m.holdEvery, m.holdNext = 0, 0, 0 // and the new node is found
 		}
@@ -307,6 +315,7 @@ func (m *model) made(item int, gen int, now time.Time, extra time.Duration) bool
 		gen = m.gen
 	}
 	m.lent = append(m.lent, mseat{item: item, born: t + int64(extra), since: t, gen: gen})
+	m.roomFor()
 	m.books.Made++
 	m.books.Loans++
 	return true
@@ -356,9 +365,9 @@ func (m *model) give(item int, now time.Time) bool {
 			return false
 		}
 		m.making--
-		m.room = -1 // a make succeeded: the backend had room
 		m.holdUntil, m.holdEvery, m.holdNext = 0, 0, 0
 		m.lent = append(m.lent, mseat{item: item, born: t, since: t, gen: m.gen})
+		m.roomFor()
 		m.books.Made++
 		m.books.Loans++
 		where, i = "lent", len(m.lent)-1

@@ -145,7 +145,8 @@ func (p *Pool[T]) ResetFor(item T, now time.Time, h Hold) ([]T, bool) {
 // full reports whether the pool has no room for another resource at t:
 // Size is reached (ward.GuardNone), the ceiling set from outside is
 // (ward.GuardCeiling), or as many are live as the backend last had room
-// for (ward.GuardFull, until roomUntil: then the room is forgotten).
+// for (ward.GuardFull; at roomUntil the room grows by one, for another
+// roomHold).
 func (p *Pool[T]) full(t int64) (ward.Guard, bool) {
 	live := p.live()
 	if p.limits.Size > 0 && live >= p.limits.Size {
@@ -156,20 +157,31 @@ func (p *Pool[T]) full(t int64) (ward.Guard, bool) {
 	}
 	if p.room >= 0 {
 		if t >= p.roomUntil {
-			p.room = -1
-		} else if live >= p.room {
+			p.room, p.roomUntil = p.room+1, shift(t, roomHold)
+		}
+		if live >= p.room {
 			return ward.GuardFull, true
 		}
 	}
 	return ward.GuardNone, false
 }
 
-// roomHold is how long the room a full backend left is held to (see
-// Unmade): then a make is tried again, whether or not a resource came back.
+// roomFor raises a full backend's room to the resources the pool holds,
+// one having just joined: the backend had room for it.
+func (p *Pool[T]) roomFor() {
+	if p.room >= 0 {
+		p.room = max(p.room, p.z.idle+p.z.lent)
+	}
+}
+
+// roomHold is how long the room a full backend left holds before it grows
+// by one (see Unmade): one more make a second is tried, whether or not a
+// resource came back.
 const roomHold = time.Second
 
 // waiting is the Wait answer for guard g at t: with the backend full, Delay
-// says when the pool will try a make again even if nothing comes back.
+// says when the room grows, so that the pool tries a make again even if
+// nothing comes back.
 func (p *Pool[T]) waiting(g ward.Guard, t int64) Taken[T] {
 	w := Taken[T]{Kind: Wait, Guard: g}
 	if g == ward.GuardFull {

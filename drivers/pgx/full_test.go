@@ -98,7 +98,7 @@ func TestFullServerBesidePgxpool(t *testing.T) {
 	// The first burst sends every dial MaxConns allows at once, and those
 	// past the room are refused; after that, one a second while callers
 	// wait.
-	if limit := uint64(fullRoom) + uint64(took/time.Second) + 1; s.Failed > limit {
+	if limit := uint64(fullRoom) + uint64(took/time.Second) + 1; s.Failed > limit { // one a second after the burst
 		t.Errorf("pgxward: %d dials refused in %v, want at most %d: the pool kept dialing a full server", s.Failed, took, limit)
 	}
 
