@@ -122,6 +122,18 @@ func startedFailed(ops []op, t time.Time) int {
 	return n
 }
 
+// deadlines counts the calls that began at or after t and failed by their
+// own deadline.
+func deadlines(ops []op, t time.Time) int {
+	n := 0
+	for _, o := range ops {
+		if o.err != nil && !o.start.Before(t) && errors.Is(o.err, context.DeadlineExceeded) {
+			n++
+		}
+	}
+	return n
+}
+
 // firstOK returns how long after t the first call that started at or after
 // t succeeded, or -1 when none did.
 func firstOK(ops []op, t time.Time) time.Duration {
