@@ -67,17 +67,8 @@ func (p *Pool[T]) AppendState(dst []byte, origin time.Time) ([]byte, error) {
 	gs, names := guards(&p.ward)
 	var flags uint64
 	for i, g := range gs {
-		if g == nil {
-			continue
-		}
-		flags |= 1 << i
-		// A guard whose state does not read back as itself could not
-		// be rebuilt.
-		st := g.AppendState(nil, time.Time{})
-		r := &wire.Reader{B: st}
-		readWard(r, 1<<i, time.Time{})
-		if r.Err != nil || r.Off != len(st) {
-			return dst, fmt.Errorf("%w: the ward's %s does not read back from its state (was it built by its constructor?)", ErrUnstateable, names[i])
+		if g != nil {
+			flags |= 1 << i
 		}
 	}
 	since := func(t time.Time) int64 {
@@ -147,9 +138,18 @@ func (p *Pool[T]) AppendState(dst []byte, origin time.Time) ([]byte, error) {
 	for _, i := range p.z.heap {
 		b = wire.AppendU(b, uint64(i))
 	}
-	for _, g := range gs {
-		if g != nil {
-			b = g.AppendState(b, origin)
+	for i, g := range gs {
+		if g == nil {
+			continue
+		}
+		// A guard whose state does not read back as itself could not be
+		// rebuilt: it is read back where it was written.
+		start := len(b)
+		b = g.AppendState(b, origin)
+		r := &wire.Reader{B: b[start:]}
+		readWard(r, 1<<i, origin)
+		if r.Err != nil || r.Off != len(b)-start {
+			return dst, fmt.Errorf("%w: the ward's %s does not read back from its state (was it built by its constructor?)", ErrUnstateable, names[i])
 		}
 	}
 	return b, nil
