@@ -348,14 +348,9 @@ func shift(t int64, d time.Duration) int64 {
 //   - ward.GuardNone: the make failed. It is counted as failed; the ward's
 //     breaker counts the failure, its backoff holds further makes back (roll
 //     draws the jitter), and its limiter releases the lease without a
-//     sample.
-//   - any other guard: a guard outside the pool, one the runtime asks on its
-//     own (a fleet's shared breaker or shared rate on dials,
-//     ward.GuardShared), refused the make before it was tried. It is
-//     counted as Shed, not as a failed make: the ward's breaker and backoff
-//     hear nothing (the shared guard speaks for the backend already, and
-//     one outage must not trip two breakers), and the limiter's lease and
-//     the shedder's flight go back without a sample.
+//     sample. During a hold after a failover (see ResetFor and Hold) the
+//     ward hears nothing instead, and the caller waits for the hold's next
+//     make: Unmade returns true.
 //   - ward.GuardFull: the backend refused the make for want of room (too
 //     many connections). It is counted as failed. While other resources
 //     are live (made, or being made), the backend is well and one of them
@@ -363,14 +358,23 @@ func shift(t int64, d time.Duration) int64 {
 //     backend's room, answers Wait (with ward.GuardFull) instead of Make
 //     while as many are live, lets the room grow by one each second after
 //     (so one more make a second is tried; a make that succeeds raises the
-//     room to the resources held), and Unmade returns true: the caller the make was for waits for a
-//     resource to come back, or for the next make, rather than fail. The breaker and backoff hear nothing. With
-//     none live, nothing will come back: it is a failed make as with
-//     ward.GuardNone, and Unmade returns false.
+//     room to the resources held), and Unmade returns true: the caller the
+//     make was for waits for a resource to come back, or for the next make,
+//     rather than fail. The breaker and backoff hear nothing. With none
+//     live, nothing will come back: it is a failed make as with
+//     ward.GuardNone.
+//   - any other guard: a guard outside the pool, one the runtime asks on its
+//     own (a fleet's shared breaker or shared rate on dials,
+//     ward.GuardShared), refused the make before it was tried. It is
+//     counted as Shed, not as a failed make: the ward's breaker and backoff
+//     hear nothing (the shared guard speaks for the backend already, and
+//     one outage must not trip two breakers), and the limiter's lease and
+//     the shedder's flight go back without a sample.
 //
-// Unmade returns whether the caller the make was for should wait; false
-// but for the full backend above. With no reservation open, Unmade does
-// nothing and returns false.
+// Unmade returns whether the caller the make was for waits rather than
+// fail: true only for the full backend and the hold above, and never once
+// the pool is closed. With no reservation open, Unmade does nothing and
+// returns false.
 func (p *Pool[T]) Unmade(now time.Time, roll float64, by ward.Guard) (wait bool) {
 	t := p.clock(now)
 	if p.making == 0 {
