@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -137,18 +138,57 @@ func TestBackgroundDialRetried(t *testing.T) {
 	}
 }
 
-// slowConn delays every read while slow is set, so that a ping is still
-// waiting for its answer when the caller's context ends.
+// pingGate holds a connection's reads while slow is set, so that a ping is
+// still waiting for its answer when the caller's context ends: started
+// says a read is held, and the reads go on once release is closed, which
+// the test does itself, or a deadline set on the connection does once it
+// has passed (pgx sets one when the ping's context ends, at once or after
+// its cancel request's delay), so that the read then fails by it.
+type pingGate struct {
+	slow    atomic.Bool
+	started chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func newPingGate() *pingGate {
+	return &pingGate{started: make(chan struct{}, 1), release: make(chan struct{})}
+}
+
+func (g *pingGate) open() { g.once.Do(func() { close(g.release) }) }
+
 type slowConn struct {
 	net.Conn
-	slow *atomic.Bool
+	g *pingGate
 }
 
 func (c slowConn) Read(b []byte) (int, error) {
-	if c.slow.Load() {
-		time.Sleep(150 * time.Millisecond)
+	if c.g.slow.Load() {
+		select {
+		case c.g.started <- struct{}{}:
+		default:
+		}
+		<-c.g.release
 	}
 	return c.Conn.Read(b)
+}
+
+func (c slowConn) SetDeadline(t time.Time) error {
+	c.g.openAt(t)
+	return c.Conn.SetDeadline(t)
+}
+
+func (c slowConn) SetReadDeadline(t time.Time) error {
+	c.g.openAt(t)
+	return c.Conn.SetReadDeadline(t)
+}
+
+// openAt opens the gate just after deadline t, when one is set while
+// reads are held.
+func (g *pingGate) openAt(t time.Time) {
+	if !t.IsZero() && g.slow.Load() {
+		time.AfterFunc(time.Until(t)+time.Millisecond, g.open)
+	}
 }
 
 // A caller who gives up during the liveness ping does not cost the pool its
@@ -156,73 +196,114 @@ func (c slowConn) Read(b []byte) (int, error) {
 // the ping finishes on its own and the connection is kept, as pgxpool's
 // TestPoolAcquireCanceledDuringPingKeepsConn asks; with a deadline the ping
 // is cut at it, pgx closes the connection, and the Keeper's re-check
-// destroys it, so the next Acquire gets a new, working one.
+// destroys it, so the next Acquire gets a new, working one. The cancel
+// comes once the ping is held; a deadline that passed before the ping
+// began (a stalled machine) proves nothing, and the case is tried again.
 func TestCanceledPing(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		short func() (context.Context, context.CancelFunc)
-		kept  bool
+		name     string
+		deadline bool
+		kept     bool
 	}{
-		{"cancel keeps the connection", func() (context.Context, context.CancelFunc) {
-			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(30*time.Millisecond, cancel)
-			return ctx, cancel
-		}, true},
-		{"deadline replaces the closed connection", func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(context.Background(), 30*time.Millisecond)
-		}, false},
+		{"cancel keeps the connection", false, true},
+		{"deadline replaces the closed connection", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var slow atomic.Bool
-			p := newPool(t, func(c *Config) {
-				c.MaxConns = 1
-				c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-					var d net.Dialer
-					conn, err := d.DialContext(ctx, network, addr)
-					if err != nil {
-						return nil, err
-					}
-					return slowConn{Conn: conn, slow: &slow}, nil
+			for try := 1; ; try++ {
+				if canceledPing(t, tc.deadline, tc.kept) {
+					return
 				}
-				c.ShouldPing = func(context.Context, ShouldPingParams) bool { return true }
-			})
-			ctx := context.Background()
-			conn, err := p.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			first := conn.Conn()
-			conn.Release()
-
-			slow.Store(true)
-			short, cancel := tc.short()
-			_, err = p.Acquire(short)
-			cancel()
-			if err == nil || !errors.Is(err, short.Err()) {
-				t.Fatalf("Acquire during a slow ping: %v, want its context's error", err)
-			}
-			slow.Store(false)
-
-			// The re-check holds the only connection until the ping has
-			// ended: this Acquire waits for it, then gets it or a new one.
-			conn, err = p.Acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Release()
-			if got := conn.Conn() == first; got != tc.kept {
-				t.Errorf("the connection after the interrupted ping is the first one: %v, want %v", got, tc.kept)
-			}
-			if _, err := conn.Exec(ctx, "SELECT 1"); err != nil {
-				t.Fatalf("Exec on the connection lent next: %v", err)
-			}
-			want := int64(2)
-			if tc.kept {
-				want = 1
-			}
-			if n := p.Stat().NewConnsCount(); n != want {
-				t.Errorf("NewConnsCount = %d, want %d", n, want)
+				if try == 5 {
+					t.Fatal("the deadline passed before the ping began, five times")
+				}
 			}
 		})
 	}
+}
+
+// canceledPing is one try of TestCanceledPing; false when the deadline
+// passed before the ping began.
+func canceledPing(t *testing.T, deadline, kept bool) bool {
+	g := newPingGate()
+	p := newPool(t, func(c *Config) {
+		c.MaxConns = 1
+		c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			conn, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return slowConn{Conn: conn, g: g}, nil
+		}
+		c.ShouldPing = func(context.Context, ShouldPingParams) bool { return true }
+	})
+	ctx := context.Background()
+	conn, err := p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := conn.Conn()
+	conn.Release()
+
+	g.slow.Store(true)
+	var short context.Context
+	var cancel context.CancelFunc
+	if deadline {
+		short, cancel = context.WithTimeout(ctx, 30*time.Millisecond)
+	} else {
+		short, cancel = context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-g.started:
+				cancel()
+			case <-short.Done():
+			}
+		}()
+	}
+	_, err = p.Acquire(short)
+	cancel()
+	began := false
+	select {
+	case <-g.started:
+		began = true
+	default:
+		began = !deadline // the cancel came from the ping's start
+	}
+	g.slow.Store(false)
+	if deadline {
+		// The deadline pgx set opens the gate; in case none comes, the
+		// test does, late, and the checks below fail.
+		time.AfterFunc(5*time.Second, g.open)
+	} else {
+		g.open()
+	}
+	if !began {
+		g.open()
+		return false
+	}
+	if err == nil || !errors.Is(err, short.Err()) {
+		t.Fatalf("Acquire during a slow ping: %v, want its context's error", err)
+	}
+
+	// The re-check holds the only connection until the ping has ended:
+	// this Acquire waits for it, then gets it or a new one.
+	conn, err = p.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if got := conn.Conn() == first; got != kept {
+		t.Errorf("the connection after the interrupted ping is the first one: %v, want %v", got, kept)
+	}
+	if _, err := conn.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatalf("Exec on the connection lent next: %v", err)
+	}
+	want := int64(2)
+	if kept {
+		want = 1
+	}
+	if n := p.Stat().NewConnsCount(); n != want {
+		t.Errorf("NewConnsCount = %d, want %d", n, want)
+	}
+	return true
 }
