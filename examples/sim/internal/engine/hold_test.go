@@ -146,6 +146,8 @@ func TestHoldEndsAtFor(t *testing.T) {
 // for step (pool.Replay rebuilds the Pool from the recording and holds
 // every answer, the hold's Waits and Unmade's true among them, against
 // the recorded one), and the recording holds the reset with its hold.
+// Read back as a Keeper's recording (ReadKeeper), it gives back every
+// caller, and the sim replaying them every Take answer.
 func TestHoldReplays(t *testing.T) {
 	s := switchScenario(t, 2*time.Second)
 	s.Seconds = 12
@@ -182,6 +184,30 @@ func TestHoldReplays(t *testing.T) {
 	}
 	if err := rc.Replay(); err != nil {
 		t.Fatal(err)
+	}
+	// Read as a Keeper's recording, the run gives back its callers: none
+	// failed nor gave up (a put-back caller read as failed, or a queue
+	// that waits for the hold's timer read as given up, would count), and
+	// the sim, replaying them with the same scenario, every Take answer.
+	kl, err := ReadKeeper(r.Recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("read: %v", kl.Counts)
+	c := kl.Counts
+	if len(kl.Rows) != r.Sum.Arrived || c.Failed != r.Sum.DialErrors+r.Sum.Refused || c.GaveUp != 0 || c.Before != 0 || c.Estimated() != 0 {
+		t.Errorf("read %d callers of %d: %v", len(kl.Rows), r.Sum.Arrived, c)
+	}
+	r2, err := Run(s, Options{Load: kl.Load(s.Hold), Recorder: record.New(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := record.ReadRecording(r2.Recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := Reproduced(kl.Source, got); !m.Exact() {
+		t.Errorf("replayed: %v", m)
 	}
 }
 
