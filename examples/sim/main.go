@@ -218,12 +218,12 @@ func command(fsys files, args []string, out io.Writer) error {
 	fs.Int("limit-max", ward.DefaultAimd.Max, "limiter: the highest limit")
 	fs.Duration("limit-slow", ward.DefaultAimd.Slow, "limiter: a hold longer than this shrinks the limit, as a failure does")
 	fs.Float64("limit-backoff", ward.DefaultAimd.Backoff, "limiter: the factor a slow hold or a failure multiplies the limit by")
+	// A hold through a failover (it holds only after a failover's reset).
+	fs.Duration("hold-for", 0, "with a failover: hold the callers after the reset up to this long, one dial at a time (pool.Hold; 0: no hold)")
+	fs.Duration("hold-every", 0, "with -hold-for: the least time between two dials of the hold (0: pool.DefaultHoldEvery, 100ms)")
 	// A rotation: on the command line, not (yet) on the page.
 	fs.Duration("rotate-at", 0, "replace every resource at this instant, as after rotated credentials (Pool.Reset; 0: no rotation)")
 	fs.Duration("rotate-over", 0, "with -rotate-at: retire the old resources at a bounded pace over this window (0: all at once)")
-	// A hold through a failover: on the command line only, as the rotation.
-	fs.Duration("hold-for", 0, "with a failover: hold the callers after the reset up to this long, one dial at a time (pool.Hold; 0: no hold)")
-	fs.Duration("hold-every", 0, "with -hold-for: the least time between two dials of the hold (0: pool.DefaultHoldEvery, 100ms)")
 	fs.SetOutput(out)
 	fs.Usage = func() {
 		fmt.Fprintln(out, "usage: go run ./examples/sim [flags]")
@@ -449,11 +449,11 @@ func again(opt engine.Options) func() engine.Options {
 // equal (flag.Visit's own order is by name, idle first).
 var settingFlags = []string{"seed", "seconds", "rate", "hold", "dial", "size", "idle", "keep", "life", "timeout", "ward",
 	"bucket-rate", "bucket-burst", "shed-cpu", "shed-floor", "cpu-idle", "cpu-per-loan",
-	"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff"}
+	"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff", "hold-for", "hold-every"}
 
 // commandFlags set the scenario too, after settingFlags, but only on the
 // command line: the page has no controls for them.
-var commandFlags = []string{"rotate-at", "rotate-over", "hold-for", "hold-every"}
+var commandFlags = []string{"rotate-at", "rotate-over"}
 
 // given applies to s every setting flag fs was given, as flag.Visit tells
 // them: a flag given with its default value applies as any other.

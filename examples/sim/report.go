@@ -158,9 +158,13 @@ func since(d time.Duration) string {
 
 // switchover is the switchover's and the hold's figures in a line.
 func switchover(s engine.Scenario, f engine.FailoverSum) string {
-	out := fmt.Sprintf("first dial made %s after, %d dials failed before it (peak %d a second)", since(f.FirstMade), f.DownDials, f.DownPeak)
+	how := "not held"
 	if s.HoldFor > 0 {
-		out += fmt.Sprintf("; held %s: %d waits, %d callers put back, %d dials", holdForm(s), f.HoldWaits, f.PutBack, f.HoldDials)
+		how = "held " + holdForm(s)
+	}
+	out := fmt.Sprintf("%s: first dial made %s after, %d dials failed before it (peak %d a second)", how, since(f.FirstMade), f.DownDials, f.DownPeak)
+	if s.HoldFor > 0 {
+		out += fmt.Sprintf("; %d waits, %d callers put back, %d dials", f.HoldWaits, f.PutBack, f.HoldDials)
 		if f.HoldDials > 1 {
 			out += fmt.Sprintf(" at least %v apart", round(f.HoldGap))
 		}
