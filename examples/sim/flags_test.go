@@ -34,6 +34,9 @@ limit-min 2
 limit-max 50
 limit-slow 500ms
 limit-backoff 0.5
+failover 2s
+hold-for 1s
+hold-every 50ms
 `
 
 // runIn runs the command on in-memory files holding the scenario away.
@@ -82,6 +85,8 @@ func TestEveryFlagGivenApplies(t *testing.T) {
 		{"limit-max", "100", "in [2, 100]"},
 		{"limit-slow", "1s", "a hold over 1s"},
 		{"limit-backoff", "0.9", "x0.9 on"},
+		{"hold-for", "0", "switchover     not held: "},
+		{"hold-every", "0", "held for 1s, a dial every 100ms: "},
 	} {
 		if strings.Contains(runIn(t), c.says) {
 			t.Fatalf("-%s: the scenario alone already says %q", c.flag, c.says)
@@ -90,8 +95,8 @@ func TestEveryFlagGivenApplies(t *testing.T) {
 			t.Errorf("-%s %s is ignored: no %q in\n%s", c.flag, c.value, c.says, got[:min(len(got), 600)])
 		}
 	}
-	if len(settingFlags) != 22 {
-		t.Errorf("%d setting flags, the test covers 22", len(settingFlags))
+	if len(settingFlags) != 24 {
+		t.Errorf("%d setting flags, the test covers 24", len(settingFlags))
 	}
 }
 

@@ -15,6 +15,7 @@
 //	go run ./examples/sim -scenario slowdown -compare size=24
 //	go run ./examples/sim -scenario failover -compare classify=none
 //	go run ./examples/sim -scenario steady -rotate-at 10s -rotate-over 5s -compare rotate-over=0
+//	go run ./examples/sim -scenario scenarios/switchover.txt -compare hold-for=0
 //	go run ./examples/sim -scenario my.txt           # a scenario file (see below)
 //	go run ./examples/sim -record load.csv           # write the run's load as CSV
 //	go run ./examples/sim -replay load.csv -size 8 -compare size=16
@@ -25,7 +26,8 @@
 // Scenarios. -scenario names a built-in (burst, steady, slowdown, outage,
 // failover) or a file of "key value" lines (engine.Parse documents every
 // key: rate, hold, dial, size, idle, keep, life, timeout, burst, slow,
-// outage, break, ward and the guards' knobs, failover, classify;
+// outage, break, ward and the guards' knobs, failover, classify,
+// hold-for, hold-every, rotate-at, rotate-over;
 // scenarios/failover.txt, a
 // database that fails and slows, is an example).
 //
@@ -49,7 +51,14 @@
 // first write succeeded, and how many connections to the old node were
 // still open a second after it. scenarios/promotion.txt adds half a second
 // in which no node takes a connection, where the ward shows what it buys
-// (-compare ward=none).
+// (-compare ward=none). A hold (-hold-for, or "hold-for 2s" in a file, as
+// the Keeper's Config.Hold) has the classifier's reset hold the callers:
+// one dial every -hold-every (100ms unless set) looks for the new node
+// while the others wait, and a caller whose dial fails goes back to the
+// front of the queue; the first connection made, or hold-for running
+// out, ends it. scenarios/switchover.txt compares it with the at-once
+// form (-compare hold-for=0): calls failed, the dials that failed before
+// the new node took one, and how soon it did.
 // Flags given on the command line override the scenario, whatever their
 // value. -compare runs a
 // second configuration, written as the scenario's settings ("size=16" or
@@ -209,6 +218,9 @@ func command(fsys files, args []string, out io.Writer) error {
 	fs.Int("limit-max", ward.DefaultAimd.Max, "limiter: the highest limit")
 	fs.Duration("limit-slow", ward.DefaultAimd.Slow, "limiter: a hold longer than this shrinks the limit, as a failure does")
 	fs.Float64("limit-backoff", ward.DefaultAimd.Backoff, "limiter: the factor a slow hold or a failure multiplies the limit by")
+	// A hold through a failover (it holds only after a failover's reset).
+	fs.Duration("hold-for", 0, "with a failover: hold the callers after the reset up to this long, one dial at a time (pool.Hold; 0: no hold)")
+	fs.Duration("hold-every", 0, "with -hold-for: the least time between two dials of the hold (0: pool.DefaultHoldEvery, 100ms)")
 	// A rotation: on the command line, not (yet) on the page.
 	fs.Duration("rotate-at", 0, "replace every resource at this instant, as after rotated credentials (Pool.Reset; 0: no rotation)")
 	fs.Duration("rotate-over", 0, "with -rotate-at: retire the old resources at a bounded pace over this window (0: all at once)")
@@ -437,7 +449,7 @@ func again(opt engine.Options) func() engine.Options {
 // equal (flag.Visit's own order is by name, idle first).
 var settingFlags = []string{"seed", "seconds", "rate", "hold", "dial", "size", "idle", "keep", "life", "timeout", "ward",
 	"bucket-rate", "bucket-burst", "shed-cpu", "shed-floor", "cpu-idle", "cpu-per-loan",
-	"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff"}
+	"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff", "hold-for", "hold-every"}
 
 // commandFlags set the scenario too, after settingFlags, but only on the
 // command line: the page has no controls for them.

@@ -56,6 +56,7 @@ func summary(w io.Writer, r *engine.Result) {
 	fmt.Fprintf(w, "callers        %d: %d served, %d timed out, %d shed, %d dial errors\n", m.Arrived, m.Served, m.TimedOut, m.Refused, m.DialErrors)
 	if s.Failover > 0 {
 		fmt.Fprintf(w, "failover       at %v, classifier %s: %s\n", s.Failover, classifyOf(s), failover(m.Failover))
+		fmt.Fprintf(w, "switchover     %s\n", switchover(s, m.Failover))
 	}
 	if s.RotateAt > 0 {
 		fmt.Fprintf(w, "rotation       at %v, %s: %s\n", s.RotateAt, rotationForm(s), rotation(m.Rotation))
@@ -127,6 +128,51 @@ func rotationForm(s engine.Scenario) string {
 func rotation(m engine.RotationSum) string {
 	return fmt.Sprintf("from %v to %v %d dials (peak %d a second), %d callers waited, %d timed out, wait p99 %v max %v",
 		m.From, m.To, m.Dials, m.DialsPeak, m.Waited, m.TimedOut, round(m.P99), round(m.Max))
+}
+
+// holdForm names the scenario's hold through a failover, or "none".
+func holdForm(s engine.Scenario) string {
+	if s.HoldFor <= 0 {
+		return "none"
+	}
+	every := s.HoldEvery
+	if every <= 0 {
+		every = pool.DefaultHoldEvery
+	}
+	return fmt.Sprintf("for %v, a dial every %v", s.HoldFor, every)
+}
+
+// failedCalls counts the callers a run failed: writes that failed on the
+// old node, dial errors, timeouts and refusals.
+func failedCalls(m engine.Summary) int {
+	return m.Failover.Failed + m.DialErrors + m.TimedOut + m.Refused
+}
+
+// since is an instant after the failover, or "none" (-1).
+func since(d time.Duration) string {
+	if d < 0 {
+		return "none"
+	}
+	return round(d).String()
+}
+
+// switchover is the switchover's and the hold's figures in a line.
+func switchover(s engine.Scenario, f engine.FailoverSum) string {
+	how := "not held"
+	if s.HoldFor > 0 {
+		how = "held " + holdForm(s)
+	}
+	out := fmt.Sprintf("%s: first dial made %s after, %d dials failed before it (peak %d a second)", how, since(f.FirstMade), f.DownDials, f.DownPeak)
+	if s.HoldFor > 0 {
+		out += fmt.Sprintf("; %d waits, %d callers put back, %d dials", f.HoldWaits, f.PutBack, f.HoldDials)
+		if f.HoldDials > 1 {
+			out += fmt.Sprintf(" at least %v apart", round(f.HoldGap))
+		}
+		if f.HoldLast >= 0 {
+			out += fmt.Sprintf(", the last wait %v after", round(f.HoldLast))
+		}
+	}
+	return out
 }
 
 // failover is the failover's figures in a line.
@@ -210,6 +256,24 @@ func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Ti
 			return "-"
 		})
 		row("resets", func(r *engine.Result) string { return fmt.Sprint(r.Sum.Failover.Resets) })
+		row("hold", func(r *engine.Result) string { return holdForm(r.Scenario) })
+		row("calls failed", func(r *engine.Result) string { return fmt.Sprint(failedCalls(r.Sum)) })
+		row("  writes / dial errors / timed out", func(r *engine.Result) string {
+			return fmt.Sprintf("%d / %d / %d", r.Sum.Failover.Failed, r.Sum.DialErrors, r.Sum.TimedOut)
+		})
+		row("switchover: first dial made", func(r *engine.Result) string { return since(r.Sum.Failover.FirstMade) })
+		row("  failed dials / peak a second", func(r *engine.Result) string {
+			return fmt.Sprintf("%d / %d", r.Sum.Failover.DownDials, r.Sum.Failover.DownPeak)
+		})
+		row("  held: waits / put back", func(r *engine.Result) string {
+			return fmt.Sprintf("%d / %d", r.Sum.Failover.HoldWaits, r.Sum.Failover.PutBack)
+		})
+		row("  held: dials / least gap", func(r *engine.Result) string {
+			if r.Sum.Failover.HoldDials == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%d / %v", r.Sum.Failover.HoldDials, round(r.Sum.Failover.HoldGap))
+		})
 	}
 	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.RotateAt > 0 }) {
 		rot := func(f func(engine.RotationSum) string) func(*engine.Result) string {

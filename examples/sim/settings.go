@@ -38,5 +38,7 @@ func settingsOf(s engine.Scenario) map[string]any {
 		"life":          s.Limits.Life.String(),
 		"timeout":       s.Timeout.String(),
 		"ward":          w,
+		"hold-for":      s.HoldFor.String(),
+		"hold-every":    s.HoldEvery.String(),
 	}
 }

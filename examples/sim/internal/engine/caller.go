@@ -74,6 +74,7 @@ func (r *run) acquire(c *caller, t int64) {
 			r.dial(c, t, tk.Gen)
 		case pool.Wait:
 			r.enqueue(c, t)
+			r.waitFor(t, tk)
 		case pool.Later:
 			c.state = stSleeping
 			r.deadline(c)
@@ -92,6 +93,9 @@ func (r *run) answer(c *caller, tk pool.Taken[int32], t int64) {
 	r.cur.Answers[tk.Kind]++
 	if tk.Guard != ward.GuardNone && int(tk.Guard) < len(r.cur.Guards) {
 		r.cur.Guards[tk.Guard]++
+	}
+	if tk.Kind == pool.Wait && tk.Guard == ward.GuardHold {
+		r.foHoldWait(t)
 	}
 	if int(c.nans) < maxAnswers {
 		c.answers[c.nans] = tk.Kind
@@ -122,12 +126,10 @@ func (r *run) serve(t int64) {
 			r.unqueue(c, t)
 			r.dial(c, t, tk.Gen)
 		case pool.Wait:
+			r.waitFor(t, tk)
 			return
 		case pool.Later:
-			if !r.retryOn || t+int64(tk.Delay) < r.retryAt {
-				r.retryOn, r.retryAt = true, t+int64(tk.Delay)
-				r.schedule(r.retryAt, evRetry, nil, 0)
-			}
+			r.retry(t + int64(tk.Delay))
 			return
 		case pool.Shed:
 			r.unqueue(c, t)
@@ -135,6 +137,24 @@ func (r *run) serve(t int64) {
 			r.ended(c, t)
 			r.done(c, t)
 		}
+	}
+}
+
+// retry arms the timer that serves the queue again at at, unless it is
+// armed for earlier already: the Keeper's one timer (armLocked).
+func (r *run) retry(at int64) {
+	if !r.retryOn || at < r.retryAt {
+		r.retryOn, r.retryAt = true, at
+		r.schedule(r.retryAt, evRetry, nil, 0)
+	}
+}
+
+// waitFor carries out a Wait answer, as Keeper.waitLocked does: one with a
+// Delay (a hold after a failover, a full backend) has the timer ask for
+// the waiters again then, whether or not a resource comes back first.
+func (r *run) waitFor(t int64, tk pool.Taken[int32]) {
+	if tk.Delay > 0 {
+		r.retry(t + int64(tk.Delay))
 	}
 }
 
@@ -229,6 +249,7 @@ func (r *run) dial(c *caller, t int64, gen uint32) {
 	if r.opt.DialFails != nil && r.opt.DialFails(time.Duration(t)) {
 		ok = false
 	}
+	r.foDial(t, ok)
 	r.seq++
 	r.q.push(event{at: t + int64(d), seq: r.seq, kind: evDialed, c: c, gen: c.gen, ok: ok, old: r.oldDial(t), rgen: gen})
 }
@@ -238,10 +259,18 @@ func (r *run) dialed(e *event, t int64) {
 	owner := c.gen == e.gen && c.state == stDialing
 	now := r.now(t)
 	if !e.ok {
-		r.p.Unmade(now, r.prng.Float64(), ward.GuardNone)
+		// While the pool holds its callers after a failover, Unmade says
+		// the caller waits for the next dial: the Keeper puts it back at
+		// the front of its queue, where it was. Otherwise the caller gets
+		// the dial's error.
+		wait := r.p.Unmade(now, r.prng.Float64(), ward.GuardNone)
 		r.cur.Failed++
 		r.res.Sum.DeadDials++
-		if owner {
+		switch {
+		case owner && wait:
+			r.res.Sum.Failover.PutBack++
+			r.requeue(c, t)
+		case owner:
 			r.cur.DialErrors++
 			r.ended(c, t)
 			r.done(c, t)
@@ -257,6 +286,7 @@ func (r *run) dialed(e *event, t int64) {
 	}
 	r.cur.Opened++
 	r.made(id, e.old)
+	r.foMade(e.old, t)
 	if owner {
 		r.lend(c, id, t)
 		return

@@ -11,7 +11,11 @@
 // sleep that long, ask again; Shed: fail at once). Every resource given back
 // or made with nobody to take it serves the queue oldest first, then, nobody
 // queued, the callers whose own dial is in flight, oldest first, while
-// something is idle: whatever frees first serves a caller dialing. One timer
+// something is idle: whatever frees first serves a caller dialing. A Wait
+// with a Delay (a pool holding its callers after a failover,
+// Scenario.HoldFor) has the timer ask for the queue again then, and a
+// caller whose dial fails while the pool holds goes back to the front of
+// the queue (Pool.Unmade answering true) instead of failing. One timer
 // evicts what the pool names (Next); a rotation (Scenario.RotateAt) resets
 // the pool, at once or over a window, and that timer paces it. A caller whose timeout passes leaves
 // the queue; a dial it started goes on, and its resource, like that of a
@@ -116,6 +120,10 @@ type run struct {
 	// and on the old node, and how many are.
 	old     []bool
 	oldLive int
+	// The switchover's failed dials by second from the failover, and
+	// when the last dial began while the pool held.
+	downDials  []int
+	holdDialAt int64
 
 	// The rotation's books (rotation.go): dials begun in each second of
 	// its stretch, and the waits that ended there.

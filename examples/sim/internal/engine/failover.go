@@ -24,6 +24,27 @@ type FailoverSum struct {
 	// answering true): with ClassifyReset, one per generation that met
 	// the old node.
 	Resets int
+
+	// The switchover: from the failover to the first resource made after
+	// it (on the new node). FirstMade is how long that took; -1 when no
+	// dial begun after the failover succeeded before the run ended.
+	// DownDials counts the dials begun in it that failed (to a node down,
+	// or not yet promoted), DownPeak the most of them begun in any one
+	// second counted from the failover.
+	FirstMade           time.Duration
+	DownDials, DownPeak int
+	// The hold (Scenario.HoldFor). ResetAt is how long after the failover
+	// the first reset came, HoldLast how long after it the pool last
+	// answered a caller Wait for the hold (ward.GuardHold); -1 for what
+	// did not happen. HoldWaits counts those answers, PutBack the callers
+	// whose dial failed while the pool held and who went back to the
+	// front of the queue (Pool.Unmade answering true). HoldDials counts
+	// the dials begun while the pool held, HoldGap the least time between
+	// two of them (zero with fewer than two).
+	ResetAt, HoldLast  time.Duration
+	HoldWaits, PutBack int
+	HoldDials          int
+	HoldGap            time.Duration
 }
 
 // failoverStart sets up the failover's figures and schedules its
@@ -33,7 +54,7 @@ func (r *run) failoverStart() {
 	if f <= 0 {
 		return
 	}
-	r.res.Sum.Failover = FailoverSum{FirstWrite: -1, OldOpen: -1}
+	r.res.Sum.Failover = FailoverSum{FirstWrite: -1, OldOpen: -1, FirstMade: -1, ResetAt: -1, HoldLast: -1}
 	if mark := f + int64(time.Second); mark <= r.end {
 		r.schedule(mark, evMark, nil, 0)
 	}
@@ -96,7 +117,10 @@ func (r *run) releaseFailover(res int32, t int64) bool {
 	now := r.now(t)
 	switch r.s.classify() {
 	case ClassifyReset:
-		if retired, ok := r.p.ResetFor(res, now, pool.Hold{}); ok {
+		if retired, ok := r.p.ResetFor(res, now, pool.Hold{For: r.s.HoldFor, Every: r.s.HoldEvery}); ok {
+			if fo.Resets == 0 {
+				fo.ResetAt = time.Duration(t - f)
+			}
 			fo.Resets++
 			r.cur.Retired += len(retired)
 			r.goneAll(retired)
@@ -116,4 +140,54 @@ func (r *run) releaseFailover(res int32, t int64) bool {
 		}
 	}
 	return true
+}
+
+// switching reports whether a dial begun at t is of the switchover: at or
+// after the failover, before the first resource made after it.
+func (r *run) switching(t int64) bool {
+	f := int64(r.s.Failover)
+	return f > 0 && t >= f && r.res.Sum.Failover.FirstMade < 0
+}
+
+// foDial notes a dial begun at t that will fail when !ok, and whether the
+// pool holds its callers then.
+func (r *run) foDial(t int64, ok bool) {
+	fo := &r.res.Sum.Failover
+	if !ok && r.switching(t) {
+		fo.DownDials++
+		sec := int((t - int64(r.s.Failover)) / int64(time.Second))
+		for len(r.downDials) <= sec {
+			r.downDials = append(r.downDials, 0)
+		}
+		r.downDials[sec]++
+		fo.DownPeak = max(fo.DownPeak, r.downDials[sec])
+	}
+	if !r.p.Books().Holding {
+		return
+	}
+	if fo.HoldDials > 0 {
+		gap := time.Duration(t - r.holdDialAt)
+		if fo.HoldDials == 1 || gap < fo.HoldGap {
+			fo.HoldGap = gap
+		}
+	}
+	fo.HoldDials++
+	r.holdDialAt = t
+}
+
+// foMade notes a resource made at t by a dial to the old node when old.
+func (r *run) foMade(old bool, t int64) {
+	fo := &r.res.Sum.Failover
+	if f := int64(r.s.Failover); f > 0 && !old && fo.FirstMade < 0 {
+		fo.FirstMade = time.Duration(t - f)
+	}
+}
+
+// foHoldWait notes a Wait answered at t for the pool's hold.
+func (r *run) foHoldWait(t int64) {
+	fo := &r.res.Sum.Failover
+	fo.HoldWaits++
+	if f := int64(r.s.Failover); f > 0 {
+		fo.HoldLast = time.Duration(t - f)
+	}
 }

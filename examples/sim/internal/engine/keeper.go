@@ -43,7 +43,15 @@ import (
 //     means nobody waited for it: its caller had given up or been served by
 //     a return (below), or the dial was a background one. An Unmade ends
 //     the oldest dial with an error, and the wait of its caller if a return
-//     did not serve it.
+//     did not serve it, unless the pool answers that its caller waits (a
+//     hold after a failover, a full backend): the Keeper puts it back at
+//     the front of its queue.
+//   - A Wait with a Delay arms the Keeper's timer, which asks for the head
+//     of the queue then. Until the head is told otherwise, the queue waits
+//     for time, not for a return, so a Take answered otherwise meanwhile is
+//     the Keeper asking for the head when a caller arrived behind it (that
+//     caller joins the back, its arrival exact), not a sign that the
+//     callers queued gave up.
 //   - With nobody queued, the Keeper asks at a return for the callers
 //     dialing, oldest first, while something is idle: a Take at a return
 //     past the queue that lends (after any Stale) serves the oldest caller

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,6 +74,16 @@ func (kr *keeperReader) read(steps []record.Step) error {
 		staleQ bool  // the stale caller is the queue's head
 		staleD bool  // the stale caller is dialing, asked for at a return
 		retry  int64 = -1
+		// timer is when the Keeper's timer serves its queue after a Wait
+		// with a Delay (a hold after a failover, a full backend), as
+		// waitLocked arms it (the earliest asked for); -1 when none is
+		// armed. held says the queue waits for time to pass, not for a
+		// return: its head was told Wait with a Delay. Then a Take the
+		// pool answers otherwise than Wait is for the head (the Keeper
+		// asks for the head whenever a caller arrives behind it), not a
+		// sign that the callers queued gave up.
+		timer int64 = -1
+		held  bool
 		// queued says a caller may be queued that the recording has not
 		// shown: since a Wait, until a return that no Take follows at
 		// once (the Keeper serves its queue at every return).
@@ -93,7 +104,12 @@ func (kr *keeperReader) read(steps []record.Step) error {
 			head := false    // c is the head of the queue
 			dialing := false // c is dialing, asked for at a return
 			serve := false
-			serves := room && roomAt == t || retry >= 0 && t >= retry && len(kr.queue) > 0
+			if timer >= 0 && t > timer {
+				timer = -1 // it went off with no Take: nobody was queued
+			}
+			fires := timer == t && len(kr.queue) > 0
+			behind := held && len(kr.queue) > 0 && kind != pool.Wait && !fires && !(room && roomAt == t)
+			serves := room && roomAt == t || retry >= 0 && t >= retry && len(kr.queue) > 0 || fires || behind
 			if serves && len(kr.queue) == 0 && !queued {
 				serves = false // nobody can be queued: a caller arriving at the instant of a return
 			}
@@ -108,6 +124,17 @@ func (kr *keeperReader) read(steps []record.Step) error {
 				c, serve, dialing = kr.dialer(), true, true
 			case serves:
 				serve = true
+				if behind {
+					// A caller arrived (or woke from Later) behind the
+					// queue, joined its back, and the Keeper asked for
+					// the head.
+					n := kr.wake(t)
+					if n == nil {
+						n = &kcaller{asked: t}
+					}
+					n.how = "queued"
+					kr.queue = append(kr.queue, n)
+				}
 				if len(kr.queue) > 0 {
 					c, head = kr.queue[0], true
 				} else {
@@ -134,6 +161,17 @@ func (kr *keeperReader) read(steps []record.Step) error {
 			}
 			stale, staleQ, staleD = nil, false, false
 			retry = -1
+			if fires {
+				timer = -1
+			}
+			if d := waitDelay(kind, s.Answer()); d > 0 {
+				held = true
+				if timer < 0 || t+int64(d) < timer {
+					timer = t + int64(d) // the Keeper's one timer, at the earliest
+				}
+			} else if serve || len(kr.queue) == 0 {
+				held = false // the head is told otherwise: it waits for a return
+			}
 			if dialing {
 				switch kind {
 				case pool.Ready:
@@ -239,7 +277,16 @@ func (kr *keeperReader) read(steps []record.Step) error {
 			if len(kr.dialing) > 0 {
 				c := kr.dialing[0]
 				kr.dialing = kr.dialing[1:]
-				if !c.bg && !c.served {
+				switch {
+				case c.bg || c.served:
+				case s.OK():
+					// The pool has the caller wait (a hold after a
+					// failover, a full backend): the Keeper puts it back
+					// at the front of its queue.
+					c.how = "queued"
+					kr.queue = slices.Insert(kr.queue, 0, c)
+					queued = true
+				default:
 					c.how = "failed"
 					kr.fail(c, line)
 				}
@@ -255,7 +302,7 @@ func (kr *keeperReader) read(steps []record.Step) error {
 			if s.Answer() == "true" && s.Op == "Drop" || s.Answer() == "false" && s.Op != "Drop" && s.Ref != 0 {
 				kr.seats.release(seat) // dropped, or retired on its way back
 			}
-		case "Evict", "Close", "Reset", "Ceiling", "Limits":
+		case "Evict", "Close", "Reset", "ResetFor", "Ceiling", "Limits":
 			// (A SetLimits or a ceiling retires idle resources too.)
 			for _, i := range retired(s.Answer()) {
 				kr.seats.release(i)
@@ -290,6 +337,15 @@ func (kr *keeperReader) read(steps []record.Step) error {
 	}
 	kr.counts.Open = len(kr.open) + len(kr.unseated)
 	return nil
+}
+
+// waitDelay reads the delay of a Wait answer ("Wait guard=hold
+// delay=80ms"): zero for any other answer, or a Wait without one.
+func waitDelay(kind pool.Kind, answer string) time.Duration {
+	if kind != pool.Wait {
+		return 0
+	}
+	return laterDelay(answer)
 }
 
 // laterDelay reads the delay of a Later answer ("Later delay=5ms").

@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 func (r *run) enqueue(c *caller, t int64) {
 	c.state = stQueued
@@ -10,6 +13,27 @@ func (r *run) enqueue(c *caller, t int64) {
 		r.ep = Episode{From: time.Duration(t)}
 	}
 	r.queue = append(r.queue, c)
+	r.qlive++
+	r.ep.Depth = max(r.ep.Depth, r.qlive)
+	r.cur.QueueMax = max(r.cur.QueueMax, r.qlive)
+}
+
+// requeue puts c back at the front of the queue, as the Keeper does with
+// a caller whose dial failed while the pool holds (Pool.Unmade answering
+// true): the next resource, or the next dial, is its.
+func (r *run) requeue(c *caller, t int64) {
+	c.state = stQueued
+	r.deadline(c)
+	if r.qlive == 0 {
+		r.satAt = t
+		r.ep = Episode{From: time.Duration(t)}
+	}
+	if r.qhead > 0 {
+		r.qhead--
+		r.queue[r.qhead] = c
+	} else {
+		r.queue = slices.Insert(r.queue, 0, c)
+	}
 	r.qlive++
 	r.ep.Depth = max(r.ep.Depth, r.qlive)
 	r.cur.QueueMax = max(r.cur.QueueMax, r.qlive)

@@ -94,6 +94,14 @@ type Scenario struct {
 	// failing resource alone; ClassifyNone keeps it, as pgxpool does. The
 	// zero value is ClassifyReset.
 	Classify string
+	// HoldFor, when positive, holds the callers through the failover, as
+	// the Keeper's Config.Hold does: the classifier's reset is
+	// Pool.ResetFor with pool.Hold{For: HoldFor, Every: HoldEvery}, and
+	// until the hold ends the pool starts at most one dial every HoldEvery
+	// (zero: pool.DefaultHoldEvery) and has the other callers wait; a
+	// caller whose dial fails goes back to the front of the queue. Zero:
+	// no hold, every caller dials for itself.
+	HoldFor, HoldEvery time.Duration
 	// RotateAt, when positive, rotates the pool's resources at that
 	// instant (credentials rotated, an endpoint moved): Pool.Reset(now,
 	// RotateOver). RotateOver zero retires the whole generation at once
@@ -270,6 +278,8 @@ func (s *Scenario) Validate() error {
 		return fmt.Errorf("failover is %v, want 0 (none) or more", s.Failover)
 	case s.RotateAt < 0 || s.RotateOver < 0:
 		return fmt.Errorf("rotate-at %v and rotate-over %v, want 0 or more", s.RotateAt, s.RotateOver)
+	case s.HoldFor < 0 || s.HoldEvery < 0:
+		return fmt.Errorf("hold-for %v and hold-every %v, want 0 or more", s.HoldFor, s.HoldEvery)
 	}
 	// A guard's knobs are held only while it is on: a scenario built by
 	// hand without them runs as it did before there were any.
@@ -416,6 +426,8 @@ const maxLine = 4096
 //	limit-backoff 0.9                  # by this factor
 //	failover 8s                        # the backend moves; the old one answers read-only
 //	classify reset                     # what callers make of that: reset, destroy or none
+//	hold-for 2s                        # the reset holds callers up to 2 s (pool.Hold; 0: no hold)
+//	hold-every 100ms                   # one dial at a time, at most one every 100 ms meanwhile
 //	rotate-at 10s                      # every resource is replaced (Pool.Reset) at that instant
 //	rotate-over 5s                     # at a bounded pace over that window (0: at once)
 //
@@ -513,7 +525,7 @@ func (s *Scenario) set(line string) error {
 				err = fmt.Errorf("%q is not reset, destroy or none", v)
 			}
 		}
-	case "hold", "dial", "keep", "life", "timeout", "failover", "rotate-at", "rotate-over":
+	case "hold", "dial", "keep", "life", "timeout", "failover", "rotate-at", "rotate-over", "hold-for", "hold-every":
 		var v string
 		var d time.Duration
 		if v, err = one(); err == nil {
@@ -536,6 +548,10 @@ func (s *Scenario) set(line string) error {
 			s.RotateAt = d
 		case "rotate-over":
 			s.RotateOver = d
+		case "hold-for":
+			s.HoldFor = d
+		case "hold-every":
+			s.HoldEvery = d
 		}
 	case "size", "idle":
 		var v string
@@ -680,7 +696,7 @@ func (s *Scenario) set(line string) error {
 
 var keys = func() []string {
 	k := []string{"name", "note", "seconds", "seed", "rate", "hold", "dial", "size", "idle",
-		"keep", "life", "timeout", "burst", "slow", "outage", "break", "ward", "failover", "classify", "rotate-at", "rotate-over",
+		"keep", "life", "timeout", "burst", "slow", "outage", "break", "ward", "failover", "classify", "hold-for", "hold-every", "rotate-at", "rotate-over",
 		"bucket-rate", "bucket-burst", "shed-cpu", "shed-floor", "cpu-idle", "cpu-per-loan",
 		"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff"}
 	sort.Strings(k)
