@@ -300,11 +300,11 @@ func settle(l wardpool.Loan[*conn], err error, unrun bool) outcome {
 	return done
 }
 
-// again reports whether to try once more after a try that ended in o, and
-// waits the pause before a resend (see retryPolicy.wait). It gives up when the
-// tries are spent or ctx ends during the pause; the error is then in the
-// command (or commands) of the last try, unless ctx ended, which again
-// leaves to its caller: ctx's error is what the next acquire returns.
+// again reports whether to try once more after a try that ended in o,
+// and waits the pause before a resend (see retryPolicy.wait). It says no
+// when the tries are spent: the last try's error stands. A ctx that ends
+// in the pause ends the call at the next acquire, which returns ctx's
+// error.
 func (p *Pool) again(ctx context.Context, t *tries, o outcome) bool {
 	switch o {
 	case redial:
@@ -315,9 +315,7 @@ func (p *Pool) again(ctx context.Context, t *tries, o outcome) bool {
 			return false
 		}
 		t.resends++
-		// A context that ends in the pause is seen by the next acquire,
-		// which sets its error on the command.
-		_ = p.retry.wait(ctx, t.resends)
+		_ = p.retry.wait(ctx, t.resends) // its error is the next acquire's
 		return true
 	}
 	return false
