@@ -367,3 +367,80 @@ func TestRetryPause(t *testing.T) {
 		}
 	}
 }
+
+// With HoldOnFailover, the resend after a READONLY waits in the hold: the
+// first dial after the reset fails (the new primary is not reachable
+// yet), the caller is held rather than given the dial's error, the next
+// dial, one hold step later on the pool's clock, reaches the new primary,
+// and the caller gets its reply. Without the hold the caller gets the
+// dial's error.
+func TestResendWaitsInTheHold(t *testing.T) {
+	for _, hold := range []bool{true, false} {
+		t.Run(map[bool]string{true: "hold", false: "no hold"}[hold], func(t *testing.T) {
+			clock := clocktest.New(time.Unix(1_000_000, 0))
+			f := newRESPFake(t, readOnlyOnFirst)
+			var mu sync.Mutex
+			dials := 0
+			dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+				mu.Lock()
+				n := dials
+				dials++
+				mu.Unlock()
+				if n == 1 { // the first dial after the reset
+					return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("connect: connection refused")}
+				}
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			}
+			dialed := func() int {
+				mu.Lock()
+				defer mu.Unlock()
+				return dials
+			}
+			p := fakePool(t, f, redis.Options{MinRetryBackoff: -1, Dialer: dial}, func(c *Config) {
+				c.Clock = clock
+				if hold {
+					c.HoldOnFailover = time.Hour
+				}
+			})
+			type result struct {
+				n   int64
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				n, err := p.Do(context.Background(), "INCR", "k").Int64()
+				done <- result{n, err}
+			}()
+			if !hold {
+				r := <-done
+				var oe *net.OpError
+				if !errors.As(r.err, &oe) {
+					t.Fatalf("INCR = %d, %v; want the failed dial's error", r.n, r.err)
+				}
+				return
+			}
+			clocktest.Eventually(t, "the failed dial and the hold's timer", func() bool {
+				return dialed() == 2 && p.WardStats().Holding
+			})
+			select {
+			case r := <-done:
+				t.Fatalf("INCR ended in the hold: %d, %v", r.n, r.err)
+			default:
+			}
+			clocktest.Eventually(t, "the hold's next dial", func() bool {
+				if dialed() < 3 {
+					clock.Advance(pool.DefaultHoldEvery)
+				}
+				return dialed() >= 3
+			})
+			r := <-done
+			if r.err != nil || r.n != 1 {
+				t.Fatalf("INCR = %d, %v; want 1 from the connection the hold made", r.n, r.err)
+			}
+			if got := f.on("INCR"); !equalInts(got, []int{0, 1}) {
+				t.Fatalf("INCR sent on connections %v, want [0 1]", got)
+			}
+		})
+	}
+}
