@@ -392,6 +392,9 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 			_, err = c.cl.Pipelined(ctx, queue)
 		}
 		c.failed(err)
+		if err != nil && !tx {
+			judgeRest(c, cmds, err)
+		}
 		if stateful {
 			c.dirty.Store(true)
 		}
@@ -400,6 +403,20 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 		// reply that caused it, and does not send it again either.
 		if !p.again(ctx, &t, settle(l, err, !tx && noneRun(cmds))) {
 			return err
+		}
+	}
+}
+
+// judgeRest has the classifier read the error replies of a pipeline's
+// commands besides first, the pipeline's error, which conn.failed read:
+// a READONLY after a redis.Nil or a WRONGTYPE resets the pool as it would
+// have alone. (A transaction's commands all carry EXEC's error.)
+func judgeRest(c *conn, cmds []redis.Cmder, first error) {
+	for _, cmd := range cmds {
+		if e := cmd.Err(); e != nil && e != first && e != redis.Nil {
+			if _, ok := replyError(e); ok {
+				c.judge(e)
+			}
 		}
 	}
 }

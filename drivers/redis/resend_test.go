@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -442,5 +443,33 @@ func TestResendWaitsInTheHold(t *testing.T) {
 				t.Fatalf("INCR sent on connections %v, want [0 1]", got)
 			}
 		})
+	}
+}
+
+// Every error reply of a pipeline is classified, not only its first
+// error: a READONLY after a nil GET resets the pool. The pipeline is not
+// sent again (the GET ran).
+func TestPipelineClassifiesEveryReply(t *testing.T) {
+	ctx := context.Background()
+	f := newRESPFake(t, func(conn int, args []string) string {
+		if strings.EqualFold(args[0], "GET") {
+			return "$-1\r\n"
+		}
+		return readOnlyOnFirst(conn, args)
+	})
+	p := fakePool(t, f, redis.Options{MinRetryBackoff: -1}, nil)
+	cmds, err := p.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Get(ctx, "a")
+		pipe.Incr(ctx, "b")
+		return nil
+	})
+	if err != redis.Nil || len(cmds) != 2 || !strings.HasPrefix(fmt.Sprint(cmds[1].Err()), "READONLY") {
+		t.Fatalf("pipeline = %v (%v); want redis.Nil first and the INCR's READONLY", err, cmds)
+	}
+	if s := p.WardStats(); s.Resets != 1 || s.ResetCauses["READONLY"] != 1 {
+		t.Fatalf("resets %d %v, want one READONLY", s.Resets, s.ResetCauses)
+	}
+	if got := f.on("INCR"); len(got) != 1 {
+		t.Fatalf("INCR sent %d times, want once", len(got))
 	}
 }
