@@ -72,9 +72,38 @@ type Config struct {
 	// timeouts and buffer sizes mean what they mean in go-redis. Its pool
 	// fields (PoolSize, MinIdleConns, MaxIdleConns, MaxActiveConns,
 	// ConnMaxIdleTime, ConnMaxLifetime, PoolTimeout) are not used: Limits,
-	// MinIdle, AcquireTimeout and the context of each call replace them. MaxRetries is not
-	// used either: a command is retried only when it provably never reached
-	// the server (see Pool.Process). Maintenance notifications are turned
+	// MinIdle, AcquireTimeout and the context of each call replace them.
+	//
+	// MaxRetries, MinRetryBackoff and MaxRetryBackoff bound the resends of
+	// a command the server refused without running it: a reply of
+	// READONLY, MASTERDOWN or LOADING that Classify judges wardpool.Reset
+	// (as DefaultClassify does). Once the reset has retired the connections
+	// to that server, the command is sent again on a new connection
+	// (HoldOnFailover holds it until the new primary answers a dial), up
+	// to MaxRetries times (3 when zero, none when -1), after a random
+	// pause between MinRetryBackoff (10 ms when zero) and MaxRetryBackoff
+	// (a second when zero) that grows with each resend (none when either
+	// is -1), within the call's context: go-redis's fields, defaults and
+	// pauses. A pipeline is sent again only when every one of its
+	// commands got such a reply; a transaction (TxPipelined) is not, nor
+	// the commands of Acquire's client, of Client().Conn() and of a Watch,
+	// which run on one connection. Where go-redis retries and the pool
+	// does not:
+	//
+	//   - a network error, a timeout or a context ending mid-command:
+	//     the command may have run, so it is returned, never sent again
+	//     (go-redis sends it again, writes included);
+	//   - a failed dial: the caller gets its error, and the Ward (its
+	//     Backoff, say) spaces the dials that follow;
+	//   - a pipeline whose first command got one of those replies while a
+	//     later one ran (a GET answered, a PUBLISH): go-redis sends it all
+	//     again, running the later one twice; the pool returns the reply;
+	//   - those replies under a Classify that does not judge them Reset
+	//     (wardpool.ReuseAll): there is no new generation to send to;
+	//   - CLUSTERDOWN, TRYAGAIN, NOREPLICAS and max clients replies (the
+	//     last is a dial's, which the pool waits out: see DefaultClassify).
+	//
+	// A connection's own client never retries. Maintenance notifications are turned
 	// off on pooled connections. Client-side caching (ClientSideCacheConfig,
 	// ClientSideCache, ClientSideCacheStrategy and the other ClientSideCache
 	// fields) is refused: New fails with ErrConfig rather than run without

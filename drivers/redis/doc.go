@@ -57,10 +57,15 @@
 //     millisecond) is not looked at, so under load a GET makes one system
 //     call fewer than on go-redis's pool. Paired runs against go-redis's
 //     pool on the same server are in bench/README.md.
-//   - go-redis's retries are off (MaxRetries is not used): a command that
-//     may have reached the server is never sent twice. go-redis by default
-//     retries a command up to three times on network errors, writes
-//     included.
+//   - A command is sent again only when the server provably did not run
+//     it: a READONLY, MASTERDOWN or LOADING reply (after the reset it
+//     causes, on a connection of the new generation; see Failover), up to
+//     Options.MaxRetries times with go-redis's pauses, or a connection
+//     found gone before anything was sent. go-redis also resends on
+//     network errors and timeouts (up to MaxRetries, 3 by default,
+//     writes included), and resends a pipeline whose first command got
+//     such a reply even when later ones ran: the pool returns those
+//     errors, since the command may have run (Config.Options says which).
 //   - A PubSub of Client() holds a connection for its life, counted in
 //     the books (WardStats) but not against Limits.Size, as go-redis keeps its
 //     PubSub connections outside PoolSize, and its connection is
@@ -114,6 +119,17 @@
 // level. Set Classify to a function of your own to change the list, or
 // to wardpool.ReuseAll to have READONLY destroy its connection alone, as
 // go-redis does.
+//
+// Those three replies say the server refused the command without running
+// it, so a command (Do, Process, Client()'s commands) that gets one is
+// sent again after the reset, on a connection of the new generation, as
+// go-redis resends it: up to Options.MaxRetries times (3 by default), a
+// pause of Options.MinRetryBackoff to MaxRetryBackoff before each (10 ms
+// to 1 s), within the caller's context. A pipeline is sent again when
+// every command of it got one. With Config.HoldOnFailover set, the resend
+// waits in the hold, which dials one connection at a time until one is
+// made, instead of dialing a server that is down: after a Sentinel
+// failover the caller sees the new master's reply, not the READONLY.
 //
 // A connection the server closed while it sat idle (CLIENT KILL, the
 // server's timeout, a restart) is found before it is lent, by a

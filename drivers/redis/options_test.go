@@ -29,15 +29,18 @@ var optionUse = map[string]string{
 	"Limiter": "used", "DisableIndentity": "used", "DisableIdentity": "used", "IdentitySuffix": "used",
 	"UnstableResp3": "used", "PushNotificationProcessor": "used", "FailingTimeoutSeconds": "used",
 	"MinRetryBackoff": "used", "MaxRetryBackoff": "used", "DialerRetryTimeout": "used", "DialerRetryBackoff": "used",
+	// The pool's resends of a command the server refused unrun (READONLY,
+	// MASTERDOWN, LOADING): Config.Options' doc, Pool.Process.
+	"MaxRetries": "used",
 	// go-redis's pool: read by FromOptions and ParseURL into Limits and
 	// MinIdle (Config.Options' doc); the Keeper is the pool.
 	"PoolFIFO": "pool", "PoolSize": "pool", "MaxConcurrentDials": "pool", "PoolTimeout": "pool",
 	"MinIdleConns": "pool", "MaxIdleConns": "pool", "MaxActiveConns": "pool", "ConnMaxIdleTime": "pool",
 	"ConnMaxLifetime": "pool", "ConnMaxLifetimeJitter": "pool", "PipelinePoolSize": "pool",
 	// Replaced on pooled connections, as Config.Options' doc says: a
-	// command is retried only when it never reached the server; each
+	// connection's client never retries (the pool resends); each
 	// connection is dialled once; notifications are off.
-	"MaxRetries": "replaced", "DialerRetries": "replaced", "AutoPipelineOptions": "replaced",
+	"DialerRetries": "replaced", "AutoPipelineOptions": "replaced",
 	"MaintNotificationsConfig": "replaced",
 	// Refused by New with ErrConfig.
 	"ClientSideCacheConfig": "refused", "ClientSideCache": "refused", "ClientSideCacheStrategy": "refused",

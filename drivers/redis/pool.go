@@ -39,6 +39,7 @@ type Pool struct {
 	addr        string
 	leakAfter   time.Duration // Config.LeakAfter, for Leaked
 	minIdle     int           // Config.MinIdle
+	retry       retryPolicy   // how a command refused unrun is sent again
 
 	frontMu sync.Mutex  // guards front
 	front   *front      // the client Client returns, built on demand
@@ -59,6 +60,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 
 		leakAfter: cfg.LeakAfter,
 		minIdle:   cfg.MinIdle,
+		retry:     newRetryPolicy(cfg.Options, cfg.Clock),
 	}
 	p.dialTimeout = cfg.Options.DialTimeout
 	if p.dialTimeout == 0 {
@@ -216,19 +218,31 @@ func (p *Pool) AcquireFunc(ctx context.Context, f func(*redis.Client) error) err
 // with ErrNotPooled. The connection goes back to the pool unless the command
 // broke it (see Loan.Release).
 //
-// A command is never run twice when it may have reached the server. It is
-// run again, on another connection, only when the one it was given turned
-// out to have been closed by the server before anything was sent: a
-// connection that sat idle is peeked at before it is lent
-// (Config.CheckIdle), and one found closed then is replaced without the
-// caller seeing it.
+// A command is never run twice. It is sent again in two cases only, when
+// the server provably did not run it:
+//
+//   - the connection it was given turned out to have been closed by the
+//     server before anything was sent: a connection that sat idle is
+//     peeked at before it is lent (Config.CheckIdle), and one found closed
+//     then is replaced without the caller seeing it;
+//   - the reply was READONLY, MASTERDOWN or LOADING (the server refused
+//     the command without running it) and Config.Classify judged it
+//     wardpool.Reset: once the reset has retired the connections to that
+//     server, the command is sent again on a connection of the new
+//     generation (held for by Config.HoldOnFailover when set), up to
+//     Options.MaxRetries times, with Options.MinRetryBackoff and
+//     MaxRetryBackoff's pause before each, as go-redis does (see Config).
+//
+// A network error, a timeout or a context ending mid-command is returned
+// as it is: the command may have run.
 func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 	if p.stateful(cmd) {
 		err := notPooled(cmd)
 		cmd.SetErr(err)
 		return err
 	}
-	for try := 1; ; try++ {
+	var t tries
+	for {
 		l, err := p.acquire(ctx)
 		if err != nil {
 			cmd.SetErr(err)
@@ -237,7 +251,7 @@ func (p *Pool) Process(ctx context.Context, cmd redis.Cmder) error {
 		c := l.Value()
 		err = c.cl.Process(ctx, cmd)
 		c.failed(err)
-		if !settle(l, err, try) {
+		if !p.again(ctx, &t, settle(l, err, notRun(err))) {
 			return err
 		}
 	}
@@ -253,14 +267,58 @@ func (p *Pool) acquire(ctx context.Context) (wardpool.Loan[*conn], error) {
 	return l, nil
 }
 
-// settle ends loan l after try number try ended with err, and reports
-// whether to try again: only when the connection was found unfit and gone
-// before anything was sent (errRedial), within maxTries.
-func settle(l wardpool.Loan[*conn], err error, try int) bool {
-	if !l.Value().end(l) {
-		return false
+// An outcome is what the end of one try of a command or pipeline calls
+// for.
+type outcome int
+
+const (
+	done   outcome = iota // return what the try got
+	redial                // the connection was gone before anything was sent
+	resend                // refused unrun, and the pool was reset
+)
+
+// tries counts the tries of one command or pipeline that called for
+// another.
+type tries struct{ redials, resends int }
+
+// settle ends loan l after a try that got err, and says what is to follow:
+// redial when the connection was found gone before anything was sent
+// (errRedial), resend when the server refused to run what was sent
+// (unrun: see notRun) and the loan ended in a Reset (so that the next
+// connection lent is of the new generation), done otherwise.
+func settle(l wardpool.Loan[*conn], err error, unrun bool) outcome {
+	c := l.Value()
+	reset := c.reset.Load() != nil
+	switch {
+	case !c.end(l):
+		return done
+	case errors.Is(err, errRedial):
+		return redial
+	case reset && unrun:
+		return resend
 	}
-	return try < maxTries && errors.Is(err, errRedial)
+	return done
+}
+
+// again reports whether to try once more after a try that ended in o,
+// and waits the pause before a resend (see retryPolicy.wait). It says no
+// when the tries are spent: the last try's error stands. A ctx that ends
+// in the pause ends the call at the next acquire, which returns ctx's
+// error.
+func (p *Pool) again(ctx context.Context, t *tries, o outcome) bool {
+	switch o {
+	case redial:
+		t.redials++
+		return t.redials < maxTries
+	case resend:
+		if t.resends >= p.retry.tries {
+			return false
+		}
+		t.resends++
+		_ = p.retry.wait(ctx, t.resends) // its error is the next acquire's
+		return true
+	}
+	return false
 }
 
 // Do runs one command given as its arguments, as redis.Client.Do.
@@ -272,13 +330,18 @@ func (p *Pool) Do(ctx context.Context, args ...any) *redis.Cmd {
 
 // Pipelined runs the commands fn queues as one pipeline on one pooled
 // connection, as redis.Client.Pipelined: it returns every command and the
-// first error. A pipeline is retried as Process retries a command.
+// first error. A pipeline is sent again as Process sends a command again:
+// on a connection found gone before anything was sent, or after a reset
+// when every command of it was refused unrun (READONLY, MASTERDOWN,
+// LOADING); not when one of them ran.
 func (p *Pool) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
 	return p.pipelined(ctx, fn, false)
 }
 
 // TxPipelined is Pipelined inside MULTI and EXEC, as
-// redis.Client.TxPipelined.
+// redis.Client.TxPipelined. A transaction the server refused is not sent
+// again (go-redis does not either): its commands all get EXEC's
+// EXECABORT.
 func (p *Pool) TxPipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
 	return p.pipelined(ctx, fn, true)
 }
@@ -299,8 +362,9 @@ func (p *Pool) pipelined(ctx context.Context, fn func(redis.Pipeliner) error, tx
 
 // execPipeline runs cmds as one pipeline, inside MULTI and EXEC when tx is
 // set, on one pooled connection, and returns the first error. It is tried
-// again on another connection only when the one it had was found gone
-// before anything was sent, as Process does. A pipeline may hold commands
+// again on another connection when the one it had was found gone before
+// anything was sent, or, not as a transaction, when every command was
+// refused unrun and the pool reset, as Process does. A pipeline may hold commands
 // that change its connection's state (SELECT, CLIENT SETNAME, …): they
 // apply to the commands after them in the pipeline, as on go-redis, and
 // the connection is destroyed afterwards rather than lent again.
@@ -315,7 +379,8 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 	queue := func(pipe redis.Pipeliner) error {
 		return pipe.BatchProcess(ctx, cmds...)
 	}
-	for try := 1; ; try++ {
+	var t tries
+	for {
 		l, err := p.acquire(ctx)
 		if err != nil {
 			return setErrs(cmds, err)
@@ -327,11 +392,31 @@ func (p *Pool) execPipeline(ctx context.Context, cmds []redis.Cmder, tx bool) er
 			_, err = c.cl.Pipelined(ctx, queue)
 		}
 		c.failed(err)
+		if err != nil && !tx {
+			judgeRest(c, cmds, err)
+		}
 		if stateful {
 			c.dirty.Store(true)
 		}
-		if !settle(l, err, try) {
+		// A transaction is not sent again on a reply: go-redis gives every
+		// command of one EXEC refused the EXECABORT that says so, not the
+		// reply that caused it, and does not send it again either.
+		if !p.again(ctx, &t, settle(l, err, !tx && noneRun(cmds))) {
 			return err
+		}
+	}
+}
+
+// judgeRest has the classifier read the error replies of a pipeline's
+// commands besides first, the pipeline's error, which conn.failed read:
+// a READONLY after a redis.Nil or a WRONGTYPE resets the pool as it would
+// have alone. (A transaction's commands all carry EXEC's error.)
+func judgeRest(c *conn, cmds []redis.Cmder, first error) {
+	for _, cmd := range cmds {
+		if e := cmd.Err(); e != nil && e != first && e != redis.Nil {
+			if _, ok := replyError(e); ok {
+				c.judge(e)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package failover
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -61,12 +62,31 @@ func namedClients(t *testing.T, addr, name string) int {
 	return n
 }
 
+// sentinelSides are the clients of TestRedisSentinelFailover: redisward's
+// pool, the same holding its callers through the failover
+// (HoldOnFailover), and go-redis's failover client.
+var sentinelSides = []string{"redisward", "redisward+hold", "goredis"}
+
+// sentinelHold is the hold of the redisward+hold side: longer than a
+// failover takes, so that it ends by reaching the new master.
+const sentinelHold = 10 * time.Second
+
 // TestRedisSentinelFailover fails a master over to its replica with
 // SENTINEL FAILOVER under 32 writers per client, redisward's pool built
-// with FromFailoverOptions beside go-redis's NewFailoverClient, both on the
-// same FailoverOptions. Right after Sentinel names the new master the
-// harness demotes the old one (REPLICAOF), as Sentinel would itself some
-// seconds later: from then on the old master answers writes with READONLY.
+// with FromFailoverOptions (with and without HoldOnFailover) beside
+// go-redis's NewFailoverClient, all on the same FailoverOptions. Right
+// after Sentinel names the new master the harness demotes the old one
+// (REPLICAOF), as Sentinel would itself some seconds later: from then on
+// the old master answers writes with READONLY, which both clients send
+// again to the new master.
+//
+// Measured 2026-12-03 (2 shared CPUs, Redis 7.0.15, -race), two runs,
+// "a, b"; the package doc has the table and what it shows:
+//
+//	                 writes failed  slowest write, 1st s after demotion  acked writes lost
+//	redisward        0, 0           311, 395 ms                          2382, 4129
+//	redisward+hold   0, 0           503, 759 ms                          2460, 3308
+//	goredis          0, 0           658, 347 ms                          1219, 3064
 func TestRedisSentinelFailover(t *testing.T) {
 	needFull(t)
 	const name = "wp"
@@ -75,7 +95,7 @@ func TestRedisSentinelFailover(t *testing.T) {
 	s := servers.StartSentinel(t, name, m)
 	servers.WaitSentinelReplicas(t, s, name, 1)
 	const writers = 32
-	names := []string{"redisward", "goredis"}
+	names := sentinelSides
 	logs := map[string]*dialLog{}
 	type client struct {
 		incr  func(ctx context.Context) error
@@ -89,10 +109,13 @@ func TestRedisSentinelFailover(t *testing.T) {
 			PoolSize: writers + 8, Dialer: dl.dial}
 		key := "count:" + n
 		switch n {
-		case "redisward":
+		case "redisward", "redisward+hold":
 			cfg, err := redisward.FromFailoverOptions(fo)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if n == "redisward+hold" {
+				cfg.HoldOnFailover = sentinelHold
 			}
 			p, err := redisward.New(context.Background(), cfg)
 			if err != nil {
@@ -142,22 +165,25 @@ func TestRedisSentinelFailover(t *testing.T) {
 	}
 
 	rc := r.Client(t)
-	rows := [][]string{{"", "writes failed", "after demotion", "last failure after demotion", "acked writes lost", "on old master 1 s after", "dials to new master, 1st s", "calls", "errors"}}
+	rows := [][]string{{"", "writes failed", "after demotion", "last failure after demotion", "slowest write, 1st s after demotion", "acked writes lost", "on old master 1 s after", "dials to new master, 1st s", "calls", "errors"}}
 	for _, n := range names {
 		acked := 0
-		var last time.Duration = -1
+		var last, slowest time.Duration = -1, -1
 		for _, o := range ops[n] {
 			if o.err == nil {
 				acked++
 			} else if o.end.After(tDemote) {
 				last = max(last, o.end.Sub(tDemote))
 			}
+			if o.end.After(tDemote) && o.start.Before(tDemote.Add(time.Second)) {
+				slowest = max(slowest, o.end.Sub(o.start))
+			}
 		}
 		final, err := rc.Get(context.Background(), "count:"+n).Int()
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows = append(rows, []string{n, fmt.Sprint(failedFrom(ops[n], tFail)), fmt.Sprint(failedFrom(ops[n], tDemote)), ms(last),
+		rows = append(rows, []string{n, fmt.Sprint(failedFrom(ops[n], tFail)), fmt.Sprint(failedFrom(ops[n], tDemote)), ms(last), ms(slowest),
 			fmt.Sprint(acked - final), fmt.Sprint(onOld[n]), fmt.Sprint(logs[n].between(now, tSwitch, tSwitch.Add(time.Second))),
 			fmt.Sprint(len(ops[n])), errorKinds(ops[n], tFail)})
 	}
@@ -167,17 +193,40 @@ func TestRedisSentinelFailover(t *testing.T) {
 	// Each connection on the old master fails at most the one command it
 	// carries when the demotion comes: no more failures than connections,
 	// none a second later.
-	if f := failedFrom(ops["redisward"], tFail); f > writers+8 {
-		t.Errorf("redisward: %d writes failed, more than its %d connections", f, writers+8)
-	}
 	report := t.Logf // an idle connection may be lent late, until the classifier
 	if wardClassifies {
 		report = t.Errorf
 	}
-	if f := failedFrom(ops["redisward"], tDemote.Add(time.Second)); f != 0 {
-		report("redisward: %d writes failed more than 1 s after the demotion, want 0", f)
+	for _, n := range []string{"redisward", "redisward+hold"} {
+		if f := failedFrom(ops[n], tFail); f > writers+8 {
+			t.Errorf("%s: %d writes failed, more than its %d connections", n, f, writers+8)
+		}
+		if f := failedFrom(ops[n], tDemote.Add(time.Second)); f != 0 {
+			report("%s: %d writes failed more than 1 s after the demotion, want 0", n, f)
+		}
+		// A READONLY reply retires the old master's connections and the
+		// write is sent again; Sentinel named the new master before the
+		// demotion, so every dial after it reaches the new master: no
+		// write ends in a reply from the server (a deadline may end one,
+		// on a loaded machine).
+		if r := replyFailures(ops[n]); r != 0 {
+			report("%s: %d writes failed with a reply from the server (%s), want none: a refused write is sent again", n, r, errorKinds(ops[n], tFail))
+		}
+		if c := onOld[n]; c > writers+8 {
+			t.Errorf("%s holds %d connections on the old master, more than its size", n, c)
+		}
 	}
-	if c := onOld["redisward"]; c > writers+8 {
-		t.Errorf("redisward holds %d connections on the old master, more than its size", c)
+}
+
+// replyFailures counts the calls that failed with an error reply from the
+// server (READONLY, say), not a network error or a deadline.
+func replyFailures(ops []op) int {
+	n := 0
+	for _, o := range ops {
+		var re redis.Error
+		if o.err != nil && errors.As(o.err, &re) {
+			n++
+		}
 	}
+	return n
 }
