@@ -122,6 +122,18 @@ func startedFailed(ops []op, t time.Time) int {
 	return n
 }
 
+// first57P01 returns when the first call that failed with 57P01
+// (admin_shutdown) ended.
+func first57P01(ops []op) (time.Time, bool) {
+	var at time.Time
+	for _, o := range ops {
+		if o.err != nil && sqlState(o.err) == "57P01" && (at.IsZero() || o.end.Before(at)) {
+			at = o.end
+		}
+	}
+	return at, !at.IsZero()
+}
+
 // deadlines counts the calls that began at or after t and failed by their
 // own deadline.
 func deadlines(ops []op, t time.Time) int {
