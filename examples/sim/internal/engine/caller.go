@@ -97,6 +97,9 @@ func (r *run) answer(c *caller, tk pool.Taken[int32], t int64) {
 	if tk.Kind == pool.Wait && tk.Guard == ward.GuardHold {
 		r.foHoldWait(t)
 	}
+	if tk.Kind == pool.Wait && tk.Guard == ward.GuardFull {
+		r.res.Sum.Full.Waits++
+	}
 	if int(c.nans) < maxAnswers {
 		c.answers[c.nans] = tk.Kind
 	}
@@ -249,9 +252,19 @@ func (r *run) dial(c *caller, t int64, gen uint32) {
 	if r.opt.DialFails != nil && r.opt.DialFails(time.Duration(t)) {
 		ok = false
 	}
+	// A backend at its connection limit refuses the dial (after the dial
+	// time: it answers the connection's startup); one that takes it holds
+	// a connection from now until the resource is closed.
+	full := false
+	if ok && r.s.ServerMax > 0 && r.conns >= r.s.ServerMax {
+		ok, full = false, true
+	} else if ok {
+		r.conns++
+		r.res.Sum.Full.Conns = max(r.res.Sum.Full.Conns, r.conns)
+	}
 	r.foDial(t, ok)
 	r.seq++
-	r.q.push(event{at: t + int64(d), seq: r.seq, kind: evDialed, c: c, gen: c.gen, ok: ok, old: r.oldDial(t), rgen: gen})
+	r.q.push(event{at: t + int64(d), seq: r.seq, kind: evDialed, c: c, gen: c.gen, ok: ok, old: r.oldDial(t), rgen: gen, full: full})
 }
 
 func (r *run) dialed(e *event, t int64) {
@@ -260,13 +273,27 @@ func (r *run) dialed(e *event, t int64) {
 	now := r.now(t)
 	if !e.ok {
 		// While the pool holds its callers after a failover, Unmade says
-		// the caller waits for the next dial: the Keeper puts it back at
-		// the front of its queue, where it was. Otherwise the caller gets
-		// the dial's error.
-		wait := r.p.Unmade(now, r.prng.Float64(), ward.GuardNone)
+		// the caller waits for the next dial; a backend that refused the
+		// dial for want of room, told to the pool as such (Scenario.Full),
+		// has the caller wait for a return or the next dial while others
+		// are live. Either way the Keeper puts it back at the front of its
+		// queue, where it was. Otherwise the caller gets the dial's error.
+		by := ward.GuardNone
+		if e.full {
+			r.cur.Full++
+			r.res.Sum.Full.Refused++
+			if r.s.fullWait() {
+				by = ward.GuardFull
+			}
+		} else {
+			r.res.Sum.DeadDials++
+		}
+		wait := r.p.Unmade(now, r.prng.Float64(), by)
 		r.cur.Failed++
-		r.res.Sum.DeadDials++
 		switch {
+		case owner && wait && e.full:
+			r.res.Sum.Full.PutBack++
+			r.requeue(c, t)
 		case owner && wait:
 			r.res.Sum.Failover.PutBack++
 			r.requeue(c, t)
@@ -282,6 +309,7 @@ func (r *run) dialed(e *event, t int64) {
 	r.nextRes++
 	if !r.p.Made(id, e.rgen, now, 0) {
 		r.cur.Retired++ // closed: never, the simulator does not close
+		r.conns--
 		return
 	}
 	r.cur.Opened++

@@ -13,9 +13,11 @@
 // queued, the callers whose own dial is in flight, oldest first, while
 // something is idle: whatever frees first serves a caller dialing. A Wait
 // with a Delay (a pool holding its callers after a failover,
-// Scenario.HoldFor) has the timer ask for the queue again then, and a
-// caller whose dial fails while the pool holds goes back to the front of
-// the queue (Pool.Unmade answering true) instead of failing. One timer
+// Scenario.HoldFor; a full backend, Scenario.ServerMax) has the timer ask
+// for the queue again then, and a caller whose dial fails while the pool
+// holds, or is refused by a full backend while others are live, goes back
+// to the front of the queue (Pool.Unmade answering true) instead of
+// failing. One timer
 // evicts what the pool names (Next); a rotation (Scenario.RotateAt) resets
 // the pool, at once or over a window, and that timer paces it. A caller whose timeout passes leaves
 // the queue; a dial it started goes on, and its resource, like that of a
@@ -124,6 +126,10 @@ type run struct {
 	// when the last dial began while the pool held.
 	downDials  []int
 	holdDialAt int64
+
+	// The connections the backend holds from the pool (Scenario.ServerMax):
+	// made and not yet closed, or accepted and still being made.
+	conns int
 
 	// The rotation's books (rotation.go): dials begun in each second of
 	// its stretch, and the waits that ended there.

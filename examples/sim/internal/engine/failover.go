@@ -80,6 +80,7 @@ func (r *run) isOld(id int32) bool { return int(id) < len(r.old) && r.old[id] }
 
 // gone notes that resource id left the pool (closed or dropped).
 func (r *run) gone(id int32) {
+	r.conns-- // closed: the backend has room for one more
 	if r.isOld(id) {
 		r.old[id] = false
 		r.oldLive--

@@ -25,6 +25,7 @@ type event struct {
 	ok   bool   // dialed: the dial worked
 	old  bool   // dialed: the dial began before the failover (Scenario.Failover)
 	rgen uint32 // dialed: the reservation's generation (Taken.Gen), for Made
+	full bool   // dialed: the backend refused it for want of room (Scenario.ServerMax)
 }
 
 func (a *event) before(b *event) bool {

@@ -28,6 +28,9 @@ type Second struct {
 	// resources the pool let go of (stale, evicted, or over the Idle
 	// ceiling on their way back), Dropped loans that came home broken.
 	Opened, Failed, Retired, Dropped int
+	// Full counts the dials of Failed that the backend refused for want of
+	// room (Scenario.ServerMax).
+	Full int
 	// Served counts callers who got a resource, Waited those of them who
 	// had to wait for it, TimedOut those who gave up, Refused those shed,
 	// DialErrors those whose own dial failed.
@@ -107,6 +110,23 @@ type Summary struct {
 	Failover FailoverSum
 	// Rotation is what the scenario's rotation did; zero without one.
 	Rotation RotationSum
+	// Full is what the backend's connection limit did; zero without one.
+	Full FullSum
+}
+
+// FullSum is what a backend with a connection limit (Scenario.ServerMax)
+// did to the run.
+type FullSum struct {
+	// Refused counts the dials it refused for want of room, and Peak the
+	// most of them in one second. Conns is the most connections it held
+	// from the pool at once (made and not closed, or accepted and still
+	// being made): at most ServerMax.
+	Refused, Peak, Conns int
+	// Waits counts the pool's Wait answers for the full backend
+	// (ward.GuardFull); PutBack the callers whose refused dial had them
+	// put back at the front of the queue (Pool.Unmade answering true)
+	// rather than fail.
+	Waits, PutBack int
 }
 
 // Result is one run.
@@ -206,6 +226,7 @@ func (r *run) finish() {
 		s.Refused += row.Refused
 		s.DialErrors += row.DialErrors
 		s.Opened += row.Opened
+		s.Full.Peak = max(s.Full.Peak, row.Full)
 	}
 	slices.Sort(r.all)
 	s.P50, s.P99 = rank(r.all, r.zeros, 50), rank(r.all, r.zeros, 99)

@@ -109,7 +109,31 @@ type Scenario struct {
 	// over that window (one at once, one more every RotateOver/n). Zero
 	// RotateAt: no rotation.
 	RotateAt, RotateOver time.Duration
+	// ServerMax, when positive, is how many connections the backend takes
+	// from this pool at once (a role's CONNECTION LIMIT, Redis's
+	// maxclients less the other clients): a dial that would open one more
+	// is refused for want of room, as PostgreSQL's 53300 is, and the
+	// drivers' classifiers call it wardpool.Full. Every connection made and
+	// not yet closed counts, and every dial accepted and still in flight.
+	// Zero: no limit.
+	ServerMax int
+	// Full is what the Keeper does with such a refusal: FullWait (the zero
+	// value) tells the pool Unmade(…, ward.GuardFull), which with other
+	// resources live has the caller wait for a return or the next dial
+	// (one a second) instead; FullFail tells it a failed dial
+	// (ward.GuardNone), and the caller gets the error, as pgxpool does.
+	Full string
 }
+
+// The values of Scenario.Full.
+const (
+	FullWait = "wait"
+	FullFail = "fail"
+)
+
+// fullWait reports whether a dial the backend refuses for want of room has
+// its caller wait (Scenario.Full).
+func (s *Scenario) fullWait() bool { return s.Full != FullFail }
 
 // The values of Scenario.Classify.
 const (
@@ -280,6 +304,8 @@ func (s *Scenario) Validate() error {
 		return fmt.Errorf("rotate-at %v and rotate-over %v, want 0 or more", s.RotateAt, s.RotateOver)
 	case s.HoldFor < 0 || s.HoldEvery < 0:
 		return fmt.Errorf("hold-for %v and hold-every %v, want 0 or more", s.HoldFor, s.HoldEvery)
+	case s.ServerMax < 0 || s.ServerMax > 1<<20:
+		return fmt.Errorf("server-max is %d, want 0 (no limit) to 1048576", s.ServerMax)
 	}
 	// A guard's knobs are held only while it is on: a scenario built by
 	// hand without them runs as it did before there were any.
@@ -299,6 +325,11 @@ func (s *Scenario) Validate() error {
 	case "", ClassifyReset, ClassifyDestroy, ClassifyNone:
 	default:
 		return fmt.Errorf("classify is %q, want reset, destroy or none", s.Classify)
+	}
+	switch s.Full {
+	case "", FullWait, FullFail:
+	default:
+		return fmt.Errorf("full is %q, want wait or fail", s.Full)
 	}
 	if err := s.Limits.Validate(); err != nil {
 		return err
@@ -430,6 +461,8 @@ const maxLine = 4096
 //	hold-every 100ms                   # one dial at a time, at most one every 100 ms meanwhile
 //	rotate-at 10s                      # every resource is replaced (Pool.Reset) at that instant
 //	rotate-over 5s                     # at a bounded pace over that window (0: at once)
+//	server-max 4                       # the backend takes 4 connections from the pool (0: no limit)
+//	full wait                          # a dial it refuses for want of room: the caller waits, or fail
 //
 // Idle follows size (a size line sets idle too) while the two are equal;
 // an idle line sets it apart. Durations are Go durations ("250ms", "1m30s"); a bare number is seconds.
@@ -524,6 +557,21 @@ func (s *Scenario) set(line string) error {
 			default:
 				err = fmt.Errorf("%q is not reset, destroy or none", v)
 			}
+		}
+	case "full":
+		var v string
+		if v, err = one(); err == nil {
+			switch v = strings.ToLower(v); v {
+			case FullWait, FullFail:
+				s.Full = v
+			default:
+				err = fmt.Errorf("%q is not wait or fail", v)
+			}
+		}
+	case "server-max":
+		var v string
+		if v, err = one(); err == nil {
+			s.ServerMax, err = count(v, 0, 1<<20)
 		}
 	case "hold", "dial", "keep", "life", "timeout", "failover", "rotate-at", "rotate-over", "hold-for", "hold-every":
 		var v string
@@ -697,7 +745,7 @@ func (s *Scenario) set(line string) error {
 var keys = func() []string {
 	k := []string{"name", "note", "seconds", "seed", "rate", "hold", "dial", "size", "idle",
 		"keep", "life", "timeout", "burst", "slow", "outage", "break", "ward", "failover", "classify", "hold-for", "hold-every", "rotate-at", "rotate-over",
-		"bucket-rate", "bucket-burst", "shed-cpu", "shed-floor", "cpu-idle", "cpu-per-loan",
+		"server-max", "full", "bucket-rate", "bucket-burst", "shed-cpu", "shed-floor", "cpu-idle", "cpu-per-loan",
 		"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff"}
 	sort.Strings(k)
 	return k
