@@ -37,6 +37,8 @@ limit-backoff 0.5
 failover 2s
 hold-for 1s
 hold-every 50ms
+server-max 2
+full fail
 `
 
 // runIn runs the command on in-memory files holding the scenario away.
@@ -87,6 +89,8 @@ func TestEveryFlagGivenApplies(t *testing.T) {
 		{"limit-backoff", "0.9", "x0.9 on"},
 		{"hold-for", "0", "switchover     not held: "},
 		{"hold-every", "0", "held for 1s, a dial every 100ms: "},
+		{"server-max", "3", "full backend   takes 3, refused: "},
+		{"full", "wait", "refused: the caller waits: "},
 	} {
 		if strings.Contains(runIn(t), c.says) {
 			t.Fatalf("-%s: the scenario alone already says %q", c.flag, c.says)
@@ -95,8 +99,12 @@ func TestEveryFlagGivenApplies(t *testing.T) {
 			t.Errorf("-%s %s is ignored: no %q in\n%s", c.flag, c.value, c.says, got[:min(len(got), 600)])
 		}
 	}
-	if len(settingFlags) != 24 {
-		t.Errorf("%d setting flags, the test covers 24", len(settingFlags))
+	// -server-max at its default, 0, lifts the scenario's limit.
+	if line := "full backend   takes 2,"; !strings.Contains(runIn(t), line) || strings.Contains(runIn(t, "-server-max", "0"), line) {
+		t.Errorf("-server-max 0 is ignored, or the scenario's server-max 2 is: %q", line)
+	}
+	if len(settingFlags) != 26 {
+		t.Errorf("%d setting flags, the test covers 26", len(settingFlags))
 	}
 }
 

@@ -27,7 +27,7 @@
 // failover) or a file of "key value" lines (engine.Parse documents every
 // key: rate, hold, dial, size, idle, keep, life, timeout, burst, slow,
 // outage, break, ward and the guards' knobs, failover, classify,
-// hold-for, hold-every, rotate-at, rotate-over;
+// hold-for, hold-every, rotate-at, rotate-over, server-max, full;
 // scenarios/failover.txt, a
 // database that fails and slows, is an example).
 //
@@ -59,6 +59,16 @@
 // out, ends it. scenarios/switchover.txt compares it with the at-once
 // form (-compare hold-for=0): calls failed, the dials that failed before
 // the new node took one, and how soon it did.
+//
+// A full backend. -server-max (or "server-max 4" in a file) is how many
+// connections the backend takes from the pool, below its Size (a role's
+// CONNECTION LIMIT, Redis's maxclients): a dial past it is refused for
+// want of room, which the drivers' classifiers call wardpool.Full. With
+// -full wait (the default) the Keeper tells the pool so, and while others
+// are live the caller goes back to the front of the queue and waits for a
+// return, the pool trying one more dial a second; with -full fail the
+// caller gets the error, as pgxpool's do. scenarios/full.txt compares the
+// two (-compare full=fail): calls failed, dials refused, the waits.
 // Flags given on the command line override the scenario, whatever their
 // value. -compare runs a
 // second configuration, written as the scenario's settings ("size=16" or
@@ -221,6 +231,9 @@ func command(fsys files, args []string, out io.Writer) error {
 	// A hold through a failover (it holds only after a failover's reset).
 	fs.Duration("hold-for", 0, "with a failover: hold the callers after the reset up to this long, one dial at a time (pool.Hold; 0: no hold)")
 	fs.Duration("hold-every", 0, "with -hold-for: the least time between two dials of the hold (0: pool.DefaultHoldEvery, 100ms)")
+	// A backend with a connection limit below the pool's Size.
+	fs.Int("server-max", 0, "the backend takes at most this many connections from the pool; a dial past it is refused for want of room, as PostgreSQL's 53300 (0: no limit)")
+	fs.String("full", engine.FullWait, "with -server-max, what a dial refused for want of room does: wait (the Keeper tells the pool, which has the caller wait for a return or the next dial, one a second) or fail (the caller gets the error, as pgxpool)")
 	// A rotation: on the command line, not (yet) on the page.
 	fs.Duration("rotate-at", 0, "replace every resource at this instant, as after rotated credentials (Pool.Reset; 0: no rotation)")
 	fs.Duration("rotate-over", 0, "with -rotate-at: retire the old resources at a bounded pace over this window (0: all at once)")
@@ -449,7 +462,8 @@ func again(opt engine.Options) func() engine.Options {
 // equal (flag.Visit's own order is by name, idle first).
 var settingFlags = []string{"seed", "seconds", "rate", "hold", "dial", "size", "idle", "keep", "life", "timeout", "ward",
 	"bucket-rate", "bucket-burst", "shed-cpu", "shed-floor", "cpu-idle", "cpu-per-loan",
-	"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff", "hold-for", "hold-every"}
+	"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff", "hold-for", "hold-every",
+	"server-max", "full"}
 
 // commandFlags set the scenario too, after settingFlags, but only on the
 // command line: the page has no controls for them.

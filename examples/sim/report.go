@@ -58,6 +58,9 @@ func summary(w io.Writer, r *engine.Result) {
 		fmt.Fprintf(w, "failover       at %v, classifier %s: %s\n", s.Failover, classifyOf(s), failover(m.Failover))
 		fmt.Fprintf(w, "switchover     %s\n", switchover(s, m.Failover))
 	}
+	if s.ServerMax > 0 {
+		fmt.Fprintf(w, "full backend   %s: %s\n", fullForm(s), fullFigures(m.Full))
+	}
 	if s.RotateAt > 0 {
 		fmt.Fprintf(w, "rotation       at %v, %s: %s\n", s.RotateAt, rotationForm(s), rotation(m.Rotation))
 	}
@@ -140,6 +143,25 @@ func holdForm(s engine.Scenario) string {
 		every = pool.DefaultHoldEvery
 	}
 	return fmt.Sprintf("for %v, a dial every %v", s.HoldFor, every)
+}
+
+// fullForm names the scenario's connection limit and what a refusal for
+// want of room does, or "no limit".
+func fullForm(s engine.Scenario) string {
+	if s.ServerMax <= 0 {
+		return "no limit"
+	}
+	how := "the caller waits"
+	if s.Full == engine.FullFail {
+		how = "the caller fails"
+	}
+	return fmt.Sprintf("takes %d, refused: %s", s.ServerMax, how)
+}
+
+// fullFigures is what a full backend did, in a line.
+func fullFigures(f engine.FullSum) string {
+	return fmt.Sprintf("%d dials refused (peak %d a second), %d waits, %d callers put back; at most %d connections",
+		f.Refused, f.Peak, f.Waits, f.PutBack, f.Conns)
 }
 
 // failedCalls counts the callers a run failed: writes that failed on the
@@ -274,6 +296,19 @@ func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Ti
 			}
 			return fmt.Sprintf("%d / %v", r.Sum.Failover.HoldDials, round(r.Sum.Failover.HoldGap))
 		})
+	}
+	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.ServerMax > 0 }) {
+		row("server connections", func(r *engine.Result) string { return fullForm(r.Scenario) })
+		if !slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.Failover > 0 }) {
+			row("calls failed", func(r *engine.Result) string { return fmt.Sprint(failedCalls(r.Sum)) }) // else above
+		}
+		row("  refused dials / peak a second", func(r *engine.Result) string {
+			return fmt.Sprintf("%d / %d", r.Sum.Full.Refused, r.Sum.Full.Peak)
+		})
+		row("  full: waits / put back", func(r *engine.Result) string {
+			return fmt.Sprintf("%d / %d", r.Sum.Full.Waits, r.Sum.Full.PutBack)
+		})
+		row("  most connections at once", func(r *engine.Result) string { return fmt.Sprint(r.Sum.Full.Conns) })
 	}
 	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.RotateAt > 0 }) {
 		rot := func(f func(engine.RotationSum) string) func(*engine.Result) string {

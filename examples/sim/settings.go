@@ -14,6 +14,10 @@ func settingsOf(s engine.Scenario) map[string]any {
 	if on := s.GuardsOn(); len(on) > 0 {
 		w = strings.Join(on, "+")
 	}
+	full := s.Full
+	if full == "" {
+		full = engine.FullWait
+	}
 	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	return map[string]any{
 		"bucket-rate":   f(s.BucketRate),
@@ -40,5 +44,7 @@ func settingsOf(s engine.Scenario) map[string]any {
 		"ward":          w,
 		"hold-for":      s.HoldFor.String(),
 		"hold-every":    s.HoldEvery.String(),
+		"server-max":    strconv.Itoa(s.ServerMax),
+		"full":          full,
 	}
 }
