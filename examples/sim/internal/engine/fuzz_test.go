@@ -13,6 +13,7 @@ func FuzzParse(f *testing.F) {
 		"rate 100\nsize 4\n", "burst 1s 2s x3\n", "slow 1 2 dial x2 hold x3\n", "outage 0 1 0.5\nward on\n",
 		"keep 1m30s # c\n", "size\n", "seconds 99999999999\n", "hold 1e308\n", "rate 1e7\nseconds 2592000\n",
 		"seconds 3\nfailover 1s\noutage 1s 1.5s\nhold-for 1s\nhold-every 30ms\nrate 300\n",
+		"seconds 3\nrate 300\nsize 8\nserver-max 2\nfull fail\n", "seconds 2\nserver-max 1\nfull wait\nkeep 100ms\n",
 	} {
 		f.Add(s)
 	}
