@@ -1,8 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wardpool/wardpool/examples/sim/internal/engine"
+	"github.com/wardpool/wardpool/pool/record"
 )
 
 // The full scenario against the same run failing its refused callers: a
@@ -40,5 +46,53 @@ func TestFullCompare(t *testing.T) {
 	}
 	if out := sim(t, "-scenario", "scenarios/full.txt", "-server-max", "0", "-table=false"); strings.Contains(out, "full backend") || strings.Contains(out, "refused dials") {
 		t.Errorf("a run without a limit reports one:\n%s", out)
+	}
+}
+
+// A Keeper's recording of a full backend (the full scenario's run,
+// recorded) replays with the refusals for want of room as the Keeper told
+// the pool: no caller fails. With -server-max at the backend's limit, the
+// sim gives back every recorded Take answer.
+func TestReplayOfAFullBackend(t *testing.T) {
+	base, _ := engine.Builtin("steady")
+	text, err := os.ReadFile("scenarios/full.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := engine.Parse(bytes.NewReader(text), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Seconds = 8
+	r, err := engine.Run(s, engine.Options{Recorder: record.New(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sum.Full.PutBack == 0 {
+		t.Fatalf("nobody put back: %+v", r.Sum.Full)
+	}
+	file := filepath.Join(t.TempDir(), "pool.rec")
+	if err := os.WriteFile(file, r.Recording, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := sim(t, "-replay", file, "-table=false", "-resamples", "0")
+	for _, want := range []string{
+		"full           and is refused for want of room when that one was",
+		"full backend   no limit; refused as recorded: the caller waits: ",
+		" 0 timed out, 0 shed, 0 dial errors",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	out = sim(t, "-replay", file, "-server-max", "4", "-table=false", "-resamples", "0")
+	for _, want := range []string{
+		"recorded Take answers given back, in order, at their instants",
+		"full backend   takes 4, refused: the caller waits: ",
+		" 0 timed out, 0 shed, 0 dial errors",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("-server-max 4: no %q in:\n%s", want, out)
+		}
 	}
 }

@@ -125,6 +125,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -331,7 +332,7 @@ func command(fsys files, args []string, out io.Writer) error {
 	}
 	if kl != nil {
 		// The host's CPU and the backend's dial outcomes, whatever the ward.
-		opt.CPU, opt.DialFails = recordedCPU(kl.Source), recordedDials(kl.Source)
+		opt.CPU, opt.DialFails, opt.DialFull = recordedCPU(kl.Source), recordedDials(kl.Source), recordedFull(kl.Source)
 	}
 	switch {
 	case kl == nil || !useRecorded || s.Limits != kl.Limits:
@@ -375,7 +376,7 @@ func command(fsys files, args []string, out io.Writer) error {
 		if sb.Name == s.Name {
 			sb.Name = s.Name + ", " + o.compare
 		}
-		optB := engine.Options{Load: load(), CPU: opt.CPU, DialFails: opt.DialFails, RotationRead: opt.RotationRead}
+		optB := engine.Options{Load: load(), CPU: opt.CPU, DialFails: opt.DialFails, DialFull: opt.DialFull, RotationRead: opt.RotationRead}
 		keep := useRecorded && !strings.Contains(o.compare, "ward")
 		if keep {
 			optB.Ward = kl.Source.Ward // the other limits, the same ward
@@ -454,7 +455,9 @@ func rotationRead(s engine.Scenario, compare string) time.Duration {
 // resampled runs behind an interval: the same ward, CPU and dial
 // outcomes, nothing recorded.
 func again(opt engine.Options) func() engine.Options {
-	return func() engine.Options { return engine.Options{Ward: opt.Ward, CPU: opt.CPU, DialFails: opt.DialFails} }
+	return func() engine.Options {
+		return engine.Options{Ward: opt.Ward, CPU: opt.CPU, DialFails: opt.DialFails, DialFull: opt.DialFull}
+	}
 }
 
 // settingFlags are the flags that set the scenario, in the order they are
@@ -610,6 +613,9 @@ func exactReplay(w io.Writer, kl *engine.KeeperLoad, used bool) {
 		fmt.Fprintf(w, "cpu            the simulation reads the CPU as recorded: each Take's reading holds until the next\n")
 	}
 	fmt.Fprintf(w, "backend        a simulated dial fails when the last recorded dial before it failed (Unmade), as the recorded ward saw\n")
+	if slices.ContainsFunc(kl.Source.Steps, func(s record.Step) bool { return s.Op == "Unmade" && s.Guard == ward.GuardFull }) {
+		fmt.Fprintf(w, "full           and is refused for want of room when that one was (Unmade with ward.GuardFull), as the Keeper told the pool; -server-max models the backend's limit instead of its timing\n")
+	}
 	fmt.Fprintln(w)
 }
 
@@ -638,15 +644,29 @@ func recordedCPU(rc *record.Recording) func(time.Duration) int {
 // rather than Made): the backend as the recorded pool saw it. False before
 // any outcome.
 func recordedDials(rc *record.Recording) func(time.Duration) bool {
+	return lastDial(rc, func(s record.Step) bool { return s.Op == "Unmade" })
+}
+
+// recordedFull is recordedDials for the failures the Keeper told the pool
+// were for want of room (Unmade with ward.GuardFull): the backend full, as
+// the recorded pool saw it.
+func recordedFull(rc *record.Recording) func(time.Duration) bool {
+	return lastDial(rc, func(s record.Step) bool { return s.Op == "Unmade" && s.Guard == ward.GuardFull })
+}
+
+// lastDial returns, as a function of the instant, whether is says yes of
+// the last dial outcome (Made or Unmade) the recording holds at or before
+// it; false before any.
+func lastDial(rc *record.Recording, is func(record.Step) bool) func(time.Duration) bool {
 	var at []time.Duration
-	var failed []bool
+	var yes []bool
 	for _, s := range rc.Steps {
 		if s.Op == "Made" || s.Op == "Unmade" {
-			at, failed = append(at, s.At), append(failed, s.Op == "Unmade")
+			at, yes = append(at, s.At), append(yes, is(s))
 		}
 	}
 	return func(t time.Duration) bool {
 		i := sort.Search(len(at), func(i int) bool { return at[i] > t })
-		return i > 0 && failed[i-1]
+		return i > 0 && yes[i-1]
 	}
 }

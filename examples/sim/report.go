@@ -58,7 +58,7 @@ func summary(w io.Writer, r *engine.Result) {
 		fmt.Fprintf(w, "failover       at %v, classifier %s: %s\n", s.Failover, classifyOf(s), failover(m.Failover))
 		fmt.Fprintf(w, "switchover     %s\n", switchover(s, m.Failover))
 	}
-	if s.ServerMax > 0 {
+	if s.ServerMax > 0 || m.Full.Refused > 0 {
 		fmt.Fprintf(w, "full backend   %s: %s\n", fullForm(s), fullFigures(m.Full))
 	}
 	if s.RotateAt > 0 {
@@ -146,14 +146,15 @@ func holdForm(s engine.Scenario) string {
 }
 
 // fullForm names the scenario's connection limit and what a refusal for
-// want of room does, or "no limit".
+// want of room does; without a limit, only a Keeper recording's
+// refusals refuse (engine.Options.DialFull): "no limit; refused as recorded".
 func fullForm(s engine.Scenario) string {
-	if s.ServerMax <= 0 {
-		return "no limit"
-	}
 	how := "the caller waits"
 	if s.Full == engine.FullFail {
 		how = "the caller fails"
+	}
+	if s.ServerMax <= 0 {
+		return "no limit; refused as recorded: " + how
 	}
 	return fmt.Sprintf("takes %d, refused: %s", s.ServerMax, how)
 }
@@ -297,7 +298,7 @@ func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Ti
 			return fmt.Sprintf("%d / %v", r.Sum.Failover.HoldDials, round(r.Sum.Failover.HoldGap))
 		})
 	}
-	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.ServerMax > 0 }) {
+	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.ServerMax > 0 || r.Sum.Full.Refused > 0 }) {
 		row("server connections", func(r *engine.Result) string { return fullForm(r.Scenario) })
 		if !slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.Failover > 0 }) {
 			row("calls failed", func(r *engine.Result) string { return fmt.Sprint(failedCalls(r.Sum)) }) // else above

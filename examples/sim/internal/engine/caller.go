@@ -256,7 +256,7 @@ func (r *run) dial(c *caller, t int64, gen uint32) {
 	// time: it answers the connection's startup); one that takes it holds
 	// a connection from now until the resource is closed.
 	full := false
-	if ok && r.s.ServerMax > 0 && r.conns >= r.s.ServerMax {
+	if r.opt.DialFull != nil && r.opt.DialFull(time.Duration(t)) || ok && r.s.ServerMax > 0 && r.conns >= r.s.ServerMax {
 		ok, full = false, true
 	} else if ok {
 		r.conns++

@@ -67,6 +67,11 @@ type Options struct {
 	// start) fails, on top of the scenario's outages: a Keeper recording's
 	// own dial outcomes, say.
 	DialFails func(t time.Duration) bool
+	// DialFull, when set, says whether a dial begun at t is refused for
+	// want of room, on top of Scenario.ServerMax: a Keeper recording's own
+	// refusals (Unmade with ward.GuardFull), say. Such a dial fails as a
+	// full backend's does (Scenario.Full says what its caller does).
+	DialFull func(t time.Duration) bool
 	// RotationRead, when positive, is how long from Scenario.RotateAt
 	// the rotation's figures (Summary.Rotation) are read, so that runs
 	// compared side by side are read over the same stretch; zero reads
