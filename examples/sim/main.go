@@ -16,6 +16,7 @@
 //	go run ./examples/sim -scenario failover -compare classify=none
 //	go run ./examples/sim -scenario steady -rotate-at 10s -rotate-over 5s -compare rotate-over=0
 //	go run ./examples/sim -scenario scenarios/switchover.txt -compare hold-for=0
+//	go run ./examples/sim -scenario scenarios/full.txt -compare full=fail
 //	go run ./examples/sim -scenario my.txt           # a scenario file (see below)
 //	go run ./examples/sim -record load.csv           # write the run's load as CSV
 //	go run ./examples/sim -replay load.csv -size 8 -compare size=16
