@@ -340,10 +340,10 @@ func (f admFigures) log(t *testing.T, name string) {
 // goals (see the asserts for what this machine leaves certain).
 func TestAdmissionBesidePgxpool(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: four runs of 20 s under load")
+		t.Skip("-short: five runs of 20 s under load")
 	}
 	if !testenv.Full() {
-		t.Skipf("four runs of 20 s under load: runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
+		t.Skipf("five runs of 20 s under load: runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
 	}
 	testenv.PostgresDSN(t)
 	hold := admCalibrate(t, 3)
@@ -356,6 +356,7 @@ func TestAdmissionBesidePgxpool(t *testing.T) {
 	lightHold := admCalibrate(t, 4)
 	under := admLoad(0.8*float64(admSize)/lightHold.Seconds(), 2)
 	light, lightStats := admWard(t, under, true)
+	lightOff, _ := admWard(t, under, false)
 
 	t.Logf("calibrated mean holds %v and %v (pg_sleep's %v): capacity %.0f and %.0f a second; arrivals %.0f and %.0f a second",
 		hold.Round(10*time.Microsecond), lightHold.Round(10*time.Microsecond), admHold, capacity, float64(admSize)/lightHold.Seconds(),
@@ -365,9 +366,11 @@ func TestAdmissionBesidePgxpool(t *testing.T) {
 	off.log(t, "150% off")
 	peer.log(t, "150% pgxpool")
 	light.log(t, "80% on")
+	lightOff.log(t, "80% off")
 	t.Logf("150%%: successes a second, on / off %.3f, on / pgxpool %.3f; p99 wait on %v, off %v, pgxpool %v",
 		on.perSecond()/off.perSecond(), on.perSecond()/peer.perSecond(), on.p99().Round(10*time.Microsecond), off.p99().Round(10*time.Microsecond), peer.p99().Round(10*time.Microsecond))
-	t.Logf("80%%: refused %d of %d callers (%.3f%%)", light.late, light.callers, 100*float64(light.late)/float64(light.callers))
+	t.Logf("80%%: refused %d of %d callers (%.3f%%); acquires failed on %d (%d once admitted), off %d; served on %d, off %d",
+		light.late, light.callers, 100*float64(light.late)/float64(light.callers), light.acqFailed, light.acqFailed-light.late, lightOff.acqFailed, light.ok, lightOff.ok)
 
 	if on.late == 0 {
 		t.Fatalf("admission on at 150%% refused no caller")
