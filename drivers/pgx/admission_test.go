@@ -389,22 +389,28 @@ func TestAdmissionBesidePgxpool(t *testing.T) {
 	}
 	// The goal is 90% of the failed acquires within a millisecond:
 	// the refusals, against the callers admitted that then waited their
-	// deadline out. On the shared 2-core machine it came to 73-90%, the
-	// holds' prediction missing for the rest; 70% is what its noise leaves
-	// certain, and the figure is logged.
+	// deadline out. On the shared 2-core machine it came to 81% (80.6 and
+	// 80.8 in two runs) with Admit refusing under an even chance, 81-87%
+	// with the mean rule before it, the holds' prediction missing for the
+	// rest (the run's holds stretch past the moving mean); 70% is what its
+	// noise leaves certain, and the figure is logged.
 	if acq, _ := on.fastShare(); acq < 0.7 {
 		t.Errorf("with admission on, %.1f%% of the failed acquires failed within %v, want at least 70%% (the goal is 90%%)", 100*acq, admFast)
 	}
 	if on.perSecond() < 0.9*off.perSecond() {
 		t.Errorf("with admission on %.1f served a second, off %.1f: want at least 0.9 of it", on.perSecond(), off.perSecond())
 	}
-	// The goal at 80% is 0.1% refused; a model of the same rule on
-	// exponential holds (M/M/4, the same moving mean) refuses 0.07-0.1%.
-	// Here it refused 5.6-15% at a load measured at 74-94% (the machine
-	// stretches the holds past the calibration now and then): the refusals
-	// predicted 51-66 ms for 2 to 7 callers ahead where the run's mean hold
-	// was 36 ms. The test holds that they fall with the load, and logs the
-	// figure.
+	// The goal at 80% is 0.1% refused; a model of the rule on exponential
+	// holds (M/M/4, the same moving mean, the hold cut at the deadline)
+	// refuses 0.25-0.32%, and 0.07-0.10% at a threshold of 0.3, which lets
+	// three times as many admitted callers time out at 150%. Here it
+	// refused 6.1-7.7% (the mean rule 6.9-11.5%, a threshold of 0.15 still
+	// 3.6%) at a load measured at 82-89%, and the same callers with
+	// admission off failed 15-20% of their acquires at the deadline, with
+	// fewer served (1360-1440 against 1518-1525 on): the machine's holds
+	// stretch with the load and bunch, and the callers refused would mostly
+	// have failed anyway. The test holds that the refusals fall with the
+	// load, and logs the figure beside the run with admission off.
 	onShare, lightShare := float64(on.late)/float64(on.callers), float64(light.late)/float64(light.callers)
 	if lightShare > onShare/2 {
 		t.Errorf("admission refused %.2f%% of the callers at 80%% load and %.2f%% at 150%%: want at most half of it (the goal is 0.1%%)", 100*lightShare, 100*onShare)
