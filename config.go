@@ -168,7 +168,8 @@ type Config[T comparable] struct {
 	// or make no sense.
 	CPU func() int
 	// Admission, when set, refuses at once an Acquire the pool predicts
-	// cannot be served before its context's deadline, instead of letting
+	// is more likely than not to miss its context's deadline (its chance
+	// of being served in time under 1/2, see Pool.Admit), instead of letting
 	// it wait the deadline out (a *LateError, which errors.Is reads as
 	// context.DeadlineExceeded): the pool predicts a queued caller's wait
 	// from its place in the queue and the holds it has measured (see

@@ -340,10 +340,10 @@ func (f admFigures) log(t *testing.T, name string) {
 // goals (see the asserts for what this machine leaves certain).
 func TestAdmissionBesidePgxpool(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: four runs of 20 s under load")
+		t.Skip("-short: five runs of 20 s under load")
 	}
 	if !testenv.Full() {
-		t.Skipf("four runs of 20 s under load: runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
+		t.Skipf("five runs of 20 s under load: runs with %s=1 (./scripts/test sets it)", testenv.FullVar)
 	}
 	testenv.PostgresDSN(t)
 	hold := admCalibrate(t, 3)
@@ -356,6 +356,7 @@ func TestAdmissionBesidePgxpool(t *testing.T) {
 	lightHold := admCalibrate(t, 4)
 	under := admLoad(0.8*float64(admSize)/lightHold.Seconds(), 2)
 	light, lightStats := admWard(t, under, true)
+	lightOff, _ := admWard(t, under, false)
 
 	t.Logf("calibrated mean holds %v and %v (pg_sleep's %v): capacity %.0f and %.0f a second; arrivals %.0f and %.0f a second",
 		hold.Round(10*time.Microsecond), lightHold.Round(10*time.Microsecond), admHold, capacity, float64(admSize)/lightHold.Seconds(),
@@ -365,9 +366,11 @@ func TestAdmissionBesidePgxpool(t *testing.T) {
 	off.log(t, "150% off")
 	peer.log(t, "150% pgxpool")
 	light.log(t, "80% on")
+	lightOff.log(t, "80% off")
 	t.Logf("150%%: successes a second, on / off %.3f, on / pgxpool %.3f; p99 wait on %v, off %v, pgxpool %v",
 		on.perSecond()/off.perSecond(), on.perSecond()/peer.perSecond(), on.p99().Round(10*time.Microsecond), off.p99().Round(10*time.Microsecond), peer.p99().Round(10*time.Microsecond))
-	t.Logf("80%%: refused %d of %d callers (%.3f%%)", light.late, light.callers, 100*float64(light.late)/float64(light.callers))
+	t.Logf("80%%: refused %d of %d callers (%.3f%%); acquires failed on %d (%d once admitted), off %d; served on %d, off %d",
+		light.late, light.callers, 100*float64(light.late)/float64(light.callers), light.acqFailed, light.acqFailed-light.late, lightOff.acqFailed, light.ok, lightOff.ok)
 
 	if on.late == 0 {
 		t.Fatalf("admission on at 150%% refused no caller")
@@ -386,22 +389,28 @@ func TestAdmissionBesidePgxpool(t *testing.T) {
 	}
 	// The goal is 90% of the failed acquires within a millisecond:
 	// the refusals, against the callers admitted that then waited their
-	// deadline out. On the shared 2-core machine it came to 73-90%, the
-	// holds' prediction missing for the rest; 70% is what its noise leaves
-	// certain, and the figure is logged.
+	// deadline out. On the shared 2-core machine it came to 81% (80.5-80.8
+	// in three runs) with Admit refusing under an even chance, 81-87%
+	// with the mean rule before it, the holds' prediction missing for the
+	// rest (the run's holds stretch past the moving mean); 70% is what its
+	// noise leaves certain, and the figure is logged.
 	if acq, _ := on.fastShare(); acq < 0.7 {
 		t.Errorf("with admission on, %.1f%% of the failed acquires failed within %v, want at least 70%% (the goal is 90%%)", 100*acq, admFast)
 	}
 	if on.perSecond() < 0.9*off.perSecond() {
 		t.Errorf("with admission on %.1f served a second, off %.1f: want at least 0.9 of it", on.perSecond(), off.perSecond())
 	}
-	// The goal at 80% is 0.1% refused; a model of the same rule on
-	// exponential holds (M/M/4, the same moving mean) refuses 0.07-0.1%.
-	// Here it refused 5.6-15% at a load measured at 74-94% (the machine
-	// stretches the holds past the calibration now and then): the refusals
-	// predicted 51-66 ms for 2 to 7 callers ahead where the run's mean hold
-	// was 36 ms. The test holds that they fall with the load, and logs the
-	// figure.
+	// The goal at 80% is 0.1% refused; a model of the rule on exponential
+	// holds (M/M/4, the same moving mean, the hold cut at the deadline)
+	// refuses 0.25-0.32%, and 0.07-0.10% at a threshold of 0.3, which lets
+	// three times as many admitted callers time out at 150%. Here it
+	// refused 6.1-8.6% (the mean rule 6.8-11.5%, a threshold of 0.15 still
+	// 3.6%) at a load measured at 82-91%, and the same callers with
+	// admission off failed 15-20% of their acquires at the deadline, with
+	// fewer served (1360-1440 against 1493-1525 on): the machine's holds
+	// stretch with the load and bunch, and the callers refused would mostly
+	// have failed anyway. The test holds that the refusals fall with the
+	// load, and logs the figure beside the run with admission off.
 	onShare, lightShare := float64(on.late)/float64(on.callers), float64(light.late)/float64(light.callers)
 	if lightShare > onShare/2 {
 		t.Errorf("admission refused %.2f%% of the callers at 80%% load and %.2f%% at 150%%: want at most half of it (the goal is 0.1%%)", 100*lightShare, 100*onShare)
