@@ -411,8 +411,14 @@ func TestAdmissionBesidePgxpool(t *testing.T) {
 	// stretch with the load and bunch, and the callers refused would mostly
 	// have failed anyway. The test holds that the refusals fall with the
 	// load, and logs the figure beside the run with admission off.
+	// A machine busy with other work stretches the holds until the load
+	// meant as 80% is an overload (118% measured once, at a load average
+	// of 9): then the comparison says nothing, and it is only logged.
 	onShare, lightShare := float64(on.late)/float64(on.callers), float64(light.late)/float64(light.callers)
-	if lightShare > onShare/2 {
+	switch {
+	case light.load() >= 1:
+		t.Logf("the 80%% run measured a load of %.0f%%: the machine overloaded it; refused %.2f%% there, %.2f%% at 150%%", 100*light.load(), 100*lightShare, 100*onShare)
+	case lightShare > onShare/2:
 		t.Errorf("admission refused %.2f%% of the callers at 80%% load and %.2f%% at 150%%: want at most half of it (the goal is 0.1%%)", 100*lightShare, 100*onShare)
 	}
 }
