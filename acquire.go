@@ -13,7 +13,7 @@ type decision[T comparable] struct {
 	kind  pool.Kind     // Ready, Make, Wait, Later, Shed or Closed; never Stale
 	loan  Loan[T]       // Ready: the loan, begun
 	check bool          // Ready: Config.Check is due before the caller has it
-	delay time.Duration // Later: how long to hold back; Wait: when to ask again (a full backend), or 0
+	delay time.Duration // Later: how long to hold back; Wait: when to ask again (a full backend, a hold), or 0
 	err   error         // Shed and Closed: the taker's error
 	gen   uint32        // Make: the reservation's generation, for Made
 }

@@ -50,9 +50,10 @@ func (v Verdict) String() string {
 }
 
 // Classifier says what err, returned by an operation on a resource or by
-// Config.Dial, means: a Verdict and a short cause that names the reason in Stats.ResetCauses,
-// the metrics and the log ("25006", "READONLY"); the cause matters only
-// for Reset. It must be safe for concurrent use and quick: it runs on the
+// Config.Dial, means: a Verdict and a short cause that names the reason
+// in Stats.ResetCauses, the metrics and the log ("25006", "READONLY");
+// the cause matters only for Reset. Of a dial's error only Full is acted
+// on. It must be safe for concurrent use and quick: it runs on the
 // goroutine of the caller that got the error. It is never called with a
 // nil error. See Keeper.Classify for what happens when it panics or
 // answers a Verdict it should not.

@@ -46,8 +46,8 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 }
 
 // waitLocked carries out a Wait answer's Delay, when it has one (a full
-// backend): the timer asks for the waiters again then, whether or not a
-// resource comes back first.
+// backend, a hold after a failover): the timer asks for the waiters again
+// then, whether or not a resource comes back first.
 func (k *Keeper[T]) waitLocked(now time.Time, s decision[T]) {
 	if s.delay > 0 {
 		k.alarm.retry = true
