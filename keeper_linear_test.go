@@ -114,6 +114,16 @@ func TestKeeperLinearizableFresh(t *testing.T) {
 	runLinear(t, linearRuns(t, 200, 6000), drawLinFreshConfig)
 }
 
+// TestKeeperLinearizableFull checks histories of the full backend's class
+// (drawLinFullConfig): the fresh class's, with a third of the dials
+// refused as full. The specification has a caller wait while others are
+// live and fail otherwise, and no make start beyond the room the backend
+// left until the clock passes its second.
+func TestKeeperLinearizableFull(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	runLinear(t, linearRuns(t, 100, 6000), drawLinFullConfig)
+}
+
 // linearRuns is how many histories a test records: quick, full in the full
 // run (testenv.Full), a tenth of quick with -short, or WARDPOOL_LINEAR_RUNS.
 func linearRuns(t *testing.T, quick, full int) int {

@@ -64,10 +64,12 @@ type linCheck struct {
 	call, ret int64
 }
 
-// linDial is a dial: for which operation, which resource, when it returned.
+// linDial is a dial: for which operation, which resource (none when the
+// backend refused it as full), when it returned.
 type linDial struct {
-	n, id int
-	ret   int64
+	n, id   int
+	ret     int64
+	refused bool
 }
 
 func (r *linRecorder) tick() int64 { return r.clock.Add(1) }
@@ -87,16 +89,25 @@ func (r *linRecorder) add(client int, in linIn, call, ret int64, out linOut) {
 	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
 }
 
-// dialed is the resource dialed for operation n, 0 if none.
-func (r *linRecorder) dialed(n int) int {
+// dialed is the resource dialed for operation n, 0 if none, and how many
+// of its dials the backend refused as full.
+func (r *linRecorder) dialed(n int) (id, refused int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.dialedLocked(n)
+}
+
+func (r *linRecorder) dialedLocked(n int) (id, refused int) {
 	for _, d := range r.dials {
-		if d.n == n {
-			return d.id
+		switch {
+		case d.n != n:
+		case d.refused:
+			refused++
+		default:
+			id = d.id
 		}
 	}
-	return 0
+	return id, refused
 }
 
 // linWorld is one run: the Keeper, its fakes, the recorder.
@@ -120,6 +131,9 @@ type linWorld struct {
 
 	checkFails *rand.Rand // guarded by rec.mu
 	resetHook  bool       // Config.Reset is set
+	// refuse draws which dials the backend refuses as full, in the full
+	// class; nil in the others. Guarded by rec.mu.
+	refuse *rand.Rand
 
 	// The fresh class (issue 32): its calls, and the gates its
 	// TryAcquires' background dials wait at, oldest first (guarded by mu).
@@ -166,7 +180,11 @@ type linConfig struct {
 	// fresh is issue 32's class (drawLinFreshConfig): phases of
 	// Acquire, TryAcquire, Release and Destroy, the clock moved between
 	// them by edges' steps while background dials are still on their way.
-	fresh      bool
+	fresh bool
+	// full is the full backend's class (drawLinFullConfig): the fresh
+	// class, with a dial in three refused as full (Config.Classify
+	// says Full), and the clock's steps drawn about the room's second.
+	full       bool
 	checkFails *rand.Rand
 	guards     linGuards
 }
@@ -216,7 +234,28 @@ func (g linGuards) String() string {
 
 func (c linConfig) String() string {
 	return fmt.Sprintf("size=%d idle=%d keep=%v life=%v step=%v workers=%d resethook=%v checkhook=%v leakwatch=%v%v",
-		c.limits.Size, c.limits.Idle, c.limits.Keep, c.limits.Life, c.step, c.workers, c.resetHook, c.checkHook, c.leakWatch, c.guards) + map[bool]string{true: " edges", false: ""}[c.edges] + map[bool]string{true: " fresh", false: ""}[c.fresh]
+		c.limits.Size, c.limits.Idle, c.limits.Keep, c.limits.Life, c.step, c.workers, c.resetHook, c.checkHook, c.leakWatch, c.guards) + map[bool]string{true: " edges", false: ""}[c.edges] + map[bool]string{true: " fresh", false: ""}[c.fresh] + map[bool]string{true: " full", false: ""}[c.full]
+}
+
+// drawLinFullConfig draws a configuration of the full backend's class:
+// the fresh class's (drawLinFreshConfig), a third of the dials refused as
+// full, the clock's steps drawn from 0, 999 ms, 1 s, 3 s, Keep and Keep +
+// 1 ns (the room grows a second after a refusal).
+func drawLinFullConfig(r *rand.Rand) linConfig {
+	c := drawLinFreshConfig(r)
+	c.full = true
+	return c
+}
+
+// errLinFull is the error of a dial the backend refused for want of room;
+// linClassify calls it Full.
+var errLinFull = errors.New("too many clients")
+
+func linClassify(err error) (Verdict, string) {
+	if errors.Is(err, errLinFull) {
+		return Full, "full"
+	}
+	return Reuse, ""
 }
 
 // drawLinConfig draws a configuration of the general class from r.
@@ -326,7 +365,7 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 		w.maxSize = c.limits.Size
 	}
 	w.cond = sync.NewCond(&w.mu)
-	h := &linHistory{seed: seed, limits: c.limits, start: w.clock.Now(), cfg: c.String(), guards: c.guards, checks: c.checkHook}
+	h := &linHistory{seed: seed, limits: c.limits, start: w.clock.Now(), cfg: c.String(), guards: c.guards, checks: c.checkHook, full: c.full}
 	cfg := Config[*res]{
 		Limits: c.limits,
 		Dial:   w.dial,
@@ -351,6 +390,10 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 	if c.checkHook {
 		cfg.Check, cfg.CheckIdle = w.checkHook, -1
 	}
+	if c.full {
+		cfg.Classify = linClassify
+		w.refuse = rand.New(rand.NewPCG(seed, 0xf011))
+	}
 	k, err := NewKeeper(cfg)
 	if err != nil {
 		t.Fatalf("NewKeeper(%s): %v", h.cfg, err)
@@ -371,6 +414,7 @@ func recordLinear(t *testing.T, seed uint64, draw func(*rand.Rand) linConfig) *l
 		last := round == c.rounds-1 || round == c.closeIn
 		w.arrived, w.holders = 0, 0
 		var wg sync.WaitGroup
+		stop := w.watch(c.full)
 		for g := range c.workers {
 			wg.Add(1)
 			rg := rand.New(rand.NewPCG(seed, uint64(round*16+g)))
@@ -381,6 +425,7 @@ func recordLinear(t *testing.T, seed uint64, draw func(*rand.Rand) linConfig) *l
 			}()
 		}
 		wg.Wait()
+		stop()
 		// The fresh class waits for its dials only now and then: until
 		// it does, they may land at any point of the phases to come,
 		// before or after the clock moves (see linWorld.between).
@@ -395,7 +440,10 @@ func recordLinear(t *testing.T, seed uint64, draw func(*rand.Rand) linConfig) *l
 			break
 		}
 		d := c.step
-		if c.edges {
+		switch {
+		case c.full:
+			d = []time.Duration{0, time.Second - 1, time.Second, 3 * time.Second, c.limits.Keep, c.limits.Keep + 1}[r.IntN(6)]
+		case c.edges:
 			d = []time.Duration{0, 3 * time.Second, c.limits.Keep, c.limits.Keep + 1, 25 * time.Second}[r.IntN(5)]
 		}
 		if !c.fresh || r.IntN(2) == 0 || !w.straddle(t, r, loans, d) {
@@ -600,6 +648,24 @@ func (w *linWorld) landings(end int64) {
 	}
 	for _, d := range rec.dials {
 		i, known := byN[d.n]
+		if d.refused {
+			// Its call's output learns how many were refused (a
+			// TryAcquire's only now); the refusal may have come as late
+			// as the round's end, for a caller a return served.
+			if known {
+				out := rec.ops[i].Output.(linOut)
+				_, out.refused = rec.dialedLocked(d.n)
+				rec.ops[i].Output = out
+			}
+			rec.ops = append(rec.ops, porcupine.Operation{
+				ClientId: 1<<20 + len(rec.ops), // a client of its own
+				Input:    linIn{kind: linRefuse, n: d.n},
+				Call:     d.ret,
+				Return:   end,
+				Output:   linOut{},
+			})
+			continue
+		}
 		var o porcupine.Operation
 		if known {
 			// A TryAcquire's dial may start after the call returned: its
@@ -737,7 +803,8 @@ func (w *linWorld) tryOp(g int, loans *[]Loan[*res]) {
 	call := rec.tick()
 	l, err := w.k.TryAcquire(ctx)
 	ret := rec.tick()
-	out := linOut{err: errKind(err), dialed: rec.dialed(n)}
+	out := linOut{err: errKind(err)}
+	out.dialed, out.refused = rec.dialed(n)
 	if err == nil {
 		out.id = l.Value().id
 		*loans = append(*loans, l)
@@ -797,7 +864,8 @@ func (w *linWorld) acquireOp(g int, loans *[]Loan[*res]) {
 	l, err := w.k.Acquire(ctx)
 	ret := rec.tick()
 	w.block(-1)
-	out := linOut{err: errKind(err), dialed: rec.dialed(n)}
+	out := linOut{err: errKind(err)}
+	out.dialed, out.refused = rec.dialed(n)
 	if err == nil {
 		out.id = l.Value().id
 		*loans = append(*loans, l)
@@ -865,6 +933,17 @@ func (w *linWorld) dial(ctx context.Context) (*res, error) {
 		w.mu.Unlock()
 		<-gate.open // every gate opens before the Keeper closes
 	}
+	if w.refuse != nil {
+		w.rec.mu.Lock()
+		refused := w.refuse.IntN(3) == 0
+		if refused {
+			w.rec.dials = append(w.rec.dials, linDial{n: n, ret: w.rec.tick(), refused: true})
+		}
+		w.rec.mu.Unlock()
+		if refused {
+			return nil, errLinFull
+		}
+	}
 	v := &res{id: int(w.nextID.Add(1))}
 	w.rec.mu.Lock()
 	w.rec.dials = append(w.rec.dials, linDial{n: n, id: v.id, ret: w.rec.tick()})
@@ -907,4 +986,49 @@ func (w *linWorld) resetFails(_ context.Context, v *res) error {
 		return errLinReset
 	}
 	return nil
+}
+
+// watch, in the full class, moves the clock a second on (and runs the
+// timers due) whenever the round is stuck on it: a worker blocked, every
+// other one arrived with nothing left to give back, no dial under way. A
+// caller a full backend left waiting, with nothing live made, waits so
+// for the room to grow. The move is an operation of its own, concurrent
+// with the blocked call. It returns the function that stops it, and waits
+// for it to stop.
+func (w *linWorld) watch(on bool) (stop func()) {
+	if !on {
+		return func() {}
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		calm := 0
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			w.mu.Lock()
+			stuck := w.blocked > 0 && w.arrived+w.blocked == w.workers && w.holders == 0 &&
+				!slices.ContainsFunc(w.gates, func(g *linGate) bool { return g.waiting })
+			w.mu.Unlock()
+			if !stuck || !settled(w.k) {
+				calm = 0
+				continue
+			}
+			if calm++; calm < 4 {
+				continue
+			}
+			calm = 0
+			w.advance(time.Second)
+			w.clock.fire(w.workers)
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
 }
