@@ -38,7 +38,8 @@ const (
 	linAttempt   // an Acquire's or TryAcquire's take of a resource whose check then failed
 	linCheckFail // the failed check, which drops the resource
 	linSetLimits
-	linRefuse // a dial the backend refused as full (Config.Classify says Full)
+	linRefuse   // a dial the backend refused as full (Config.Classify says Full), or failed (down)
+	linFailover // Loan.Reset: a resource's word that its generation is condemned
 )
 
 // linIn is an operation's input.
@@ -50,6 +51,7 @@ type linIn struct {
 	own  bool          // Land: the dial was an Acquire's own (else background)
 	d    time.Duration // Advance
 	lim  pool.Limits   // SetLimits
+	down bool          // Refuse: the dial failed (a node down), not refused as full
 }
 
 // linOut is an operation's output.
@@ -83,6 +85,7 @@ type linHistory struct {
 	guards linGuards // the ward's shedder and limiter, if any
 	checks bool      // Config.Check on every loan (checkhook)
 	full   bool      // dials may be refused as full (Config.Classify)
+	hold   pool.Hold // Config.Hold, for Loan.Reset
 	// samples is how many times the CPU sampler ran: timers, but no
 	// operations.
 	samples int
@@ -147,9 +150,20 @@ type linMachine struct {
 	roomSet  bool
 	room     int
 	roomAt   time.Time
-	// retry: a full backend's history, in which the Keeper's timer asks
-	// for its queued callers again (the Delay of a Wait).
+	// retry: a full backend's history, or a held one, in which the
+	// Keeper's timer asks for its queued callers again (the Delay of a
+	// Wait).
 	retry bool
+
+	// A hold after a failover (DESIGN.md, "Callers held through a
+	// failover"), on the specification's own terms: Config.Hold, and
+	// while a Loan.Reset's hold is on (until holdUntil, or the first
+	// resource of the new generation made), the earliest instant the
+	// next make may start.
+	hold      pool.Hold
+	holdOn    bool
+	holdUntil time.Time
+	holdNext  time.Time
 }
 
 // linOwn is the specification's own record of one resource (linMachine.own).
@@ -235,7 +249,7 @@ func (h *linHistory) machine(steps []linStep) *linMachine {
 	}
 	m := &linMachine{p: p, w: w, limits: h.limits, start: h.start, now: h.start,
 		own: map[int]linOwn{}, served: map[int]bool{}, pending: map[int]linPend{}, cpu: h.guards.cpu, checkAll: h.checks,
-		refusals: map[int]int{}, retry: h.full}
+		refusals: map[int]int{}, retry: h.full || h.hold.For > 0, hold: h.hold}
 	for _, s := range steps {
 		if !m.apply(s.in, s.out) {
 			panic("replay of an accepted step refused")
@@ -319,6 +333,9 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 			// Of the generation its reservation was opened in: a dial in
 			// flight across a Reset makes a resource of the old one.
 			m.own[in.id] = linOwn{born: now, gen: pend.gen}
+			if pend.gen == m.resets {
+				m.holdOn = false // the new generation's first: the hold ends
+			}
 			if m.roomSet {
 				m.room = max(m.room, p.Books().Live-len(m.pending))
 			}
@@ -397,7 +414,24 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		}
 		return true
 	case linRefuse:
-		return m.refuse(in.n)
+		return m.refuse(in.n, in.down)
+	case linFailover:
+		if o, ok := m.own[in.id]; !ok || o.idle {
+			return false // not out on loan, by the specification's own book
+		}
+		if gone, ok := p.ResetFor(in.id, now, m.hold); ok {
+			m.retired(gone)
+			m.resets++
+			if m.hold.For > 0 {
+				m.holdOn, m.holdUntil, m.holdNext = true, now.Add(m.hold.For), now
+			}
+		}
+		// Of an old generation now, or before: retired, not kept.
+		if p.Give(in.id, now) {
+			return false
+		}
+		delete(m.own, in.id)
+		return m.serve()
 	}
 	return false
 }
@@ -446,6 +480,9 @@ func (m *linMachine) summary() string {
 			fmt.Fprintf(&b, " #%d:%d", n, m.refusals[n])
 		}
 		fmt.Fprintf(&b, " ] room=%v/%d/%v", m.roomSet, m.room, now.Sub(m.roomAt))
+	}
+	if m.holding() {
+		fmt.Fprintf(&b, " held until %v, next make %v", m.holdUntil.Sub(m.start), m.holdNext.Sub(m.start))
 	}
 	// The guards' whole state, not only what they read out: two states
 	// alike in Limit but not in the limit behind it answer differently
@@ -598,7 +635,12 @@ func describeLin(in linIn, out linOut) string {
 	case linCheckFail:
 		return fmt.Sprintf("Check(c%d) fails: dropped", in.id)
 	case linRefuse:
+		if in.down {
+			return fmt.Sprintf("dial for #%d fails", in.n)
+		}
 		return fmt.Sprintf("dial for #%d refused as full", in.n)
+	case linFailover:
+		return fmt.Sprintf("Loan(c%d).Reset", in.id)
 	case linLand:
 		who := "background"
 		if in.own {
@@ -626,7 +668,7 @@ func (h *linHistory) tally(into map[string]int) {
 			case out.err == linShed:
 				key += " ShedError"
 			case out.err == linOther:
-				key += " refused as full"
+				key += " dial error"
 			case out.err == linWouldWait && out.dialed != 0:
 				key += " ErrWouldWait+dial"
 			case out.err == linWouldWait:
@@ -658,6 +700,11 @@ func (h *linHistory) tally(into map[string]int) {
 			continue
 		case linRefuse:
 			key = "dial refused as full"
+			if in.down {
+				key = "dial fails"
+			}
+		case linFailover:
+			key = "Loan.Reset"
 		case linSetLimits:
 			key = "SetLimits"
 			if out.err == linClosed {
@@ -966,6 +1013,16 @@ func (m *linMachine) open(n int, try bool, out linOut, pgen uint32) bool {
 			return false // as many live as there is room for, before this one
 		}
 	}
+	if m.holding() {
+		if m.now.Before(m.holdNext) {
+			return false // one make every Every while held
+		}
+		every := m.hold.Every
+		if every <= 0 {
+			every = pool.DefaultHoldEvery
+		}
+		m.holdNext = m.now.Add(every)
+	}
 	pend := linPend{id: out.dialed, gen: m.resets, pgen: pgen}
 	switch {
 	case m.refusals[n] < out.refused:
@@ -995,15 +1052,27 @@ func (m *linMachine) open(n int, try bool, out linOut, pgen uint32) bool {
 	return true
 }
 
-// refuse takes the refusal, as full, of operation n's dial. The backend
+// holding reports whether a hold after a failover is on at the machine's
+// instant: For has not passed since the Loan.Reset, and no resource of
+// the new generation was made.
+func (m *linMachine) holding() bool {
+	if m.holdOn && !m.now.Before(m.holdUntil) {
+		m.holdOn = false
+	}
+	return m.holdOn
+}
+
+// refuse takes the refusal, as full, of operation n's dial (or its
+// failure, when down: see below). The backend
 // is full, not down: with other resources live (made, or being made) the
 // caller waits, back at the front of the queue, for one to come back or
 // for the next make, and the backend's room becomes the resources made;
 // with none live (or the Keeper closed) nothing will come back, and the
 // caller gets the error (ErrClosed once closed). A dial nobody waits for
 // (a TryAcquire's, or one whose caller a return served) is refused
-// unseen.
-func (m *linMachine) refuse(n int) bool {
+// unseen. A dial that failed (down) has its caller wait for the next
+// make while a hold after a failover is on, and fail otherwise.
+func (m *linMachine) refuse(n int, down bool) bool {
 	pend, ok := m.pending[n]
 	if !ok || !pend.refuse {
 		return false
@@ -1013,10 +1082,15 @@ func (m *linMachine) refuse(n int) bool {
 	p := m.p
 	// Live counts this reservation too, until Unmade gives it back.
 	wait := p.Books().Live-1 > 0 && !m.closed
-	if p.Unmade(m.now, 0, ward.GuardFull) != wait {
+	by := ward.GuardFull
+	if down {
+		// A failed dial: its caller waits for the next only while held.
+		wait, by = m.holding() && !m.closed, ward.GuardNone
+	}
+	if p.Unmade(m.now, 0, by) != wait {
 		return false
 	}
-	if wait {
+	if wait && !down {
 		m.roomSet, m.room, m.roomAt = true, p.Books().Live-len(m.pending), m.now
 	}
 	i := m.dialer(n)

@@ -124,6 +124,16 @@ func TestKeeperLinearizableFull(t *testing.T) {
 	runLinear(t, linearRuns(t, 100, 6000), drawLinFullConfig)
 }
 
+// TestKeeperLinearizableHold checks histories of the held class
+// (drawLinHoldConfig): the fresh class's, with Config.Hold, Loan.Reset
+// among the calls and a dial in four failing. The specification has
+// callers wait while held, a failed dial's caller wait for the next,
+// and at most one make start every Every until the hold ends.
+func TestKeeperLinearizableHold(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	runLinear(t, linearRuns(t, 100, 6000), drawLinHoldConfig)
+}
+
 // linearRuns is how many histories a test records: quick, full in the full
 // run (testenv.Full), a tenth of quick with -short, or WARDPOOL_LINEAR_RUNS.
 func linearRuns(t *testing.T, quick, full int) int {

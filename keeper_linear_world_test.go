@@ -70,6 +70,7 @@ type linDial struct {
 	n, id   int
 	ret     int64
 	refused bool
+	down    bool // failed, not refused as full
 }
 
 func (r *linRecorder) tick() int64 { return r.clock.Add(1) }
@@ -132,8 +133,12 @@ type linWorld struct {
 	checkFails *rand.Rand // guarded by rec.mu
 	resetHook  bool       // Config.Reset is set
 	// refuse draws which dials the backend refuses as full, in the full
-	// class; nil in the others. Guarded by rec.mu.
+	// class, or which fail (down), in the held class; nil in the others.
+	// Guarded by rec.mu.
 	refuse *rand.Rand
+	down   bool
+	// failover: the held class, whose workers call Loan.Reset.
+	failover bool
 
 	// The fresh class (issue 32): its calls, and the gates its
 	// TryAcquires' background dials wait at, oldest first (guarded by mu).
@@ -184,7 +189,11 @@ type linConfig struct {
 	// full is the full backend's class (drawLinFullConfig): the fresh
 	// class, with a dial in three refused as full (Config.Classify
 	// says Full), and the clock's steps drawn about the room's second.
-	full       bool
+	full bool
+	// hold is the held class's Config.Hold (drawLinHoldConfig): the
+	// fresh class, with Loan.Reset among the calls and a dial in four
+	// failing.
+	hold       pool.Hold
 	checkFails *rand.Rand
 	guards     linGuards
 }
@@ -234,7 +243,20 @@ func (g linGuards) String() string {
 
 func (c linConfig) String() string {
 	return fmt.Sprintf("size=%d idle=%d keep=%v life=%v step=%v workers=%d resethook=%v checkhook=%v leakwatch=%v%v",
-		c.limits.Size, c.limits.Idle, c.limits.Keep, c.limits.Life, c.step, c.workers, c.resetHook, c.checkHook, c.leakWatch, c.guards) + map[bool]string{true: " edges", false: ""}[c.edges] + map[bool]string{true: " fresh", false: ""}[c.fresh] + map[bool]string{true: " full", false: ""}[c.full]
+		c.limits.Size, c.limits.Idle, c.limits.Keep, c.limits.Life, c.step, c.workers, c.resetHook, c.checkHook, c.leakWatch, c.guards) + map[bool]string{true: " edges", false: ""}[c.edges] + map[bool]string{true: " fresh", false: ""}[c.fresh] + map[bool]string{true: " full", false: ""}[c.full] + map[bool]string{true: fmt.Sprintf(" hold=%v/%v", c.hold.For, c.hold.Every), false: ""}[c.hold.For > 0]
+}
+
+// drawLinHoldConfig draws a configuration of the held class: the fresh
+// class's (drawLinFreshConfig), with Config.Hold (For 3 s or 10 s, Every
+// 500 ms or 1 s), Loan.Reset among the workers' calls, a dial in four
+// failing, and the clock's steps drawn about Every and For.
+func drawLinHoldConfig(r *rand.Rand) linConfig {
+	c := drawLinFreshConfig(r)
+	c.hold = pool.Hold{
+		For:   []time.Duration{3 * time.Second, 10 * time.Second}[r.IntN(2)],
+		Every: []time.Duration{500 * time.Millisecond, time.Second}[r.IntN(2)],
+	}
+	return c
 }
 
 // drawLinFullConfig draws a configuration of the full backend's class:
@@ -250,6 +272,10 @@ func drawLinFullConfig(r *rand.Rand) linConfig {
 // errLinFull is the error of a dial the backend refused for want of room;
 // linClassify calls it Full.
 var errLinFull = errors.New("too many clients")
+
+// errLinDown is the error of a dial that failed, and of a resource whose
+// generation is condemned (Loan.Reset), in the held class.
+var errLinDown = errors.New("node down")
 
 func linClassify(err error) (Verdict, string) {
 	if errors.Is(err, errLinFull) {
@@ -365,7 +391,7 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 		w.maxSize = c.limits.Size
 	}
 	w.cond = sync.NewCond(&w.mu)
-	h := &linHistory{seed: seed, limits: c.limits, start: w.clock.Now(), cfg: c.String(), guards: c.guards, checks: c.checkHook, full: c.full}
+	h := &linHistory{seed: seed, limits: c.limits, start: w.clock.Now(), cfg: c.String(), guards: c.guards, checks: c.checkHook, full: c.full, hold: c.hold}
 	cfg := Config[*res]{
 		Limits: c.limits,
 		Dial:   w.dial,
@@ -394,6 +420,10 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 		cfg.Classify = linClassify
 		w.refuse = rand.New(rand.NewPCG(seed, 0xf011))
 	}
+	if c.hold.For > 0 {
+		cfg.Hold = c.hold
+		w.refuse, w.down, w.failover = rand.New(rand.NewPCG(seed, 0xd0e1)), true, true
+	}
 	k, err := NewKeeper(cfg)
 	if err != nil {
 		t.Fatalf("NewKeeper(%s): %v", h.cfg, err)
@@ -414,7 +444,7 @@ func recordLinear(t *testing.T, seed uint64, draw func(*rand.Rand) linConfig) *l
 		last := round == c.rounds-1 || round == c.closeIn
 		w.arrived, w.holders = 0, 0
 		var wg sync.WaitGroup
-		stop := w.watch(c.full)
+		stop := w.watch(c.full || c.hold.For > 0)
 		for g := range c.workers {
 			wg.Add(1)
 			rg := rand.New(rand.NewPCG(seed, uint64(round*16+g)))
@@ -443,6 +473,8 @@ func recordLinear(t *testing.T, seed uint64, draw func(*rand.Rand) linConfig) *l
 		switch {
 		case c.full:
 			d = []time.Duration{0, time.Second - 1, time.Second, 3 * time.Second, c.limits.Keep, c.limits.Keep + 1}[r.IntN(6)]
+		case c.hold.For > 0:
+			d = []time.Duration{0, c.hold.Every - 1, c.hold.Every, c.hold.For, 3 * time.Second, c.limits.Keep + 1}[r.IntN(6)]
 		case c.edges:
 			d = []time.Duration{0, 3 * time.Second, c.limits.Keep, c.limits.Keep + 1, 25 * time.Second}[r.IntN(5)]
 		}
@@ -646,22 +678,33 @@ func (w *linWorld) landings(end int64) {
 	for i, o := range rec.ops {
 		byN[o.Input.(linIn).n] = i
 	}
+	seen := map[int]int{} // refusals of each operation so far
 	for _, d := range rec.dials {
 		i, known := byN[d.n]
 		if d.refused {
+			seen[d.n]++
 			// Its call's output learns how many were refused (a
 			// TryAcquire's only now); the refusal may have come as late
 			// as the round's end, for a caller a return served.
+			ret := end
 			if known {
-				out := rec.ops[i].Output.(linOut)
+				o := rec.ops[i]
+				out := o.Output.(linOut)
 				_, out.refused = rec.dialedLocked(d.n)
 				rec.ops[i].Output = out
+				// An Acquire dialed again after any refusal but its last,
+				// and had its last before it returned unless a return
+				// served it while that dial was on its way.
+				byReturn := out.err == linNone && out.dialed == 0
+				if o.Input.(linIn).kind == linAcquire && (seen[d.n] < out.refused || !byReturn) {
+					ret = o.Return
+				}
 			}
 			rec.ops = append(rec.ops, porcupine.Operation{
 				ClientId: 1<<20 + len(rec.ops), // a client of its own
-				Input:    linIn{kind: linRefuse, n: d.n},
+				Input:    linIn{kind: linRefuse, n: d.n, down: d.down},
 				Call:     d.ret,
-				Return:   end,
+				Return:   ret,
 				Output:   linOut{},
 			})
 			continue
@@ -778,6 +821,10 @@ func (w *linWorld) freshOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
 	case held > 0 && x < 60:
 		w.releaseOp(g, r, loans)
 	case held > 0 && x < 72:
+		if w.failover && x >= 64 {
+			w.failoverOp(g, r, loans)
+			break
+		}
 		w.destroyOp(g, r, loans)
 	case x < 94:
 		if held < 2 {
@@ -904,6 +951,19 @@ func (w *linWorld) releaseOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
 	rec.add(g, linIn{kind: linRelease, n: n, id: id, fail: fail}, call, rec.tick(), linOut{})
 }
 
+// failoverOp ends a loan with Loan.Reset: its resource's word that the
+// generation it was made in is condemned.
+func (w *linWorld) failoverOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
+	rec := w.rec
+	i := r.IntN(len(*loans))
+	l := (*loans)[i]
+	*loans = slices.Delete(*loans, i, i+1)
+	n, _ := rec.next()
+	call := rec.tick()
+	l.Reset("failover", errLinDown)
+	rec.add(g, linIn{kind: linFailover, n: n, id: l.Value().id}, call, rec.tick(), linOut{})
+}
+
 func (w *linWorld) destroyOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
 	rec := w.rec
 	i := r.IntN(len(*loans))
@@ -935,12 +995,15 @@ func (w *linWorld) dial(ctx context.Context) (*res, error) {
 	}
 	if w.refuse != nil {
 		w.rec.mu.Lock()
-		refused := w.refuse.IntN(3) == 0
+		refused := w.refuse.IntN(map[bool]int{false: 3, true: 4}[w.down]) == 0
 		if refused {
-			w.rec.dials = append(w.rec.dials, linDial{n: n, ret: w.rec.tick(), refused: true})
+			w.rec.dials = append(w.rec.dials, linDial{n: n, ret: w.rec.tick(), refused: true, down: w.down})
 		}
 		w.rec.mu.Unlock()
-		if refused {
+		switch {
+		case refused && w.down:
+			return nil, errLinDown
+		case refused:
 			return nil, errLinFull
 		}
 	}
