@@ -92,8 +92,11 @@ type linHistory struct {
 	// straddles is how many dial landings were under way as the clock
 	// moved (linWorld.straddle).
 	straddles int
-	ops       []porcupine.Operation
-	info      porcupine.LinearizationInfo
+	// nudges is how many times the clock moved for a round stuck on it
+	// (linWorld.watch).
+	nudges int
+	ops    []porcupine.Operation
+	info   porcupine.LinearizationInfo
 	// stale says the history was refused, and lent a resource past Keep
 	// or Life in every order (staleLends).
 	stale bool
@@ -656,6 +659,9 @@ func describeLin(in linIn, out linOut) string {
 func (h *linHistory) tally(into map[string]int) {
 	into["CPU samples (no operation)"] += h.samples
 	into["landings under way as the clock moved"] += h.straddles
+	if h.nudges > 0 {
+		into["clock moved for a stuck round"] += h.nudges
+	}
 	for _, o := range h.ops {
 		in, out := o.Input.(linIn), o.Output.(linOut)
 		key := ""

@@ -55,6 +55,7 @@ type linRecorder struct {
 	checks     []linCheck   // the failed Config.Check calls of the round, in order
 	samples    int          // the CPU sampler's runs, which are no operations
 	straddles  int          // landings under way as the clock moved (linWorld.straddle)
+	nudges     int          // the clock moved for a round stuck on it (linWorld.watch)
 }
 
 // linCheck is a failed Config.Check call: for which operation, on which
@@ -634,7 +635,7 @@ func (w *linWorld) finish(t testing.TB, h *linHistory, closed bool) {
 		t.Fatalf("%s: resources dialed and closed differ (-dialed +closed):\n%s%d closed twice", h.cfg, diff, w.twice.Load())
 	}
 	h.ops = w.rec.ops
-	h.samples, h.straddles = w.rec.samples, w.rec.straddles
+	h.samples, h.straddles, h.nudges = w.rec.samples, w.rec.straddles, w.rec.nudges
 }
 
 // splitChecks turns each Acquire or TryAcquire whose Config.Check failed
@@ -1065,7 +1066,7 @@ func (w *linWorld) watch(on bool) (stop func()) {
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
-		calm := 0
+		calm, moved := 0, 0
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -1086,6 +1087,13 @@ func (w *linWorld) watch(on bool) (stop func()) {
 				continue
 			}
 			calm = 0
+			if moved++; moved > 100 {
+				// A caller the Keeper left behind: no clock frees it.
+				panic(fmt.Sprintf("linear check: a round stuck after %d moves of the clock", moved))
+			}
+			w.rec.mu.Lock()
+			w.rec.nudges++
+			w.rec.mu.Unlock()
 			w.advance(time.Second)
 			w.clock.fire(w.workers)
 		}
