@@ -270,6 +270,19 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		if m.closed {
 			return in.kind != linAttempt && out.err == linClosed && out.dialed == 0
 		}
+		if len(m.queue) > 0 && m.retry && !m.served[in.n] {
+			// The Keeper asks the Pool for the queued callers first,
+			// this Acquire last among them: in these classes the clock
+			// alone may have let the first go (a full backend's room
+			// grew, a hold's Every passed) with no step to serve it.
+			if in.kind == linAcquire {
+				m.enqueue(in, out)
+				return m.serve()
+			}
+			if !m.serve() {
+				return false
+			}
+		}
 		if len(m.queue) > 0 {
 			// Callers are queued: a TryAcquire is told so, an Acquire
 			// queues behind them, unasked (the Keeper asks the Pool for
