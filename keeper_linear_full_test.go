@@ -40,6 +40,25 @@ func linRefusedWhileLent(out linOut, move time.Duration, back bool) *linHistory 
 	return r.h
 }
 
+// linRefusedBoth is two Acquires (#1, #2) whose dials the backend
+// refuses as full one after the other: #1's while #2's is being made (it
+// waits, and the room is the none made), then #2's with nothing else live
+// (it fails). Then the clock moves move, the timer runs, and #1 dials c1.
+// Nothing is live, yet #1 waits for the room to grow: the Pool's answer,
+// and the documentation's ("while as many are live").
+func linRefusedBoth(move time.Duration) *linHistory {
+	r := linRaw{newLinScript(pool.Limits{Size: 3}).h}
+	r.add(1, 30, linIn{kind: linAcquire, n: 1}, linOut{id: 1, dialed: 1, refused: 1}).
+		add(2, 10, linIn{kind: linAcquire, n: 2}, linOut{err: linOther, refused: 1}).
+		add(3, 4, linIn{kind: linRefuse, n: 1}, linOut{}).
+		add(5, 6, linIn{kind: linRefuse, n: 2}, linOut{}).
+		add(11, 12, linIn{kind: linAdvance, n: 3, d: move}, linOut{}).
+		add(13, 14, linIn{kind: linTimer, n: 4}, linOut{}).
+		add(15, 16, linIn{kind: linLand, n: 1, id: 1, own: true}, linOut{})
+	r.h.full = true
+	return r.h
+}
+
 // linHeld is c1 dialed and lent (#1), then its Loan.Reset (#2) with
 // Config.Hold h, then an Acquire (#3) whose first dial fails and is
 // answered with out; the clock moves move and the timer runs meanwhile.
@@ -86,6 +105,10 @@ func TestLinearSpecFullHold(t *testing.T) {
 			linRefusedWhileLent(linOut{id: 2, dialed: 2, refused: 1}, time.Second, false), true},
 		{"refused as full: a dial before the second",
 			linRefusedWhileLent(linOut{id: 2, dialed: 2, refused: 1}, time.Second-1, false), false},
+		{"refused as full twice: the first waits a second with nothing live",
+			linRefusedBoth(time.Second), true},
+		{"refused as full twice: the first dials before the second",
+			linRefusedBoth(time.Second - 1), false},
 		{"a failed dial while held: the caller waits for the next make, Every later",
 			linHeld(hold, linOut{id: 2, dialed: 2, refused: 1}, time.Second), true},
 		{"a failed dial while held: the next make before Every",
