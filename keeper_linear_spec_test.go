@@ -38,6 +38,8 @@ const (
 	linAttempt   // an Acquire's or TryAcquire's take of a resource whose check then failed
 	linCheckFail // the failed check, which drops the resource
 	linSetLimits
+	linRefuse   // a dial the backend refused as full (Config.Classify says Full), or failed (down)
+	linFailover // Loan.Reset: a resource's word that its generation is condemned
 )
 
 // linIn is an operation's input.
@@ -49,14 +51,19 @@ type linIn struct {
 	own  bool          // Land: the dial was an Acquire's own (else background)
 	d    time.Duration // Advance
 	lim  pool.Limits   // SetLimits
+	down bool          // Refuse: the dial failed (a node down), not refused as full
 }
 
 // linOut is an operation's output.
 type linOut struct {
 	err    linErr
-	id     int        // the resource lent, 0 if none
-	dialed int        // the resource dialed for this call, 0 if none
-	books  pool.Books // Stats, as linBooks reads it
+	id     int // the resource lent, 0 if none
+	dialed int // the resource dialed for this call, 0 if none
+	// refused is how many dials for this call the backend refused as
+	// full before it was answered (or, for a TryAcquire, its background
+	// dial, refused).
+	refused int
+	books   pool.Books // Stats, as linBooks reads it
 }
 
 type linErr uint8
@@ -77,14 +84,19 @@ type linHistory struct {
 	limits pool.Limits
 	guards linGuards // the ward's shedder and limiter, if any
 	checks bool      // Config.Check on every loan (checkhook)
+	full   bool      // dials may be refused as full (Config.Classify)
+	hold   pool.Hold // Config.Hold, for Loan.Reset
 	// samples is how many times the CPU sampler ran: timers, but no
 	// operations.
 	samples int
 	// straddles is how many dial landings were under way as the clock
 	// moved (linWorld.straddle).
 	straddles int
-	ops       []porcupine.Operation
-	info      porcupine.LinearizationInfo
+	// nudges is how many times the clock moved for a round stuck on it
+	// (linWorld.watch).
+	nudges int
+	ops    []porcupine.Operation
+	info   porcupine.LinearizationInfo
 	// stale says the history was refused, and lent a resource past Keep
 	// or Life in every order (staleLends).
 	stale bool
@@ -128,6 +140,33 @@ type linMachine struct {
 	// it land before anything idle could serve it.
 	dialers  []linWaiter
 	checkAll bool // Config.Check on every loan (CheckIdle < 0): no dialer is served by a return
+
+	// A full backend (DESIGN.md, "A full backend makes callers wait, not
+	// fail"), kept on the specification's own terms: how many dials of
+	// each operation were refused so far, and the room the backend last
+	// left. A refusal with others live sets the room to those made, from
+	// that instant; each second after it the room grows by one, and a
+	// resource made raises it to those held. No make may start while as
+	// many as the room are live: room, roomAt and roomSet bound the
+	// Pool's answers from above, whatever they are.
+	refusals map[int]int
+	roomSet  bool
+	room     int
+	roomAt   time.Time
+	// retry: a full backend's history, or a held one, in which the
+	// Keeper's timer asks for its queued callers again (the Delay of a
+	// Wait).
+	retry bool
+
+	// A hold after a failover (DESIGN.md, "Callers held through a
+	// failover"), on the specification's own terms: Config.Hold, and
+	// while a Loan.Reset's hold is on (until holdUntil, or the first
+	// resource of the new generation made), the earliest instant the
+	// next make may start.
+	hold      pool.Hold
+	holdOn    bool
+	holdUntil time.Time
+	holdNext  time.Time
 }
 
 // linOwn is the specification's own record of one resource (linMachine.own).
@@ -154,6 +193,7 @@ type linPend struct {
 	closed   bool   // the Acquire was answered ErrClosed: its dial lands after Close
 	gen      int    // the generation (count of Resets) the reservation was opened in
 	pgen     uint32 // the Pool's name for it (Taken.Gen), handed back to Made
+	refuse   bool   // the backend refuses this dial as full (linRefuse settles it)
 }
 
 // linState is porcupine's state: the operations taken so far, replayed on
@@ -211,7 +251,8 @@ func (h *linHistory) machine(steps []linStep) *linMachine {
 		panic(err)
 	}
 	m := &linMachine{p: p, w: w, limits: h.limits, start: h.start, now: h.start,
-		own: map[int]linOwn{}, served: map[int]bool{}, pending: map[int]linPend{}, cpu: h.guards.cpu, checkAll: h.checks}
+		own: map[int]linOwn{}, served: map[int]bool{}, pending: map[int]linPend{}, cpu: h.guards.cpu, checkAll: h.checks,
+		refusals: map[int]int{}, retry: h.full || h.hold.For > 0, hold: h.hold}
 	for _, s := range steps {
 		if !m.apply(s.in, s.out) {
 			panic("replay of an accepted step refused")
@@ -228,6 +269,19 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 	case linAcquire, linTry, linAttempt:
 		if m.closed {
 			return in.kind != linAttempt && out.err == linClosed && out.dialed == 0
+		}
+		if len(m.queue) > 0 && m.retry && !m.served[in.n] {
+			// The Keeper asks the Pool for the queued callers first,
+			// this Acquire last among them: in these classes the clock
+			// alone may have let the first go (a full backend's room
+			// grew, a hold's Every passed) with no step to serve it.
+			if in.kind == linAcquire {
+				m.enqueue(in, out)
+				return m.serve()
+			}
+			if !m.serve() {
+				return false
+			}
 		}
 		if len(m.queue) > 0 {
 			// Callers are queued: a TryAcquire is told so, an Acquire
@@ -253,21 +307,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 				}
 				return out.err == linNone && out.dialed == 0 && m.lend(out.id) && out.id == t.Item
 			case pool.Make:
-				if out.dialed == 0 {
-					return false
-				}
-				switch {
-				case in.kind == linTry && out.err == linWouldWait:
-					m.pending[in.n] = linPend{id: out.dialed, gen: m.resets, pgen: t.Gen}
-				case in.kind == linAcquire && out.err == linNone && out.id == out.dialed:
-					m.pending[in.n] = linPend{id: out.dialed, own: true, gen: m.resets, pgen: t.Gen}
-				case in.kind == linAcquire && out.err == linNone:
-					// Served by a return before its dial landed: the dial
-					// lands for nobody.
-					m.pending[in.n] = linPend{id: out.dialed, byReturn: true, gen: m.resets, pgen: t.Gen}
-				case in.kind == linAcquire && out.err == linClosed:
-					m.pending[in.n] = linPend{id: out.dialed, own: true, closed: true, gen: m.resets, pgen: t.Gen}
-				default:
+				if in.kind == linAttempt || !m.open(in.n, in.kind == linTry, out, t.Gen) {
 					return false
 				}
 				if in.kind == linAcquire {
@@ -291,7 +331,7 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 		return p.Drop(in.id, now) && m.serve()
 	case linLand:
 		pend, ok := m.pending[in.n]
-		if !ok || pend.id != in.id || pend.own != in.own {
+		if !ok || pend.refuse || pend.id != in.id || pend.own != in.own {
 			return false
 		}
 		if i := m.dialer(in.n); i >= 0 {
@@ -309,6 +349,12 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 			// Of the generation its reservation was opened in: a dial in
 			// flight across a Reset makes a resource of the old one.
 			m.own[in.id] = linOwn{born: now, gen: pend.gen}
+			if pend.gen == m.resets {
+				m.holdOn = false // the new generation's first: the hold ends
+			}
+			if m.roomSet {
+				m.room = max(m.room, p.Books().Live-len(m.pending))
+			}
 		}
 		if !pend.own {
 			// A background dial's resource goes idle, like a return.
@@ -377,7 +423,31 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 			m.retired(gone)
 			return m.serve()
 		}
+		if m.retry {
+			// It also asks for the queued callers again when a Wait said
+			// when to (a full backend's room grows): the clock moved.
+			return m.serve()
+		}
 		return true
+	case linRefuse:
+		return m.refuse(in.n, in.down)
+	case linFailover:
+		if o, ok := m.own[in.id]; !ok || o.idle {
+			return false // not out on loan, by the specification's own book
+		}
+		if gone, ok := p.ResetFor(in.id, now, m.hold); ok {
+			m.retired(gone)
+			m.resets++
+			if m.hold.For > 0 {
+				m.holdOn, m.holdUntil, m.holdNext = true, now.Add(m.hold.For), now
+			}
+		}
+		// Of an old generation now, or before: retired, not kept.
+		if p.Give(in.id, now) {
+			return false
+		}
+		delete(m.own, in.id)
+		return m.serve()
 	}
 	return false
 }
@@ -403,7 +473,7 @@ func (m *linMachine) summary() string {
 	slices.Sort(pend)
 	b.WriteString(" ] making[")
 	for _, n := range pend {
-		fmt.Fprintf(&b, " #%d:c%d/%v/%v/%v/g-%d", n, m.pending[n].id, m.pending[n].own, m.pending[n].byReturn, m.pending[n].closed, m.resets-m.pending[n].gen)
+		fmt.Fprintf(&b, " #%d:c%d/%v/%v/%v/%v/g-%d", n, m.pending[n].id, m.pending[n].own, m.pending[n].byReturn, m.pending[n].closed, m.pending[n].refuse, m.resets-m.pending[n].gen)
 	}
 	b.WriteString(" ] queue[")
 	for _, w := range m.queue {
@@ -419,6 +489,17 @@ func (m *linMachine) summary() string {
 	}
 	slices.Sort(served)
 	fmt.Fprintf(&b, " ] served%v", served)
+	if len(m.refusals) > 0 || m.roomSet {
+		refused := slices.Sorted(maps.Keys(m.refusals))
+		b.WriteString(" refused[")
+		for _, n := range refused {
+			fmt.Fprintf(&b, " #%d:%d", n, m.refusals[n])
+		}
+		fmt.Fprintf(&b, " ] room=%v/%d/%v", m.roomSet, m.room, now.Sub(m.roomAt))
+	}
+	if m.holding() {
+		fmt.Fprintf(&b, " held until %v, next make %v", m.holdUntil.Sub(m.start), m.holdNext.Sub(m.start))
+	}
 	// The guards' whole state, not only what they read out: two states
 	// alike in Limit but not in the limit behind it answer differently
 	// later.
@@ -531,6 +612,9 @@ func describeLin(in linIn, out linOut) string {
 		if out.dialed != 0 {
 			s += fmt.Sprintf(" (dialed c%d)", out.dialed)
 		}
+		if out.refused != 0 {
+			s += fmt.Sprintf(" (%d refused as full)", out.refused)
+		}
 		return s
 	}
 	switch in.kind {
@@ -566,6 +650,13 @@ func describeLin(in linIn, out linOut) string {
 		return fmt.Sprintf("takes c%d to check it", out.id)
 	case linCheckFail:
 		return fmt.Sprintf("Check(c%d) fails: dropped", in.id)
+	case linRefuse:
+		if in.down {
+			return fmt.Sprintf("dial for #%d fails", in.n)
+		}
+		return fmt.Sprintf("dial for #%d refused as full", in.n)
+	case linFailover:
+		return fmt.Sprintf("Loan(c%d).Reset", in.id)
 	case linLand:
 		who := "background"
 		if in.own {
@@ -581,6 +672,9 @@ func describeLin(in linIn, out linOut) string {
 func (h *linHistory) tally(into map[string]int) {
 	into["CPU samples (no operation)"] += h.samples
 	into["landings under way as the clock moved"] += h.straddles
+	if h.nudges > 0 {
+		into["clock moved for a stuck round"] += h.nudges
+	}
 	for _, o := range h.ops {
 		in, out := o.Input.(linIn), o.Output.(linOut)
 		key := ""
@@ -592,6 +686,8 @@ func (h *linHistory) tally(into map[string]int) {
 				key += " ErrClosed"
 			case out.err == linShed:
 				key += " ShedError"
+			case out.err == linOther:
+				key += " dial error"
 			case out.err == linWouldWait && out.dialed != 0:
 				key += " ErrWouldWait+dial"
 			case out.err == linWouldWait:
@@ -621,6 +717,13 @@ func (h *linHistory) tally(into map[string]int) {
 			key = "Check fails"
 		case linCheckFail:
 			continue
+		case linRefuse:
+			key = "dial refused as full"
+			if in.down {
+				key = "dial fails"
+			}
+		case linFailover:
+			key = "Loan.Reset"
 		case linSetLimits:
 			key = "SetLimits"
 			if out.err == linClosed {
@@ -841,16 +944,7 @@ func (m *linMachine) serve() bool {
 				return false
 			}
 		case pool.Make:
-			switch {
-			case w.attempt || w.out.dialed == 0:
-				return false
-			case w.out.err == linNone && w.out.id == w.out.dialed:
-				m.pending[w.n] = linPend{id: w.out.dialed, own: true, gen: m.resets, pgen: t.Gen}
-			case w.out.err == linNone:
-				m.pending[w.n] = linPend{id: w.out.dialed, byReturn: true, gen: m.resets, pgen: t.Gen}
-			case w.out.err == linClosed:
-				m.pending[w.n] = linPend{id: w.out.dialed, own: true, closed: true, gen: m.resets, pgen: t.Gen}
-			default:
+			if w.attempt || !m.open(w.n, false, w.out, t.Gen) {
 				return false
 			}
 			m.dialers = append(m.dialers, w)
@@ -889,7 +983,15 @@ func (m *linMachine) serveDialers() bool {
 			delete(m.own, t.Item)
 			continue
 		case pool.Ready:
-			if !m.pending[w.n].byReturn {
+			if pend := m.pending[w.n]; pend.refuse {
+				// Its dial will be refused: it is served by this return,
+				// and dials no more.
+				if w.out.err != linNone || w.out.dialed != 0 || w.out.refused != m.refusals[w.n]+1 {
+					return false
+				}
+				pend.own = false
+				m.pending[w.n] = pend
+			} else if !pend.byReturn {
 				return false // this would have served it before its dial landed
 			}
 			if !m.lend(w.out.id) || w.out.id != t.Item {
@@ -914,4 +1016,117 @@ func (m *linMachine) dialer(n int) int {
 		}
 	}
 	return -1
+}
+
+// open opens the reservation of a make the Pool answered for operation n
+// (a TryAcquire's when try), whose call returned out, and reports whether
+// the call's answer and the backend's room allow the make: no make starts
+// while as many are live as the room a full backend left, grown by one
+// for each whole second since it was refused (DESIGN.md). The dial it
+// opens is refused as full while the call saw more refusals than the
+// specification has taken (linRefuse settles it); it lands otherwise.
+func (m *linMachine) open(n int, try bool, out linOut, pgen uint32) bool {
+	if m.roomSet {
+		grown := int(m.now.Sub(m.roomAt) / time.Second)
+		if m.p.Books().Live-1 >= m.room+grown {
+			return false // as many live as there is room for, before this one
+		}
+	}
+	if m.holding() {
+		if m.now.Before(m.holdNext) {
+			return false // one make every Every while held
+		}
+		every := m.hold.Every
+		if every <= 0 {
+			every = pool.DefaultHoldEvery
+		}
+		m.holdNext = m.now.Add(every)
+	}
+	pend := linPend{id: out.dialed, gen: m.resets, pgen: pgen}
+	switch {
+	case m.refusals[n] < out.refused:
+		// Refused: what the call saw comes of what follows.
+		pend.id, pend.refuse = 0, true
+		if try && out.err != linWouldWait {
+			return false
+		}
+		pend.own = !try
+	case out.dialed == 0:
+		return false
+	case try && out.err == linWouldWait:
+	case try:
+		return false
+	case out.err == linNone && out.id == out.dialed:
+		pend.own = true
+	case out.err == linNone:
+		// Served by a return before its dial landed: the dial lands for
+		// nobody.
+		pend.byReturn = true
+	case out.err == linClosed:
+		pend.own, pend.closed = true, true
+	default:
+		return false
+	}
+	m.pending[n] = pend
+	return true
+}
+
+// holding reports whether a hold after a failover is on at the machine's
+// instant: For has not passed since the Loan.Reset, and no resource of
+// the new generation was made.
+func (m *linMachine) holding() bool {
+	if m.holdOn && !m.now.Before(m.holdUntil) {
+		m.holdOn = false
+	}
+	return m.holdOn
+}
+
+// refuse takes the refusal, as full, of operation n's dial (or its
+// failure, when down: see below). The backend
+// is full, not down: with other resources live (made, or being made) the
+// caller waits, back at the front of the queue, for one to come back or
+// for the next make, and the backend's room becomes the resources made;
+// with none live (or the Keeper closed) nothing will come back, and the
+// caller gets the error (ErrClosed once closed). A dial nobody waits for
+// (a TryAcquire's, or one whose caller a return served) is refused
+// unseen. A dial that failed (down) has its caller wait for the next
+// make while a hold after a failover is on, and fail otherwise.
+func (m *linMachine) refuse(n int, down bool) bool {
+	pend, ok := m.pending[n]
+	if !ok || !pend.refuse {
+		return false
+	}
+	delete(m.pending, n)
+	m.refusals[n]++
+	p := m.p
+	// Live counts this reservation too, until Unmade gives it back.
+	wait := p.Books().Live-1 > 0 && !m.closed
+	by := ward.GuardFull
+	if down {
+		// A failed dial: its caller waits for the next only while held.
+		wait, by = m.holding() && !m.closed, ward.GuardNone
+	}
+	if p.Unmade(m.now, 0, by) != wait {
+		return false
+	}
+	if wait && !down {
+		m.roomSet, m.room, m.roomAt = true, p.Books().Live-len(m.pending), m.now
+	}
+	i := m.dialer(n)
+	if !pend.own || i < 0 {
+		return m.serve()
+	}
+	w := m.dialers[i]
+	m.dialers = slices.Delete(m.dialers, i, i+1)
+	switch {
+	case m.closed:
+		if w.out.err != linClosed {
+			return false
+		}
+	case wait:
+		m.queue = append([]linWaiter{w}, m.queue...)
+	case w.out.err != linOther || w.out.dialed != 0 || w.out.refused != m.refusals[n]:
+		return false
+	}
+	return m.serve()
 }

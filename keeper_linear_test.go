@@ -77,6 +77,22 @@ import (
 //     runs, a resource past its age may be idle in the books; it must not
 //     be lent. Keep and Life are strict: a resource exactly Keep old is
 //     still fresh.
+//   - In the full class (drawLinFullConfig) a dial may be refused as full,
+//     and in the held class (drawLinHoldConfig) fail: each refusal is an
+//     operation of its own, from the dial's return to its Acquire's end
+//     (or the round's, when the caller may have been served by a return),
+//     and each call's output says how many of its dials were refused. As
+//     DESIGN.md has it, a caller whose dial a full backend refused waits
+//     while others are live and gets the error otherwise; after a
+//     Loan.Reset with Config.Hold, a caller whose dial failed waits for the
+//     next make while the hold is on. The specification keeps the room a
+//     full backend left and the hold's spacing on its own book, as it
+//     keeps freshness, and refuses a make beyond either whatever the Pool
+//     answers. In these classes the Keeper's timer asks for the queued
+//     callers again, and when a round is stuck on the clock (a caller
+//     waiting for the room to grow or the hold's next make, nothing else
+//     under way) the clock moves a second on, an operation concurrent with
+//     the waiting call (linWorld.watch).
 //
 // A history that no order explains is printed (the smallest of the run,
 // or the smallest that lent past Keep or Life in every order, with what
@@ -86,7 +102,8 @@ import (
 // The specification is in keeper_linear_spec_test.go, the stress that
 // records the histories in keeper_linear_world_test.go and its fake clock in
 // keeper_linear_clock_test.go; issue 32's hand-written histories and its
-// schedule, one call at a time, in keeper_linear_fresh_test.go.
+// schedule, one call at a time, in keeper_linear_fresh_test.go; those of
+// a full backend and of a hold in keeper_linear_full_test.go.
 //
 // To run many histories of one class, say issue 32's 100,000:
 //
@@ -112,6 +129,26 @@ func TestKeeperLinearizable(t *testing.T) {
 func TestKeeperLinearizableFresh(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	runLinear(t, linearRuns(t, 200, 6000), drawLinFreshConfig)
+}
+
+// TestKeeperLinearizableFull checks histories of the full backend's class
+// (drawLinFullConfig): the fresh class's, with a third of the dials
+// refused as full. The specification has a caller wait while others are
+// live and fail otherwise, and no make start beyond the room the backend
+// left until the clock passes its second.
+func TestKeeperLinearizableFull(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	runLinear(t, linearRuns(t, 100, 6000), drawLinFullConfig)
+}
+
+// TestKeeperLinearizableHold checks histories of the held class
+// (drawLinHoldConfig): the fresh class's, with Config.Hold, Loan.Reset
+// among the calls and a dial in four failing. The specification has
+// callers wait while held, a failed dial's caller wait for the next,
+// and at most one make start every Every until the hold ends.
+func TestKeeperLinearizableHold(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	runLinear(t, linearRuns(t, 100, 6000), drawLinHoldConfig)
 }
 
 // linearRuns is how many histories a test records: quick, full in the full

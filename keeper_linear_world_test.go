@@ -55,6 +55,7 @@ type linRecorder struct {
 	checks     []linCheck   // the failed Config.Check calls of the round, in order
 	samples    int          // the CPU sampler's runs, which are no operations
 	straddles  int          // landings under way as the clock moved (linWorld.straddle)
+	nudges     int          // the clock moved for a round stuck on it (linWorld.watch)
 }
 
 // linCheck is a failed Config.Check call: for which operation, on which
@@ -64,10 +65,13 @@ type linCheck struct {
 	call, ret int64
 }
 
-// linDial is a dial: for which operation, which resource, when it returned.
+// linDial is a dial: for which operation, which resource (none when the
+// backend refused it as full), when it returned.
 type linDial struct {
-	n, id int
-	ret   int64
+	n, id   int
+	ret     int64
+	refused bool
+	down    bool // failed, not refused as full
 }
 
 func (r *linRecorder) tick() int64 { return r.clock.Add(1) }
@@ -87,16 +91,25 @@ func (r *linRecorder) add(client int, in linIn, call, ret int64, out linOut) {
 	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})
 }
 
-// dialed is the resource dialed for operation n, 0 if none.
-func (r *linRecorder) dialed(n int) int {
+// dialed is the resource dialed for operation n, 0 if none, and how many
+// of its dials the backend refused as full.
+func (r *linRecorder) dialed(n int) (id, refused int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.dialedLocked(n)
+}
+
+func (r *linRecorder) dialedLocked(n int) (id, refused int) {
 	for _, d := range r.dials {
-		if d.n == n {
-			return d.id
+		switch {
+		case d.n != n:
+		case d.refused:
+			refused++
+		default:
+			id = d.id
 		}
 	}
-	return 0
+	return id, refused
 }
 
 // linWorld is one run: the Keeper, its fakes, the recorder.
@@ -120,6 +133,13 @@ type linWorld struct {
 
 	checkFails *rand.Rand // guarded by rec.mu
 	resetHook  bool       // Config.Reset is set
+	// refuse draws which dials the backend refuses as full, in the full
+	// class, or which fail (down), in the held class; nil in the others.
+	// Guarded by rec.mu.
+	refuse *rand.Rand
+	down   bool
+	// failover: the held class, whose workers call Loan.Reset.
+	failover bool
 
 	// The fresh class (issue 32): its calls, and the gates its
 	// TryAcquires' background dials wait at, oldest first (guarded by mu).
@@ -166,7 +186,15 @@ type linConfig struct {
 	// fresh is issue 32's class (drawLinFreshConfig): phases of
 	// Acquire, TryAcquire, Release and Destroy, the clock moved between
 	// them by edges' steps while background dials are still on their way.
-	fresh      bool
+	fresh bool
+	// full is the full backend's class (drawLinFullConfig): the fresh
+	// class, with a dial in three refused as full (Config.Classify
+	// says Full), and the clock's steps drawn about the room's second.
+	full bool
+	// hold is the held class's Config.Hold (drawLinHoldConfig): the
+	// fresh class, with Loan.Reset among the calls and a dial in four
+	// failing.
+	hold       pool.Hold
 	checkFails *rand.Rand
 	guards     linGuards
 }
@@ -216,7 +244,45 @@ func (g linGuards) String() string {
 
 func (c linConfig) String() string {
 	return fmt.Sprintf("size=%d idle=%d keep=%v life=%v step=%v workers=%d resethook=%v checkhook=%v leakwatch=%v%v",
-		c.limits.Size, c.limits.Idle, c.limits.Keep, c.limits.Life, c.step, c.workers, c.resetHook, c.checkHook, c.leakWatch, c.guards) + map[bool]string{true: " edges", false: ""}[c.edges] + map[bool]string{true: " fresh", false: ""}[c.fresh]
+		c.limits.Size, c.limits.Idle, c.limits.Keep, c.limits.Life, c.step, c.workers, c.resetHook, c.checkHook, c.leakWatch, c.guards) + map[bool]string{true: " edges", false: ""}[c.edges] + map[bool]string{true: " fresh", false: ""}[c.fresh] + map[bool]string{true: " full", false: ""}[c.full] + map[bool]string{true: fmt.Sprintf(" hold=%v/%v", c.hold.For, c.hold.Every), false: ""}[c.hold.For > 0]
+}
+
+// drawLinHoldConfig draws a configuration of the held class: the fresh
+// class's (drawLinFreshConfig), with Config.Hold (For 3 s or 10 s, Every
+// 500 ms or 1 s), Loan.Reset among the workers' calls, a dial in four
+// failing, and the clock's steps drawn about Every and For.
+func drawLinHoldConfig(r *rand.Rand) linConfig {
+	c := drawLinFreshConfig(r)
+	c.hold = pool.Hold{
+		For:   []time.Duration{3 * time.Second, 10 * time.Second}[r.IntN(2)],
+		Every: []time.Duration{500 * time.Millisecond, time.Second}[r.IntN(2)],
+	}
+	return c
+}
+
+// drawLinFullConfig draws a configuration of the full backend's class:
+// the fresh class's (drawLinFreshConfig), a third of the dials refused as
+// full, the clock's steps drawn from 0, 999 ms, 1 s, 3 s, Keep and Keep +
+// 1 ns (the room grows a second after a refusal).
+func drawLinFullConfig(r *rand.Rand) linConfig {
+	c := drawLinFreshConfig(r)
+	c.full = true
+	return c
+}
+
+// errLinFull is the error of a dial the backend refused for want of room;
+// linClassify calls it Full.
+var errLinFull = errors.New("too many clients")
+
+// errLinDown is the error of a dial that failed, and of a resource whose
+// generation is condemned (Loan.Reset), in the held class.
+var errLinDown = errors.New("node down")
+
+func linClassify(err error) (Verdict, string) {
+	if errors.Is(err, errLinFull) {
+		return Full, "full"
+	}
+	return Reuse, ""
 }
 
 // drawLinConfig draws a configuration of the general class from r.
@@ -326,7 +392,7 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 		w.maxSize = c.limits.Size
 	}
 	w.cond = sync.NewCond(&w.mu)
-	h := &linHistory{seed: seed, limits: c.limits, start: w.clock.Now(), cfg: c.String(), guards: c.guards, checks: c.checkHook}
+	h := &linHistory{seed: seed, limits: c.limits, start: w.clock.Now(), cfg: c.String(), guards: c.guards, checks: c.checkHook, full: c.full, hold: c.hold}
 	cfg := Config[*res]{
 		Limits: c.limits,
 		Dial:   w.dial,
@@ -351,6 +417,14 @@ func newLinWorld(t testing.TB, c linConfig, seed uint64) (*linWorld, *linHistory
 	if c.checkHook {
 		cfg.Check, cfg.CheckIdle = w.checkHook, -1
 	}
+	if c.full {
+		cfg.Classify = linClassify
+		w.refuse = rand.New(rand.NewPCG(seed, 0xf011))
+	}
+	if c.hold.For > 0 {
+		cfg.Hold = c.hold
+		w.refuse, w.down, w.failover = rand.New(rand.NewPCG(seed, 0xd0e1)), true, true
+	}
 	k, err := NewKeeper(cfg)
 	if err != nil {
 		t.Fatalf("NewKeeper(%s): %v", h.cfg, err)
@@ -371,6 +445,7 @@ func recordLinear(t *testing.T, seed uint64, draw func(*rand.Rand) linConfig) *l
 		last := round == c.rounds-1 || round == c.closeIn
 		w.arrived, w.holders = 0, 0
 		var wg sync.WaitGroup
+		stop := w.watch(c.full || c.hold.For > 0)
 		for g := range c.workers {
 			wg.Add(1)
 			rg := rand.New(rand.NewPCG(seed, uint64(round*16+g)))
@@ -381,6 +456,7 @@ func recordLinear(t *testing.T, seed uint64, draw func(*rand.Rand) linConfig) *l
 			}()
 		}
 		wg.Wait()
+		stop()
 		// The fresh class waits for its dials only now and then: until
 		// it does, they may land at any point of the phases to come,
 		// before or after the clock moves (see linWorld.between).
@@ -395,7 +471,12 @@ func recordLinear(t *testing.T, seed uint64, draw func(*rand.Rand) linConfig) *l
 			break
 		}
 		d := c.step
-		if c.edges {
+		switch {
+		case c.full:
+			d = []time.Duration{0, time.Second - 1, time.Second, 3 * time.Second, c.limits.Keep, c.limits.Keep + 1}[r.IntN(6)]
+		case c.hold.For > 0:
+			d = []time.Duration{0, c.hold.Every - 1, c.hold.Every, c.hold.For, 3 * time.Second, c.limits.Keep + 1}[r.IntN(6)]
+		case c.edges:
 			d = []time.Duration{0, 3 * time.Second, c.limits.Keep, c.limits.Keep + 1, 25 * time.Second}[r.IntN(5)]
 		}
 		if !c.fresh || r.IntN(2) == 0 || !w.straddle(t, r, loans, d) {
@@ -554,7 +635,7 @@ func (w *linWorld) finish(t testing.TB, h *linHistory, closed bool) {
 		t.Fatalf("%s: resources dialed and closed differ (-dialed +closed):\n%s%d closed twice", h.cfg, diff, w.twice.Load())
 	}
 	h.ops = w.rec.ops
-	h.samples, h.straddles = w.rec.samples, w.rec.straddles
+	h.samples, h.straddles, h.nudges = w.rec.samples, w.rec.straddles, w.rec.nudges
 }
 
 // splitChecks turns each Acquire or TryAcquire whose Config.Check failed
@@ -598,8 +679,37 @@ func (w *linWorld) landings(end int64) {
 	for i, o := range rec.ops {
 		byN[o.Input.(linIn).n] = i
 	}
+	seen := map[int]int{} // refusals of each operation so far
 	for _, d := range rec.dials {
 		i, known := byN[d.n]
+		if d.refused {
+			seen[d.n]++
+			// Its call's output learns how many were refused (a
+			// TryAcquire's only now); the refusal may have come as late
+			// as the round's end, for a caller a return served.
+			ret := end
+			if known {
+				o := rec.ops[i]
+				out := o.Output.(linOut)
+				_, out.refused = rec.dialedLocked(d.n)
+				rec.ops[i].Output = out
+				// An Acquire dialed again after any refusal but its last,
+				// and had its last before it returned unless a return
+				// served it while that dial was on its way.
+				byReturn := out.err == linNone && out.dialed == 0
+				if o.Input.(linIn).kind == linAcquire && (seen[d.n] < out.refused || !byReturn) {
+					ret = o.Return
+				}
+			}
+			rec.ops = append(rec.ops, porcupine.Operation{
+				ClientId: 1<<20 + len(rec.ops), // a client of its own
+				Input:    linIn{kind: linRefuse, n: d.n, down: d.down},
+				Call:     d.ret,
+				Return:   ret,
+				Output:   linOut{},
+			})
+			continue
+		}
 		var o porcupine.Operation
 		if known {
 			// A TryAcquire's dial may start after the call returned: its
@@ -712,6 +822,10 @@ func (w *linWorld) freshOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
 	case held > 0 && x < 60:
 		w.releaseOp(g, r, loans)
 	case held > 0 && x < 72:
+		if w.failover && x >= 64 {
+			w.failoverOp(g, r, loans)
+			break
+		}
 		w.destroyOp(g, r, loans)
 	case x < 94:
 		if held < 2 {
@@ -737,7 +851,8 @@ func (w *linWorld) tryOp(g int, loans *[]Loan[*res]) {
 	call := rec.tick()
 	l, err := w.k.TryAcquire(ctx)
 	ret := rec.tick()
-	out := linOut{err: errKind(err), dialed: rec.dialed(n)}
+	out := linOut{err: errKind(err)}
+	out.dialed, out.refused = rec.dialed(n)
 	if err == nil {
 		out.id = l.Value().id
 		*loans = append(*loans, l)
@@ -797,7 +912,8 @@ func (w *linWorld) acquireOp(g int, loans *[]Loan[*res]) {
 	l, err := w.k.Acquire(ctx)
 	ret := rec.tick()
 	w.block(-1)
-	out := linOut{err: errKind(err), dialed: rec.dialed(n)}
+	out := linOut{err: errKind(err)}
+	out.dialed, out.refused = rec.dialed(n)
 	if err == nil {
 		out.id = l.Value().id
 		*loans = append(*loans, l)
@@ -836,6 +952,19 @@ func (w *linWorld) releaseOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
 	rec.add(g, linIn{kind: linRelease, n: n, id: id, fail: fail}, call, rec.tick(), linOut{})
 }
 
+// failoverOp ends a loan with Loan.Reset: its resource's word that the
+// generation it was made in is condemned.
+func (w *linWorld) failoverOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
+	rec := w.rec
+	i := r.IntN(len(*loans))
+	l := (*loans)[i]
+	*loans = slices.Delete(*loans, i, i+1)
+	n, _ := rec.next()
+	call := rec.tick()
+	l.Reset("failover", errLinDown)
+	rec.add(g, linIn{kind: linFailover, n: n, id: l.Value().id}, call, rec.tick(), linOut{})
+}
+
 func (w *linWorld) destroyOp(g int, r *rand.Rand, loans *[]Loan[*res]) {
 	rec := w.rec
 	i := r.IntN(len(*loans))
@@ -864,6 +993,20 @@ func (w *linWorld) dial(ctx context.Context) (*res, error) {
 		gate.waiting = true
 		w.mu.Unlock()
 		<-gate.open // every gate opens before the Keeper closes
+	}
+	if w.refuse != nil {
+		w.rec.mu.Lock()
+		refused := w.refuse.IntN(map[bool]int{false: 3, true: 4}[w.down]) == 0
+		if refused {
+			w.rec.dials = append(w.rec.dials, linDial{n: n, ret: w.rec.tick(), refused: true, down: w.down})
+		}
+		w.rec.mu.Unlock()
+		switch {
+		case refused && w.down:
+			return nil, errLinDown
+		case refused:
+			return nil, errLinFull
+		}
 	}
 	v := &res{id: int(w.nextID.Add(1))}
 	w.rec.mu.Lock()
@@ -907,4 +1050,56 @@ func (w *linWorld) resetFails(_ context.Context, v *res) error {
 		return errLinReset
 	}
 	return nil
+}
+
+// watch, in the full class, moves the clock a second on (and runs the
+// timers due) whenever the round is stuck on it: a worker blocked, every
+// other one arrived with nothing left to give back, no dial under way. A
+// caller a full backend left waiting, with nothing live made, waits so
+// for the room to grow. The move is an operation of its own, concurrent
+// with the blocked call. It returns the function that stops it, and waits
+// for it to stop.
+func (w *linWorld) watch(on bool) (stop func()) {
+	if !on {
+		return func() {}
+	}
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		calm, moved := 0, 0
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			w.mu.Lock()
+			stuck := w.blocked > 0 && w.arrived+w.blocked == w.workers && w.holders == 0 &&
+				!slices.ContainsFunc(w.gates, func(g *linGate) bool { return g.waiting })
+			w.mu.Unlock()
+			if !stuck || !settled(w.k) {
+				calm = 0
+				continue
+			}
+			if calm++; calm < 4 {
+				continue
+			}
+			calm = 0
+			if moved++; moved > 100 {
+				// A caller the Keeper left behind: no clock frees it.
+				panic(fmt.Sprintf("linear check: a round stuck after %d moves of the clock", moved))
+			}
+			w.rec.mu.Lock()
+			w.rec.nudges++
+			w.rec.mu.Unlock()
+			w.advance(time.Second)
+			w.clock.fire(w.workers)
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
 }
