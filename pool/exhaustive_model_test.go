@@ -200,10 +200,16 @@ func (m *xModel) roomFor() {
 }
 
 // roomFull reports whether as many are live as a full backend left room
-// for; once its second is up the room grows by one, for another second.
+// for; the room grows by one for each whole second since the refusal.
 func (m *xModel) roomFull() bool {
 	if m.roomOn && m.roomLeft <= 0 {
-		m.room, m.roomLeft = m.room+1, int64(time.Second)
+		n := -m.roomLeft/int64(time.Second) + 1
+		if n > 1<<20 {
+			m.roomOn = false
+		} else {
+			m.room += int(n)
+			m.roomLeft += n * int64(time.Second)
+		}
 	}
 	return m.roomOn && m.live() >= m.room
 }

@@ -62,8 +62,9 @@ type Pool[T comparable] struct {
 	// room is how many resources the backend last had room for: a make
 	// it refused as full (Unmade with ward.GuardFull) while others were
 	// live sets it to those made, a resource made since raises it to those
-	// held, it grows by one at roomUntil (and roomUntil moves a roomHold
-	// on), and no make starts while as many are live; -1 when not set.
+	// held, it grows by one at roomUntil and each roomHold after (roomUntil
+	// moves on with it), and no make starts while as many are live; -1
+	// when not set.
 	room      int
 	roomUntil int64
 

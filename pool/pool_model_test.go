@@ -276,10 +276,15 @@ func (m *model) roomFor() {
 }
 
 // roomFull reports whether as many are live as a full backend left room
-// for; once its second is up the room grows by one, for another second.
+// for; the room grows by one for each whole second since the refusal.
 func (m *model) roomFull(t int64) bool {
 	if m.room >= 0 && t >= m.roomUntil {
-		m.room, m.roomUntil = m.room+1, t+int64(time.Second)
+		if n := (t-m.roomUntil)/int64(time.Second) + 1; n > 1<<20 {
+			m.room = -1 // a dozen days and more: forgotten
+		} else {
+			m.room += int(n)
+			m.roomUntil += n * int64(time.Second)
+		}
 	}
 	return m.room >= 0 && m.live() >= m.room
 }

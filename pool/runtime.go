@@ -145,8 +145,8 @@ func (p *Pool[T]) ResetFor(item T, now time.Time, h Hold) ([]T, bool) {
 // full reports whether the pool has no room for another resource at t:
 // Size is reached (ward.GuardNone), the ceiling set from outside is
 // (ward.GuardCeiling), or as many are live as the backend last had room
-// for (ward.GuardFull; at roomUntil the room grows by one, for another
-// roomHold).
+// for (ward.GuardFull; the room grows by one at roomUntil and at each
+// roomHold after it).
 func (p *Pool[T]) full(t int64) (ward.Guard, bool) {
 	live := p.live()
 	if p.limits.Size > 0 && live >= p.limits.Size {
@@ -155,13 +155,19 @@ func (p *Pool[T]) full(t int64) (ward.Guard, bool) {
 	if p.ceiling >= 0 && live >= p.ceiling {
 		return ward.GuardCeiling, true
 	}
-	if p.room >= 0 {
-		if t >= p.roomUntil {
-			p.room, p.roomUntil = p.room+1, shift(t, roomHold)
+	if p.room >= 0 && t >= p.roomUntil {
+		// One more for each whole roomHold since the last growth: a long
+		// quiet spell leaves the backend's room as good as forgotten.
+		n := (t-p.roomUntil)/int64(roomHold) + 1
+		if n > 1<<20 {
+			p.room = -1
+		} else {
+			p.room += int(n)
+			p.roomUntil += n * int64(roomHold)
 		}
-		if live >= p.room {
-			return ward.GuardFull, true
-		}
+	}
+	if p.room >= 0 && live >= p.room {
+		return ward.GuardFull, true
 	}
 	return ward.GuardNone, false
 }
