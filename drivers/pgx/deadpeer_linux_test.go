@@ -5,38 +5,14 @@ import (
 	"net"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/wardpool/wardpool/drivers/internal/deadpeer/deadpeertest"
 )
 
 // userTimeout dials a loopback listener with dial and returns the
 // connection's TCP_USER_TIMEOUT in milliseconds.
 func userTimeout(t *testing.T, dial func(ctx context.Context, network, addr string) (net.Conn, error)) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := dial(context.Background(), "tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	rc, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ms int
-	var gerr error
-	if err := rc.Control(func(fd uintptr) {
-		ms, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if gerr != nil {
-		t.Fatal(gerr)
-	}
-	return ms
+	return deadpeertest.Dial(t, dial).UserTimeout
 }
 
 // TestParseConfigFindsDeadPeers holds that a user who only calls

@@ -6,42 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/wardpool/wardpool/drivers/internal/deadpeer/deadpeertest"
 )
 
 // sockopts dials a loopback listener with d and reads back the options
 // that bound a dead peer.
 func sockopts(t *testing.T, d *net.Dialer) (userTimeout, keepalive, idle, interval int) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := d.DialContext(context.Background(), "tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	rc, err := c.(*net.TCPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errs [4]error
-	if err := rc.Control(func(fd uintptr) {
-		userTimeout, errs[0] = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT)
-		keepalive, errs[1] = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_KEEPALIVE)
-		idle, errs[2] = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_KEEPIDLE)
-		interval, errs[3] = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_KEEPINTVL)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return
+	o := deadpeertest.Dial(t, d.DialContext)
+	return o.UserTimeout, o.Keepalive, o.Idle, o.Interval
 }
 
 func TestDialerSetsTheBound(t *testing.T) {
