@@ -22,6 +22,18 @@ func classifyNoRoom(err error) (Verdict, string) {
 	return Reuse, ""
 }
 
+// switchedDialer is a dialer whose dials fail with err while the flag it
+// returns is set.
+func switchedDialer(err error) (*dialer, *atomic.Bool) {
+	on := new(atomic.Bool)
+	return &dialer{fail: func(int) error {
+		if on.Load() {
+			return err
+		}
+		return nil
+	}}, on
+}
+
 func (d *dialer) dialCount() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -33,13 +45,7 @@ func (d *dialer) dialCount() int {
 // waits for a return, no further dial goes to the full backend while as
 // many are live, and a second later the pool tries a dial again.
 func TestKeeperFullBackendWaitsForReturn(t *testing.T) {
-	var full atomic.Bool
-	d := &dialer{fail: func(int) error {
-		if full.Load() {
-			return errNoRoom
-		}
-		return nil
-	}}
+	d, full := switchedDialer(errNoRoom)
 	k, c := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 4}, Classify: classifyNoRoom, Logger: quietLogger()})
 	a, b := mustAcquire(t, k), mustAcquire(t, k)
 	full.Store(true)
@@ -100,13 +106,7 @@ func TestKeeperFullBackendNothingLent(t *testing.T) {
 // TestKeeperFullBackendCallerDeadline: a caller waiting on a full backend
 // still leaves when its context ends, and the books stay balanced.
 func TestKeeperFullBackendCallerDeadline(t *testing.T) {
-	var full atomic.Bool
-	d := &dialer{fail: func(int) error {
-		if full.Load() {
-			return errNoRoom
-		}
-		return nil
-	}}
+	d, full := switchedDialer(errNoRoom)
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}, Classify: classifyNoRoom, Logger: quietLogger()})
 	a := mustAcquire(t, k)
 	full.Store(true)
@@ -147,13 +147,7 @@ var errDown = errors.New("connection refused")
 // fail its caller; the first dial that succeeds ends the hold and every
 // caller is served.
 func TestKeeperHoldsCallersThroughFailover(t *testing.T) {
-	var down atomic.Bool
-	d := &dialer{fail: func(int) error {
-		if down.Load() {
-			return errDown
-		}
-		return nil
-	}}
+	d, down := switchedDialer(errDown)
 	k, c := newTestKeeper(t, d, Config[*res]{
 		Limits:   pool.Limits{Size: 4},
 		Classify: readOnly,
@@ -212,13 +206,7 @@ func TestKeeperHoldsCallersThroughFailover(t *testing.T) {
 // TestKeeperHoldRunsOut: when no dial succeeds within Hold.For, the hold
 // ends and a waiting caller gets its dial's error, as without a hold.
 func TestKeeperHoldRunsOut(t *testing.T) {
-	var down atomic.Bool
-	d := &dialer{fail: func(int) error {
-		if down.Load() {
-			return errDown
-		}
-		return nil
-	}}
+	d, down := switchedDialer(errDown)
 	k, c := newTestKeeper(t, d, Config[*res]{
 		Limits:   pool.Limits{Size: 2},
 		Classify: readOnly,
@@ -254,13 +242,7 @@ func TestKeeperHoldRunsOut(t *testing.T) {
 // TestKeeperNoHoldByDefault: without Config.Hold a dial that fails after a
 // failover fails its caller at once, as pgxpool's does.
 func TestKeeperNoHoldByDefault(t *testing.T) {
-	var down atomic.Bool
-	d := &dialer{fail: func(int) error {
-		if down.Load() {
-			return errDown
-		}
-		return nil
-	}}
+	d, down := switchedDialer(errDown)
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}, Classify: readOnly, Logger: quietLogger()})
 	a := mustAcquire(t, k)
 	down.Store(true)
