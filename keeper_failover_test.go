@@ -192,18 +192,15 @@ func TestResetCausesAreBounded(t *testing.T) {
 func TestKeeperDialInFlightAcrossReset(t *testing.T) {
 	d := &dialer{gate: make(chan struct{})}
 	k, _ := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 2}})
-	got := make(chan Loan[*res], 1)
-	go func() {
-		l, err := k.Acquire(bg)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- l
-	}()
+	got := acquireAsync(k, bg)
 	clocktest.Eventually(t, "the dial to start", func() bool { return k.Stats().Dialing == 1 })
 	k.Reset()
 	d.gate <- struct{}{} // the dial lands after the Reset
-	l := <-got
+	r := within(t, got)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	l := r.l
 	old := l.Value()
 	l.Release()
 	if !closedSoon(t, k, old) {

@@ -407,22 +407,14 @@ func TestKeeperDialingCallerTakesAReturn(t *testing.T) {
 	d.mu.Lock()
 	d.gate = make(chan struct{}) // the next dial hangs until told
 	d.mu.Unlock()
-	got := make(chan Loan[*res], 1)
-	go func() {
-		l, err := k.Acquire(bg)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- l
-	}()
+	got := acquireAsync(k, bg)
 	clocktest.Eventually(t, "the second dial to start", func() bool { return k.Stats().Dialing == 1 })
 	a.Release()
-	var b Loan[*res]
-	select {
-	case b = <-got:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the caller waited for its own dial while a resource sat idle")
+	r := within(t, got) // fails when the caller waits for its own dial while a resource sits idle
+	if r.err != nil {
+		t.Fatal(r.err)
 	}
+	b := r.l
 	if b.Value() != first {
 		t.Fatalf("served %v, want the resource given back", b.Value())
 	}
