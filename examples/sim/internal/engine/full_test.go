@@ -176,15 +176,7 @@ func TestFullReplays(t *testing.T) {
 	if len(kl.Rows) != r.Sum.Arrived || c.Failed != 0 || c.GaveUp != 0 || c.Before != 0 || c.Estimated() != 0 {
 		t.Errorf("read %d callers of %d: %v", len(kl.Rows), r.Sum.Arrived, c)
 	}
-	r2, err := Run(s, Options{Load: kl.Load(s.Hold), Recorder: record.New(64 << 20)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := record.ReadRecording(r2.Recording)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := Reproduced(kl.Source, got); !m.Exact() {
+	if m := replayedAs(t, s, kl); !m.Exact() {
 		t.Errorf("replayed: %v", m)
 	}
 }

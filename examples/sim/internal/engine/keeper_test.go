@@ -279,8 +279,14 @@ func replayed(t *testing.T, kl *KeeperLoad, dial time.Duration) Match {
 	s, _ := Builtin("steady")
 	s.Limits, s.Dial, s.Timeout, s.Bursts = kl.Limits, dial, 0, nil
 	s.Seconds = int(kl.End()/time.Second) + 2
-	rec := record.New(64 << 20)
-	res, err := Run(s, Options{Load: kl.Load(s.Hold), Recorder: rec})
+	return replayedAs(t, s, kl)
+}
+
+// replayedAs runs scenario s on kl's load, recording the run, and holds its
+// Take answers against the recording's.
+func replayedAs(t *testing.T, s Scenario, kl *KeeperLoad) Match {
+	t.Helper()
+	res, err := Run(s, Options{Load: kl.Load(s.Hold), Recorder: record.New(64 << 20)})
 	if err != nil {
 		t.Fatal(err)
 	}
