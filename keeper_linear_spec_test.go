@@ -146,7 +146,8 @@ type linMachine struct {
 	// each operation were refused so far, and the room the backend last
 	// left. A refusal with others live sets the room to those made, from
 	// that instant; each second after it the room grows by one, and a
-	// resource made raises it to those held. No make may start while as
+	// resource made raises it, as grown by then, to those held (roomAt
+	// moves to the last whole second it grew at). No make may start while as
 	// many as the room are live: room, roomAt and roomSet bound the
 	// Pool's answers from above, whatever they are.
 	refusals map[int]int
@@ -353,6 +354,11 @@ func (m *linMachine) apply(in linIn, out linOut) bool {
 				m.holdOn = false // the new generation's first: the hold ends
 			}
 			if m.roomSet {
+				// Grown to now first: the room a make raises is the
+				// one it had at that instant.
+				grown := m.now.Sub(m.roomAt) / time.Second
+				m.room += int(grown)
+				m.roomAt = m.roomAt.Add(grown * time.Second)
 				m.room = max(m.room, p.Books().Live-len(m.pending))
 			}
 		}

@@ -194,7 +194,7 @@ func (m *xModel) resetFor(id int) ([]int, bool) {
 // roomFor raises a full backend's room to the resources held: one just
 // joined, so the backend had room for it.
 func (m *xModel) roomFor() {
-	if m.roomOn {
+	if m.grow(); m.roomOn {
 		m.room = max(m.room, len(m.idle)+len(m.lent))
 	}
 }
@@ -202,6 +202,13 @@ func (m *xModel) roomFor() {
 // roomFull reports whether as many are live as a full backend left room
 // for; the room grows by one for each whole second since the refusal.
 func (m *xModel) roomFull() bool {
+	m.grow()
+	return m.roomOn && m.live() >= m.room
+}
+
+// grow brings the room up to now: one more for each whole second since
+// it last grew.
+func (m *xModel) grow() {
 	if m.roomOn && m.roomLeft <= 0 {
 		n := -m.roomLeft/int64(time.Second) + 1
 		if n > 1<<20 {
@@ -211,7 +218,6 @@ func (m *xModel) roomFull() bool {
 			m.roomLeft += n * int64(time.Second)
 		}
 	}
-	return m.roomOn && m.live() >= m.room
 }
 
 // born is a new lent resource with life extra.

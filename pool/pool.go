@@ -320,7 +320,7 @@ func (p *Pool[T]) Made(item T, gen uint32, now time.Time, extra time.Duration) b
 		gen = p.gen
 	}
 	i := p.z.add(item, t, gen)
-	p.roomFor()
+	p.roomFor(t)
 	p.z.s[i].born = shift(t, extra)
 	p.books.Made++
 	p.books.Loans++
@@ -444,7 +444,7 @@ func (p *Pool[T]) Give(item T, now time.Time) bool {
 		p.onMade(t)
 		p.hold = holding{}
 		i = p.z.add(item, t, p.gen)
-		p.roomFor()
+		p.roomFor(t)
 		p.books.Made++
 		p.books.Loans++
 	}

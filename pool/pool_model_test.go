@@ -269,8 +269,8 @@ func (m *model) resetFor(item int, now time.Time, h pool.Hold) ([]int, bool) {
 
 // roomFor raises a full backend's room to the resources held: one just
 // joined, so the backend had room for it.
-func (m *model) roomFor() {
-	if m.room >= 0 {
+func (m *model) roomFor(t int64) {
+	if m.grow(t); m.room >= 0 {
 		m.room = max(m.room, len(m.idle)+len(m.lent))
 	}
 }
@@ -278,6 +278,13 @@ func (m *model) roomFor() {
 // roomFull reports whether as many are live as a full backend left room
 // for; the room grows by one for each whole second since the refusal.
 func (m *model) roomFull(t int64) bool {
+	m.grow(t)
+	return m.room >= 0 && m.live() >= m.room
+}
+
+// grow brings the room up to t: one more for each whole second since it
+// last grew.
+func (m *model) grow(t int64) {
 	if m.room >= 0 && t >= m.roomUntil {
 		if n := (t-m.roomUntil)/int64(time.Second) + 1; n > 1<<20 {
 			m.room = -1 // a dozen days and more: forgotten
@@ -286,7 +293,6 @@ func (m *model) roomFull(t int64) bool {
 			m.roomUntil += n * int64(time.Second)
 		}
 	}
-	return m.room >= 0 && m.live() >= m.room
 }
 
 // made is Made. It answers whether the pool holds item afterwards, which
@@ -320,7 +326,7 @@ func (m *model) made(item int, gen int, now time.Time, extra time.Duration) bool
 		gen = m.gen
 	}
 	m.lent = append(m.lent, mseat{item: item, born: t + int64(extra), since: t, gen: gen})
-	m.roomFor()
+	m.roomFor(t)
 	m.books.Made++
 	m.books.Loans++
 	return true
@@ -372,7 +378,7 @@ func (m *model) give(item int, now time.Time) bool {
 		m.making--
 		m.holdUntil, m.holdEvery, m.holdNext = 0, 0, 0
 		m.lent = append(m.lent, mseat{item: item, born: t, since: t, gen: m.gen})
-		m.roomFor()
+		m.roomFor(t)
 		m.books.Made++
 		m.books.Loans++
 		where, i = "lent", len(m.lent)-1

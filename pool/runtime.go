@@ -155,27 +155,37 @@ func (p *Pool[T]) full(t int64) (ward.Guard, bool) {
 	if p.ceiling >= 0 && live >= p.ceiling {
 		return ward.GuardCeiling, true
 	}
-	if p.room >= 0 && t >= p.roomUntil {
-		// One more for each whole roomHold since the last growth: a long
-		// quiet spell leaves the backend's room as good as forgotten.
-		n := (t-p.roomUntil)/int64(roomHold) + 1
-		if n > 1<<20 {
-			p.room = -1
-		} else {
-			p.room += int(n)
-			p.roomUntil += n * int64(roomHold)
-		}
-	}
+	p.grow(t)
 	if p.room >= 0 && live >= p.room {
 		return ward.GuardFull, true
 	}
 	return ward.GuardNone, false
 }
 
+// grow brings a full backend's room up to t: one more for each whole
+// roomHold since the last growth. A long quiet spell (2^20 of them, a
+// dozen days) leaves the room forgotten.
+func (p *Pool[T]) grow(t int64) {
+	if p.room < 0 || t < p.roomUntil {
+		return
+	}
+	n := (t-p.roomUntil)/int64(roomHold) + 1
+	if n > 1<<20 {
+		p.room = -1
+		return
+	}
+	p.room += int(n)
+	p.roomUntil += n * int64(roomHold)
+}
+
 // roomFor raises a full backend's room to the resources the pool holds,
-// one having just joined: the backend had room for it.
-func (p *Pool[T]) roomFor() {
-	if p.room >= 0 {
+// one having just joined at t: the backend had room for it. The room is
+// grown up to t first, so that what it is afterwards depends on the
+// instants of the refusal and of the makes alone, not on whether a Take
+// happened to look at it in between (a raise applied before a growth
+// that was due would otherwise add the growth on top of it).
+func (p *Pool[T]) roomFor(t int64) {
+	if p.grow(t); p.room >= 0 {
 		p.room = max(p.room, p.z.idle+p.z.lent)
 	}
 }
