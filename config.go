@@ -292,7 +292,8 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		set.name = poolname.Default("wardpool", "")
 	}
 	if set.clock == nil {
-		set.clock = newSystemClock()
+		set.sys = newSystemClock()
+		set.clock = set.sys
 	}
 	if set.rand == nil {
 		set.rand = rand.Float64
