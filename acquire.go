@@ -35,7 +35,7 @@ func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decisi
 		if k.shedder && k.cpuTimer == nil {
 			k.wakeCPULocked()
 		}
-		t := k.p.Take(now, k.roll(), k.cpuNow())
+		t := k.take(now, k.roll(), k.cpuNow())
 		switch t.Kind {
 		case pool.Stale:
 			k.closeLocked(t.Item)

@@ -303,16 +303,18 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	}
 	var m machine[T] = p
 	var rec *record.Pool[T]
+	direct := p
 	if cfg.Recorder != nil {
 		if rec, err = record.Wrap(p, cfg.Recorder, set.clock.Now()); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		m = rec
+		m, direct = rec, nil
 	}
 	k := &Keeper[T]{
 		settings: set,
 		p:        m,
 		rec:      rec,
+		pool:     direct,
 		limits:   l,
 		ceiling:  -1,
 		quiet:    make(chan struct{}),

@@ -109,6 +109,7 @@ type Keeper[T comparable] struct {
 
 	mu       sync.Mutex      // guards every field below
 	p        machine[T]      // the Pool, or its recorder in front of it
+	pool     *pool.Pool[T]   // the Pool when no recorder stands in front (see take)
 	rec      *record.Pool[T] // the recorder, when Config.Recorder is set
 	limits   pool.Limits     // the pool's, as last set
 	ents     []*entry[T]     // by seat

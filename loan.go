@@ -78,7 +78,7 @@ func (k *Keeper[T]) release(l Loan[T]) {
 	var fx effects[T]
 	k.mu.Lock()
 	k.endedLocked(e, l.item, now, &fx)
-	if !k.p.Give(l.item, now) {
+	if !k.give(l.item, now) {
 		k.closeLocked(l.item) // made before a Reset, past the Idle ceiling, or closed
 	}
 	k.settledLocked(now, &fx)
