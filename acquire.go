@@ -35,7 +35,12 @@ func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decisi
 		if k.shedder && k.cpuTimer == nil {
 			k.wakeCPULocked()
 		}
-		t := k.take(now, k.roll(), k.cpuNow())
+		var t pool.Taken[T]
+		if k.pool != nil { // nothing records: see machine.go
+			t = k.pool.Take(now, k.roll(), k.cpuNow())
+		} else {
+			t = k.p.Take(now, k.roll(), k.cpuNow())
+		}
 		switch t.Kind {
 		case pool.Stale:
 			k.closeLocked(t.Item)

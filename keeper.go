@@ -109,7 +109,7 @@ type Keeper[T comparable] struct {
 
 	mu       sync.Mutex      // guards every field below
 	p        machine[T]      // the Pool, or its recorder in front of it
-	pool     *pool.Pool[T]   // the Pool when no recorder stands in front (see take)
+	pool     *pool.Pool[T]   // the Pool when nothing records: Take and Give go to it (machine.go)
 	rec      *record.Pool[T] // the recorder, when Config.Recorder is set
 	limits   pool.Limits     // the pool's, as last set
 	ents     []*entry[T]     // by seat
@@ -152,9 +152,8 @@ func (k *Keeper[T]) Limits() pool.Limits {
 // now reads the Keeper's clock: once per call, and that instant is handed
 // through to everything the call asks.
 //
-// The default clock is called as itself, not through the Clock interface:
-// the direct call is inlined (systemClock.Now is base plus time.Since), and
-// an Acquire+Release reads the clock twice. On BenchmarkUncontended that
+// The default clock is called as itself, a direct call, not through the
+// Clock interface; an Acquire+Release reads the clock twice. On BenchmarkUncontended that
 // moved wardpool's ratio to puddle from 2.12 to 2.00 (median of 10 rounds,
 // about 14 ns of ~226 per op). It is the same clock either way: tests
 // without Config.Clock run the direct call, those with a fake one

@@ -78,7 +78,13 @@ func (k *Keeper[T]) release(l Loan[T]) {
 	var fx effects[T]
 	k.mu.Lock()
 	k.endedLocked(e, l.item, now, &fx)
-	if !k.give(l.item, now) {
+	var kept bool
+	if k.pool != nil { // nothing records: see machine.go
+		kept = k.pool.Give(l.item, now)
+	} else {
+		kept = k.p.Give(l.item, now)
+	}
+	if !kept {
 		k.closeLocked(l.item) // made before a Reset, past the Idle ceiling, or closed
 	}
 	k.settledLocked(now, &fx)

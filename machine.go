@@ -32,28 +32,15 @@ type machine[T comparable] interface {
 	SeatOf(item T) int32
 }
 
-// take is k.p.Take, and give k.p.Give: the two calls of every loan.
-// Without a recorder they go to the *pool.Pool itself (k.pool) rather than
-// through the machine interface, whose call on a generic type passes
-// through a dictionary wrapper that copies the Taken answer once more.
-// The Pool answers either way; only the dispatch differs, and only for
-// these two methods. On BenchmarkUncontended that moved wardpool's ratio
-// to puddle from 2.34 to 2.12 (median of 10 rounds, about 37 ns of ~266
-// per Acquire+Release; callgrind: 1562 -> 1524 instructions). Every test
-// without Config.Recorder runs the direct call; keeper_record_test.go and
-// keeper_record_ward_test.go run the recorder's, and check that the
-// recording replays to the same answers.
-func (k *Keeper[T]) take(now time.Time, roll float64, cpu int) pool.Taken[T] {
-	if k.pool != nil {
-		return k.pool.Take(now, roll, cpu)
-	}
-	return k.p.Take(now, roll, cpu)
-}
-
-// give is k.p.Give; see take.
-func (k *Keeper[T]) give(item T, now time.Time) bool {
-	if k.pool != nil {
-		return k.pool.Give(item, now)
-	}
-	return k.p.Give(item, now)
-}
+// Without a recorder, the two calls of every loan, Take (decideLocked) and
+// Give (release), go to the Pool itself (Keeper.pool) instead of through
+// the machine interface, whose call on a generic type passes through a
+// dictionary wrapper that copies the answer once more. The Pool answers
+// either way; only the dispatch differs, for those two calls; every other
+// call goes through the interface. On BenchmarkUncontended that moved
+// wardpool's ratio to puddle from 2.34 to 2.12 (median of 10 rounds, about
+// 37 ns of ~266 per Acquire+Release), and writing the choice out at the
+// two call sites, not in a helper too big to be inlined, saved 67 more
+// instructions of 1561 (callgrind). Every test without Config.Recorder
+// runs the direct calls; keeper_record_test.go and
+// keeper_record_ward_test.go run the recorder's and replay it.
