@@ -91,7 +91,7 @@ func (k *Keeper[T]) lendLocked(seat int32, item T, now time.Time, st *stack, l *
 	} else if e.site != nil {
 		e.site.copyFrom(st)
 	}
-	l.e, l.item, l.gen, l.at = e, item, e.loan.Load(), now
+	l.e, l.item, l.gen, l.at = e, item, e.loan.Load(), int64(now.Sub(k.epoch))
 }
 
 // shedErrorLocked builds the error of a Shed answer.
@@ -305,7 +305,7 @@ func (k *Keeper[T]) counted(start time.Time, l Loan[T], waited bool) {
 	if waited {
 		k.tally.empty.Add(1)
 	}
-	if w := l.at.Sub(start); w > 0 {
+	if w := l.at - int64(start.Sub(k.epoch)); w > 0 {
 		k.tally.waitNs.Add(int64(w))
 	}
 }

@@ -295,6 +295,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		set.sys = newSystemClock()
 		set.clock = set.sys
 	}
+	set.epoch = set.clock.Now()
 	if set.rand == nil {
 		set.rand = rand.Float64
 	}

@@ -71,6 +71,7 @@ type settings[T comparable] struct {
 	name        string // Config.Name, resolved
 	clock       Clock
 	sys         *systemClock // clock, when it is the default one (see now)
+	epoch       time.Time    // the clock's first reading: Loan.at counts from it
 	rand        func() float64
 	cpuRead     func() int
 	needRoll    bool // the ward has a breaker or a backoff
