@@ -292,8 +292,10 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		set.name = poolname.Default("wardpool", "")
 	}
 	if set.clock == nil {
-		set.clock = newSystemClock()
+		set.sys = newSystemClock()
+		set.clock = set.sys
 	}
+	set.epoch = set.clock.Now()
 	if set.rand == nil {
 		set.rand = rand.Float64
 	}
@@ -302,16 +304,18 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	}
 	var m machine[T] = p
 	var rec *record.Pool[T]
+	direct := p
 	if cfg.Recorder != nil {
 		if rec, err = record.Wrap(p, cfg.Recorder, set.clock.Now()); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		m = rec
+		m, direct = rec, nil
 	}
 	k := &Keeper[T]{
 		settings: set,
 		p:        m,
 		rec:      rec,
+		pool:     direct,
 		limits:   l,
 		ceiling:  -1,
 		quiet:    make(chan struct{}),

@@ -131,7 +131,8 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		e.item = v
 		if owner {
 			w := j.w
-			l := k.lendLocked(seat, v, now, w.stack)
+			var l Loan[T]
+			k.lendLocked(seat, v, now, w.stack, &l)
 			k.grantLocked(w, grant[T]{loan: l})
 		} else {
 			// Nobody is waiting for this one now: hand it on like a return.

@@ -463,3 +463,33 @@ type atomicInt struct {
 
 func (a *atomicInt) get() int  { a.mu.Lock(); defer a.mu.Unlock(); return a.v }
 func (a *atomicInt) set(v int) { a.mu.Lock(); defer a.mu.Unlock(); a.v = v }
+
+// TestKeeperLoanClock checks the times a loan carries (Loan.at, an offset
+// from the Keeper's epoch): Held counts from the lending, on the Keeper's
+// clock, and AcquireWait the time from the call to the lending.
+func TestKeeperLoanClock(t *testing.T) {
+	d := &dialer{}
+	var c *fakeClock
+	d.fail = func(int) error {
+		c.Advance(2 * time.Second) // the dial takes two seconds
+		return nil
+	}
+	k, clk := newTestKeeper(t, d, Config[*res]{Limits: pool.Limits{Size: 1}})
+	c = clk
+	c.Advance(time.Hour) // the loan begins well after the epoch
+	l := mustAcquire(t, k)
+	if got := l.Held(); got != 0 {
+		t.Errorf("Held at once = %v, want 0", got)
+	}
+	if got := k.Stats().AcquireWait; got != 2*time.Second {
+		t.Errorf("AcquireWait = %v, want 2s (the dial)", got)
+	}
+	c.Advance(3 * time.Second)
+	if got := l.Held(); got != 3*time.Second {
+		t.Errorf("Held = %v, want 3s", got)
+	}
+	l.Release()
+	if got := l.Held(); got != 3*time.Second {
+		t.Errorf("Held after Release = %v, want 3s (the clock has not moved)", got)
+	}
+}

@@ -22,7 +22,17 @@ type Loan[T comparable] struct {
 	e    *entry[T] // the seat's record; nil: no loan
 	item T
 	gen  uint32
-	at   time.Time // when lent, on the Keeper's clock
+	// at is when the loan began, on the Keeper's clock: nanoseconds after
+	// its epoch. An int64 rather than a time.Time keeps a Loan (of a
+	// pointer T) at 32 bytes and four fields, small enough for Go to hold
+	// in registers all the way from lendLocked to the caller and back to
+	// Release, instead of copying it through the stack at each return (see
+	// decideLocked); it costs one Time.Sub at lending. On
+	// BenchmarkUncontended that moved wardpool's ratio to puddle from 2.25
+	// to 1.55 (median of 8 rounds; with a clock that never moves, 140 ->
+	// 88 ns per Acquire+Release). TestKeeperLoanClock covers Held and
+	// Stats.AcquireWait, the two readers of at.
+	at int64
 }
 
 // Value returns the resource lent.
@@ -33,7 +43,8 @@ func (l Loan[T]) Held() time.Duration {
 	if l.e == nil {
 		return 0
 	}
-	return l.e.k.now().Sub(l.at)
+	k := l.e.k
+	return time.Duration(int64(k.now().Sub(k.epoch)) - l.at)
 }
 
 // Valid reports whether the loan is still out: not yet released, destroyed
@@ -78,7 +89,13 @@ func (k *Keeper[T]) release(l Loan[T]) {
 	var fx effects[T]
 	k.mu.Lock()
 	k.endedLocked(e, l.item, now, &fx)
-	if !k.p.Give(l.item, now) {
+	var kept bool
+	if k.pool != nil { // nothing records: see machine.go
+		kept = k.pool.Give(l.item, now)
+	} else {
+		kept = k.p.Give(l.item, now)
+	}
+	if !kept {
 		k.closeLocked(l.item) // made before a Reset, past the Idle ceiling, or closed
 	}
 	k.settledLocked(now, &fx)

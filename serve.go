@@ -22,7 +22,8 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			k.grantLocked(w, grant[T]{err: err})
 			continue
 		}
-		s := k.decideLocked(now, w.stack, false)
+		var s decision[T]
+		k.decideLocked(now, w.stack, false, &s)
 		switch s.kind {
 		case pool.Ready:
 			k.q.pop()
@@ -76,7 +77,8 @@ func (k *Keeper[T]) serveDialersLocked(now time.Time) {
 			k.dialers = k.dialers[1:] // served by its dial, or gone
 			continue
 		}
-		s := k.decideLocked(now, d.w.stack, true)
+		var s decision[T]
+		k.decideLocked(now, d.w.stack, true, &s)
 		if s.kind != pool.Ready {
 			return
 		}
