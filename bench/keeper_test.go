@@ -51,11 +51,10 @@ type keeperVariant struct {
 
 // keepers are the Keepers measured beside puddle and database/sql: as
 // configured by default, and in each of the configurations production
-// services turn on: an Idle ceiling below Size and the leak watch (the
-// lock-free lane of lane.go serves both), and a shedder or a limiter
-// (every loan through the mutex: those guards see each loan begin and
-// end). The rows say what each costs, on whatever design the binary was
-// built from.
+// services turn on: an Idle ceiling below Size, the leak watch, a
+// shedder, a limiter and a recorder. Every loan goes through the mutex
+// and the Pool in each (before 2026-12-03 a lock-free lane served the
+// first rows); the rows say what each costs.
 //
 //   - wardpool:        Limits{Size: n, Idle: n}, nothing else;
 //   - wardpool-idle:   an Idle ceiling one below Size (named

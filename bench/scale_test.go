@@ -161,8 +161,7 @@ func BenchmarkScaleSize(b *testing.B) {
 // and the other w-1 wait, so every release hands it to the oldest of w-1
 // queued callers and every acquire joins the back of the queue. An op is
 // one loan. (Without that start, two goroutines on two CPUs can run the
-// whole loop through the lock-free lane before the scheduler starts the
-// others: nobody queues.) The Keeper's queue is a FIFO ring whose push, pop
+// whole loop before the scheduler starts the others: nobody queues.) The Keeper's queue is a FIFO ring whose push, pop
 // and removal of a cancelled waiter are O(1), so its part should stay flat;
 // what grows with w is the Go scheduler's (more goroutines, colder
 // stacks).
