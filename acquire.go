@@ -26,8 +26,9 @@ type decision[T comparable] struct {
 // Closed become the taker's error. Make (a reservation to dial for), Wait
 // and Later are left to the taker, whose ways of waiting differ. With
 // idleOnly, the pool is asked only while it has something idle (Wait
-// otherwise), so no reservation is opened.
-func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decision[T] {
+// otherwise), so no reservation is opened. class is the taker's class
+// (Config.Classes), 0 without classes.
+func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool, class int) decision[T] {
 	for {
 		if idleOnly && k.p.Books().Idle == 0 {
 			return decision[T]{kind: pool.Wait}
@@ -35,7 +36,7 @@ func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool) decisi
 		if k.shedder && k.cpuTimer == nil {
 			k.wakeCPULocked()
 		}
-		t := k.p.Take(now, k.roll(), k.cpuNow())
+		t := k.p.TakeAs(now, k.roll(), k.cpuNow(), class)
 		switch t.Kind {
 		case pool.Stale:
 			k.closeLocked(t.Item)
@@ -97,32 +98,40 @@ func (k *Keeper[T]) shedErrorLocked(t pool.Taken[T], now time.Time) error {
 //
 // In steady state (a resource idle and fresh) Acquire allocates nothing.
 func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
-	if k.leakAfter > 0 || k.stallSites {
-		return k.acquireWatched(ctx)
+	if k.classIx != nil {
+		return k.acquireClassed(ctx) // classq.go
 	}
-	return k.acquire(ctx, nil)
+	if k.leakAfter > 0 || k.stallSites {
+		return k.acquireWatched(ctx, 0)
+	}
+	return k.acquire(ctx, nil, 0)
 }
 
 // acquireWatched is Acquire with the leak watch on, or the stall watch's
 // call sites: the caller's stack, or its call site, is recorded first.
-func (k *Keeper[T]) acquireWatched(ctx context.Context) (Loan[T], error) {
+func (k *Keeper[T]) acquireWatched(ctx context.Context, class int) (Loan[T], error) {
+	skip := 2 // past acquireWatched and Acquire: the caller
+	if k.classIx != nil {
+		skip++ // and acquireClassed
+	}
 	var st stack // stays on this goroutine's stack: the loan copies it
 	if k.leakAfter > 0 {
-		st.capture(2) // past acquireWatched and Acquire: the caller
+		st.capture(skip)
 	} else {
-		st.captureSite(2)
+		st.captureSite(skip)
 	}
-	return k.acquire(ctx, &st)
+	return k.acquire(ctx, &st, class)
 }
 
-// acquire is Acquire; st is the caller's stack, with the leak watch on.
+// acquire is Acquire; st is the caller's stack, with the leak watch on,
+// and class the caller's class (0 without classes).
 //
 // While others wait, a new caller joins the back of the queue and the pool
 // is asked for those ahead of it first, in order (serveLocked): whether it
 // waits is the pool's answer to the caller at the front, not a rule of the
 // Keeper's. A caller whose grant fell through (a failed check) asks again
 // at the front.
-func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
+func (k *Keeper[T]) acquire(ctx context.Context, st *stack, class int) (Loan[T], error) {
 	if err := k.enter(ctx); err != nil {
 		return Loan[T]{}, err
 	}
@@ -141,7 +150,7 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 		var w *waiter[T]
 		k.mu.Lock()
 		if k.q.live > 0 && !front {
-			w = k.attachLocked(ctx, start, st)
+			w = k.attachLocked(ctx, start, st, class)
 			k.q.push(w)
 			k.stallWaitLocked(now)
 			k.serveLocked(now, &fx)
@@ -151,7 +160,7 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 				return Loan[T]{}, err
 			}
 		} else {
-			s := k.decideLocked(now, st, false)
+			s := k.decideLocked(now, st, false, class)
 			switch s.kind {
 			case pool.Ready:
 				if k.warms() {
@@ -174,11 +183,11 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 				}
 				return s.loan, nil
 			case pool.Make:
-				w = k.attachLocked(ctx, start, st)
+				w = k.attachLocked(ctx, start, st, class)
 				k.startDialLocked(w)
-				fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: ctx, gen: s.gen})
+				fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: ctx, gen: s.gen, class: class})
 			case pool.Wait:
-				w = k.attachLocked(ctx, start, st)
+				w = k.attachLocked(ctx, start, st, class)
 				if front {
 					k.q.pushFront(w)
 				} else {
@@ -297,6 +306,13 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 	if err := k.enter(ctx); err != nil {
 		return Loan[T]{}, err
 	}
+	class := 0
+	if k.classIx != nil {
+		var err error
+		if class, err = k.classOf(ctx); err != nil {
+			return Loan[T]{}, err
+		}
+	}
 	var st *stack
 	var rec stack
 	if k.leakAfter > 0 {
@@ -312,12 +328,12 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 		k.mu.Lock()
 		if k.q.live > 0 {
 			k.serveLocked(now, &fx)
-			if k.q.live > 0 {
+			if k.q.ahead(class) > 0 {
 				k.unlockDo(&fx)
 				return Loan[T]{}, ErrWouldWait
 			}
 		}
-		s := k.decideLocked(now, st, false)
+		s := k.decideLocked(now, st, false, class)
 		switch s.kind {
 		case pool.Ready:
 			if k.warms() {
@@ -339,7 +355,7 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 			return s.loan, nil
 		case pool.Make:
 			k.startDialLocked(nil)
-			fx.dials = append(fx.dials, dialJob[T]{ctx: ctx, gen: s.gen})
+			fx.dials = append(fx.dials, dialJob[T]{ctx: ctx, gen: s.gen, class: class})
 			k.unlockDo(&fx)
 			return Loan[T]{}, ErrWouldWait
 		case pool.Wait, pool.Later:
@@ -389,7 +405,7 @@ func (k *Keeper[T]) AcquireAllIdle(ctx context.Context) []Loan[T] {
 		k.serveLocked(now, &fx)
 	}
 	for k.q.live == 0 {
-		s := k.decideLocked(now, nil, true)
+		s := k.decideLocked(now, nil, true, k.defClass)
 		if s.kind != pool.Ready {
 			break
 		}

@@ -14,6 +14,10 @@ import (
 // told so (nothing is handed to a caller who cannot use it).
 func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 	defer k.serveDialersLocked(now)
+	if k.q.by != nil {
+		k.serveClassesLocked(now, fx) // classq.go
+		return
+	}
 	for k.q.live > 0 {
 		w := k.q.peek()
 		if err := w.ctx.Err(); err != nil {
@@ -22,7 +26,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			k.grantLocked(w, grant[T]{err: err})
 			continue
 		}
-		s := k.decideLocked(now, w.stack, false)
+		s := k.decideLocked(now, w.stack, false, w.class)
 		switch s.kind {
 		case pool.Ready:
 			k.q.pop()
@@ -76,7 +80,7 @@ func (k *Keeper[T]) serveDialersLocked(now time.Time) {
 			k.dialers = k.dialers[1:] // served by its dial, or gone
 			continue
 		}
-		s := k.decideLocked(now, d.w.stack, true)
+		s := k.decideLocked(now, d.w.stack, true, d.w.class)
 		if s.kind != pool.Ready {
 			return
 		}
@@ -88,10 +92,11 @@ func (k *Keeper[T]) serveDialersLocked(now time.Time) {
 	}
 }
 
-// attachLocked readies a recycled waiter for ctx under a new ticket.
-func (k *Keeper[T]) attachLocked(ctx context.Context, start time.Time, st *stack) *waiter[T] {
+// attachLocked readies a recycled waiter for ctx, of class, under a new
+// ticket.
+func (k *Keeper[T]) attachLocked(ctx context.Context, start time.Time, st *stack, class int) *waiter[T] {
 	w := k.spare.Get().(*waiter[T])
-	w.ctx, w.start = ctx, start
+	w.ctx, w.start, w.class = ctx, start, class
 	if st != nil {
 		if w.stack == nil {
 			w.stack = new(stack) // once per waiter, which is recycled

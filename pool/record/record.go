@@ -151,6 +151,9 @@ func Wrap[T comparable](p *pool.Pool[T], r *Recorder, now time.Time) (*Pool[T], 
 	if r.attached {
 		return nil, fmt.Errorf("%w: the Recorder records another pool already", ErrUnrecordable)
 	}
+	if p.Classes() != nil {
+		return nil, fmt.Errorf("%w: a pool with classes of callers (pool.SetClasses): not recorded yet", ErrUnrecordable)
+	}
 	origin := now
 	if at, ok := anchor(p, now); ok && at.Before(origin) {
 		origin = at
@@ -283,6 +286,32 @@ func (w *Pool[T]) Take(now time.Time, roll float64, cpu int) pool.Taken[T] {
 	w.end(appendTaken(b, a))
 	return a
 }
+
+// TakeAs is pool.Pool.TakeAs on a pool without classes (Wrap refuses one
+// with them), where it is Take: recorded as Take.
+func (w *Pool[T]) TakeAs(now time.Time, roll float64, cpu int, class int) pool.Taken[T] {
+	return w.Take(now, roll, cpu)
+}
+
+// MadeAs is pool.Pool.MadeAs on a pool without classes: Made, recorded.
+func (w *Pool[T]) MadeAs(item T, gen uint32, class int, now time.Time, extra time.Duration) bool {
+	return w.Made(item, gen, now, extra)
+}
+
+// UnmadeAs is pool.Pool.UnmadeAs on a pool without classes: Unmade,
+// recorded.
+func (w *Pool[T]) UnmadeAs(now time.Time, roll float64, by ward.Guard, class int) bool {
+	return w.Unmade(now, roll, by)
+}
+
+// Serve is pool.Pool.Serve on a pool without classes: the oldest front,
+// which changes nothing and is not recorded.
+func (w *Pool[T]) Serve(now time.Time, fronts []pool.Front) (int, time.Duration) {
+	return w.p.Serve(now, fronts)
+}
+
+// ClassBooks is pool.Pool.ClassBooks: nil on a pool without classes.
+func (w *Pool[T]) ClassBooks() []pool.ClassBooks { return w.p.ClassBooks() }
 
 // appendTaken appends a Take or Reserve answer.
 func appendTaken[T comparable](b []byte, a pool.Taken[T]) []byte {
