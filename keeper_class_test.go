@@ -109,7 +109,9 @@ func TestKeeperClassBatchHeldWhileInteractivePresent(t *testing.T) {
 // ahead of an older batch waiter, and batch is held to 6 again.
 func TestKeeperClassInteractiveServedFirst(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	k, c := newTestKeeper(t, &dialer{}, classConfig())
+	cfg := classConfig()
+	cfg.Recorder = record.New(0) // the Keeper's calls replay, classes and all
+	k, c := newTestKeeper(t, &dialer{}, cfg)
 	var loans []Loan[*res]
 	for range 8 {
 		loans = append(loans, acquireAs(t, k, batch)) // interactive never asked
@@ -158,6 +160,21 @@ func TestKeeperClassInteractiveServedFirst(t *testing.T) {
 		l.Release()
 	}
 	checkClassStats(t, k.Stats())
+	data := k.Recording()
+	if err := record.Replay(data); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := record.ReadRecording(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]int{}
+	for _, s := range rc.Steps {
+		ops[s.Op]++
+	}
+	if ops["TakeAs"] == 0 || ops["MadeAs"] == 0 || ops["Serve"] == 0 {
+		t.Fatalf("the recording's steps: %v, want TakeAs, MadeAs and Serve among them", ops)
+	}
 }
 
 // A caller held back by its class still leaves at its context's end and at
@@ -247,17 +264,12 @@ func TestKeeperClassConfig(t *testing.T) {
 	d := &dialer{}
 	for _, tc := range []struct {
 		cs   []pool.Class
-		rec  bool
 		want string
 	}{
 		{cs: []pool.Class{{Name: "a", Reserve: 9}}, want: `class "a": Reserve 9 is above Size 8`},
 		{cs: []pool.Class{{Name: "a"}, {Name: "a"}}, want: `named twice`},
-		{cs: []pool.Class{{Name: "a"}}, rec: true, want: "classes"},
 	} {
 		cfg := Config[*res]{Limits: pool.Limits{Size: 8}, Dial: d.Dial, Close: d.Close, Classes: tc.cs}
-		if tc.rec {
-			cfg.Recorder = record.New(0)
-		}
 		_, err := NewKeeper(cfg)
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want ErrConfig with %q", tc.cs, err, tc.want)

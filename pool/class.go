@@ -129,6 +129,12 @@ func (p *Pool[T]) SetClasses(cs []Class) error {
 	if len(cs) >= 1<<15-1 {
 		return fmt.Errorf("%w: %d classes, want fewer than %d", ErrClasses, len(cs), 1<<15-1)
 	}
+	p.cls = newClasses(cs)
+	return nil
+}
+
+// newClasses is the classes cs, with nothing held.
+func newClasses(cs []Class) *classes {
 	n := len(cs) + 1
 	k := &classes{
 		cs:     append(append(make([]Class, 0, n), cs...), Class{}),
@@ -141,8 +147,7 @@ func (p *Pool[T]) SetClasses(cs []Class) error {
 	for i := range k.cs {
 		k.books[i].Name = k.cs[i].Name
 	}
-	p.cls = k
-	return nil
+	return k
 }
 
 // Classes returns the pool's classes as set (without the default class);
