@@ -276,3 +276,42 @@ func TestKeeperClassConfig(t *testing.T) {
 		}
 	}
 }
+
+// With classes the leak watch still records the stack from Acquire's
+// caller on: its first frame is the function that called Acquire.
+func TestKeeperClassLeakStackStartsAtTheCaller(t *testing.T) {
+	for _, classes := range []bool{false, true} {
+		var leaks []Leak[*res]
+		var mu = make(chan struct{}, 1)
+		mu <- struct{}{}
+		cfg := Config[*res]{
+			Limits:    pool.Limits{Size: 2},
+			LeakAfter: time.Minute,
+			OnLeak:    func(l Leak[*res]) { <-mu; leaks = append(leaks, l); mu <- struct{}{} },
+		}
+		if classes {
+			cfg.Classes = []pool.Class{{Name: "interactive", Reserve: 1}}
+		}
+		k, c := newTestKeeper(t, &dialer{}, cfg)
+		l := acquireClassLeak(t, k)
+		c.Advance(61 * time.Second)
+		<-mu
+		if len(leaks) != 1 {
+			t.Fatalf("classes %v: %d leak reports, want 1", classes, len(leaks))
+		}
+		first, _, _ := strings.Cut(string(leaks[0].Stack), "\n")
+		mu <- struct{}{}
+		if !strings.Contains(first, "acquireClassLeak") {
+			t.Fatalf("classes %v: the stack's first frame is %q, want acquireClassLeak", classes, first)
+		}
+		l.Release()
+	}
+}
+
+func acquireClassLeak(t *testing.T, k *Keeper[*res]) Loan[*res] {
+	l, err := k.Acquire(inter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
