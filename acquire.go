@@ -352,6 +352,9 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 				}
 				k.counted(now, s.loan, false)
 			}
+			if k.classIx != nil {
+				k.classCounted(class, 0) // classq.go
+			}
 			return s.loan, nil
 		case pool.Make:
 			k.startDialLocked(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/wardpool/wardpool/pool"
@@ -201,6 +202,12 @@ type ClassStats struct {
 	Reserve, Ceiling int
 	// Waiting is how many of its callers are queued now.
 	Waiting int
+	// Acquires counts its callers' successful Acquire and TryAcquire
+	// calls, and AcquireWait is the total time the acquires waited (as
+	// Stats.Acquires and Stats.AcquireWait, for the class; AcquireAllIdle
+	// counts in neither).
+	Acquires    uint64
+	AcquireWait time.Duration
 }
 
 // classStatsLocked is each class's part of the books, the default class
@@ -219,6 +226,10 @@ func (k *Keeper[T]) classStatsLocked() []ClassStats {
 		if c < len(k.q.by) {
 			out[c].Waiting = k.q.by[c].live
 		}
+		if c < len(k.classTallies) {
+			out[c].Acquires = k.classTallies[c].acquired.Load()
+			out[c].AcquireWait = time.Duration(k.classTallies[c].waitNs.Load())
+		}
 	}
 	return out
 }
@@ -230,6 +241,7 @@ func (k *Keeper[T]) acquireClassed(ctx context.Context) (Loan[T], error) {
 	if err != nil {
 		return Loan[T]{}, err
 	}
+	start := k.now()
 	var l Loan[T]
 	if k.leakAfter > 0 || k.stallSites {
 		l, err = k.acquireWatched(ctx, c)
@@ -237,9 +249,26 @@ func (k *Keeper[T]) acquireClassed(ctx context.Context) (Loan[T], error) {
 		l, err = k.acquire(ctx, nil, c)
 	}
 	if err != nil {
-		err = k.classErr(err, c)
+		return l, k.classErr(err, c)
 	}
-	return l, err
+	k.classCounted(c, l.at.Sub(start))
+	return l, nil
+}
+
+// classTally is what a class's callers count without the lock once an
+// acquire is final, as tally is for all of them.
+type classTally struct {
+	acquired atomic.Uint64
+	waitNs   atomic.Int64
+}
+
+// classCounted counts a successful acquire of class c that waited wait.
+func (k *Keeper[T]) classCounted(c int, wait time.Duration) {
+	t := &k.classTallies[c]
+	t.acquired.Add(1)
+	if wait > 0 {
+		t.waitNs.Add(int64(wait))
+	}
 }
 
 // setClasses readies the Keeper's part of classes cs on pool p, and its
@@ -257,4 +286,5 @@ func (k *Keeper[T]) setClasses(cs []pool.Class) {
 	k.classNames = append(k.classNames, "")
 	k.defClass = len(cs)
 	k.q.by = make([]waiters[T], len(cs)+1)
+	k.classTallies = make([]classTally, len(cs)+1)
 }

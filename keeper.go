@@ -82,6 +82,8 @@ type settings[T comparable] struct {
 	classIx    map[string]int
 	classNames []string
 	defClass   int
+	// classTallies are each class's acquires and wait (classq.go).
+	classTallies []classTally
 }
 
 // tally is what callers count without the lock once an acquire is final

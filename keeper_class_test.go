@@ -100,6 +100,10 @@ func TestKeeperClassBatchHeldWhileInteractivePresent(t *testing.T) {
 		t.Fatalf("after the Lend: busy %d, classes %+v; want batch holding all 8", s.Busy, s.Classes)
 	}
 	checkClassStats(t, s)
+	b := classStats(t, s, "batch")
+	if b.Acquires != 8 || b.AcquireWait != 2*time.Second || classStats(t, s, "interactive").Acquires != 1 {
+		t.Fatalf("batch: %d acquires waiting %v, interactive %d; want 8 waiting 2s in all (two waited 1s each), 1", b.Acquires, b.AcquireWait, classStats(t, s, "interactive").Acquires)
+	}
 	for _, l := range loans {
 		l.Release()
 	}
@@ -250,6 +254,9 @@ func TestKeeperClassTryAcquire(t *testing.T) {
 	li, err := k.TryAcquire(inter)
 	if err != nil {
 		t.Fatalf("interactive TryAcquire with one idle: %v", err)
+	}
+	if n := classStats(t, k.Stats(), "interactive").Acquires; n != 1 {
+		t.Fatalf("interactive acquires %d, want 1: the TryAcquire", n)
 	}
 	li.Release()
 	l.Release()
