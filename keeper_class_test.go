@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -321,4 +323,66 @@ func acquireClassLeak(t *testing.T, k *Keeper[*res]) Loan[*res] {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// TestKeeperClassStress: callers of three classes (one without a class)
+// acquire, hold a moment and release, some giving up early, on the real
+// clock with a Lend short enough to come and go; at the end nothing is
+// lent, nobody waits, and every class's books are back to zero.
+func TestKeeperClassStress(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	cfg := Config[*res]{
+		Limits: pool.Limits{Size: 4, Idle: 4},
+		Classes: []pool.Class{
+			{Name: "interactive", Reserve: 2, Lend: 5 * time.Millisecond},
+			{Name: "batch", Ceiling: 3},
+		},
+		Clock:          newSystemClock(),
+		AcquireTimeout: 200 * time.Millisecond,
+		Logger:         quietLogger(),
+	}
+	k, _ := newTestKeeper(t, &dialer{}, cfg)
+	ctxs := []context.Context{inter, batch, bg}
+	var wg sync.WaitGroup
+	var served, failed atomic.Int64
+	for g := range 12 {
+		wg.Go(func() {
+			for i := range 60 {
+				ctx, cancel := context.WithTimeout(ctxs[(g+i)%3], time.Duration(1+i%7)*time.Millisecond*3)
+				var l Loan[*res]
+				var err error
+				if i%5 == 4 {
+					l, err = k.TryAcquire(ctx)
+				} else {
+					l, err = k.Acquire(ctx)
+				}
+				if err == nil {
+					served.Add(1)
+					time.Sleep(time.Duration(i%3) * 200 * time.Microsecond)
+					l.Release()
+				} else {
+					failed.Add(1)
+				}
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	clocktest.Eventually(t, "every loan and waiter gone", func() bool {
+		s := k.Stats()
+		return s.Busy == 0 && s.Waiting == 0
+	})
+	s := k.Stats()
+	checkClassStats(t, s)
+	var acquires uint64
+	for _, c := range s.Classes {
+		if c.Held != 0 || c.Waiting != 0 || c.Lent != 0 || c.Making != 0 {
+			t.Fatalf("class %q after the load: %+v", c.Name, c)
+		}
+		acquires += c.Acquires
+	}
+	if served.Load() == 0 || acquires != uint64(served.Load()) || s.Acquires != uint64(served.Load()) {
+		t.Fatalf("served %d (failed %d); classes count %d acquires, Stats %d", served.Load(), failed.Load(), acquires, s.Acquires)
+	}
+	t.Logf("served %d, failed %d", served.Load(), failed.Load())
 }
