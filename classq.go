@@ -159,8 +159,11 @@ func (k *Keeper[T]) serveClassesLocked(now time.Time, fx *effects[T]) {
 			fronts = append(fronts, pool.Front{Class: c, Since: w.start})
 		}
 		k.fronts = fronts
-		if gone || len(fronts) == 0 {
-			continue
+		if gone {
+			continue // the fronts again, past the ones that left
+		}
+		if len(fronts) == 0 {
+			return // every queue is empty: live counts none (never so)
 		}
 		i, delay := k.p.Serve(now, fronts)
 		if i < 0 {
