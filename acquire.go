@@ -26,7 +26,8 @@ type decision[T comparable] struct {
 // Closed become the taker's error. Make (a reservation to dial for), Wait
 // and Later are left to the taker, whose ways of waiting differ. With
 // idleOnly, the pool is asked only while it has something idle (Wait
-// otherwise), so no reservation is opened.
+// otherwise), so no reservation is opened. class is the taker's class
+// (Config.Classes; the default class without them).
 //
 // The decision is written into *s, field by field, and the loan into
 // s.loan by lendLocked, rather than returned: a decision (and a Loan) is
@@ -39,7 +40,7 @@ type decision[T comparable] struct {
 // 161 to 140 ns per Acquire+Release, though callgrind counts 24 more
 // instructions. Every acquire test covers it (keeper_acquire_test.go,
 // keeper_waiters_test.go for the queued callers of serve.go).
-func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool, s *decision[T]) {
+func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool, class int, s *decision[T]) {
 	*s = decision[T]{}
 	for {
 		if idleOnly && k.p.Books().Idle == 0 {
@@ -51,9 +52,9 @@ func (k *Keeper[T]) decideLocked(now time.Time, st *stack, idleOnly bool, s *dec
 		}
 		var t pool.Taken[T]
 		if k.pool != nil { // nothing records: see machine.go
-			t = k.pool.Take(now, k.roll(), k.cpuNow())
+			t = k.pool.TakeAs(now, k.roll(), k.cpuNow(), class)
 		} else {
-			t = k.p.Take(now, k.roll(), k.cpuNow())
+			t = k.p.TakeAs(now, k.roll(), k.cpuNow(), class)
 		}
 		s.kind = t.Kind
 		switch t.Kind {
@@ -120,32 +121,40 @@ func (k *Keeper[T]) shedErrorLocked(t pool.Taken[T], now time.Time) error {
 //
 // In steady state (a resource idle and fresh) Acquire allocates nothing.
 func (k *Keeper[T]) Acquire(ctx context.Context) (Loan[T], error) {
-	if k.leakAfter > 0 || k.stallSites {
-		return k.acquireWatched(ctx)
+	if k.classIx != nil {
+		return k.acquireClassed(ctx) // classq.go
 	}
-	return k.acquire(ctx, nil)
+	if k.leakAfter > 0 || k.stallSites {
+		return k.acquireWatched(ctx, 0)
+	}
+	return k.acquire(ctx, nil, 0)
 }
 
 // acquireWatched is Acquire with the leak watch on, or the stall watch's
 // call sites: the caller's stack, or its call site, is recorded first.
-func (k *Keeper[T]) acquireWatched(ctx context.Context) (Loan[T], error) {
+func (k *Keeper[T]) acquireWatched(ctx context.Context, class int) (Loan[T], error) {
+	skip := 2 // past acquireWatched and Acquire: the caller
+	if k.classIx != nil {
+		skip++ // and acquireClassed
+	}
 	var st stack // stays on this goroutine's stack: the loan copies it
 	if k.leakAfter > 0 {
-		st.capture(2) // past acquireWatched and Acquire: the caller
+		st.capture(skip)
 	} else {
-		st.captureSite(2)
+		st.captureSite(skip)
 	}
-	return k.acquire(ctx, &st)
+	return k.acquire(ctx, &st, class)
 }
 
-// acquire is Acquire; st is the caller's stack, with the leak watch on.
+// acquire is Acquire; st is the caller's stack, with the leak watch on,
+// and class the caller's class (0 without classes).
 //
 // While others wait, a new caller joins the back of the queue and the pool
 // is asked for those ahead of it first, in order (serveLocked): whether it
 // waits is the pool's answer to the caller at the front, not a rule of the
 // Keeper's. A caller whose grant fell through (a failed check) asks again
 // at the front.
-func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
+func (k *Keeper[T]) acquire(ctx context.Context, st *stack, class int) (Loan[T], error) {
 	if err := k.enter(ctx); err != nil {
 		return Loan[T]{}, err
 	}
@@ -164,7 +173,7 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 		var w *waiter[T]
 		k.mu.Lock()
 		if k.q.live > 0 && !front {
-			w = k.attachLocked(ctx, start, st)
+			w = k.attachLocked(ctx, start, st, class)
 			k.q.push(w)
 			k.stallWaitLocked(now)
 			k.serveLocked(now, &fx)
@@ -175,7 +184,7 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 			}
 		} else {
 			var s decision[T]
-			k.decideLocked(now, st, false, &s)
+			k.decideLocked(now, st, false, class, &s)
 			switch s.kind {
 			case pool.Ready:
 				if k.warms() {
@@ -198,11 +207,11 @@ func (k *Keeper[T]) acquire(ctx context.Context, st *stack) (Loan[T], error) {
 				}
 				return s.loan, nil
 			case pool.Make:
-				w = k.attachLocked(ctx, start, st)
+				w = k.attachLocked(ctx, start, st, class)
 				k.startDialLocked(w)
-				fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: ctx, gen: s.gen})
+				fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: ctx, gen: s.gen, class: class})
 			case pool.Wait:
-				w = k.attachLocked(ctx, start, st)
+				w = k.attachLocked(ctx, start, st, class)
 				if front {
 					k.q.pushFront(w)
 				} else {
@@ -321,6 +330,13 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 	if err := k.enter(ctx); err != nil {
 		return Loan[T]{}, err
 	}
+	class := 0
+	if k.classIx != nil {
+		var err error
+		if class, err = k.classOf(ctx); err != nil {
+			return Loan[T]{}, err
+		}
+	}
 	var st *stack
 	var rec stack
 	if k.leakAfter > 0 {
@@ -336,13 +352,13 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 		k.mu.Lock()
 		if k.q.live > 0 {
 			k.serveLocked(now, &fx)
-			if k.q.live > 0 {
+			if k.q.ahead(class) > 0 {
 				k.unlockDo(&fx)
 				return Loan[T]{}, ErrWouldWait
 			}
 		}
 		var s decision[T]
-		k.decideLocked(now, st, false, &s)
+		k.decideLocked(now, st, false, class, &s)
 		switch s.kind {
 		case pool.Ready:
 			if k.warms() {
@@ -361,10 +377,13 @@ func (k *Keeper[T]) TryAcquire(ctx context.Context) (Loan[T], error) {
 				}
 				k.counted(now, s.loan, false)
 			}
+			if k.classIx != nil {
+				k.classCounted(class, 0) // classq.go
+			}
 			return s.loan, nil
 		case pool.Make:
 			k.startDialLocked(nil)
-			fx.dials = append(fx.dials, dialJob[T]{ctx: ctx, gen: s.gen})
+			fx.dials = append(fx.dials, dialJob[T]{ctx: ctx, gen: s.gen, class: class})
 			k.unlockDo(&fx)
 			return Loan[T]{}, ErrWouldWait
 		case pool.Wait, pool.Later:
@@ -415,7 +434,7 @@ func (k *Keeper[T]) AcquireAllIdle(ctx context.Context) []Loan[T] {
 	}
 	for k.q.live == 0 {
 		var s decision[T]
-		k.decideLocked(now, nil, true, &s)
+		k.decideLocked(now, nil, true, k.defClass, &s)
 		if s.kind != pool.Ready {
 			break
 		}

@@ -189,6 +189,17 @@ type Config[T comparable] struct {
 	// a fleet-wide connection budget, a shared breaker and a shared rate on
 	// dials (see Shared).
 	Shared Shared
+	// Classes are classes of callers with room reserved and a ceiling
+	// each (see pool.Class for the rule): a caller's class is the name
+	// its context carries (WithClass), and one without belongs to the
+	// default class, with no reserve and no ceiling of its own. Each
+	// class has its queue, first come first served within it; when a
+	// resource frees the Pool says which class's oldest waiter gets it
+	// (pool.Pool.Serve). An unknown name is a *ClassError at once.
+	// Stats.Classes has each class's books. NewKeeper fails, with
+	// ErrConfig, for classes pool.ValidateClasses refuses against
+	// Limits.Size. Nil: no classes, one queue, as without this field.
+	Classes []pool.Class
 }
 
 // Defaults of the Config fields whose zero means "the usual".
@@ -241,6 +252,9 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 	}
 	p, err := pool.New[T](l, cfg.Ward)
 	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := p.SetClasses(cfg.Classes); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	set := settings[T]{
@@ -321,6 +335,7 @@ func NewKeeper[T comparable](cfg Config[T]) (*Keeper[T], error) {
 		quiet:    make(chan struct{}),
 		drained:  make(chan struct{}),
 	}
+	k.setClasses(cfg.Classes) // classq.go
 	k.spare.New = func() any { return &waiter[T]{ch: make(chan grant[T], 1)} }
 	k.ctx, k.cancel = context.WithCancel(context.Background())
 	k.startShared(cfg.Shared)

@@ -21,6 +21,7 @@ type dialJob[T comparable] struct {
 	ticket uint64
 	ctx    context.Context
 	gen    uint32 // the reservation's generation (Taken.Gen), for Made
+	class  int    // the class the reservation was opened for (Config.Classes)
 }
 
 // startDialLocked counts a dial about to start, for a caller or, with a nil
@@ -83,15 +84,15 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 			// A shared guard refused the dial before it was made: the
 			// pool counts a refusal, and its own breaker and backoff hear
 			// nothing (the fleet's breaker speaks for the backend).
-			k.p.Unmade(now, 0, ward.GuardShared)
+			k.p.UnmadeAs(now, 0, ward.GuardShared, j.class)
 		case v == Full:
 			// The backend has no room for another: the Pool decides
 			// whether the caller waits for a return instead.
-			wait = k.p.Unmade(now, k.roll(), ward.GuardFull)
+			wait = k.p.UnmadeAs(now, k.roll(), ward.GuardFull, j.class)
 		default:
 			// During a hold after a failover, the Pool has the caller
 			// wait for the next dial.
-			wait = k.p.Unmade(now, k.roll(), ward.GuardNone)
+			wait = k.p.UnmadeAs(now, k.roll(), ward.GuardNone, j.class)
 		}
 		if timedOut {
 			k.stats.dialTimeouts++
@@ -118,7 +119,7 @@ func (k *Keeper[T]) runDial(j dialJob[T]) {
 		}
 		k.serveLocked(now, &fx)
 		k.armRetryLocked(now)
-	case !k.p.Made(v, j.gen, now, jitter):
+	case !k.p.MadeAs(v, j.gen, j.class, now, jitter):
 		// Closed while dialing.
 		k.closeLocked(v)
 		if owner {
@@ -209,7 +210,7 @@ func (k *Keeper[T]) topUpLocked(now time.Time, fx *effects[T]) {
 			return
 		}
 		k.startDialLocked(nil)
-		fx.dials = append(fx.dials, dialJob[T]{gen: r.Gen})
+		fx.dials = append(fx.dials, dialJob[T]{gen: r.Gen, class: k.defClass})
 	}
 }
 

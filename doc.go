@@ -29,6 +29,14 @@
 // the word of one that failed, once per generation, as Config.Classify
 // judges its error (each driver has a default classifier; see Verdict).
 //
+// Classes of callers (Config.Classes) share one pool with room reserved:
+// interactive requests with two connections of eight kept for them while
+// they come, batch jobs with the rest, and all eight while no interactive
+// caller has come for a second. A caller's class is in its context
+// (WithClass), so a driver's methods carry it; each class queues apart,
+// and when a resource frees the Pool says whose turn it is (pool.Class
+// has the rule). Stats.Classes has each class's books.
+//
 // A Keeper is safe for concurrent use; Acquire and Release allocate nothing
 // in steady state. The drivers (drivers/pgx, drivers/redis, drivers/sql) are
 // Keepers with a peer's API in front. DESIGN.md, at the module's root, says

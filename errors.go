@@ -109,12 +109,19 @@ type LateError struct {
 	Predicted, Within time.Duration
 	// Ahead is how many callers were queued before this one.
 	Ahead int
+	// Class is the caller's class (Config.Classes), "" for the default
+	// class and without classes.
+	Class string
 }
 
 // Error says what was predicted against what was allowed.
 func (e *LateError) Error() string {
-	return fmt.Sprintf("%swardpool: refused at once: the predicted wait, %v behind %s, is longer than the %v the context allows",
-		prefix(e.Pool), e.Predicted.Round(time.Microsecond), plural(e.Ahead, "caller", "callers"), e.Within.Round(time.Microsecond))
+	class := ""
+	if e.Class != "" {
+		class = fmt.Sprintf(" (a caller of class %q)", e.Class)
+	}
+	return fmt.Sprintf("%swardpool: refused at once%s: the predicted wait, %v behind %s, is longer than the %v the context allows",
+		prefix(e.Pool), class, e.Predicted.Round(time.Microsecond), plural(e.Ahead, "caller", "callers"), e.Within.Round(time.Microsecond))
 }
 
 // Unwrap returns ErrShed and context.DeadlineExceeded.
@@ -179,6 +186,9 @@ type AcquireError struct {
 	// HeldBack is how much longer the ward's backoff held new dials back,
 	// after failed ones; zero when it did not.
 	HeldBack time.Duration
+	// Class is the caller's class (Config.Classes), "" for the default
+	// class and without classes.
+	Class string
 }
 
 // Error says what the pool was doing when the acquire gave up.
@@ -191,6 +201,9 @@ func (e *AcquireError) Error() string {
 		fmt.Fprintf(&b, "%s busy", plural(e.Busy, "resource", "resources"))
 	}
 	fmt.Fprintf(&b, ", %s waiting", plural(e.Waiting, "caller", "callers"))
+	if e.Class != "" {
+		fmt.Fprintf(&b, " (this one of class %q)", e.Class)
+	}
 	if e.Ceiling >= 0 {
 		fmt.Fprintf(&b, ", the fleet's budget allowing %d here", e.Ceiling)
 		if e.BudgetStoreErr != nil {

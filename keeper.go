@@ -76,6 +76,16 @@ type settings[T comparable] struct {
 	cpuRead     func() int
 	needRoll    bool // the ward has a breaker or a backoff
 	shedder     bool // the ward has a shedder
+
+	// Config.Classes (classq.go): the classes, each name's index, the
+	// names with "" for the default class last, and the default class's
+	// index (len(classes)); nil, nil, nil and 0 without classes.
+	classes    []pool.Class
+	classIx    map[string]int
+	classNames []string
+	defClass   int
+	// classTallies are each class's acquires and wait (classq.go).
+	classTallies []classTally
 }
 
 // tally is what callers count without the lock once an acquire is final
@@ -124,8 +134,9 @@ type Keeper[T comparable] struct {
 	cpuTimer Timer         // the CPU sampler, while the pool is in use (cpu.go)
 	stats    counters
 	closing  closeq[T]
-	ceiling  int        // the ceiling last set on the pool (SetCeiling); -1: none
-	stall    stallWatch // the stall watch (stall.go)
+	ceiling  int          // the ceiling last set on the pool (SetCeiling); -1: none
+	stall    stallWatch   // the stall watch (stall.go)
+	fronts   []pool.Front // serveClassesLocked's, kept between calls
 }
 
 // entry is the Keeper's record of one of the pool's seats, kept beside it.

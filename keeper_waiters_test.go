@@ -179,7 +179,7 @@ func TestKeeperSkipsExpiredWaiters(t *testing.T) {
 	dead, cancel := context.WithCancel(bg)
 	cancel()
 	k.mu.Lock()
-	stale := k.attachLocked(dead, c.Now(), nil)
+	stale := k.attachLocked(dead, c.Now(), nil, 0)
 	k.q.push(stale)
 	k.mu.Unlock()
 	live := queued(t, k, bg, 1)
@@ -214,7 +214,7 @@ func TestKeeperHandoffRacingCancelLosesNothing(t *testing.T) {
 		held := mustAcquire(t, k)
 		ctx, cancel := context.WithCancel(bg)
 		k.mu.Lock()
-		w := k.attachLocked(ctx, c.Now(), nil)
+		w := k.attachLocked(ctx, c.Now(), nil, 0)
 		k.q.push(w)
 		k.mu.Unlock()
 		held.Release() // granted to w

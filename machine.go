@@ -12,6 +12,11 @@ import (
 // of one, which answers the same and writes each call down.
 type machine[T comparable] interface {
 	Take(now time.Time, roll float64, cpu int) pool.Taken[T]
+	TakeAs(now time.Time, roll float64, cpu int, class int) pool.Taken[T]
+	MadeAs(item T, gen uint32, class int, now time.Time, extra time.Duration) bool
+	UnmadeAs(now time.Time, roll float64, by ward.Guard, class int) bool
+	Serve(now time.Time, fronts []pool.Front) (int, time.Duration)
+	ClassBooks() []pool.ClassBooks
 	Reserve(now time.Time, roll float64, cpu int) pool.Taken[T]
 	Made(item T, gen uint32, now time.Time, extra time.Duration) bool
 	Unmade(now time.Time, roll float64, by ward.Guard) bool

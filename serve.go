@@ -14,6 +14,10 @@ import (
 // told so (nothing is handed to a caller who cannot use it).
 func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 	defer k.serveDialersLocked(now)
+	if k.q.by != nil {
+		k.serveClassesLocked(now, fx) // classq.go
+		return
+	}
 	for k.q.live > 0 {
 		w := k.q.peek()
 		if err := w.ctx.Err(); err != nil {
@@ -23,7 +27,7 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			continue
 		}
 		var s decision[T]
-		k.decideLocked(now, w.stack, false, &s)
+		k.decideLocked(now, w.stack, false, w.class, &s)
 		switch s.kind {
 		case pool.Ready:
 			k.q.pop()
@@ -78,7 +82,7 @@ func (k *Keeper[T]) serveDialersLocked(now time.Time) {
 			continue
 		}
 		var s decision[T]
-		k.decideLocked(now, d.w.stack, true, &s)
+		k.decideLocked(now, d.w.stack, true, d.w.class, &s)
 		if s.kind != pool.Ready {
 			return
 		}
@@ -90,10 +94,11 @@ func (k *Keeper[T]) serveDialersLocked(now time.Time) {
 	}
 }
 
-// attachLocked readies a recycled waiter for ctx under a new ticket.
-func (k *Keeper[T]) attachLocked(ctx context.Context, start time.Time, st *stack) *waiter[T] {
+// attachLocked readies a recycled waiter for ctx, of class, under a new
+// ticket.
+func (k *Keeper[T]) attachLocked(ctx context.Context, start time.Time, st *stack, class int) *waiter[T] {
 	w := k.spare.Get().(*waiter[T])
-	w.ctx, w.start = ctx, start
+	w.ctx, w.start, w.class = ctx, start, class
 	if st != nil {
 		if w.stack == nil {
 			w.stack = new(stack) // once per waiter, which is recycled

@@ -69,6 +69,10 @@ type Stats struct {
 	// Refusal is the share of new connections the ward's breaker refuses
 	// now, in [0, 1]; zero without a breaker.
 	Refusal float64
+	// Classes is each class's part of the books (Config.Classes), the
+	// default class last (named ""); nil without classes. Their Held add
+	// up to Busy, and their Waiting to Waiting.
+	Classes []ClassStats
 	// Shared is the view of the guards shared with other replicas
 	// (Config.Shared): the budget's share and slots, the store's errors and
 	// local fallbacks, the shared breaker's state. Zero without them.
@@ -115,6 +119,7 @@ func (k *Keeper[T]) Stats() Stats {
 		Shared:         shared,
 	}
 	out.AcquireTimeouts = s.acquireTimeouts
+	out.Classes = k.classStatsLocked()
 	out.Stalls, out.Stalled = s.stalls, k.stall.reported && k.q.live > 0
 	k.mu.Unlock()
 	return out

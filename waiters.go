@@ -31,6 +31,7 @@ type waiter[T comparable] struct {
 	ticket   uint64
 	attached bool // queued, or owed a dial's result
 	queued   bool // in the FIFO (attached too)
+	class    int  // its class's index (Config.Classes); 0 without classes
 }
 
 // grant is what a waiter receives: a loan, or the error that ends its wait.
@@ -54,6 +55,11 @@ type waiters[T comparable] struct {
 	head int       // index of the front slot
 	n    int       // slots in use, dead ones included
 	live int       // slots whose waiter is still queued under that ticket
+
+	// by is one queue per class, with Config.Classes (classq.go): a
+	// waiter queues in its class's, live counts them all, and ring is
+	// unused. Nil without classes.
+	by []waiters[T]
 }
 
 // counted moves live by d.
@@ -71,6 +77,10 @@ func (q *waiters[T]) Len() int { return q.live }
 
 // push queues w at the back under its current ticket and marks it queued.
 func (q *waiters[T]) push(w *waiter[T]) {
+	if q.by != nil {
+		q.pushClass(w, false)
+		return
+	}
 	q.grow()
 	q.ring[(q.head+q.n)&(len(q.ring)-1)] = slot[T]{w: w, ticket: w.ticket}
 	q.n++
@@ -81,6 +91,10 @@ func (q *waiters[T]) push(w *waiter[T]) {
 // pushFront queues w at the front: a waiter whose grant fell through (a
 // failed health check) keeps its place rather than going to the back.
 func (q *waiters[T]) pushFront(w *waiter[T]) {
+	if q.by != nil {
+		q.pushClass(w, true)
+		return
+	}
 	q.grow()
 	q.head = (q.head - 1) & (len(q.ring) - 1)
 	q.ring[q.head] = slot[T]{w: w, ticket: w.ticket}
@@ -92,6 +106,9 @@ func (q *waiters[T]) pushFront(w *waiter[T]) {
 // peek returns the oldest queued waiter, or nil, dropping dead slots on the
 // way.
 func (q *waiters[T]) peek() *waiter[T] {
+	if q.by != nil {
+		return q.oldest()
+	}
 	for q.n > 0 {
 		s := q.ring[q.head]
 		if s.alive() {
@@ -105,6 +122,9 @@ func (q *waiters[T]) peek() *waiter[T] {
 // pop takes the oldest queued waiter off the queue and returns it, or nil.
 // The waiter is no longer queued; it is still attached.
 func (q *waiters[T]) pop() *waiter[T] {
+	if q.by != nil {
+		return q.popClass(q.oldest())
+	}
 	w := q.peek()
 	if w == nil {
 		return nil
@@ -118,6 +138,11 @@ func (q *waiters[T]) pop() *waiter[T] {
 // remove takes w out of the queue wherever it stands: its slot is left to
 // be skipped. w must be queued.
 func (q *waiters[T]) remove(w *waiter[T]) {
+	if q.by != nil {
+		q.by[w.class].remove(w)
+		q.live--
+		return
+	}
 	w.queued = false
 	w.ticket++
 	q.counted(-1)

@@ -43,6 +43,8 @@
 //	wardpool_stalled / wardpool.stalled                      1 while a reported stall lasts (Keeper only)
 //	wardpool_rotating_resources / wardpool.resources.rotating  resources of a generation being replaced over a window (Rotate; Keeper only)
 //	wardpool_holding / wardpool.holding                  1 while callers are held through a failover (Config.Hold; Keeper only)
+//	wardpool_class_held_resources{class} / wardpool.class.held  resources a class of callers holds: lent, being made (Config.Classes)
+//	wardpool_class_waiting_acquires{class} / wardpool.class.waiting  callers of a class queued (Config.Classes)
 //
 // Counters:
 //
@@ -71,6 +73,12 @@
 //	wardpool_dial_timeouts_total / wardpool.dial.timeouts    dials cut short by the dial timeout (Keeper only)
 //	wardpool_acquire_timeouts_total / wardpool.acquire.timeouts  acquires AcquireTimeout ended (Keeper only)
 //	wardpool_stalls_total / wardpool.stalls                  stalls reported by the stall watch (Keeper only)
+//	wardpool_class_acquires_total{class} / wardpool.class.acquires  takes of a class that lent or made a resource (Config.Classes)
+//	wardpool_class_held_back_total{class} / wardpool.class.held_back  takes of a class the class rule made wait (Config.Classes)
+//
+// The class series have a sample for each class of a Keeper with
+// Config.Classes, labelled class=<its name> (the callers without a class:
+// class="(default)"), and none without classes.
 //
 // A Source with a Limits method (a *wardpool.Keeper and every driver's pool)
 // has the max gauges, each only when its limit is set (zero means none);

@@ -12,7 +12,7 @@ import (
 // to the series exported: each names every series in both forms, and no
 // series that does not exist.
 func TestDocsListEverySeries(t *testing.T) {
-	all := append([]series{retired, resets, maxResources, maxIdle, leaked}, table...)
+	all := append(append([]series{retired, resets, maxResources, maxIdle, leaked}, table...), classSeries[:]...)
 	var prom, otel []string
 	for _, s := range all {
 		prom = append(prom, "wardpool_"+s.prom)
@@ -76,7 +76,7 @@ func containsWord(text, name string) bool {
 // counter under the counters (the shared guards' list in doc.go has both,
 // and is left out).
 func TestDocsListEachSeriesUnderItsKind(t *testing.T) {
-	all := append([]series{retired, resets, maxResources, maxIdle, leaked}, table...)
+	all := append(append([]series{retired, resets, maxResources, maxIdle, leaked}, table...), classSeries[:]...)
 	for _, f := range []struct {
 		file, gauges, counters, end string
 	}{

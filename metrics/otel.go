@@ -62,6 +62,9 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 	if _, ok := o.Labels[causeLabel]; ok {
 		return nil, errors.New(`metrics: Options.Labels has "cause", the resets series' own attribute`)
 	}
+	if _, ok := o.Labels[classLabel]; ok {
+		return nil, errClassLabel
+	}
 	prefix := o.prefix(".")
 	keys := o.labelKeys()
 	kvs := make([]attribute.KeyValue, 0, len(keys)+1)
@@ -126,6 +129,15 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		}
 		insts = append(insts, rst)
 	}
+	var cls *classInstruments
+	if rst != nil {
+		ci, is, err := newClassInstruments(meter, prefix)
+		if err != nil {
+			return nil, err
+		}
+		cls = &ci
+		insts = append(insts, is...)
+	}
 
 	manual := []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(append(kvs[:len(kvs):len(kvs)], attribute.String(causeLabel, wardpool.CauseManual))...))}
 
@@ -140,7 +152,7 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 		insts = append(insts, leakInst)
 	}
 
-	callback := func(_ context.Context, obs metric.Observer) error {
+	callback := func(ctx context.Context, obs metric.Observer) error {
 		st := src.WardStats()
 		for i := range list {
 			s := &list[i]
@@ -167,6 +179,9 @@ func Observe(meter metric.Meter, src Source, o Options) (metric.Registration, er
 				set := attribute.NewSet(append(kvs[:len(kvs):len(kvs)], attribute.String(causeLabel, cause))...)
 				obs.ObserveInt64(rst, counts[i], metric.WithAttributeSet(set))
 			}
+		}
+		if cls != nil {
+			cls.observe(ctx, obs, &st, kvs)
 		}
 		return nil
 	}

@@ -33,14 +33,15 @@ type Collector struct {
 	// rstManual labels resets_total's cause="manual" sample, sent at 0
 	// before the first reset.
 	rstManual []*dto.LabelPair
+	cls       classDescs // the class series (class.go), for a Source with the runtime's figures
 }
 
 // NewCollector returns a Collector reading src, naming its series after o
 // (and labelling them pool=<src's name> when src has a Name method and
 // o.Labels no pool label).
 // It panics when o makes a metric or label name prometheus.NewDesc rejects,
-// or has a "reason" or "cause" label, which the retired and resets series
-// have of their own: a mistake in the program, better found at start than
+// or has a "reason", "cause" or "class" label, which the retired, resets
+// and class series have of their own: a mistake in the program, better found at start than
 // at the first scrape.
 func NewCollector(src Source, o Options) *Collector {
 	o = o.forSource(src)
@@ -77,6 +78,9 @@ func NewCollector(src Source, o Options) *Collector {
 	if _, booksOnly := src.(booksSource); !booksOnly {
 		c.rst = desc(&resets, causeLabel)
 		c.rstManual = prometheus.MakeLabelPairs(c.rst, []string{wardpool.CauseManual})
+		for i := range classSeries {
+			c.cls[i] = desc(&classSeries[i], classLabel)
+		}
 	}
 	if lk, ok := src.(leaky); ok {
 		c.leaks, c.leak = lk, desc(&leaked)
@@ -99,6 +103,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.ret
 	if c.rst != nil {
 		ch <- c.rst
+		for _, d := range c.cls {
+			ch <- d
+		}
 	}
 	if c.lim != nil {
 		for _, d := range c.limD {
@@ -152,6 +159,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- &rs[i]
 		}
 	}
+	c.collectClasses(&st, ch) // class.go
 }
 
 // sample is one value of one scrape, with the protobuf messages Write hands

@@ -459,6 +459,7 @@ func TestCollectorWriteIsRepeatable(t *testing.T) {
 func TestCollectorDescribeMatchesCollect(t *testing.T) {
 	st := sampleStats()
 	st.ResetCauses = map[string]uint64{"25006": 1} // resets has samples once there was one
+	st.Classes = classStats()                      // and the class series with classes
 	c := NewCollector(fixedLimits{&fixed{st: st}, pool.Limits{Size: 1, Idle: 1}}, Options{})
 	dch := make(chan *prometheus.Desc, 64)
 	c.Describe(dch)

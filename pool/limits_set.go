@@ -11,10 +11,17 @@ import "time"
 // caller closes it), so the pool shrinks as loans come home. Reservations open stay open. A raised Size lets
 // the next Take answer Make; a runtime asks again for the callers it has
 // waiting. SetLimits fails, with an error wrapping ErrLimits and changing
-// nothing, when l has a negative field (see Limits.Validate).
+// nothing, when l has a negative field (see Limits.Validate), or with
+// one wrapping ErrClasses when the classes' reserves would not fit its Size.
 func (p *Pool[T]) SetLimits(l Limits, now time.Time) ([]T, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
+	}
+	if p.cls != nil {
+		// The classes' reserves must still fit (class.go).
+		if err := ValidateClasses(p.Classes(), l.Size); err != nil {
+			return nil, err
+		}
 	}
 	t := p.clock(now)
 	p.limits = l

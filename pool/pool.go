@@ -92,6 +92,8 @@ type Pool[T comparable] struct {
 	lastDelay time.Duration
 
 	books Books
+
+	cls *classes // classes of callers (class.go); nil: none
 }
 
 // New returns an empty pool with limits l and the guards of w in front of
@@ -208,6 +210,15 @@ func (p *Pool[T]) stale(s *seat[T], t int64) int {
 // the books) rather than skipped, so it is closed whether or not the eviction
 // timer has run.
 func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
+	if p.cls != nil {
+		return p.takeAs(now, roll, cpu, -1) // the default class (class.go)
+	}
+	return p.take(now, roll, cpu)
+}
+
+// take is Take's answer apart from classes: takeAs asks it once the class
+// rule lets a caller through.
+func (p *Pool[T]) take(now time.Time, roll float64, cpu int) Taken[T] {
 	if p.closed {
 		return Taken[T]{Kind: Closed}
 	}
@@ -281,6 +292,14 @@ func (p *Pool[T]) Take(now time.Time, roll float64, cpu int) Taken[T] {
 //     if there is room under Size and the ward's limiter has a lease for it;
 //     otherwise it is refused (false) and nothing is counted.
 func (p *Pool[T]) Made(item T, gen uint32, now time.Time, extra time.Duration) bool {
+	if p.cls != nil {
+		return p.MadeAs(item, gen, -1, now, extra) // the default class (class.go)
+	}
+	return p.made(item, gen, now, extra)
+}
+
+// made is Made apart from classes (MadeAs keeps their books around it).
+func (p *Pool[T]) made(item T, gen uint32, now time.Time, extra time.Duration) bool {
 	t := p.clock(now)
 	reserved := p.making > 0
 	if reserved {
@@ -377,6 +396,15 @@ func shift(t int64, d time.Duration) int64 {
 // the pool is closed. With no reservation open, Unmade does nothing and
 // returns false.
 func (p *Pool[T]) Unmade(now time.Time, roll float64, by ward.Guard) (wait bool) {
+	if p.cls != nil {
+		return p.UnmadeAs(now, roll, by, -1) // the default class (class.go)
+	}
+	return p.unmade(now, roll, by)
+}
+
+// unmade is Unmade apart from classes (UnmadeAs keeps their books around
+// it).
+func (p *Pool[T]) unmade(now time.Time, roll float64, by ward.Guard) (wait bool) {
 	t := p.clock(now)
 	if p.making == 0 {
 		return false
@@ -429,6 +457,9 @@ func (p *Pool[T]) Unmade(now time.Time, roll float64, by ward.Guard) (wait bool)
 // reservation, born now, and is then given back as any other. A resource given back past Life is kept: Take
 // answers it Stale, or Evict retires it, as the next look at it will.
 func (p *Pool[T]) Give(item T, now time.Time) bool {
+	if p.cls != nil {
+		p.classBack(item, true) // class.go
+	}
 	t, back := p.back(now)
 	i, held := p.hint, true
 	if i == none || p.z.s[i].st() != lent || p.z.s[i].item != item {
@@ -505,6 +536,9 @@ func (p *Pool[T]) giveLent(i int32, t int64) bool {
 // what keeps Live honest: without it a failed connection would hold a slot
 // for ever. Dropping an unknown item does nothing and answers false.
 func (p *Pool[T]) Drop(item T, now time.Time) bool {
+	if p.cls != nil {
+		p.classBack(item, false) // class.go
+	}
 	t := p.clock(now)
 	i, held := p.z.find(item)
 	if !held {

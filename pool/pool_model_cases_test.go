@@ -33,6 +33,18 @@ func TestModelRuntimeCalls(t *testing.T) {
 	}
 }
 
+// TestModelWithClasses runs the model, with the runtime's calls, on a
+// pool given a class that holds nothing back: classes configured change no
+// answer of a caller without a class, and their books add up at every
+// step (see runOpsWith).
+func TestModelWithClasses(t *testing.T) {
+	for _, wk := range []wardKind{noWard, refusing} {
+		rapid.Check(t, func(rt *rapid.T) {
+			runOpsWith(rt, rapidSource{rt}, rapid.IntRange(1, 300).Draw(rt, "steps"), wk, opTableRuntime, true)
+		})
+	}
+}
+
 // TestModelEmptyWard runs the model with ward.Ward{} passed explicitly: an
 // empty ward must answer exactly as none.
 func TestModelEmptyWard(t *testing.T) {

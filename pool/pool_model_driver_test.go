@@ -253,6 +253,15 @@ func run(t tb, s source, steps int, wk wardKind) { runOps(t, s, steps, wk, opTab
 // runOps is run drawing its calls from ops.
 func runOps(t tb, s source, steps int, wk wardKind, ops string) {
 	t.Helper()
+	runOpsWith(t, s, steps, wk, ops, false)
+}
+
+// runOpsWith is runOps; with classes, the pool is given a class that holds
+// nothing back (no reserve, no ceiling: every caller of the model is of the
+// default class), so it must answer as the model does, and after every
+// step the classes' books must add up to the pool's.
+func runOpsWith(t tb, s source, steps int, wk wardKind, ops string, classes bool) {
+	t.Helper()
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	lim := pool.Limits{Size: s.intn(12, "size"), Idle: s.intn(12, "idle")}
 	if s.intn(3, "keep?") > 0 {
@@ -275,6 +284,11 @@ func runOps(t tb, s source, steps int, wk wardKind, ops string) {
 	if err != nil {
 		t.Fatalf("New(%+v): %v", lim, err)
 	}
+	if classes {
+		if err := p.SetClasses([]pool.Class{{Name: "other"}}); err != nil {
+			t.Fatalf("SetClasses: %v", err)
+		}
+	}
 	d := &driver{t: t, p: p, c: p, m: &model{lim: lim, ceil: -1, room: -1}, w: w, wk: wk, lim: lim, now: start, foreign: 1, ops: ops}
 	// With the runtime's calls and a ward a recording can rebuild, the run
 	// is recorded (in a small ring, so that it rolls) and must replay.
@@ -291,6 +305,18 @@ func runOps(t tb, s source, steps int, wk wardKind, ops string) {
 	}
 	for i := 0; i < steps && !s.done(); i++ {
 		d.step(s)
+		if classes {
+			held := 0
+			for _, c := range p.ClassBooks() {
+				if c.Held != c.Lent+c.Making || c.Lent < 0 || c.Making < 0 {
+					d.fail("class %q: %+v", c.Name, c)
+				}
+				held += c.Held
+			}
+			if b := p.Books(); held != b.Busy {
+				d.fail("the classes hold %d, the pool %d busy", held, b.Busy)
+			}
+		}
 	}
 	d.finish()
 	if rec != nil {

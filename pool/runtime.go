@@ -51,6 +51,9 @@ func (p *Pool[T]) Reserve(now time.Time, roll float64, cpu int) Taken[T] {
 		return refusal // admit counts nothing: Take counts its own refusals
 	}
 	p.making++
+	if p.cls != nil {
+		p.cls.making[len(p.cls.making)-1]++ // the default class's (class.go)
+	}
 	p.spaceHold(t)
 	return Taken[T]{Kind: Make, Gen: p.gen}
 }

@@ -152,7 +152,7 @@ func (p *Pool[T]) AppendState(dst []byte, origin time.Time) ([]byte, error) {
 			return dst, fmt.Errorf("%w: the ward's %s does not read back from its state (was it built by its constructor?)", ErrUnstateable, names[i])
 		}
 	}
-	return b, nil
+	return p.appendClasses(b), nil // class_state.go
 }
 
 // ErrUnstateable is wrapped by the error AppendState returns for a pool
@@ -244,6 +244,9 @@ func ReadState(src []byte, origin time.Time) (*Pool[uint64], ward.Ward, int, err
 		p.z.insert(int32(i))
 	}
 	p.z.free, p.z.heap, p.z.top, p.z.bottom = c.free, c.heap, c.top, c.bottom
+	if err := c.classes.restore(p); err != nil {
+		return nil, ward.Ward{}, 0, fmt.Errorf("%w: %w", ErrState, err)
+	}
 	return p, c.ward, r.Off, nil
 }
 
@@ -270,6 +273,7 @@ type snapshot struct {
 	free, heap                []int32
 	top, bottom               int32
 	ward                      ward.Ward
+	classes                   classState // class_state.go
 }
 
 func (c *snapshot) read(r *wire.Reader, origin time.Time) {
@@ -338,6 +342,9 @@ func (c *snapshot) read(r *wire.Reader, origin time.Time) {
 	c.top, c.bottom = r.Seat(), r.Seat()
 	c.heap = r.Seats(n)
 	c.ward = readWard(r, flags, origin)
+	if r.Err == nil {
+		c.classes.read(r, c.seats)
+	}
 }
 
 // check reports how the state's seats fail to be a pool's,

@@ -56,10 +56,14 @@ const (
 	// its callers after a failover while it looks for the new writable
 	// node, one make at a time (see pool.Hold).
 	GuardHold
+	// GuardClass is not a guard of a Ward either: it names a pool's
+	// classes of callers holding one back (see pool.Class): its class is
+	// at its ceiling, or one more would eat into another class's reserve.
+	GuardClass
 )
 
 // String returns the guard's name in lower case: "breaker", "shedder",
-// "bucket", "backoff", "limiter", "ceiling", "shared", "full", "hold", or "none".
+// "bucket", "backoff", "limiter", "ceiling", "shared", "full", "hold", "class", or "none".
 func (g Guard) String() string {
 	switch g {
 	case GuardBreaker:
@@ -78,6 +82,8 @@ func (g Guard) String() string {
 		return "shared"
 	case GuardFull:
 		return "full"
+	case GuardClass:
+		return "class"
 	case GuardHold:
 		return "hold"
 	case GuardNone:

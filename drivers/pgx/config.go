@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wardpool/wardpool"
+	"github.com/wardpool/wardpool/pool"
 	"github.com/wardpool/wardpool/ward"
 )
 
@@ -150,6 +151,13 @@ type Config struct {
 	// error is a *wardpool.LateError, which errors.Is reads as
 	// context.DeadlineExceeded. See wardpool.Config.Admission.
 	Admission bool
+	// Classes are classes of callers with room reserved and a ceiling
+	// each (see pool.Class): a call's class is the name its context
+	// carries (wardpool.WithClass), so every method that takes a context
+	// carries it; an unknown name fails the call with a
+	// *wardpool.ClassError. Nil: first come first served, as in pgxpool.
+	// See wardpool.Config.Classes.
+	Classes []pool.Class
 	// HoldOnFailover, when positive, holds callers through a failover for
 	// up to that long: after a reset on a 25006, 57P01 or other error (Classify's Reset
 	// verdict), the pool dials one connection at a time, ten a second,
@@ -240,6 +248,10 @@ func (c *Config) Copy() *Config {
 	n := *c
 	if c.ConnConfig != nil {
 		n.ConnConfig = c.ConnConfig.Copy()
+	}
+	n.Classes = append([]pool.Class(nil), c.Classes...)
+	if c.Classes == nil {
+		n.Classes = nil
 	}
 	return &n
 }

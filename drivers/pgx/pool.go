@@ -152,6 +152,7 @@ func NewWithConfig(ctx context.Context, config *Config) (*Pool, error) {
 	}
 	kc.AcquireTimeout, kc.StallAfter, kc.StallSites = config.AcquireTimeout, config.StallAfter, config.StallSites
 	kc.Admission = config.Admission
+	kc.Classes = config.Classes
 	kc.Hold = pool.Hold{For: config.HoldOnFailover}
 	if lim.Life == 0 {
 		kc.LifeJitter = 0

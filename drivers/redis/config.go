@@ -178,6 +178,13 @@ type Config struct {
 	// error is a *wardpool.LateError, which errors.Is reads as
 	// context.DeadlineExceeded. See wardpool.Config.Admission.
 	Admission bool
+	// Classes are classes of callers with room reserved and a ceiling
+	// each (see pool.Class): a call's class is the name its context
+	// carries (wardpool.WithClass), so every method that takes a context
+	// carries it; an unknown name fails the call with a
+	// *wardpool.ClassError. Nil: first come first served, as in go-redis.
+	// See wardpool.Config.Classes.
+	Classes []pool.Class
 	// HoldOnFailover, when positive, holds callers through a failover for
 	// up to that long: after a reset on a READONLY or other error (Classify's Reset
 	// verdict), the pool dials one connection at a time, ten a second,

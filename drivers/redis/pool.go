@@ -102,6 +102,7 @@ func New(ctx context.Context, cfg Config) (*Pool, error) {
 	}
 	kc.AcquireTimeout, kc.StallAfter, kc.StallSites = cfg.AcquireTimeout, cfg.StallAfter, cfg.StallSites
 	kc.Admission = cfg.Admission
+	kc.Classes = cfg.Classes
 	kc.Hold = pool.Hold{For: cfg.HoldOnFailover}
 	if kc.Classify == nil {
 		kc.Classify = DefaultClassify

@@ -93,6 +93,11 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	if _, err := New(ctx, Config{Options: &redis.Options{}, Limits: pool.Limits{Size: 1}, MinIdle: 2, Lazy: true}); !errors.Is(err, wardpool.ErrConfig) {
 		t.Errorf("MinIdle over Size: %v", err)
 	}
+	// Config.Classes reach the Keeper, which validates them.
+	bad := []pool.Class{{Name: "interactive", Reserve: 3}}
+	if _, err := New(ctx, Config{Options: &redis.Options{}, Limits: pool.Limits{Size: 2}, Classes: bad, Lazy: true}); !errors.Is(err, wardpool.ErrConfig) || !errors.Is(err, pool.ErrClasses) {
+		t.Errorf("a reserve over Size: %v", err)
+	}
 }
 
 func TestBrokenAllocatesNothing(t *testing.T) {

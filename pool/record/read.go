@@ -64,6 +64,10 @@ type Step struct {
 	Wait  time.Duration // Admit: how long the caller may wait
 	Over  time.Duration // Reset: the window (0: at once)
 	Hold  pool.Hold     // ResetFor: the hold that follows it
+	Class int           // TakeAs, MadeAs, UnmadeAs: the caller's class
+	// Fronts are a Serve's fronts: each class and when its front waiter
+	// began to wait, since the recording's origin.
+	Fronts []Front
 	// Limits is a Limits step's new limits (Pool.SetLimits).
 	Limits pool.Limits
 
@@ -71,6 +75,13 @@ type Step struct {
 	raw    []byte        // the whole record
 	answer int           // where in raw the answer begins
 	delta  time.Duration // At as written: the difference from the step before
+}
+
+// Front is one of a Serve step's fronts (pool.Front), its instant since
+// the recording's origin.
+type Front struct {
+	Class int
+	Since time.Duration
 }
 
 // Answer describes the step's answer, as "Ready seat=3 idle=1ms".
@@ -83,7 +94,7 @@ func (s Step) Answer() string {
 
 // Kind is the answer's kind, for a Take or a Reserve; zero otherwise.
 func (s Step) Kind() pool.Kind {
-	if (s.op == opTake || s.op == opReserve) && s.answer < len(s.raw) {
+	if (s.op == opTake || s.op == opReserve || s.op == opTakeAs) && s.answer < len(s.raw) {
 		return pool.Kind(s.raw[s.answer])
 	}
 	return 0
@@ -94,7 +105,7 @@ func (s Step) Kind() pool.Kind {
 // (see pool.Pool.Unmade); false for any other step.
 func (s Step) OK() bool {
 	switch s.op {
-	case opMade, opGive, opDrop, opUnmade:
+	case opMade, opGive, opDrop, opUnmade, opMadeAs, opUnmadeAs:
 		return s.answer < len(s.raw) && s.raw[s.answer] == 1
 	}
 	return false
@@ -108,6 +119,14 @@ func (s Step) String() string {
 	switch s.op {
 	case opMade, opGive, opDrop:
 		fmt.Fprintf(&b, " ref=%d", s.Ref)
+	case opMadeAs:
+		fmt.Fprintf(&b, " ref=%d class=%d", s.Ref, s.Class)
+	case opTakeAs, opUnmadeAs:
+		fmt.Fprintf(&b, " class=%d", s.Class)
+	case opServe:
+		for _, f := range s.Fronts {
+			fmt.Fprintf(&b, " front=%d@%v", f.Class, f.Since)
+		}
 	case opResetFor:
 		fmt.Fprintf(&b, " ref=%d", s.Ref)
 		if s.Hold.For > 0 {
@@ -127,14 +146,14 @@ func (s Step) String() string {
 	}
 	fmt.Fprintf(&b, " at=%v", s.At)
 	switch s.op {
-	case opTake, opReserve:
+	case opTake, opReserve, opTakeAs:
 		fmt.Fprintf(&b, " roll=%v cpu=%d", s.Roll, s.CPU)
-	case opUnmade:
+	case opUnmade, opUnmadeAs:
 		fmt.Fprintf(&b, " roll=%v", s.Roll)
 		if s.Guard != ward.GuardNone {
 			fmt.Fprintf(&b, " refused by %v", s.Guard)
 		}
-	case opMade:
+	case opMade, opMadeAs:
 		fmt.Fprintf(&b, " gen=%d extra=%v", s.Gen, s.Extra)
 	}
 	if a := s.Answer(); a != "" {
@@ -164,7 +183,10 @@ func ReadRecording(data []byte) (*Recording, error) {
 	}
 	r := &wire.Reader{B: body, Off: len(magic)}
 	if v := r.U(); r.Err == nil && v != version {
-		if v < version {
+		switch {
+		case v == 4:
+			return bad("version %d, written by an older wardpool (before recordings held classes of callers); this build reads version %d only: replay it with the release that wrote it", v, version)
+		case v < version:
 			return bad("version %d, written by an older wardpool (before recordings held a full backend's room); this build reads version %d only: replay it with the release that wrote it", v, version)
 		}
 		return bad("version %d, this build reads version %d", v, version)
@@ -270,6 +292,17 @@ func readStep(r *wire.Reader) Step {
 	switch s.op {
 	case opTake, opReserve:
 		s.Roll, s.CPU = r.F(), int(r.I())
+	case opTakeAs:
+		s.Roll, s.CPU, s.Class = r.F(), int(r.I()), int(r.I())
+	case opMadeAs:
+		s.Ref, s.Gen, s.Class, s.Extra = r.U(), r.U32(), int(r.I()), time.Duration(r.I())
+	case opUnmadeAs:
+		s.Roll, s.Guard, s.Class = r.F(), ward.Guard(r.Byte()), int(r.I())
+	case opServe:
+		s.Fronts = make([]Front, r.Count(2))
+		for i := range s.Fronts {
+			s.Fronts[i] = Front{Class: int(r.I()), Since: time.Duration(r.I())}
+		}
 	case opMade:
 		s.Ref, s.Gen, s.Extra = r.U(), r.U32(), time.Duration(r.I())
 	case opUnmade:
@@ -301,7 +334,7 @@ func readStep(r *wire.Reader) Step {
 // skipAnswer reads past the answer of o at r.
 func skipAnswer(r *wire.Reader, o op) {
 	switch o {
-	case opTake, opReserve:
+	case opTake, opReserve, opTakeAs:
 		kind, _ := r.Byte(), r.Byte()
 		switch pool.Kind(kind) {
 		case pool.Ready:
@@ -312,8 +345,11 @@ func skipAnswer(r *wire.Reader, o op) {
 		case pool.Later, pool.Wait:
 			r.I()
 		}
-	case opMade, opGive, opDrop, opUnmade:
+	case opMade, opGive, opDrop, opUnmade, opMadeAs, opUnmadeAs:
 		r.Byte()
+	case opServe:
+		r.I()
+		r.I()
 	case opEvict, opClose, opReset, opResetFor, opCeiling, opLimits:
 		for n := r.Count(1); n > 0; n-- {
 			r.U()
@@ -336,7 +372,7 @@ func describeAnswer(o op, ans []byte) string {
 	r := &wire.Reader{B: ans}
 	var out string
 	switch o {
-	case opTake, opReserve:
+	case opTake, opReserve, opTakeAs:
 		kind, guard := pool.Kind(r.Byte()), ward.Guard(r.Byte())
 		out = kind.String()
 		if guard != ward.GuardNone {
@@ -356,9 +392,15 @@ func describeAnswer(o op, ans []byte) string {
 		case pool.Make:
 			out += fmt.Sprintf(" gen=%d", r.U())
 		}
-	case opMade, opGive, opDrop:
+	case opMade, opGive, opDrop, opMadeAs:
 		out = strconv.FormatBool(r.Byte() == 1)
-	case opUnmade:
+	case opServe:
+		i, d := r.I(), time.Duration(r.I())
+		out = fmt.Sprintf("front %d", i)
+		if d > 0 {
+			out += fmt.Sprintf(" delay=%v", d)
+		}
+	case opUnmade, opUnmadeAs:
 		out = "fail"
 		if r.Byte() == 1 {
 			out = "wait"

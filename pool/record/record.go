@@ -41,13 +41,18 @@ const (
 	opLoans
 	opAdmit
 	opResetFor
+	opTakeAs
+	opMadeAs
+	opUnmadeAs
+	opServe
 
 	opCheckpoint op = 0x40
 	opEnd        op = 0x41
 )
 
 var opNames = [...]string{"Op(0)", "Take", "Made", "Unmade", "Reserve", "Give",
-	"Drop", "Evict", "Close", "Reset", "Ceiling", "Limits", "Refusal", "Loans", "Admit", "ResetFor"}
+	"Drop", "Evict", "Close", "Reset", "Ceiling", "Limits", "Refusal", "Loans", "Admit", "ResetFor",
+	"TakeAs", "MadeAs", "UnmadeAs", "Serve"}
 
 func (o op) String() string {
 	switch {
@@ -62,7 +67,7 @@ func (o op) String() string {
 }
 
 // version is the format's version; a reader refuses any other.
-const version = 4
+const version = 5
 
 const magic = "wprc"
 
@@ -283,6 +288,83 @@ func (w *Pool[T]) Take(now time.Time, roll float64, cpu int) pool.Taken[T] {
 	w.end(appendTaken(b, a))
 	return a
 }
+
+// TakeAs is pool.Pool.TakeAs, recorded with the class. On a pool without
+// classes it is Take, and recorded as Take.
+func (w *Pool[T]) TakeAs(now time.Time, roll float64, cpu int, class int) pool.Taken[T] {
+	if w.p.Classes() == nil {
+		return w.Take(now, roll, cpu)
+	}
+	w.roll()
+	a := w.p.TakeAs(now, roll, cpu, class)
+	switch a.Kind {
+	case pool.Ready:
+		w.seats[a.Item] = a.Seat
+	case pool.Stale:
+		delete(w.seats, a.Item)
+	}
+	b := w.begin(opTakeAs, now)
+	b = wire.AppendF(b, roll)
+	b = wire.AppendI(b, int64(cpu))
+	b = wire.AppendI(b, int64(class))
+	w.end(appendTaken(b, a))
+	return a
+}
+
+// MadeAs is pool.Pool.MadeAs, recorded with the class; on a pool without
+// classes it is Made, and recorded as Made.
+func (w *Pool[T]) MadeAs(item T, gen uint32, class int, now time.Time, extra time.Duration) bool {
+	if w.p.Classes() == nil {
+		return w.Made(item, gen, now, extra)
+	}
+	w.roll()
+	ref := w.ref(item)
+	ok := w.p.MadeAs(item, gen, class, now, extra)
+	w.seen(item, ok)
+	b := w.begin(opMadeAs, now)
+	b = wire.AppendU(b, ref)
+	b = wire.AppendU(b, uint64(gen))
+	b = wire.AppendI(b, int64(class))
+	b = wire.AppendI(b, int64(extra))
+	w.end(wire.AppendB(b, ok))
+	return ok
+}
+
+// UnmadeAs is pool.Pool.UnmadeAs, recorded with the class; on a pool
+// without classes it is Unmade, and recorded as Unmade.
+func (w *Pool[T]) UnmadeAs(now time.Time, roll float64, by ward.Guard, class int) bool {
+	if w.p.Classes() == nil {
+		return w.Unmade(now, roll, by)
+	}
+	w.roll()
+	wait := w.p.UnmadeAs(now, roll, by, class)
+	b := wire.AppendF(w.begin(opUnmadeAs, now), roll)
+	b = wire.AppendI(append(b, byte(by)), int64(class))
+	w.end(wire.AppendB(b, wait))
+	return wait
+}
+
+// Serve is pool.Pool.Serve, recorded with the fronts (each its class and
+// when it began to wait). On a pool without classes it changes nothing and
+// is not recorded.
+func (w *Pool[T]) Serve(now time.Time, fronts []pool.Front) (int, time.Duration) {
+	if w.p.Classes() == nil {
+		return w.p.Serve(now, fronts)
+	}
+	w.roll()
+	i, delay := w.p.Serve(now, fronts)
+	b := wire.AppendU(w.begin(opServe, now), uint64(len(fronts)))
+	for _, f := range fronts {
+		b = wire.AppendI(b, int64(f.Class))
+		b = wire.AppendI(b, int64(f.Since.Sub(w.r.origin)))
+	}
+	b = wire.AppendI(b, int64(i))
+	w.end(wire.AppendI(b, int64(delay)))
+	return i, delay
+}
+
+// ClassBooks is pool.Pool.ClassBooks: nil on a pool without classes.
+func (w *Pool[T]) ClassBooks() []pool.ClassBooks { return w.p.ClassBooks() }
 
 // appendTaken appends a Take or Reserve answer.
 func appendTaken[T comparable](b []byte, a pool.Taken[T]) []byte {

@@ -134,6 +134,21 @@ func (rc *Recording) Replay() (err error) {
 			}
 		case opUnmade:
 			w.Unmade(now, s.Roll, s.Guard)
+		case opTakeAs:
+			w.TakeAs(now, s.Roll, s.CPU, s.Class)
+		case opMadeAs:
+			if v, ok = item(s.Ref); ok {
+				w.MadeAs(v, s.Gen, s.Class, now, s.Extra)
+				seated(v)
+			}
+		case opUnmadeAs:
+			w.UnmadeAs(now, s.Roll, s.Guard, s.Class)
+		case opServe:
+			fronts := make([]pool.Front, len(s.Fronts))
+			for i, f := range s.Fronts {
+				fronts[i] = pool.Front{Class: f.Class, Since: replayBase.Add(f.Since)}
+			}
+			w.Serve(now, fronts)
 		case opReserve:
 			w.Reserve(now, s.Roll, s.CPU)
 		case opGive:
