@@ -69,6 +69,13 @@ var waits *metrics.WaitHistogram`,
 		decls: "var dsn string",
 	},
 	{
+		line: "cfg.Classes = []pool.Class{ // cfg from pgxward.ParseConfig",
+		decls: `var ctx = context.Background()
+var cfg *pgxward.Config`,
+		after:  "rows.Close()",
+		result: true,
+	},
+	{
 		line: "p, _ := pgxward.NewWithConfig(ctx, cfg)",
 		decls: `var ctx = context.Background()
 var cfg *pgxward.Config
