@@ -99,7 +99,7 @@ type run struct {
 	nextID  uint64
 	free    []*caller
 
-	queue []*caller // FIFO; done callers are skipped
+	queue []slot // FIFO; slots of callers gone are skipped
 	qhead int
 	qlive int
 

@@ -5,6 +5,17 @@ import (
 	"time"
 )
 
+// slot is a queued caller as it was when queued (gen): a caller that left
+// the queue (served, or gave up) is recycled, and the slot it left behind
+// must not serve the next caller it becomes ahead of its turn.
+type slot struct {
+	c   *caller
+	gen uint32
+}
+
+// valid reports whether the slot's caller is still queued there.
+func (s slot) valid() bool { return s.c != nil && s.c.gen == s.gen && s.c.state == stQueued }
+
 func (r *run) enqueue(c *caller, t int64) {
 	c.state = stQueued
 	r.deadline(c)
@@ -12,7 +23,7 @@ func (r *run) enqueue(c *caller, t int64) {
 		r.satAt = t
 		r.ep = Episode{From: time.Duration(t)}
 	}
-	r.queue = append(r.queue, c)
+	r.queue = append(r.queue, slot{c, c.gen})
 	r.qlive++
 	r.ep.Depth = max(r.ep.Depth, r.qlive)
 	r.cur.QueueMax = max(r.cur.QueueMax, r.qlive)
@@ -30,9 +41,9 @@ func (r *run) requeue(c *caller, t int64) {
 	}
 	if r.qhead > 0 {
 		r.qhead--
-		r.queue[r.qhead] = c
+		r.queue[r.qhead] = slot{c, c.gen}
 	} else {
-		r.queue = slices.Insert(r.queue, 0, c)
+		r.queue = slices.Insert(r.queue, 0, slot{c, c.gen})
 	}
 	r.qlive++
 	r.ep.Depth = max(r.ep.Depth, r.qlive)
@@ -40,11 +51,11 @@ func (r *run) requeue(c *caller, t int64) {
 }
 
 func (r *run) peek() *caller {
-	for r.queue[r.qhead].state != stQueued {
-		r.queue[r.qhead] = nil
+	for !r.queue[r.qhead].valid() {
+		r.queue[r.qhead] = slot{}
 		r.qhead++
 	}
-	return r.queue[r.qhead]
+	return r.queue[r.qhead].c
 }
 
 // unqueue takes c out of the queue (lazily: the slot is skipped later).
