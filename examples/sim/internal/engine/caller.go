@@ -288,7 +288,9 @@ func (r *run) lend(c *caller, item int32, t int64) {
 		g := &r.groups[c.group-1]
 		g.Served++
 		g.lent++
-		g.Peak = max(g.Peak, g.lent)
+		if t >= int64(time.Second) {
+			g.Peak = max(g.Peak, g.lent)
+		}
 	}
 	hold := c.hold
 	r.res.Sum.Holds++

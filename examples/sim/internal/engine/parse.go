@@ -121,10 +121,15 @@ func Parse(r io.Reader, base Scenario) (Scenario, error) {
 	if err := sc.Err(); err != nil {
 		return Scenario{}, &LineError{n + 1, fmt.Errorf("%w: %v", ErrScenario, err)}
 	}
-	// A class's own errors (no load, a reserve past size) name its line.
+	// A class's own errors (no load, a reserve past size) name the line
+	// that named it, when one of these did.
 	for i := range s.Classes {
 		if err := s.validateClass(i); err != nil {
-			return Scenario{}, &LineError{max(classLine[i], 1), fmt.Errorf("%w: %v", ErrScenario, err)}
+			err = fmt.Errorf("%w: %v", ErrScenario, err)
+			if classLine[i] == 0 {
+				return Scenario{}, err // a class of base's
+			}
+			return Scenario{}, &LineError{classLine[i], err}
 		}
 	}
 	if err := s.Validate(); err != nil {

@@ -125,7 +125,9 @@ type ClassSum struct {
 	Arrived, Served, TimedOut, Failed int
 	// P50, P99 and Max are percentiles of its callers' acquire waits.
 	P50, P99, Max time.Duration
-	// Peak is the most resources its callers held at once.
+	// Peak is the most resources its callers held at once from the
+	// second second on: the first, where the load begins and the pool
+	// fills before every class has asked, is left out.
 	Peak int
 }
 
