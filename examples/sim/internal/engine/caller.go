@@ -68,7 +68,7 @@ func (r *run) acquire(c *caller, t int64) {
 	}
 	now := r.now(t)
 	for {
-		tk := r.p.TakeAs(now, r.prng.Float64(), r.cpu(t), c.class)
+		tk := r.take(now, t, c)
 		r.answer(c, tk, t)
 		switch tk.Kind {
 		case pool.Ready:
@@ -94,6 +94,16 @@ func (r *run) acquire(c *caller, t int64) {
 		}
 		return
 	}
+}
+
+// take asks the pool for c at now (t): Take without classes, TakeAs
+// with c's class with them, as the Keeper's decideLocked does (TakeAs is
+// Take on a pool without classes; the call is spared).
+func (r *run) take(now time.Time, t int64, c *caller) pool.Taken[int32] {
+	if r.classes == nil {
+		return r.p.Take(now, r.prng.Float64(), r.cpu(t))
+	}
+	return r.p.TakeAs(now, r.prng.Float64(), r.cpu(t), c.class)
 }
 
 // answer counts one answer of the pool, given on c's behalf.
@@ -177,12 +187,12 @@ func (r *run) serveClasses(t int64) {
 			return
 		}
 		c := r.front(fronts[i].Class)
-		tk := r.p.TakeAs(now, r.prng.Float64(), r.cpu(t), c.class)
+		tk := r.take(now, t, c)
 		r.answer(c, tk, t)
 		for tk.Kind == pool.Stale { // closed, and the pool asked again
 			r.cur.Retired++
 			r.gone(tk.Item)
-			tk = r.p.TakeAs(now, r.prng.Float64(), r.cpu(t), c.class)
+			tk = r.take(now, t, c)
 			r.answer(c, tk, t)
 		}
 		switch tk.Kind {
@@ -251,7 +261,7 @@ func (r *run) serveDialers(t int64) {
 		if r.p.Books().Idle == 0 {
 			break
 		}
-		tk := r.p.TakeAs(r.now(t), r.prng.Float64(), r.cpu(t), c.class)
+		tk := r.take(r.now(t), t, c)
 		r.answer(c, tk, t)
 		if tk.Kind == pool.Stale {
 			r.cur.Retired++
