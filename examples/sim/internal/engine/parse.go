@@ -90,7 +90,9 @@ const maxLine = 4096
 // class-load line sets the load of a class named on an earlier line. With
 // classes, the load is theirs alone: rate and hold are not used. Every
 // class needs a load, and the reserves add up to size at most
-// (pool.ValidateClasses); "classes none" keeps the callers and their
+// (pool.ValidateClasses); there are 64 classes at most. A caller of a
+// population asks again as its call ends, or after its hold when the call
+// failed (timed out, shed, a dial error). "classes none" keeps the callers and their
 // classes' loads but gives the pool no classes, as a Keeper without
 // Config.Classes (the comparison "classes=none").
 //
