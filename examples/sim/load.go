@@ -53,6 +53,9 @@ func loadModel(s engine.Scenario, rec *engine.Recording) []string {
 			busiest(rec),
 		}
 	}
+	if len(s.Classes) > 0 {
+		return classModel(s)
+	}
 	lines := []string{
 		fmt.Sprintf("load      synthetic: Poisson arrivals at %s a second; holds exponential, mean %v; dial %v; %d s", num(s.Rate), s.Hold, s.Dial, s.Seconds),
 		fmt.Sprintf("          busy on average, by Little's law (rate × mean hold): %s a second × %v = %s", num(s.Rate), s.Hold, num(busy(s.Rate, s.Hold))),
@@ -110,6 +113,8 @@ func measuredLoad(r *engine.Result) string {
 	model := "Poisson arrivals, exponential holds"
 	if r.Replayed {
 		model = "recorded arrivals and holds"
+	} else if len(r.Scenario.Classes) > 0 {
+		model = "the classes' loads"
 	}
 	mean := time.Duration(0)
 	if m.Holds > 0 {

@@ -17,6 +17,7 @@
 //	go run ./examples/sim -scenario steady -rotate-at 10s -rotate-over 5s -compare rotate-over=0
 //	go run ./examples/sim -scenario scenarios/switchover.txt -compare hold-for=0
 //	go run ./examples/sim -scenario scenarios/full.txt -compare full=fail
+//	go run ./examples/sim -scenario scenarios/classes.txt -compare classes=none
 //	go run ./examples/sim -scenario my.txt           # a scenario file (see below)
 //	go run ./examples/sim -record load.csv           # write the run's load as CSV
 //	go run ./examples/sim -replay load.csv -size 8 -compare size=16
@@ -28,8 +29,8 @@
 // failover) or a file of "key value" lines (engine.Parse documents every
 // key: rate, hold, dial, size, idle, keep, life, timeout, burst, slow,
 // outage, break, ward and the guards' knobs, failover, classify,
-// hold-for, hold-every, rotate-at, rotate-over, server-max, full;
-// scenarios/failover.txt, a
+// hold-for, hold-every, rotate-at, rotate-over, server-max, full, class,
+// class-load, classes; scenarios/failover.txt, a
 // database that fails and slows, is an example).
 //
 // The ward. -ward puts any of the guards a pool can hold in front of it:
@@ -70,6 +71,19 @@
 // return, the pool trying one more dial a second; with -full fail the
 // caller gets the error, as pgxpool's do. scenarios/full.txt compares the
 // two (-compare full=fail): calls failed, dials refused, the waits.
+//
+// Classes of callers. In a file, "class NAME reserve R" (and ceiling C,
+// lend D) gives the pool a class of callers (pool.Class, as the Keeper's
+// Config.Classes), and "class-load NAME rate R hold D" (Poisson) or
+// "class-load NAME callers N hold D" (N callers back to back) its load.
+// The simulator keeps one queue a class and serves them in the order the
+// pool says (Pool.Serve), as the Keeper does; the summary and a
+// comparison give each class's waits, callers served a second, and the
+// most it held. "classes none" gives the pool no classes: the same
+// callers, first come first served in one queue. scenarios/classes.txt
+// (-compare classes=none) is issue 34's proof load: batch, 64 callers
+// holding 200 ms back to back, beside interactive, 100 a second holding
+// 2 ms with 2 of the 8 reserved.
 // Flags given on the command line override the scenario, whatever their
 // value. -compare runs a
 // second configuration, written as the scenario's settings ("size=16" or

@@ -54,6 +54,9 @@ func summary(w io.Writer, r *engine.Result) {
 	fmt.Fprintf(w, "saturated      %v in all; longest queue %s\n", round(m.Saturated), episode(m.Longest))
 	fmt.Fprintf(w, "opened         %d resources (peak %d live); %d dials, %d to a dead backend\n", m.Opened, m.Peak, m.Dials, m.DeadDials)
 	fmt.Fprintf(w, "callers        %d: %d served, %d timed out, %d shed, %d dial errors\n", m.Arrived, m.Served, m.TimedOut, m.Refused, m.DialErrors)
+	for _, l := range classSummary(r) {
+		fmt.Fprintln(w, l)
+	}
 	if s.Failover > 0 {
 		fmt.Fprintf(w, "failover       at %v, classifier %s: %s\n", s.Failover, classifyOf(s), failover(m.Failover))
 		fmt.Fprintf(w, "switchover     %s\n", switchover(s, m.Failover))
@@ -255,6 +258,28 @@ func compare(w io.Writer, runs []*engine.Result, labels []string, origin time.Ti
 	})
 	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.Ward() }) {
 		row("guards answered instead", guardCounts)
+	}
+	if names := classNames(runs); len(names) > 0 {
+		row("classes", func(r *engine.Result) string { return classesForm(r.Scenario) })
+		for _, name := range names {
+			cls := func(f func(*engine.Result, engine.ClassSum) string) func(*engine.Result) string {
+				return func(r *engine.Result) string {
+					if c, ok := classOf(r, name); ok {
+						return f(r, c)
+					}
+					return "-"
+				}
+			}
+			row(name+": wait p50 / p99 / max", cls(func(_ *engine.Result, c engine.ClassSum) string {
+				return fmt.Sprintf("%v / %v / %v", round(c.P50), round(c.P99), round(c.Max))
+			}))
+			row("  served / a second", cls(func(r *engine.Result, c engine.ClassSum) string {
+				return fmt.Sprintf("%d / %s", c.Served, num(c.PerSecond(r.Scenario.Seconds)))
+			}))
+			row("  timed out / failed / most held after 1 s", cls(func(_ *engine.Result, c engine.ClassSum) string {
+				return fmt.Sprintf("%d / %d / %d", c.TimedOut, c.Failed, c.Peak)
+			}))
+		}
 	}
 	if slices.ContainsFunc(runs, func(r *engine.Result) bool { return r.Scenario.Failover > 0 }) {
 		row("failover: classifier", func(r *engine.Result) string {

@@ -31,6 +31,13 @@ type caller struct {
 	answers [maxAnswers]pool.Kind
 	nans    uint8
 	queued0 bool // joined the queue without asking
+	// class is the caller's class as the pool knows it (Pool.TakeAs), and
+	// its queue: 0 without classes. group is its class in the load (1 +
+	// its index in Scenario.Classes, 0 for none), counted by; loop says
+	// it is one of a population that asks again as its call ends.
+	class int
+	group int
+	loop  bool
 }
 
 const maxAnswers = 6
@@ -61,7 +68,7 @@ func (r *run) acquire(c *caller, t int64) {
 	}
 	now := r.now(t)
 	for {
-		tk := r.p.Take(now, r.prng.Float64(), r.cpu(t))
+		tk := r.take(now, t, c)
 		r.answer(c, tk, t)
 		switch tk.Kind {
 		case pool.Ready:
@@ -81,11 +88,22 @@ func (r *run) acquire(c *caller, t int64) {
 			r.schedule(t+int64(tk.Delay), evWake, c, 0)
 		case pool.Shed:
 			r.cur.Refused++
+			r.classFailed(c, false)
 			r.ended(c, t)
 			r.done(c, t)
 		}
 		return
 	}
+}
+
+// take asks the pool for c at now (t): Take without classes, TakeAs
+// with c's class with them, as the Keeper's decideLocked does (TakeAs is
+// Take on a pool without classes; the call is spared).
+func (r *run) take(now time.Time, t int64, c *caller) pool.Taken[int32] {
+	if r.classes == nil {
+		return r.p.Take(now, r.prng.Float64(), r.cpu(t))
+	}
+	return r.p.TakeAs(now, r.prng.Float64(), r.cpu(t), c.class)
 }
 
 // answer counts one answer of the pool, given on c's behalf.
@@ -113,6 +131,10 @@ func (r *run) answer(c *caller, tk pool.Taken[int32], t int64) {
 // Keeper.serveLocked does.
 func (r *run) serve(t int64) {
 	defer r.serveDialers(t)
+	if r.classes != nil {
+		r.serveClasses(t)
+		return
+	}
 	now := r.now(t)
 	for r.qlive > 0 {
 		c := r.peek()
@@ -137,6 +159,59 @@ func (r *run) serve(t int64) {
 		case pool.Shed:
 			r.unqueue(c, t)
 			r.cur.Refused++
+			r.classFailed(c, false)
+			r.ended(c, t)
+			r.done(c, t)
+		}
+	}
+}
+
+// serveClasses is serve with classes, as Keeper.serveClassesLocked: the
+// pool says which class's front caller is asked for next (Pool.Serve),
+// until it has nothing more for any of them.
+func (r *run) serveClasses(t int64) {
+	now := r.now(t)
+	for r.qlive > 0 {
+		fronts := r.fronts[:0]
+		for i := range r.queues {
+			if c := r.front(i); c != nil {
+				fronts = append(fronts, pool.Front{Class: i, Since: r.now(c.asked)})
+			}
+		}
+		r.fronts = fronts
+		i, delay := r.p.Serve(now, fronts)
+		if i < 0 {
+			if delay > 0 {
+				r.retry(t + int64(delay))
+			}
+			return
+		}
+		c := r.front(fronts[i].Class)
+		tk := r.take(now, t, c)
+		r.answer(c, tk, t)
+		for tk.Kind == pool.Stale { // closed, and the pool asked again
+			r.cur.Retired++
+			r.gone(tk.Item)
+			tk = r.take(now, t, c)
+			r.answer(c, tk, t)
+		}
+		switch tk.Kind {
+		case pool.Ready:
+			r.unqueue(c, t)
+			r.lend(c, tk.Item, t)
+		case pool.Make:
+			r.unqueue(c, t)
+			r.dial(c, t, tk.Gen)
+		case pool.Wait:
+			r.waitFor(t, tk)
+			return
+		case pool.Later:
+			r.retry(t + int64(tk.Delay))
+			return
+		case pool.Shed:
+			r.unqueue(c, t)
+			r.cur.Refused++
+			r.classFailed(c, false)
 			r.ended(c, t)
 			r.done(c, t)
 		}
@@ -186,7 +261,7 @@ func (r *run) serveDialers(t int64) {
 		if r.p.Books().Idle == 0 {
 			break
 		}
-		tk := r.p.Take(r.now(t), r.prng.Float64(), r.cpu(t))
+		tk := r.take(r.now(t), t, c)
 		r.answer(c, tk, t)
 		if tk.Kind == pool.Stale {
 			r.cur.Retired++
@@ -219,6 +294,14 @@ func (r *run) lend(c *caller, item int32, t int64) {
 		}
 	}
 	r.ended(c, t)
+	if c.group > 0 {
+		g := &r.groups[c.group-1]
+		g.Served++
+		g.lent++
+		if t >= int64(time.Second) {
+			g.Peak = max(g.Peak, g.lent)
+		}
+	}
 	hold := c.hold
 	r.res.Sum.Holds++
 	if hold < 0 {
@@ -264,7 +347,7 @@ func (r *run) dial(c *caller, t int64, gen uint32) {
 	}
 	r.foDial(t, ok)
 	r.seq++
-	r.q.push(event{at: t + int64(d), seq: r.seq, kind: evDialed, c: c, gen: c.gen, ok: ok, old: r.oldDial(t), rgen: gen, full: full})
+	r.q.push(event{at: t + int64(d), seq: r.seq, kind: evDialed, c: c, gen: c.gen, ok: ok, old: r.oldDial(t), rgen: gen, full: full, class: int32(c.class)})
 }
 
 func (r *run) dialed(e *event, t int64) {
@@ -288,7 +371,7 @@ func (r *run) dialed(e *event, t int64) {
 		} else {
 			r.res.Sum.DeadDials++
 		}
-		wait := r.p.Unmade(now, r.prng.Float64(), by)
+		wait := r.p.UnmadeAs(now, r.prng.Float64(), by, int(e.class))
 		r.cur.Failed++
 		switch {
 		case owner && wait && e.full:
@@ -299,6 +382,7 @@ func (r *run) dialed(e *event, t int64) {
 			r.requeue(c, t)
 		case owner:
 			r.cur.DialErrors++
+			r.classFailed(c, false)
 			r.ended(c, t)
 			r.done(c, t)
 		}
@@ -307,7 +391,7 @@ func (r *run) dialed(e *event, t int64) {
 	}
 	id := r.nextRes
 	r.nextRes++
-	if !r.p.Made(id, e.rgen, now, 0) {
+	if !r.p.MadeAs(id, e.rgen, int(e.class), now, 0) {
 		r.cur.Retired++ // closed: never, the simulator does not close
 		r.conns--
 		return
@@ -330,6 +414,18 @@ func (r *run) dialed(e *event, t int64) {
 	r.serve(t)
 }
 
+// classFailed counts a call of c's class that timed out, or failed.
+func (r *run) classFailed(c *caller, timedOut bool) {
+	if c.group == 0 {
+		return
+	}
+	if g := &r.groups[c.group-1]; timedOut {
+		g.TimedOut++
+	} else {
+		g.Failed++
+	}
+}
+
 // deadline arms c's timeout, once.
 func (r *run) deadline(c *caller) {
 	if r.s.Timeout <= 0 || c.timer {
@@ -344,6 +440,14 @@ func (r *run) ended(c *caller, t int64) {
 	w := time.Duration(t - c.asked)
 	if r.opt.Wait != nil {
 		r.opt.Wait(c.id, w)
+	}
+	if c.group > 0 {
+		g := &r.groups[c.group-1]
+		if w == 0 {
+			g.zeros++
+		} else {
+			g.waits = append(g.waits, w)
+		}
 	}
 	r.waits = append(r.waits, w)
 	r.rotWait(t, w)
@@ -362,6 +466,20 @@ func (r *run) done(c *caller, t int64) {
 		}
 	} else if r.opt.Record != nil {
 		r.opt.Record.close(c, -1)
+	}
+	if c.loop {
+		// One of a population: it asks again now, or, its call failed,
+		// after its hold.
+		at := t
+		if c.state != stLent {
+			at += int64(c.hold)
+		}
+		if at < r.end {
+			r.schedule(at, evAgain, nil, int32(c.group))
+		}
+	}
+	if c.state == stLent && c.group > 0 {
+		r.groups[c.group-1].lent--
 	}
 	c.state = stDone
 	if !c.timer {

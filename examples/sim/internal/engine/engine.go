@@ -22,6 +22,15 @@
 // the pool, at once or over a window, and that timer paces it. A caller whose timeout passes leaves
 // the queue; a dial it started goes on, and its resource, like that of a
 // caller served meanwhile, is handed on as a return.
+//
+// With classes of callers (Scenario.Classes) the pool is given them
+// (Pool.SetClasses) and the engine keeps one queue per class, as the
+// Keeper does: every call carries the caller's class (TakeAs, MadeAs,
+// UnmadeAs with the class the reservation was opened for), a caller
+// arriving while any queue holds someone joins the back of its own, and
+// the queues are served in the order Pool.Serve says, its front callers
+// asked for one at a time (a Serve of -1 with a Delay has the timer ask
+// again then). Which class waits is the pool's rule, not the engine's.
 package engine
 
 import (
@@ -99,9 +108,11 @@ type run struct {
 	nextID  uint64
 	free    []*caller
 
-	queue []*caller // FIFO; done callers are skipped
-	qhead int
-	qlive int
+	queues  []fifo       // one; with classes, one per class, the default last (queue.go)
+	qlive   int          // callers queued, in every queue
+	classes []pool.Class // the pool's classes (Scenario.poolClasses), or nil
+	fronts  []pool.Front // serveClasses's, kept between calls
+	groups  []classGroup // by class of the load (Scenario.Classes): its figures
 
 	dialers []dialer // callers whose own dial is in flight, oldest first (serveDialers)
 	dhead   int
@@ -158,6 +169,10 @@ func Run(s Scenario, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	cls := s.poolClasses()
+	if err := p.SetClasses(cls); err != nil {
+		return nil, err
+	}
 	var m machine = p
 	var rec *record.Pool[int32]
 	if opt.Recorder != nil {
@@ -172,9 +187,18 @@ func Run(s Scenario, opt Options) (*Result, error) {
 		prng: rand.New(rand.NewPCG(s.Seed^0x5bd1e995, 0xc2b2ae3d27d4eb4f)),
 		drng: rand.New(rand.NewPCG(s.Seed^0x27d4eb2f, 0x165667b19e3779f9)),
 	}
+	r.classes = cls
+	r.queues = make([]fifo, len(cls)+1)
+	r.groups = make([]classGroup, len(s.Classes))
 	r.load = opt.Load
 	if r.load == nil {
 		r.load = Synthetic(&s)
+		// The classes' populations ask at the start, in order.
+		for g, c := range s.Classes {
+			for range c.Callers {
+				r.schedule(0, evAgain, nil, int32(g+1))
+			}
+		}
 	}
 	r.res.Replayed = opt.Load != nil
 	r.res.Scenario = s
@@ -221,8 +245,10 @@ func Run(s Scenario, opt Options) (*Result, error) {
 // *record.Pool in front of one.
 type machine interface {
 	Take(now time.Time, roll float64, cpu int) pool.Taken[int32]
-	Made(item int32, gen uint32, now time.Time, extra time.Duration) bool
-	Unmade(now time.Time, roll float64, by ward.Guard) bool
+	TakeAs(now time.Time, roll float64, cpu int, class int) pool.Taken[int32]
+	MadeAs(item int32, gen uint32, class int, now time.Time, extra time.Duration) bool
+	UnmadeAs(now time.Time, roll float64, by ward.Guard, class int) bool
+	Serve(now time.Time, fronts []pool.Front) (int, time.Duration)
 	Give(item int32, now time.Time) bool
 	Drop(item int32, now time.Time) bool
 	Evict(now time.Time) []int32
@@ -268,16 +294,15 @@ func (r *run) handle(e *event) error {
 	switch e.kind {
 	case evArrive:
 		a := r.pending
-		c := r.newCaller()
-		c.id, c.asked, c.hold, c.recorded = r.nextID, t, a.Hold, a.Recorded
-		c.got = -1
-		r.nextID++
-		r.cur.Arrived++
-		if r.opt.Record != nil {
-			r.opt.Record.open(c)
-		}
+		c := r.arrive(t, a.Hold, a.Class)
+		c.recorded = a.Recorded
 		r.acquire(c, t)
 		return r.nextArrival()
+	case evAgain:
+		g := int(e.res)
+		c := r.arrive(t, r.s.Classes[g-1].Hold, g)
+		c.loop = true
+		r.acquire(c, t)
 	case evRelease:
 		c := e.c
 		if r.releaseFailover(e.res, t) {
@@ -324,6 +349,7 @@ func (r *run) handle(e *event) error {
 			fallthrough
 		case stSleeping, stDialing:
 			r.cur.TimedOut++
+			r.classFailed(c, true)
 			if r.inRotation(t) {
 				r.res.Sum.Rotation.TimedOut++
 			}
@@ -338,6 +364,29 @@ func (r *run) handle(e *event) error {
 		r.rotate(t)
 	}
 	return nil
+}
+
+// arrive is a caller of class group (1 + index in Scenario.Classes; 0:
+// none) asking at t, to hold for hold.
+func (r *run) arrive(t int64, hold time.Duration, group int) *caller {
+	c := r.newCaller()
+	c.id, c.asked, c.hold = r.nextID, t, hold
+	c.got = -1
+	if group > 0 && group <= len(r.groups) {
+		c.group = group
+		r.groups[group-1].Arrived++
+		if r.classes != nil {
+			c.class = group - 1
+		}
+	} else if r.classes != nil {
+		c.class = len(r.classes) // the default class
+	}
+	r.nextID++
+	r.cur.Arrived++
+	if r.opt.Record != nil {
+		r.opt.Record.open(c)
+	}
+	return c
 }
 
 // arm keeps the one eviction timer at the instant the pool names.

@@ -14,6 +14,8 @@ func FuzzParse(f *testing.F) {
 		"keep 1m30s # c\n", "size\n", "seconds 99999999999\n", "hold 1e308\n", "rate 1e7\nseconds 2592000\n",
 		"seconds 3\nfailover 1s\noutage 1s 1.5s\nhold-for 1s\nhold-every 30ms\nrate 300\n",
 		"seconds 3\nrate 300\nsize 8\nserver-max 2\nfull fail\n", "seconds 2\nserver-max 1\nfull wait\nkeep 100ms\n",
+		"seconds 2\nsize 4\nclass a reserve 1 ceiling 3 lend 100ms\nclass-load a rate 50 hold 5ms\nclass b\nclass-load b callers 8 hold 50ms\n",
+		"seconds 2\nclass a lend never\nclass-load a callers 3 hold 1s\nclasses none\nward all\n", "class a\nclass-load b rate 1 hold 1s\n",
 	} {
 		f.Add(s)
 	}
@@ -29,7 +31,7 @@ func FuzzParse(f *testing.F) {
 		if err := s.Validate(); err != nil {
 			t.Fatalf("Parse accepted an invalid scenario: %v", err)
 		}
-		if s.Seconds <= 3 && s.Rate*float64(s.Seconds) < 1e4 {
+		if s.Seconds <= 3 && s.callers() < 1e4 {
 			if _, err := Run(s, Options{}); err != nil {
 				t.Fatalf("Run of a parsed scenario: %v", err)
 			}

@@ -12,20 +12,22 @@ const (
 	evTick
 	evMark   // a second after the failover: its figures are read
 	evRotate // the scenario's rotation: Pool.Reset(now, RotateOver)
+	evAgain  // one of a class's population asks (again): res is its class, 1 + index
 )
 
 // event is one thing due at an instant of virtual time (ns since the start).
 type event struct {
-	at   int64
-	seq  uint64 // ties broken by insertion order
-	c    *caller
-	gen  uint32 // c's generation when the event was made
-	res  int32  // the resource, for release and dialed
-	kind uint8
-	ok   bool   // dialed: the dial worked
-	old  bool   // dialed: the dial began before the failover (Scenario.Failover)
-	rgen uint32 // dialed: the reservation's generation (Taken.Gen), for Made
-	full bool   // dialed: the backend refused it for want of room (Scenario.ServerMax)
+	at    int64
+	seq   uint64 // ties broken by insertion order
+	c     *caller
+	gen   uint32 // c's generation when the event was made
+	res   int32  // the resource, for release and dialed
+	kind  uint8
+	ok    bool   // dialed: the dial worked
+	old   bool   // dialed: the dial began before the failover (Scenario.Failover)
+	rgen  uint32 // dialed: the reservation's generation (Taken.Gen), for Made
+	full  bool   // dialed: the backend refused it for want of room (Scenario.ServerMax)
+	class int32  // dialed: the class the reservation was opened for (MadeAs, UnmadeAs)
 }
 
 func (a *event) before(b *event) bool {

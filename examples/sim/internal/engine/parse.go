@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wardpool/wardpool/pool"
 )
 
 // This file reads scenario files: Parse, Override and the settings they
@@ -75,6 +78,23 @@ const maxLine = 4096
 //	rotate-over 5s                     # at a bounded pace over that window (0: at once)
 //	server-max 4                       # the backend takes 4 connections from the pool (0: no limit)
 //	full wait                          # a dial it refuses for want of room: the caller waits, or fail
+//	class interactive reserve 2        # a class of callers (pool.Class); also ceiling N,
+//	                                   # lend D (1s unless set; never: kept for ever)
+//	class-load interactive rate 100 hold 2ms  # its load: Poisson, holds exponential around 2 ms
+//	class batch                        # no reserve, no ceiling of its own
+//	class-load batch callers 64 hold 200ms    # 64 callers back to back, each holding 200 ms
+//	classes none                       # the pool gets no classes: one FIFO (on: it does)
+//
+// A class line names a class of callers and sets its reserve, ceiling
+// and lend afresh (those not given are zero), keeping its load; a
+// class-load line sets the load of a class named on an earlier line. With
+// classes, the load is theirs alone: rate and hold are not used. Every
+// class needs a load, and the reserves add up to size at most
+// (pool.ValidateClasses); there are 64 classes at most. A caller of a
+// population asks again as its call ends, or after its hold when the call
+// failed (timed out, shed, a dial error). "classes none" keeps the callers and their
+// classes' loads but gives the pool no classes, as a Keeper without
+// Config.Classes (the comparison "classes=none").
 //
 // Idle follows size (a size line sets idle too) while the two are equal;
 // an idle line sets it apart. Durations are Go durations ("250ms", "1m30s"); a bare number is seconds.
@@ -86,17 +106,33 @@ func Parse(r io.Reader, base Scenario) (Scenario, error) {
 	s.Slows = append([]Slow(nil), base.Slows...)
 	s.Outages = append([]Outage(nil), base.Outages...)
 	s.Breaks = append([]Outage(nil), base.Breaks...)
+	s.Classes = append([]ClassLoad(nil), base.Classes...)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 512), maxLine)
 	n := 0
+	classLine := make([]int, len(s.Classes)) // by class: the line that named it (0: base)
 	for sc.Scan() {
 		n++
 		if err := s.set(sc.Text()); err != nil {
 			return Scenario{}, &LineError{n, fmt.Errorf("%w: %v", ErrScenario, err)}
 		}
+		for len(classLine) < len(s.Classes) {
+			classLine = append(classLine, n)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return Scenario{}, &LineError{n + 1, fmt.Errorf("%w: %v", ErrScenario, err)}
+	}
+	// A class's own errors (no load, a reserve past size) name the line
+	// that named it, when one of these did.
+	for i := range s.Classes {
+		if err := s.validateClass(i); err != nil {
+			err = fmt.Errorf("%w: %v", ErrScenario, err)
+			if classLine[i] == 0 {
+				return Scenario{}, err // a class of base's
+			}
+			return Scenario{}, &LineError{classLine[i], err}
+		}
 	}
 	if err := s.Validate(); err != nil {
 		return Scenario{}, fmt.Errorf("%w: %v", ErrScenario, err)
@@ -340,6 +376,22 @@ func (s *Scenario) set(line string) error {
 		case "limit-max":
 			s.Limit.Max = n
 		}
+	case "class":
+		err = s.setClass(args)
+	case "class-load":
+		err = s.setClassLoad(args)
+	case "classes":
+		var v string
+		if v, err = one(); err == nil {
+			switch strings.ToLower(v) {
+			case "none", "off":
+				s.NoClasses = true
+			case "on":
+				s.NoClasses = false
+			default:
+				err = fmt.Errorf("%q is not none or on", v)
+			}
+		}
 	case "limit-slow":
 		var v string
 		if v, err = one(); err == nil {
@@ -358,10 +410,101 @@ var keys = func() []string {
 	k := []string{"name", "note", "seconds", "seed", "rate", "hold", "dial", "size", "idle",
 		"keep", "life", "timeout", "burst", "slow", "outage", "break", "ward", "failover", "classify", "hold-for", "hold-every", "rotate-at", "rotate-over",
 		"server-max", "full", "bucket-rate", "bucket-burst", "shed-cpu", "shed-floor", "cpu-idle", "cpu-per-loan",
-		"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff"}
+		"limit-initial", "limit-min", "limit-max", "limit-slow", "limit-backoff", "class", "class-load", "classes"}
 	sort.Strings(k)
 	return k
 }()
+
+// setClass applies a class line: NAME, then reserve R, ceiling C, lend D
+// in any order.
+func (s *Scenario) setClass(args []string) error {
+	if len(args) == 0 || len(args)%2 != 1 {
+		return errors.New("class takes NAME, then any of reserve R, ceiling C, lend D")
+	}
+	c := pool.Class{Name: args[0]}
+	for i := 1; i < len(args); i += 2 {
+		var err error
+		switch v := args[i+1]; strings.ToLower(args[i]) {
+		case "reserve":
+			c.Reserve, err = count(v, 0, 1<<20)
+		case "ceiling":
+			c.Ceiling, err = count(v, 0, 1<<20)
+		case "lend":
+			if strings.EqualFold(v, "never") {
+				c.Lend = -1
+			} else {
+				c.Lend, err = duration(v)
+			}
+		default:
+			return fmt.Errorf("%q is none of reserve, ceiling, lend", args[i])
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", strings.ToLower(args[i]), err)
+		}
+	}
+	for i := range s.Classes {
+		if s.Classes[i].Name == c.Name {
+			s.Classes[i].Class = c
+			return nil
+		}
+	}
+	if len(s.Classes) >= MaxClasses {
+		return fmt.Errorf("%d classes at most", MaxClasses)
+	}
+	s.Classes = append(s.Classes, ClassLoad{Class: c})
+	return nil
+}
+
+// setClassLoad applies a class-load line: NAME, then rate R or callers N,
+// and hold D.
+func (s *Scenario) setClassLoad(args []string) error {
+	if len(args) != 5 {
+		return errors.New("class-load takes NAME rate R hold D, or NAME callers N hold D")
+	}
+	i := slices.IndexFunc(s.Classes, func(c ClassLoad) bool { return c.Name == args[0] })
+	if i < 0 {
+		names := make([]string, len(s.Classes))
+		for j, c := range s.Classes {
+			names[j] = c.Name
+		}
+		return fmt.Errorf("no class %q (the classes are %q): name it on a class line first", args[0], names)
+	}
+	var rate float64
+	var callers int
+	var hold time.Duration
+	seen := map[string]bool{}
+	for j := 1; j < len(args); j += 2 {
+		var err error
+		k, v := strings.ToLower(args[j]), args[j+1]
+		if seen[k] {
+			return fmt.Errorf("%s given twice", k)
+		}
+		seen[k] = true
+		switch k {
+		case "rate":
+			if rate, err = number(v, 1e7); err == nil && rate == 0 {
+				err = errors.New("0: want more than 0")
+			}
+		case "callers":
+			callers, err = count(v, 1, 1<<20)
+		case "hold":
+			if hold, err = duration(v); err == nil && hold == 0 {
+				err = errors.New("0: want more than 0")
+			}
+		default:
+			return fmt.Errorf("%q is none of rate, callers, hold", args[j])
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	if seen["rate"] == seen["callers"] || !seen["hold"] {
+		return errors.New("class-load takes NAME rate R hold D, or NAME callers N hold D")
+	}
+	c := &s.Classes[i]
+	c.Rate, c.Callers, c.Hold = rate, callers, hold
+	return nil
+}
 
 func count(v string, lo, hi int) (int, error) {
 	n, err := strconv.Atoi(v)

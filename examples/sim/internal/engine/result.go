@@ -114,6 +114,35 @@ type Summary struct {
 	Full FullSum
 }
 
+// ClassSum is what one class of callers (Scenario.Classes) got.
+type ClassSum struct {
+	// Name is the class's; Reserve and Ceiling as the pool was given them
+	// (zero with NoClasses).
+	Name             string
+	Reserve, Ceiling int
+	// Arrived, Served, TimedOut count its callers as Summary does, Failed
+	// those shed or whose own dial failed.
+	Arrived, Served, TimedOut, Failed int
+	// P50, P99 and Max are percentiles of its callers' acquire waits.
+	P50, P99, Max time.Duration
+	// Peak is the most resources its callers held at once from the
+	// second second on: the first, where the load begins and the pool
+	// fills before every class has asked, is left out.
+	Peak int
+}
+
+// PerSecond is how many of the class's callers were served a second, over
+// the run of seconds.
+func (c ClassSum) PerSecond(seconds int) float64 { return float64(c.Served) / float64(max(seconds, 1)) }
+
+// classGroup is a class's books during a run.
+type classGroup struct {
+	ClassSum
+	lent  int             // held now
+	waits []time.Duration // nonzero waits
+	zeros int
+}
+
 // FullSum is what a backend with a connection limit (Scenario.ServerMax)
 // did to the run.
 type FullSum struct {
@@ -139,6 +168,9 @@ type Result struct {
 	Sum      Summary
 	// Episodes are the queue episodes, in order (at most MaxEpisodes).
 	Episodes []Episode
+	// Classes are the figures of each class of the load, in the order of
+	// Scenario.Classes (with classes on or off: NoClasses); nil without.
+	Classes []ClassSum
 	// Recording is the recording of the run's pool, written out at its
 	// end, when Options.Recorder was set (see pool.Pool.Recording).
 	Recording []byte
@@ -234,6 +266,20 @@ func (r *run) finish() {
 		s.Max = r.all[n-1]
 	}
 	s.Peak = r.peak
+	for i := range r.groups {
+		g := &r.groups[i]
+		c := r.s.Classes[i]
+		g.Name = c.Name
+		if r.classes != nil {
+			g.Reserve, g.Ceiling = c.Reserve, c.Ceiling
+		}
+		slices.Sort(g.waits)
+		g.P50, g.P99 = rank(g.waits, g.zeros, 50), rank(g.waits, g.zeros, 99)
+		if n := len(g.waits); n > 0 {
+			g.Max = g.waits[n-1]
+		}
+		r.res.Classes = append(r.res.Classes, g.ClassSum)
+	}
 	r.rotateFinish()
 	if r.opt.Record != nil {
 		r.opt.Record.flush(true)

@@ -110,12 +110,91 @@ type Scenario struct {
 	// not yet closed counts, and every dial accepted and still in flight.
 	// Zero: no limit.
 	ServerMax int
+	// Classes are classes of callers (pool.Class: a reserve, a ceiling, a
+	// lend), each with its own load; with any, the synthetic load is
+	// theirs alone (Rate and Hold are not used). The pool is given the
+	// classes (Pool.SetClasses), one queue each, served in the order
+	// Pool.Serve says, as a Keeper with Config.Classes.
+	Classes []ClassLoad
+	// NoClasses gives the pool no classes: the same callers, with their
+	// classes' loads and counted by class, queue in one FIFO, first come
+	// first served, as a Keeper without Config.Classes.
+	NoClasses bool
 	// Full is what the Keeper does with such a refusal: FullWait (the zero
 	// value) tells the pool Unmade(…, ward.GuardFull), which with other
 	// resources live has the caller wait for a return or the next dial
 	// (one a second) instead; FullFail tells it a failed dial
 	// (ward.GuardNone), and the caller gets the error, as pgxpool does.
 	Full string
+}
+
+// ClassLoad is a class of callers and its load: either Rate callers a
+// second, arriving as a Poisson stream (times any burst in force), holding
+// for an exponentially distributed time around Hold, or a population of
+// Callers, each asking again as soon as its call ends and holding for Hold
+// exactly (a batch job's workers); a call that fails (timed out, shed, a
+// dial error) asks again after Hold.
+type ClassLoad struct {
+	pool.Class
+	Rate    float64
+	Callers int
+	Hold    time.Duration
+}
+
+// MaxClasses bounds Scenario.Classes.
+const MaxClasses = 64
+
+// poolClasses are the classes the pool is given: none with NoClasses.
+func (s *Scenario) poolClasses() []pool.Class {
+	if s.NoClasses || len(s.Classes) == 0 {
+		return nil
+	}
+	cs := make([]pool.Class, len(s.Classes))
+	for i, c := range s.Classes {
+		cs[i] = c.Class
+	}
+	return cs
+}
+
+// validateClass reports what is wrong with class i of s (its load, and
+// the classes up to it as pool.ValidateClasses sees them), or nil.
+func (s *Scenario) validateClass(i int) error {
+	c := s.Classes[i]
+	switch {
+	case c.Callers > 0 && c.Rate > 0 || c.Callers == 0 && !(c.Rate > 0):
+		return fmt.Errorf("class %q has no load: want class-load %s rate R hold D, or callers N hold D", c.Name, c.Name)
+	case c.Rate > 1e7 || c.Callers < 0 || c.Callers > 1<<20:
+		return fmt.Errorf("class %q: rate %v and callers %d, want a rate up to 1e7 or up to 1048576 callers", c.Name, c.Rate, c.Callers)
+	case c.Hold <= 0:
+		return fmt.Errorf("class %q: hold is %v, want more than 0", c.Name, c.Hold)
+	}
+	cs := make([]pool.Class, i+1)
+	for j := range cs {
+		cs[j] = s.Classes[j].Class
+	}
+	return pool.ValidateClasses(cs, s.Limits.Size)
+}
+
+// callers is an upper bound on the callers of s's synthetic load: its
+// rates at the height of the bursts times its seconds, and each caller of
+// a population asking at most once a hold.
+func (s *Scenario) callers() float64 {
+	peak := 1.0
+	for _, b := range s.Bursts {
+		peak *= max(b.Factor, 1)
+	}
+	if len(s.Classes) == 0 {
+		return s.Rate * peak * float64(s.Seconds)
+	}
+	n := 0.0
+	for _, c := range s.Classes {
+		if c.Callers > 0 {
+			n += float64(c.Callers) * (1 + float64(s.Seconds)*float64(time.Second)/float64(c.Hold))
+		} else {
+			n += c.Rate * peak * float64(s.Seconds)
+		}
+	}
+	return n
 }
 
 // The values of Scenario.Full.
@@ -342,11 +421,22 @@ func (s *Scenario) Validate() error {
 			return fmt.Errorf("outage or break fraction %v, want 0 to 1", o.Fraction)
 		}
 	}
+	if len(s.Classes) > MaxClasses {
+		return fmt.Errorf("%d classes, want %d at most", len(s.Classes), MaxClasses)
+	}
+	for i := range s.Classes {
+		if err := s.validateClass(i); err != nil {
+			return err
+		}
+	}
 	peak := s.Rate
 	for _, b := range s.Bursts {
 		peak *= max(b.Factor, 1)
 	}
-	if peak*float64(s.Seconds) > MaxCallers {
+	if n := s.callers(); n > MaxCallers {
+		if len(s.Classes) > 0 {
+			return fmt.Errorf("the classes' loads for %d s are up to %g callers, more than %g", s.Seconds, n, float64(MaxCallers))
+		}
 		return fmt.Errorf("rate %g a second (%g at the height of the bursts) for %d s is more than %g callers", s.Rate, peak, s.Seconds, float64(MaxCallers))
 	}
 	return nil
