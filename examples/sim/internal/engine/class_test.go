@@ -230,3 +230,16 @@ func TestClassesLendAnAbsentReserve(t *testing.T) {
 		t.Errorf("lend never, interactive absent: %d lent at a second's end at most, want 6", hi)
 	}
 }
+
+// TestClassesRecordingRefusedByName: a recording of a pool with classes
+// is not rebuilt into a load (not done yet), and ReadKeeper says so by
+// name instead of "no acquire".
+func TestClassesRecordingRefusedByName(t *testing.T) {
+	s := classScenario(t)
+	s.Seconds = 2
+	r, _, _ := runClasses(t, s, Options{Recorder: record.New(64 << 20)})
+	_, err := ReadKeeper(r.Recording)
+	if !errors.Is(err, ErrKeeperLoad) || !strings.Contains(err.Error(), "classes of callers") {
+		t.Fatalf("ReadKeeper of a recording with classes: %v", err)
+	}
+}

@@ -176,6 +176,15 @@ func ReadKeeper(data []byte) (*KeeperLoad, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, st := range rc.Steps {
+		switch st.Op {
+		case "TakeAs", "Serve", "MadeAs", "UnmadeAs":
+			// Classes of callers: rebuilding a load of several classes
+			// from a recording is not done yet. Say so, rather than
+			// "no acquire" for a load whose acquires are all TakeAs.
+			return nil, fmt.Errorf("%w: the recording's pool had classes of callers (a %s step); the simulator does not rebuild their load from a recording yet: describe the classes in a scenario file (class, class-load)", ErrKeeperLoad, st.Op)
+		}
+	}
 	kr := &keeperReader{open: map[int32]int{}, seats: seatModel{ok: true}}
 	if err := kr.read(rc.Steps); err != nil {
 		return nil, err
