@@ -128,6 +128,16 @@ func (q *waiters[T]) popClass(w *waiter[T]) *waiter[T] {
 	return w
 }
 
+// unqueue takes w, the front of its queue (its class's, with classes),
+// off it.
+func (q *waiters[T]) unqueue(w *waiter[T]) {
+	if q.by != nil {
+		q.popClass(w)
+		return
+	}
+	q.pop()
+}
+
 // ahead is how many callers of class c are queued: all of them without
 // classes.
 func (q *waiters[T]) ahead(c int) int {
@@ -173,28 +183,8 @@ func (k *Keeper[T]) serveClassesLocked(now time.Time, fx *effects[T]) {
 			}
 			return
 		}
-		c := fronts[i].Class
-		w := k.q.by[c].peek()
-		var s decision[T]
-		k.decideLocked(now, w.stack, false, c, &s)
-		switch s.kind {
-		case pool.Ready:
-			k.q.popClass(w)
-			k.grantLocked(w, grant[T]{loan: s.loan, check: s.check})
-		case pool.Make:
-			k.q.popClass(w)
-			k.startDialLocked(w)
-			fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: w.ctx, gen: s.gen, class: c})
-		case pool.Wait:
-			k.waitLocked(now, s)
+		if !k.serveFrontLocked(now, k.q.by[fronts[i].Class].peek(), fx) {
 			return
-		case pool.Later:
-			k.alarm.retry = true
-			k.armLocked(now, now.Add(s.delay))
-			return
-		default: // Shed, Closed
-			k.q.popClass(w)
-			k.grantLocked(w, grant[T]{err: s.err})
 		}
 	}
 }

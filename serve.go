@@ -26,28 +26,40 @@ func (k *Keeper[T]) serveLocked(now time.Time, fx *effects[T]) {
 			k.grantLocked(w, grant[T]{err: err})
 			continue
 		}
-		var s decision[T]
-		k.decideLocked(now, w.stack, false, w.class, &s)
-		switch s.kind {
-		case pool.Ready:
-			k.q.pop()
-			k.grantLocked(w, grant[T]{loan: s.loan, check: s.check})
-		case pool.Make:
-			k.q.pop()
-			k.startDialLocked(w)
-			fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: w.ctx, gen: s.gen})
-		case pool.Wait:
-			k.waitLocked(now, s)
+		if !k.serveFrontLocked(now, w, fx) {
 			return
-		case pool.Later:
-			k.alarm.retry = true
-			k.armLocked(now, now.Add(s.delay))
-			return
-		default: // Shed, Closed
-			k.q.pop()
-			k.grantLocked(w, grant[T]{err: s.err})
 		}
 	}
+}
+
+// serveFrontLocked asks the pool for w, the front of its queue (of its
+// class's, with classes), and carries out the answer: w leaves the queue
+// with a loan, a dial made for it, or its error. It reports false when
+// the pool has nothing for w now (Wait, or Later with the timer armed):
+// serving stops there.
+func (k *Keeper[T]) serveFrontLocked(now time.Time, w *waiter[T], fx *effects[T]) bool {
+	var s decision[T]
+	k.decideLocked(now, w.stack, false, w.class, &s)
+	switch s.kind {
+	case pool.Ready:
+		k.q.unqueue(w)
+		k.grantLocked(w, grant[T]{loan: s.loan, check: s.check})
+	case pool.Make:
+		k.q.unqueue(w)
+		k.startDialLocked(w)
+		fx.dials = append(fx.dials, dialJob[T]{w: w, ticket: w.ticket, ctx: w.ctx, gen: s.gen, class: w.class})
+	case pool.Wait:
+		k.waitLocked(now, s)
+		return false
+	case pool.Later:
+		k.alarm.retry = true
+		k.armLocked(now, now.Add(s.delay))
+		return false
+	default: // Shed, Closed
+		k.q.unqueue(w)
+		k.grantLocked(w, grant[T]{err: s.err})
+	}
+	return true
 }
 
 // waitLocked carries out a Wait answer's Delay, when it has one (a full
