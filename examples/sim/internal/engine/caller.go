@@ -140,28 +140,13 @@ func (r *run) serve(t int64) {
 		c := r.peek()
 		tk := r.p.Take(now, r.prng.Float64(), r.cpu(t))
 		r.answer(c, tk, t)
-		switch tk.Kind {
-		case pool.Ready:
-			r.unqueue(c, t)
-			r.lend(c, tk.Item, t)
-		case pool.Stale:
+		if tk.Kind == pool.Stale { // closed, and the pool asked again
 			r.cur.Retired++
 			r.gone(tk.Item)
-		case pool.Make:
-			r.unqueue(c, t)
-			r.dial(c, t, tk.Gen)
-		case pool.Wait:
-			r.waitFor(t, tk)
+			continue
+		}
+		if !r.carry(c, tk, t) {
 			return
-		case pool.Later:
-			r.retry(t + int64(tk.Delay))
-			return
-		case pool.Shed:
-			r.unqueue(c, t)
-			r.cur.Refused++
-			r.classFailed(c, false)
-			r.ended(c, t)
-			r.done(c, t)
 		}
 	}
 }
@@ -195,27 +180,38 @@ func (r *run) serveClasses(t int64) {
 			tk = r.take(now, t, c)
 			r.answer(c, tk, t)
 		}
-		switch tk.Kind {
-		case pool.Ready:
-			r.unqueue(c, t)
-			r.lend(c, tk.Item, t)
-		case pool.Make:
-			r.unqueue(c, t)
-			r.dial(c, t, tk.Gen)
-		case pool.Wait:
-			r.waitFor(t, tk)
+		if !r.carry(c, tk, t) {
 			return
-		case pool.Later:
-			r.retry(t + int64(tk.Delay))
-			return
-		case pool.Shed:
-			r.unqueue(c, t)
-			r.cur.Refused++
-			r.classFailed(c, false)
-			r.ended(c, t)
-			r.done(c, t)
 		}
 	}
+}
+
+// carry carries out the pool's answer tk (not Stale) for c, the front of
+// its queue: lent, dialed for, or refused, c leaves the queue. It reports
+// false when the pool has nothing for c now (Wait, or Later with the
+// timer armed): serving stops there.
+func (r *run) carry(c *caller, tk pool.Taken[int32], t int64) bool {
+	switch tk.Kind {
+	case pool.Ready:
+		r.unqueue(c, t)
+		r.lend(c, tk.Item, t)
+	case pool.Make:
+		r.unqueue(c, t)
+		r.dial(c, t, tk.Gen)
+	case pool.Wait:
+		r.waitFor(t, tk)
+		return false
+	case pool.Later:
+		r.retry(t + int64(tk.Delay))
+		return false
+	case pool.Shed:
+		r.unqueue(c, t)
+		r.cur.Refused++
+		r.classFailed(c, false)
+		r.ended(c, t)
+		r.done(c, t)
+	}
+	return true
 }
 
 // retry arms the timer that serves the queue again at at, unless it is
